@@ -1,0 +1,279 @@
+/**
+ * createRequestHandler(deps): the whole MCP surface as one total function
+ * from a parsed JSON value to exactly one response, or null for a
+ * notification (PROTOCOL.md §1–§5). It never throws and imports no node:
+ * module; processes, files and time come in through deps.
+ */
+import { sleep, type Clock } from "./clock.js";
+import { DispatchError, toDispatchError } from "./errors.js";
+import type { Job, JobRegistry } from "./jobs.js";
+import {
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  METHOD_NOT_FOUND,
+  fail,
+  isRecord,
+  isRequestId,
+  respond,
+  type JsonRpcResponse,
+  type RequestId,
+} from "./jsonrpc.js";
+import type { Logger } from "./log.js";
+import { renderFailure, renderJob, renderKill, renderStarted, type CallToolResult } from "./results.js";
+import {
+  TOOL_DEFINITIONS,
+  isToolName,
+  parseKillInput,
+  parseRunInput,
+  parseStartInput,
+  parseWaitInput,
+  type ToolName,
+} from "./tools.js";
+
+/** Newest first; the first is what we answer when a client asks for a version we do not know (§2). */
+export const SUPPORTED_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] as const;
+export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
+
+export const SERVER_INSTRUCTIONS =
+  "claude-dispatch runs Claude Code headless in a project directory. Use claude_run for short tasks that " +
+  "finish within about two minutes. For longer work use claude_start, then call claude_wait with the job_id " +
+  "until it is no longer running; claude_kill stops a job. Every result carries a session_id: pass it back " +
+  "to continue the same conversation with its context.";
+
+/** Echo a version we support; otherwise offer our latest and let the client decide (§2). */
+export function negotiateVersion(requested: string): string {
+  return (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+}
+
+export interface HandlerDeps {
+  jobs: Pick<JobRegistry, "start" | "get" | "kill">;
+  /** Resolves to a problem description when cwd is not an absolute path to an existing directory. */
+  checkDirectory(cwd: string): Promise<string | undefined>;
+  clock: Clock;
+  logger: Logger;
+  server: { name: string; version: string };
+  /** Recursion guard (§7.4): at or above max, no tool is listed or runs. */
+  depth: { current: number; max: number };
+  /** Only for the JOB_NOT_FOUND message. */
+  jobRetentionMs: number;
+}
+
+export type RequestHandler = (message: unknown) => Promise<JsonRpcResponse | null>;
+
+function requestKey(id: RequestId): string {
+  return `${typeof id}:${String(id)}`;
+}
+
+export function createRequestHandler(deps: HandlerDeps): RequestHandler {
+  const { jobs, clock, logger } = deps;
+  const gated = deps.depth.current >= deps.depth.max;
+  /** In-flight requests by id, so notifications/cancelled can abort them (§4). */
+  const inFlight = new Map<string, AbortController>();
+
+  function handleNotification(method: string, params: unknown): void {
+    if (method === "notifications/cancelled") {
+      const requestId = isRecord(params) ? params.requestId : undefined;
+      if (isRequestId(requestId)) {
+        const controller = inFlight.get(requestKey(requestId));
+        if (controller) {
+          logger.debug(`request ${String(requestId)} cancelled by the client`);
+          controller.abort();
+        }
+      }
+      return;
+    }
+    if (method === "notifications/initialized") return;
+    logger.debug(`ignored notification ${method}`);
+  }
+
+  function initialize(id: RequestId, params: Record<string, unknown>): JsonRpcResponse {
+    const requested = params.protocolVersion;
+    if (typeof requested !== "string") {
+      return fail(id, INVALID_PARAMS, "initialize requires params.protocolVersion (a string)");
+    }
+    const negotiatedVersion = negotiateVersion(requested);
+    logger.info(`initialize: client asked for ${requested}, using ${negotiatedVersion}`);
+    return respond(id, {
+      protocolVersion: negotiatedVersion,
+      capabilities: { tools: { listChanged: false } },
+      serverInfo: { name: deps.server.name, version: deps.server.version },
+      instructions: SERVER_INSTRUCTIONS,
+    });
+  }
+
+  async function requireDirectory(cwd: string): Promise<void> {
+    const problem = await deps.checkDirectory(cwd);
+    if (problem) throw new DispatchError("INVALID_ARGUMENT", `"cwd" ${problem}`);
+  }
+
+  function requireJob(jobId: string): Job {
+    const job = jobs.get(jobId);
+    if (job) return job;
+    const minutes = Math.round(deps.jobRetentionMs / 60_000);
+    throw new DispatchError(
+      "JOB_NOT_FOUND",
+      `no job with id ${jobId}; finished jobs are forgotten ${minutes} minute${minutes === 1 ? "" : "s"} after they end, and jobs do not survive a server restart`,
+    );
+  }
+
+  /** Waits until the job finishes, the hold runs out, or the request is cancelled; no polling (§5.3). */
+  async function hold(job: Job, holdMs: number, signal: AbortSignal): Promise<void> {
+    if (job.status !== "running" || holdMs === 0) return;
+    const stop = new AbortController();
+    const onCancel = (): void => stop.abort();
+    signal.addEventListener("abort", onCancel, { once: true });
+    void job.done.then(onCancel);
+    try {
+      await sleep(clock, holdMs, stop.signal);
+    } finally {
+      signal.removeEventListener("abort", onCancel);
+    }
+  }
+
+  async function runTool(name: ToolName, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+    switch (name) {
+      case "claude_run": {
+        const input = parseRunInput(args);
+        await requireDirectory(input.cwd);
+        const job = jobs.start({ prompt: input.prompt, cwd: input.cwd, resumeSessionId: input.sessionId }, "run", input.timeoutMs);
+        // A cancelled run is killed: nobody is left to read its result.
+        const onCancel = (): void => void jobs.kill(job.id, "cancelled").catch(() => undefined);
+        signal.addEventListener("abort", onCancel, { once: true });
+        try {
+          await job.done;
+        } finally {
+          signal.removeEventListener("abort", onCancel);
+        }
+        return renderJob(job, clock.now(), true);
+      }
+      case "claude_start": {
+        const input = parseStartInput(args);
+        await requireDirectory(input.cwd);
+        const job = jobs.start({ prompt: input.prompt, cwd: input.cwd, resumeSessionId: input.sessionId }, "start");
+        return renderStarted(job, clock.now());
+      }
+      case "claude_wait": {
+        const input = parseWaitInput(args);
+        const job = requireJob(input.jobId);
+        await hold(job, input.holdMs, signal);
+        return renderJob(job, clock.now());
+      }
+      case "claude_kill": {
+        const input = parseKillInput(args);
+        const job = requireJob(input.jobId);
+        const { killed, survivors } = await jobs.kill(job.id, "claude_kill");
+        return renderKill(job, clock.now(), killed, survivors);
+      }
+    }
+  }
+
+  async function callTool(id: RequestId, params: Record<string, unknown>, signal: AbortSignal): Promise<JsonRpcResponse> {
+    const name = params.name;
+    if (typeof name !== "string") return fail(id, INVALID_PARAMS, "tools/call requires params.name (a string)");
+    const rawArgs = params.arguments;
+    if (rawArgs !== undefined && rawArgs !== null && !isRecord(rawArgs)) {
+      return fail(id, INVALID_PARAMS, "tools/call params.arguments must be an object");
+    }
+    if (!isToolName(name)) return fail(id, INVALID_PARAMS, `Unknown tool: ${name}`);
+    if (gated) {
+      return respond(
+        id,
+        renderFailure(
+          new DispatchError(
+            "DEPTH_LIMIT",
+            `this server runs inside an agent that claude-dispatch started (depth ${deps.depth.current}, limit ${deps.depth.max}); nested dispatch is off to prevent runaway recursion`,
+          ),
+        ),
+      );
+    }
+    const args = isRecord(rawArgs) ? rawArgs : {};
+    try {
+      return respond(id, await runTool(name, args, signal));
+    } catch (error) {
+      const classified = toDispatchError(error);
+      if (classified.code === "INTERNAL_ERROR") logger.error(`${name}: ${classified.message}`);
+      const jobId = typeof args.job_id === "string" ? args.job_id : undefined;
+      return respond(id, renderFailure(classified, jobId));
+    }
+  }
+
+  /** Checks what every request may carry: object params, an object _meta, a string or number progressToken. */
+  function paramsProblem(message: Record<string, unknown>): string | undefined {
+    if (!("params" in message) || message.params === undefined) return undefined;
+    const params = message.params;
+    if (!isRecord(params)) return "params must be an object";
+    const meta = params._meta;
+    if (meta === undefined) return undefined;
+    if (!isRecord(meta)) return "params._meta must be an object";
+    const token = meta.progressToken;
+    if (token !== undefined && typeof token !== "string" && !(typeof token === "number" && Number.isFinite(token))) {
+      return "params._meta.progressToken must be a string or a number";
+    }
+    return undefined;
+  }
+
+  async function handleRequest(id: RequestId, method: string, message: Record<string, unknown>): Promise<JsonRpcResponse | null> {
+    const problem = paramsProblem(message);
+    if (problem) return fail(id, INVALID_PARAMS, problem);
+    const params = isRecord(message.params) ? message.params : {};
+
+    switch (method) {
+      case "initialize":
+        return initialize(id, params);
+      case "ping":
+        return respond(id, {});
+      case "tools/list":
+        return respond(id, { tools: gated ? [] : TOOL_DEFINITIONS });
+      case "tools/call": {
+        if (!isRecord(message.params)) return fail(id, INVALID_PARAMS, "tools/call requires params");
+        const key = requestKey(id);
+        const controller = new AbortController();
+        inFlight.set(key, controller);
+        try {
+          const response = await callTool(id, params, controller.signal);
+          // MCP cancellation: a cancelled request gets no response (§4).
+          return controller.signal.aborted ? null : response;
+        } finally {
+          if (inFlight.get(key) === controller) inFlight.delete(key);
+        }
+      }
+      default:
+        return fail(id, METHOD_NOT_FOUND, `Method not found: ${method}`);
+    }
+  }
+
+  async function dispatch(message: unknown): Promise<JsonRpcResponse | null> {
+    if (Array.isArray(message)) return fail(null, INVALID_REQUEST, "Invalid Request: batches are not supported");
+    if (!isRecord(message)) return fail(null, INVALID_REQUEST, "Invalid Request: expected a JSON object");
+
+    const method = message.method;
+    const hasId = "id" in message;
+    const id = isRequestId(message.id) ? message.id : null;
+
+    // A response from the client to a request we never sent: nothing to answer.
+    if (method === undefined && hasId && ("result" in message || "error" in message) && message.jsonrpc === "2.0") {
+      logger.debug(`ignored a response with id ${JSON.stringify(message.id)}`);
+      return null;
+    }
+    if (message.jsonrpc !== "2.0") return fail(id, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"');
+    if (typeof method !== "string") return fail(id, INVALID_REQUEST, 'Invalid Request: "method" must be a string');
+    if (!hasId) {
+      handleNotification(method, message.params);
+      return null;
+    }
+    if (id === null) return fail(null, INVALID_REQUEST, 'Invalid Request: "id" must be a string or a number');
+    return handleRequest(id, method, message);
+  }
+
+  return async (message: unknown): Promise<JsonRpcResponse | null> => {
+    try {
+      return await dispatch(message);
+    } catch (error) {
+      // dispatch is meant to be total; this keeps "exactly one response" true even if it is not.
+      logger.error(`unexpected failure: ${(error as Error)?.stack ?? String(error)}`);
+      const id = isRecord(message) && isRequestId(message.id) ? message.id : null;
+      return fail(id, INTERNAL_ERROR, "Internal error");
+    }
+  };
+}

@@ -1,0 +1,54 @@
+/** JSON-RPC 2.0 message shapes and the reserved error codes (PROTOCOL.md §1). */
+
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
+
+export type RequestId = string | number;
+
+export interface JsonRpcRequest {
+  jsonrpc: "2.0";
+  id: RequestId;
+  method: string;
+  params?: unknown;
+}
+
+export interface JsonRpcSuccess {
+  jsonrpc: "2.0";
+  id: RequestId;
+  result: unknown;
+}
+
+export interface JsonRpcFailure {
+  jsonrpc: "2.0";
+  id: RequestId | null;
+  error: { code: number; message: string; data?: unknown };
+}
+
+export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
+
+export interface JsonRpcNotification {
+  jsonrpc: "2.0";
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+export type OutgoingMessage = JsonRpcResponse | JsonRpcNotification;
+
+export function respond(id: RequestId, result: unknown): JsonRpcSuccess {
+  return { jsonrpc: "2.0", id, result };
+}
+
+export function fail(id: RequestId | null, code: number, message: string): JsonRpcFailure {
+  return { jsonrpc: "2.0", id, error: { code, message } };
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+export function isRequestId(value: unknown): value is RequestId {
+  return typeof value === "string" || (typeof value === "number" && Number.isFinite(value));
+}

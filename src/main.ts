@@ -1,0 +1,142 @@
+#!/usr/bin/env node
+/**
+ * Wiring: the only file that touches process.* (argv, env, stdio, signals,
+ * exit). It reads the configuration, builds the real dependencies, serves
+ * stdio, and shuts down as PROTOCOL.md §3 describes.
+ */
+import { execFile, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { existsSync, readFileSync, statSync } from "node:fs";
+
+import { agentEnvironment, createClaudeLauncher } from "./claude.js";
+import { systemClock } from "./clock.js";
+import { ConfigError, DEPTH_VARIABLE, loadConfig } from "./config.js";
+import { checkDirectory } from "./directory.js";
+import { createRequestHandler } from "./handler.js";
+import { JobRegistry } from "./jobs.js";
+import { createLogger } from "./log.js";
+import { PS_ARGS, createProcessControl, listLinuxProcesses, parsePsOutput, type Platform } from "./process.js";
+import { createMessageWriter, serveStdio } from "./stdio.js";
+import { SERVER_NAME, SERVER_VERSION } from "./version.js";
+
+/** After the kill grace, this long for responses to be written before we exit anyway. */
+const SHUTDOWN_SLACK_MS = 2000;
+
+function runFile(file: string, args: readonly string[]): Promise<{ exitCode: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { windowsHide: true, maxBuffer: 64 * 1024 * 1024 }, (error, stdout) => {
+      if (error && typeof error.code !== "number") return reject(error);
+      resolve({ exitCode: error ? (error.code as number) : 0, stdout });
+    });
+  });
+}
+
+function createPlatform(): Platform {
+  if (process.platform === "win32") {
+    return {
+      kind: "windows",
+      spawn,
+      runFile,
+      env: process.env,
+      fileExists: (file) => {
+        try {
+          return statSync(file).isFile();
+        } catch {
+          return false;
+        }
+      },
+      readTextFile: (file) => (existsSync(file) ? readFileSync(file, "utf8") : undefined),
+      nodePath: process.execPath,
+    };
+  }
+  return {
+    kind: "posix",
+    spawn,
+    listProcesses:
+      process.platform === "linux"
+        ? () => listLinuxProcesses()
+        : async () => parsePsOutput((await runFile("ps", PS_ARGS)).stdout),
+    signal: (pid, signal) => void process.kill(pid, signal),
+    selfPid: process.pid,
+  };
+}
+
+function main(): void {
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`claude-dispatch: ${error.message}\n`);
+    process.exit(2);
+  }
+
+  const logger = createLogger(process.stderr, config.logLevel);
+  const clock = systemClock;
+  const processes = createProcessControl({
+    platform: createPlatform(),
+    clock,
+    logger,
+    killGraceMs: config.killGraceMs,
+  });
+  const launch = createClaudeLauncher({
+    start: (request) => processes.start(request),
+    bin: config.claudeBin,
+    // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
+    env: agentEnvironment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),
+    maxStdoutBytes: config.maxOutputBytes,
+    stderrTailBytes: 64 * 1024,
+  });
+  const jobs = new JobRegistry({
+    launch,
+    clock,
+    newId: randomUUID,
+    logger,
+    retentionMs: config.jobRetentionMs,
+    maxFinishedJobs: 1000,
+  });
+  const handle = createRequestHandler({
+    jobs,
+    checkDirectory: (cwd) => checkDirectory(cwd),
+    clock,
+    logger,
+    server: { name: SERVER_NAME, version: SERVER_VERSION },
+    depth: { current: config.depth, max: config.maxDepth },
+    jobRetentionMs: config.jobRetentionMs,
+  });
+  const writer = createMessageWriter(process.stdout, logger);
+  const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
+
+  if (config.depth >= config.maxDepth) {
+    logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
+  }
+  logger.info(`${SERVER_NAME} ${SERVER_VERSION} ready (claude: ${config.claudeBin})`);
+
+  let shuttingDown = false;
+  const shutdown = async (reason: string): Promise<void> => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info(`shutting down: ${reason}`);
+    // A backstop only: every step below is bounded, but the exit must be.
+    setTimeout(() => {
+      logger.error("shutdown took too long; exiting");
+      process.exit(1);
+    }, config.killGraceMs + SHUTDOWN_SLACK_MS + 1000).unref();
+    process.stdin.pause();
+    await jobs.shutdown();
+    await processes.idle();
+    // Runs and waits on the killed jobs now answer; give their responses a moment to be written.
+    let cancelSlack = (): void => undefined;
+    await Promise.race([server.idle(), new Promise<void>((resolve) => (cancelSlack = clock.setTimer(resolve, SHUTDOWN_SLACK_MS)))]);
+    cancelSlack();
+    await writer.flush();
+    process.exit(0);
+  };
+
+  void server.ended.then(() => shutdown("stdin closed"));
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+    process.on(signal, () => void shutdown(signal));
+  }
+}
+
+main();

@@ -1,0 +1,715 @@
+/**
+ * Spawning agents and killing their whole process tree (PROTOCOL.md §6).
+ * The only file that knows POSIX from Windows; the platform is injected, so
+ * both branches are testable anywhere.
+ *
+ * Why a process-group kill is not enough: Claude Code runs each Bash tool
+ * call in a new session (setsid), so `kill(-pgid)` of the agent misses the
+ * tool's shell and everything under it, which then keeps running under init.
+ * We therefore remember every descendant (by parent pid, and by the process
+ * groups and sessions that descendants lead) together with its start time,
+ * and signal each one that is still the same process.
+ */
+import type { ChildProcess, SpawnOptions } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+
+import { sleep, type CancelTimer, type Clock } from "./clock.js";
+import type { Logger } from "./log.js";
+
+export interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  pgid: number | undefined;
+  sid: number | undefined;
+  /** Opaque, compared for equality only: guards against pid reuse. */
+  startTime: string;
+  zombie: boolean;
+}
+
+export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
+export type Signal = "SIGTERM" | "SIGKILL";
+
+export interface PosixPlatform {
+  kind: "posix";
+  spawn: SpawnFunction;
+  listProcesses(): Promise<ProcessInfo[]>;
+  /** process.kill: a negative pid addresses a process group. May throw (ESRCH, EPERM). */
+  signal(pid: number, signal: Signal): void;
+  /** The server's own pid: its group and session are never signalled. */
+  selfPid: number;
+}
+
+export interface WindowsPlatform {
+  kind: "windows";
+  spawn: SpawnFunction;
+  runFile(file: string, args: readonly string[]): Promise<{ exitCode: number | null }>;
+  env: Readonly<Record<string, string | undefined>>;
+  fileExists(file: string): boolean;
+  readTextFile(file: string): string | undefined;
+  /** The node binary running this server, used for npm shims that wrap a script. */
+  nodePath: string;
+}
+
+export type Platform = PosixPlatform | WindowsPlatform;
+
+export interface SpawnRequest {
+  command: string;
+  args: readonly string[];
+  cwd: string;
+  env: Readonly<Record<string, string | undefined>>;
+  /** Written to the child's stdin, which is then closed. */
+  stdin: string;
+  maxStdoutBytes: number;
+  stderrTailBytes: number;
+}
+
+export interface ChildExit {
+  spawnError?: { code: string | undefined; message: string };
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stdoutOverflow: boolean;
+  stderrTail: string;
+}
+
+export interface KillReport {
+  /** Processes that received at least one signal. */
+  signalled: number;
+  /** Pids still alive (same start time) after the kill was verified. */
+  survivors: number[];
+}
+
+export interface ChildHandle {
+  readonly pid: number | undefined;
+  /** Resolves once the agent itself exited and its output drained; never rejects. */
+  readonly exited: Promise<ChildExit>;
+  /** Kills the whole tree: SIGTERM, grace, SIGKILL, verify. Idempotent. */
+  killTree(): Promise<KillReport>;
+  /** Resolves when the agent exited and any processes it left behind were stopped. */
+  readonly settled: Promise<void>;
+}
+
+export interface ProcessControlOptions {
+  platform: Platform;
+  clock: Clock;
+  logger: Logger;
+  /** Time between SIGTERM and SIGKILL. */
+  killGraceMs: number;
+  /** How often running trees are re-walked so orphaned tool children stay known. */
+  treeRefreshMs?: number;
+  /** How long to keep reading after the agent exited, when a grandchild holds stdout open. */
+  exitDrainMs?: number;
+  /** Poll interval while waiting for a tree to die. */
+  killPollMs?: number;
+}
+
+export interface ProcessControl {
+  start(request: SpawnRequest): ChildHandle;
+  /** Resolves when every child has settled. */
+  idle(): Promise<void>;
+}
+
+export function createProcessControl(options: ProcessControlOptions): ProcessControl {
+  const { platform } = options;
+  const pending = new Set<Promise<void>>();
+  const tracker = platform.kind === "posix" ? new TreeTracker(platform, options) : undefined;
+
+  function start(request: SpawnRequest): ChildHandle {
+    const handle =
+      platform.kind === "posix" && tracker
+        ? startPosix(platform, tracker, request, options)
+        : startWindows(platform as WindowsPlatform, request, options);
+    const settled = handle.settled.finally(() => pending.delete(settled));
+    pending.add(settled);
+    return handle;
+  }
+
+  async function idle(): Promise<void> {
+    while (pending.size > 0) await Promise.allSettled([...pending]);
+  }
+
+  return { start, idle };
+}
+
+/* ------------------------------------------------------------------ *
+ * Output collection, shared by both platforms
+ * ------------------------------------------------------------------ */
+
+interface Collected {
+  exited: Promise<ChildExit>;
+  /** Set once the agent process itself has exited (or never started). */
+  hasExited(): boolean;
+}
+
+/**
+ * Wires stdin/stdout/stderr and exit detection. A job completes when the agent
+ * exits, even if a grandchild still holds stdout: we drain briefly, then stop.
+ */
+function collect(
+  child: ChildProcess,
+  request: SpawnRequest,
+  options: ProcessControlOptions,
+  hooks: { onOverflow(): void; onExit(): void },
+): Collected {
+  const drainMs = options.exitDrainMs ?? 250;
+  const stdoutChunks: Buffer[] = [];
+  let stdoutBytes = 0;
+  let stdoutOverflow = false;
+  let stderrTail = Buffer.alloc(0);
+  let exitInfo: { code: number | null; signal: string | null } | undefined;
+  let exitedFlag = false;
+
+  child.stdout?.on("data", (chunk: Buffer) => {
+    if (stdoutOverflow) return;
+    if (stdoutBytes + chunk.length > request.maxStdoutBytes) {
+      stdoutOverflow = true;
+      stdoutChunks.length = 0;
+      hooks.onOverflow();
+      return;
+    }
+    stdoutChunks.push(chunk);
+    stdoutBytes += chunk.length;
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    const joined = Buffer.concat([stderrTail, chunk]);
+    stderrTail = joined.length > request.stderrTailBytes ? joined.subarray(joined.length - request.stderrTailBytes) : joined;
+  });
+  // Without these, an EPIPE or reset on a pipe is an unhandled 'error' that takes the server down.
+  for (const stream of [child.stdin, child.stdout, child.stderr]) {
+    stream?.on("error", (error: Error) => options.logger.debug(`agent pipe: ${error.message}`));
+  }
+
+  const exited = new Promise<ChildExit>((resolve) => {
+    let cancelDrain: CancelTimer | undefined;
+    let finished = false;
+    const finish = (exit: ChildExit): void => {
+      if (finished) return;
+      finished = true;
+      cancelDrain?.();
+      // A grandchild may still hold the pipes; stop reading so nothing waits on it.
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      resolve(exit);
+    };
+    const output = (): Omit<ChildExit, "exitCode" | "signal"> => ({
+      stdout: stdoutOverflow ? "" : Buffer.concat(stdoutChunks, stdoutBytes).toString("utf8"),
+      stdoutOverflow,
+      stderrTail: stderrTail.toString("utf8"),
+    });
+
+    child.once("error", (error: NodeJS.ErrnoException) => {
+      if (exitInfo) return;
+      // 'error' without a pid means the process never started (ENOENT, EACCES, bad cwd).
+      if (child.pid === undefined) {
+        exitedFlag = true;
+        hooks.onExit();
+        finish({ spawnError: { code: error.code, message: error.message }, exitCode: null, signal: null, ...output() });
+      } else {
+        options.logger.warn(`agent ${child.pid}: ${error.message}`);
+      }
+    });
+    child.once("exit", (code, signal) => {
+      exitInfo = { code, signal };
+      exitedFlag = true;
+      hooks.onExit();
+      cancelDrain = options.clock.setTimer(() => finish({ exitCode: code, signal, ...output() }), drainMs);
+    });
+    child.once("close", () => {
+      if (exitInfo) finish({ exitCode: exitInfo.code, signal: exitInfo.signal, ...output() });
+    });
+  });
+
+  if (child.stdin) {
+    child.stdin.end(request.stdin);
+  }
+
+  return { exited, hasExited: () => exitedFlag };
+}
+
+function spawnFailure(error: unknown): ChildHandle {
+  const e = error as NodeJS.ErrnoException;
+  const exit: ChildExit = {
+    spawnError: { code: e?.code, message: e?.message ?? String(error) },
+    exitCode: null,
+    signal: null,
+    stdout: "",
+    stdoutOverflow: false,
+    stderrTail: "",
+  };
+  return {
+    pid: undefined,
+    exited: Promise.resolve(exit),
+    killTree: async () => ({ signalled: 0, survivors: [] }),
+    settled: Promise.resolve(),
+  };
+}
+
+/* ------------------------------------------------------------------ *
+ * POSIX
+ * ------------------------------------------------------------------ */
+
+function startPosix(
+  platform: PosixPlatform,
+  tracker: TreeTracker,
+  request: SpawnRequest,
+  options: ProcessControlOptions,
+): ChildHandle {
+  let child: ChildProcess;
+  try {
+    // detached: the agent leads a new session and process group, so a group
+    // signal never reaches this server.
+    child = platform.spawn(request.command, request.args, {
+      cwd: request.cwd,
+      env: request.env as NodeJS.ProcessEnv,
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+      windowsHide: true,
+    });
+  } catch (error) {
+    return spawnFailure(error);
+  }
+
+  const pid = child.pid;
+  const tree = pid === undefined ? undefined : tracker.track(pid);
+  let killing: Promise<KillReport> | undefined;
+  const killTree = (): Promise<KillReport> => {
+    if (!tree) return Promise.resolve({ signalled: 0, survivors: [] });
+    killing ??= tracker.kill(tree);
+    return killing;
+  };
+
+  const collected = collect(child, request, options, {
+    onOverflow: () => void killTree(),
+    onExit: () => tree?.markRootExited(),
+  });
+
+  // After the agent exits, anything it left behind (a tool child in its own
+  // session, a process holding stdout) is an orphan nobody can reach: stop it.
+  const settled = collected.exited.then(async () => {
+    if (!tree) return;
+    try {
+      if (killing) {
+        await killing;
+      } else if (await tracker.hasLiveMembers(tree)) {
+        options.logger.info(`agent ${tree.rootPid} exited leaving processes behind; stopping them`);
+        await killTree();
+      }
+    } finally {
+      tracker.untrack(tree);
+    }
+  });
+
+  return { pid, exited: collected.exited, killTree, settled };
+}
+
+class TrackedTree {
+  readonly rootPid: number;
+  rootStartTime: string | undefined;
+  rootExited = false;
+  /** Every descendant seen alive, by pid, with the start time it had then. */
+  readonly members = new Map<number, ProcessInfo>();
+
+  constructor(rootPid: number) {
+    this.rootPid = rootPid;
+  }
+
+  markRootExited(): void {
+    this.rootExited = true;
+  }
+}
+
+interface ProcessTable {
+  byPid: Map<number, ProcessInfo>;
+  byParent: Map<number, ProcessInfo[]>;
+  byGroupOrSession: Map<number, ProcessInfo[]>;
+  /** The server's own group and session: never followed, never signalled. */
+  protectedIds: Set<number>;
+}
+
+function indexProcesses(list: readonly ProcessInfo[], selfPid: number): ProcessTable {
+  const byPid = new Map<number, ProcessInfo>();
+  const byParent = new Map<number, ProcessInfo[]>();
+  const byGroupOrSession = new Map<number, ProcessInfo[]>();
+  const push = (map: Map<number, ProcessInfo[]>, key: number, info: ProcessInfo): void => {
+    const bucket = map.get(key);
+    if (bucket) bucket.push(info);
+    else map.set(key, [info]);
+  };
+  for (const info of list) {
+    byPid.set(info.pid, info);
+    push(byParent, info.ppid, info);
+    if (info.pgid !== undefined) push(byGroupOrSession, info.pgid, info);
+    if (info.sid !== undefined && info.sid !== info.pgid) push(byGroupOrSession, info.sid, info);
+  }
+  const protectedIds = new Set<number>([0, 1, selfPid]);
+  const self = byPid.get(selfPid);
+  if (self?.pgid !== undefined) protectedIds.add(self.pgid);
+  if (self?.sid !== undefined) protectedIds.add(self.sid);
+  return { byPid, byParent, byGroupOrSession, protectedIds };
+}
+
+function isSameLiveProcess(table: ProcessTable, remembered: ProcessInfo): boolean {
+  const current = table.byPid.get(remembered.pid);
+  return current !== undefined && !current.zombie && current.startTime === remembered.startTime;
+}
+
+/**
+ * Remembers the descendants of every running agent. One shared timer walks
+ * the process table for all trees at once, so cost does not grow per job.
+ */
+class TreeTracker {
+  private readonly trees = new Set<TrackedTree>();
+  private cancelRefresh: CancelTimer | undefined;
+  private refreshing = false;
+
+  constructor(
+    private readonly platform: PosixPlatform,
+    private readonly options: ProcessControlOptions,
+  ) {}
+
+  track(rootPid: number): TrackedTree {
+    const tree = new TrackedTree(rootPid);
+    this.trees.add(tree);
+    void this.snapshot().catch(() => undefined);
+    this.scheduleRefresh();
+    return tree;
+  }
+
+  untrack(tree: TrackedTree): void {
+    this.trees.delete(tree);
+    if (this.trees.size === 0) {
+      this.cancelRefresh?.();
+      this.cancelRefresh = undefined;
+    }
+  }
+
+  async hasLiveMembers(tree: TrackedTree): Promise<boolean> {
+    const table = await this.snapshot();
+    return table !== undefined && this.liveMembers(tree, table).length > 0;
+  }
+
+  /** SIGTERM everything, re-walk during the grace period, SIGKILL what is left, verify. */
+  async kill(tree: TrackedTree): Promise<KillReport> {
+    const { clock, killGraceMs } = this.options;
+    const pollMs = this.options.killPollMs ?? 100;
+    const signalled = new Set<number>();
+
+    let table = await this.snapshot();
+    if (!table) {
+      // No process table: the group signal is the best we can do.
+      this.trySignal(-tree.rootPid, "SIGTERM");
+      await sleep(clock, killGraceMs);
+      this.trySignal(-tree.rootPid, "SIGKILL");
+      return { signalled: 1, survivors: [] };
+    }
+    this.signalTree(tree, table, "SIGTERM", signalled);
+
+    const deadline = clock.now() + killGraceMs;
+    while (clock.now() < deadline) {
+      await sleep(clock, Math.min(pollMs, Math.max(0, deadline - clock.now())));
+      table = (await this.snapshot()) ?? table;
+      if (this.liveMembers(tree, table).length === 0) break;
+      // Newly seen children get their SIGTERM too.
+      this.signalTree(tree, table, "SIGTERM", signalled, true);
+    }
+
+    let survivors = this.liveMembers(tree, table);
+    for (let attempt = 0; survivors.length > 0 && attempt < 10; attempt += 1) {
+      this.signalTree(tree, table, "SIGKILL", signalled);
+      await sleep(clock, pollMs);
+      table = (await this.snapshot()) ?? table;
+      survivors = this.liveMembers(tree, table);
+    }
+    const pids = survivors.map((info) => info.pid);
+    if (pids.length > 0) this.options.logger.error(`kill of agent ${tree.rootPid}: still alive: ${pids.join(", ")}`);
+    return { signalled: signalled.size, survivors: pids };
+  }
+
+  private liveMembers(tree: TrackedTree, table: ProcessTable): ProcessInfo[] {
+    return [...tree.members.values()].filter((info) => isSameLiveProcess(table, info));
+  }
+
+  private signalTree(
+    tree: TrackedTree,
+    table: ProcessTable,
+    signal: Signal,
+    signalled: Set<number>,
+    onlyNew = false,
+  ): void {
+    const groups = new Set<number>();
+    for (const info of this.liveMembers(tree, table)) {
+      if (onlyNew && signalled.has(info.pid)) continue;
+      if (this.trySignal(info.pid, signal)) signalled.add(info.pid);
+      if (info.pgid !== undefined && !table.protectedIds.has(info.pgid)) groups.add(info.pgid);
+    }
+    // A group id is only used while a verified member of it is alive, so it cannot be a reused pid.
+    for (const group of groups) this.trySignal(-group, signal);
+  }
+
+  private trySignal(pid: number, signal: Signal): boolean {
+    try {
+      this.platform.signal(pid, signal);
+      return true;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "ESRCH") this.options.logger.warn(`${signal} ${pid}: ${code ?? String(error)}`);
+      return false;
+    }
+  }
+
+  /** Reads the process table once and grows every tracked tree from it. */
+  private async snapshot(): Promise<ProcessTable | undefined> {
+    let list: ProcessInfo[];
+    try {
+      list = await this.platform.listProcesses();
+    } catch (error) {
+      this.options.logger.warn(`cannot read the process table: ${(error as Error).message}`);
+      return undefined;
+    }
+    const table = indexProcesses(list, this.platform.selfPid);
+    for (const tree of this.trees) this.absorb(tree, table);
+    return table;
+  }
+
+  private absorb(tree: TrackedTree, table: ProcessTable): void {
+    const queue: ProcessInfo[] = [];
+    const remember = (info: ProcessInfo): void => {
+      if (info.zombie || table.protectedIds.has(info.pid)) return;
+      const known = tree.members.get(info.pid);
+      if (known && known.startTime === info.startTime) return;
+      tree.members.set(info.pid, info);
+      queue.push(info);
+    };
+
+    const root = table.byPid.get(tree.rootPid);
+    if (root && !tree.rootExited && (tree.rootStartTime ?? root.startTime) === root.startTime) {
+      tree.rootStartTime = root.startTime;
+      remember(root);
+    }
+    for (const [pid, info] of tree.members) {
+      if (isSameLiveProcess(table, info)) queue.push(info);
+      else tree.members.delete(pid);
+    }
+
+    const followedIds = new Set<number>();
+    while (queue.length > 0) {
+      const info = queue.pop() as ProcessInfo;
+      for (const child of table.byParent.get(info.pid) ?? []) remember(child);
+      for (const id of [info.pgid, info.sid]) {
+        if (id === undefined || table.protectedIds.has(id) || followedIds.has(id)) continue;
+        followedIds.add(id);
+        for (const member of table.byGroupOrSession.get(id) ?? []) remember(member);
+      }
+    }
+  }
+
+  private scheduleRefresh(): void {
+    if (this.cancelRefresh) return;
+    const every = this.options.treeRefreshMs ?? 2000;
+    const tick = (): void => {
+      this.cancelRefresh = undefined;
+      if (this.trees.size === 0) return;
+      if (!this.refreshing) {
+        this.refreshing = true;
+        void this.snapshot()
+          .catch(() => undefined)
+          .finally(() => {
+            this.refreshing = false;
+          });
+      }
+      this.scheduleRefresh();
+    };
+    this.cancelRefresh = this.options.clock.setTimer(tick, every);
+  }
+}
+
+/** Parses /proc/<pid>/stat. The command name may hold spaces and parentheses, so split after the last ')'. */
+export function parseProcStat(text: string): ProcessInfo | undefined {
+  const open = text.indexOf("(");
+  const close = text.lastIndexOf(")");
+  if (open < 0 || close < open) return undefined;
+  const pid = Number(text.slice(0, open).trim());
+  const fields = text.slice(close + 2).split(" ");
+  // fields[0] is field 3 of proc(5): state, ppid, pgrp, session, …, starttime is field 22.
+  const state = fields[0];
+  const ppid = Number(fields[1]);
+  const pgid = Number(fields[2]);
+  const sid = Number(fields[3]);
+  const startTime = fields[19];
+  if (!Number.isInteger(pid) || !Number.isInteger(ppid) || state === undefined || startTime === undefined) return undefined;
+  return {
+    pid,
+    ppid,
+    pgid: Number.isInteger(pgid) ? pgid : undefined,
+    sid: Number.isInteger(sid) ? sid : undefined,
+    startTime,
+    zombie: state === "Z" || state === "X",
+  };
+}
+
+/** Linux: one read of /proc/<pid>/stat per process. */
+export async function listLinuxProcesses(procRoot = "/proc"): Promise<ProcessInfo[]> {
+  const names = await readdir(procRoot);
+  const found: ProcessInfo[] = [];
+  await Promise.all(
+    names
+      .filter((name) => /^\d+$/.test(name))
+      .map(async (name) => {
+        try {
+          const info = parseProcStat(await readFile(`${procRoot}/${name}/stat`, "latin1"));
+          if (info) found.push(info);
+        } catch {
+          // The process exited between readdir and read.
+        }
+      }),
+  );
+  return found;
+}
+
+/** The argv for ps on macOS and the BSDs, where there is no /proc. */
+export const PS_ARGS = ["-A", "-o", "pid=", "-o", "ppid=", "-o", "pgid=", "-o", "stat=", "-o", "lstart="] as const;
+
+/** Parses `ps -A -o pid= -o ppid= -o pgid= -o stat= -o lstart=`; lstart is the rest of the line. */
+export function parsePsOutput(text: string): ProcessInfo[] {
+  const found: ProcessInfo[] = [];
+  for (const line of text.split("\n")) {
+    const match = /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(.+?)\s*$/.exec(line);
+    if (!match) continue;
+    const [, pid, ppid, pgid, stat, lstart] = match;
+    found.push({
+      pid: Number(pid),
+      ppid: Number(ppid),
+      pgid: Number(pgid),
+      sid: undefined,
+      startTime: lstart ?? "",
+      zombie: (stat ?? "").startsWith("Z"),
+    });
+  }
+  return found;
+}
+
+/* ------------------------------------------------------------------ *
+ * Windows
+ * ------------------------------------------------------------------ */
+
+export interface Invocation {
+  command: string;
+  args: string[];
+  /** Only for the cmd.exe fallback, whose single argument we quote ourselves. */
+  verbatim: boolean;
+}
+
+/** Arguments that may pass through cmd.exe unquoted: our constant flags and validated UUIDs. */
+const CMD_SAFE_ARGUMENT = /^[A-Za-z0-9._:=/-]+$/;
+
+/**
+ * Resolves `claude` the way Windows would, without ever giving user data to a
+ * shell. npm installs a `.cmd` shim; we read the target it wraps and run that
+ * directly (an .exe, or a script under our own node). Only if the shim is not
+ * one we recognise do we go through cmd.exe, and then only with arguments
+ * that need no quoting.
+ */
+export function resolveWindowsInvocation(bin: string, args: readonly string[], platform: WindowsPlatform): Invocation {
+  const win = path.win32;
+  const found = findOnWindowsPath(bin, platform);
+  if (!found) {
+    const error = new Error(`spawn ${bin} ENOENT`) as NodeJS.ErrnoException;
+    error.code = "ENOENT";
+    throw error;
+  }
+  const extension = win.extname(found).toLowerCase();
+  if (extension !== ".cmd" && extension !== ".bat") return { command: found, args: [...args], verbatim: false };
+
+  const target = parseNpmShimTarget(platform.readTextFile(found) ?? "", win.dirname(found));
+  if (target && platform.fileExists(target)) {
+    const targetExtension = win.extname(target).toLowerCase();
+    if (targetExtension === ".exe") return { command: target, args: [...args], verbatim: false };
+    if ([".js", ".cjs", ".mjs"].includes(targetExtension)) {
+      return { command: platform.nodePath, args: [target, ...args], verbatim: false };
+    }
+  }
+
+  for (const arg of args) {
+    if (!CMD_SAFE_ARGUMENT.test(arg)) throw new Error(`refusing to pass argument ${JSON.stringify(arg)} through cmd.exe`);
+  }
+  const systemRoot = platform.env.SystemRoot ?? platform.env.SYSTEMROOT ?? "C:\\Windows";
+  return {
+    command: win.join(systemRoot, "System32", "cmd.exe"),
+    args: ["/d", "/s", "/c", `""${found}" ${args.join(" ")}"`],
+    verbatim: true,
+  };
+}
+
+function findOnWindowsPath(bin: string, platform: WindowsPlatform): string | undefined {
+  const win = path.win32;
+  const extensions = win.extname(bin)
+    ? [""]
+    : (platform.env.PATHEXT ?? ".COM;.EXE;.BAT;.CMD").split(";").filter(Boolean);
+  const directories = bin.includes("\\") || bin.includes("/") ? [""] : (platform.env.PATH ?? platform.env.Path ?? "").split(";").filter(Boolean);
+  for (const directory of directories) {
+    for (const extension of extensions) {
+      const candidate = directory ? win.join(directory, bin + extension) : bin + extension;
+      if (platform.fileExists(candidate)) return candidate;
+    }
+  }
+  return undefined;
+}
+
+/** Finds the program an npm cmd-shim runs: the quoted `%dp0%\…` path right before `%*`. */
+export function parseNpmShimTarget(shim: string, shimDirectory: string): string | undefined {
+  const match = /"%(?:~dp0|dp0%)\\([^"]+)"\s*%\*/.exec(shim);
+  if (!match?.[1]) return undefined;
+  return path.win32.join(shimDirectory, match[1]);
+}
+
+function startWindows(platform: WindowsPlatform, request: SpawnRequest, options: ProcessControlOptions): ChildHandle {
+  let child: ChildProcess;
+  try {
+    const invocation = resolveWindowsInvocation(request.command, request.args, platform);
+    child = platform.spawn(invocation.command, invocation.args, {
+      cwd: request.cwd,
+      env: request.env as NodeJS.ProcessEnv,
+      stdio: ["pipe", "pipe", "pipe"],
+      windowsHide: true,
+      windowsVerbatimArguments: invocation.verbatim,
+    });
+  } catch (error) {
+    return spawnFailure(error);
+  }
+
+  const pid = child.pid;
+  let killing: Promise<KillReport> | undefined;
+  let collected: Collected | undefined;
+  const killTree = (): Promise<KillReport> => {
+    killing ??= killWindowsTree(platform, pid, () => collected?.hasExited() ?? true, options);
+    return killing;
+  };
+  collected = collect(child, request, options, { onOverflow: () => void killTree(), onExit: () => undefined });
+  const settled = collected.exited.then(async () => {
+    if (killing) await killing;
+  });
+  return { pid, exited: collected.exited, killTree, settled };
+}
+
+/** taskkill /T walks the tree by parent pid; /F because console agents ignore a polite close. */
+async function killWindowsTree(
+  platform: WindowsPlatform,
+  pid: number | undefined,
+  hasExited: () => boolean,
+  options: ProcessControlOptions,
+): Promise<KillReport> {
+  if (pid === undefined) return { signalled: 0, survivors: [] };
+  const systemRoot = platform.env.SystemRoot ?? platform.env.SYSTEMROOT ?? "C:\\Windows";
+  const taskkill = path.win32.join(systemRoot, "System32", "taskkill.exe");
+  let exitCode: number | null = null;
+  try {
+    ({ exitCode } = await platform.runFile(taskkill, ["/pid", String(pid), "/T", "/F"]));
+  } catch (error) {
+    options.logger.warn(`taskkill failed: ${(error as Error).message}`);
+  }
+  // 128: no such process, which is what we wanted.
+  if (exitCode === 0 || exitCode === 128) return { signalled: 1, survivors: [] };
+  await sleep(options.clock, options.killPollMs ?? 100);
+  return { signalled: 1, survivors: hasExited() ? [] : [pid] };
+}
