@@ -1,0 +1,147 @@
+/** Shared fakes: a manual clock and a scriptable agent launcher. No module mocking. */
+import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec } from "../src/claude.js";
+import type { CancelTimer, Clock } from "../src/clock.js";
+import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/handler.js";
+import { JobRegistry } from "../src/jobs.js";
+import type { Logger } from "../src/log.js";
+
+/** Lets pending promise reactions run (several hops deep). */
+export async function settle(rounds = 10): Promise<void> {
+  for (let i = 0; i < rounds; i += 1) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+export class FakeClock implements Clock {
+  private time = 1_000_000;
+  private timers: Array<{ at: number; fn: () => void; id: number }> = [];
+  private nextId = 0;
+
+  now(): number {
+    return this.time;
+  }
+
+  setTimer(fn: () => void, ms: number): CancelTimer {
+    const id = (this.nextId += 1);
+    this.timers.push({ at: this.time + Math.max(0, ms), fn, id });
+    return () => {
+      this.timers = this.timers.filter((timer) => timer.id !== id);
+    };
+  }
+
+  get pendingTimers(): number {
+    return this.timers.length;
+  }
+
+  /** Moves time forward, firing due timers in order and letting promises settle between them. */
+  async advance(ms: number): Promise<void> {
+    const target = this.time + ms;
+    for (;;) {
+      await settle();
+      const due = this.timers.filter((timer) => timer.at <= target).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      this.timers = this.timers.filter((timer) => timer.id !== due.id);
+      this.time = Math.max(this.time, due.at);
+      due.fn();
+    }
+    this.time = target;
+    await settle();
+  }
+}
+
+export class FakeAgent implements AgentRun {
+  readonly pid = 4242;
+  readonly outcome: Promise<AgentOutcome>;
+  killCalls = 0;
+  survivors: number[] = [];
+  private resolveOutcome!: (outcome: AgentOutcome) => void;
+
+  constructor(readonly spec: AgentSpec) {
+    this.outcome = new Promise((resolve) => (this.resolveOutcome = resolve));
+  }
+
+  /** The agent exits with this outcome. */
+  finish(outcome: AgentOutcome): void {
+    this.resolveOutcome(outcome);
+  }
+
+  succeed(text = "done", sessionId = "8f01635f-202a-449c-ab8a-05f75520788e"): void {
+    this.finish({ ok: true, result: { text, sessionId, costUsd: 0.5, numTurns: 3, durationMs: 1500 } });
+  }
+
+  async kill(): Promise<{ survivors: number[] }> {
+    this.killCalls += 1;
+    // A killed agent exits without a result, as the real one does on SIGTERM.
+    this.finish({ ok: false, code: "AGENT_EXITED", detail: "claude was killed by SIGTERM and printed no result" });
+    return { survivors: this.survivors };
+  }
+}
+
+export class FakeLauncher {
+  readonly agents: FakeAgent[] = [];
+  readonly launch: AgentLauncher = (spec) => {
+    const agent = new FakeAgent(spec);
+    this.agents.push(agent);
+    return agent;
+  };
+
+  get last(): FakeAgent {
+    const agent = this.agents.at(-1);
+    if (!agent) throw new Error("no agent was launched");
+    return agent;
+  }
+}
+
+export class RecordingLogger implements Logger {
+  readonly lines: string[] = [];
+  debug(message: string): void {
+    this.lines.push(`debug ${message}`);
+  }
+  info(message: string): void {
+    this.lines.push(`info ${message}`);
+  }
+  warn(message: string): void {
+    this.lines.push(`warn ${message}`);
+  }
+  error(message: string): void {
+    this.lines.push(`error ${message}`);
+  }
+}
+
+export interface HandlerHarness {
+  handle: RequestHandler;
+  clock: FakeClock;
+  launcher: FakeLauncher;
+  jobs: JobRegistry;
+  logger: RecordingLogger;
+  checkedDirectories: string[];
+}
+
+/** A handler over a real JobRegistry with a fake clock and fake agents. */
+export function handlerHarness(overrides: Partial<HandlerDeps> = {}): HandlerHarness {
+  const clock = new FakeClock();
+  const launcher = new FakeLauncher();
+  const logger = new RecordingLogger();
+  let nextId = 0;
+  const jobs = new JobRegistry({
+    launch: launcher.launch,
+    clock,
+    newId: () => `job-${(nextId += 1)}`,
+    logger,
+    retentionMs: 600_000,
+    maxFinishedJobs: 1000,
+  });
+  const checkedDirectories: string[] = [];
+  const handle = createRequestHandler({
+    jobs,
+    checkDirectory: async (cwd) => {
+      checkedDirectories.push(cwd);
+      return cwd.startsWith("/missing") ? `does not exist: ${cwd}` : undefined;
+    },
+    clock,
+    logger,
+    server: { name: "claude-dispatch", version: "0.0.0-test" },
+    depth: { current: 0, max: 1 },
+    jobRetentionMs: 600_000,
+    ...overrides,
+  });
+  return { handle, clock, launcher, jobs, logger, checkedDirectories };
+}
