@@ -493,6 +493,14 @@ class TreeTracker {
     }
 
     const followedIds = new Set<number>();
+    // The agent leads its own session and group (detached), so whatever is still in
+    // them is ours even after the agent exited, unless its pid now names another process.
+    const rootNow = table.byPid.get(tree.rootPid);
+    const rootPidIsOurs = rootNow === undefined || (tree.rootStartTime !== undefined && rootNow.startTime === tree.rootStartTime);
+    if (rootPidIsOurs && !table.protectedIds.has(tree.rootPid)) {
+      followedIds.add(tree.rootPid);
+      for (const member of table.byGroupOrSession.get(tree.rootPid) ?? []) remember(member);
+    }
     while (queue.length > 0) {
       const info = queue.pop() as ProcessInfo;
       for (const child of table.byParent.get(info.pid) ?? []) remember(child);
@@ -506,7 +514,7 @@ class TreeTracker {
 
   private scheduleRefresh(): void {
     if (this.cancelRefresh) return;
-    const every = this.options.treeRefreshMs ?? 2000;
+    const every = this.options.treeRefreshMs ?? 1000;
     const tick = (): void => {
       this.cancelRefresh = undefined;
       if (this.trees.size === 0) return;

@@ -1,0 +1,328 @@
+/**
+ * The process layer against injected platforms: the tree walk and pid-reuse
+ * guard with a scripted POSIX process table, and the Windows branch with a
+ * fake file system and spawn.
+ */
+import assert from "node:assert/strict";
+import { EventEmitter } from "node:events";
+import { PassThrough } from "node:stream";
+import { test } from "node:test";
+import type { ChildProcess, SpawnOptions } from "node:child_process";
+
+import { interpretExit } from "../src/claude.js";
+import {
+  createProcessControl,
+  parseNpmShimTarget,
+  parseProcStat,
+  parsePsOutput,
+  resolveWindowsInvocation,
+  type PosixPlatform,
+  type ProcessInfo,
+  type Signal,
+  type SpawnRequest,
+  type WindowsPlatform,
+} from "../src/process.js";
+import { FakeClock, RecordingLogger, settle } from "./helpers.js";
+
+interface SpawnCall {
+  command: string;
+  args: readonly string[];
+  options: SpawnOptions;
+  child: FakeChild;
+}
+
+class FakeChild extends EventEmitter {
+  readonly stdin = new PassThrough();
+  readonly stdout = new PassThrough();
+  readonly stderr = new PassThrough();
+  stdinText = "";
+  constructor(readonly pid: number | undefined) {
+    super();
+    this.stdin.on("data", (chunk: Buffer) => (this.stdinText += chunk.toString()));
+  }
+  /** Prints and exits, as a process would: exit first, then the pipes close. */
+  exitWith(stdout: string, code = 0): void {
+    this.stdout.end(stdout);
+    this.stderr.end();
+    this.emit("exit", code, null);
+    setImmediate(() => this.emit("close", code, null));
+  }
+}
+
+function recordingSpawn(calls: SpawnCall[], pid: number | undefined = 100): PosixPlatform["spawn"] {
+  return (command, args, options) => {
+    const child = new FakeChild(pid);
+    calls.push({ command, args, options, child });
+    return child as unknown as ChildProcess;
+  };
+}
+
+const request: SpawnRequest = {
+  command: "claude",
+  args: ["-p", "--output-format", "json"],
+  cwd: "/work/project",
+  env: { PATH: "/usr/bin" },
+  stdin: "the prompt",
+  maxStdoutBytes: 1024 * 1024,
+  stderrTailBytes: 1024,
+};
+
+const proc = (pid: number, ppid: number, startTime: string, extra: Partial<ProcessInfo> = {}): ProcessInfo => ({
+  pid,
+  ppid,
+  pgid: pid,
+  sid: pid,
+  startTime,
+  zombie: false,
+  ...extra,
+});
+
+test("parseProcStat reads ppid, group, session and start time after a command name with spaces and parentheses", () => {
+  const line = "4242 (my (odd) name) S 4000 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1234 56";
+  assert.deepEqual(parseProcStat(line), { pid: 4242, ppid: 4000, pgid: 4242, sid: 4242, startTime: "987654", zombie: false });
+  assert.equal(parseProcStat("4243 (z) Z 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0")?.zombie, true);
+  assert.equal(parseProcStat("garbage"), undefined);
+});
+
+test("parsePsOutput reads the macOS/BSD ps format, with lstart as the rest of the line", () => {
+  const text = "  1     0     1 Ss   Mon Nov 30 04:00:41 2026\n 501     1   501 S+   Mon Nov 30 04:01:02 2026\n 777   501   501 Z    Mon Nov 30 04:02:03 2026\n";
+  assert.deepEqual(parsePsOutput(text), [
+    { pid: 1, ppid: 0, pgid: 1, sid: undefined, startTime: "Mon Nov 30 04:00:41 2026", zombie: false },
+    { pid: 501, ppid: 1, pgid: 501, sid: undefined, startTime: "Mon Nov 30 04:01:02 2026", zombie: false },
+    { pid: 777, ppid: 501, pgid: 501, sid: undefined, startTime: "Mon Nov 30 04:02:03 2026", zombie: true },
+  ]);
+});
+
+const IGNORES_SIGTERM = new Set([300]);
+
+/** A scripted POSIX machine: a process table the test edits, and signals that kill what they hit. */
+function fakePosix(table: ProcessInfo[]): { platform: PosixPlatform; signals: Array<[number, Signal]>; calls: SpawnCall[] } {
+  const signals: Array<[number, Signal]> = [];
+  const calls: SpawnCall[] = [];
+  const platform: PosixPlatform = {
+    kind: "posix",
+    spawn: recordingSpawn(calls, 100),
+    listProcesses: async () => table.map((info) => ({ ...info })),
+    signal: (pid, signal) => {
+      signals.push([pid, signal]);
+      const hit = pid < 0 ? table.filter((info) => info.pgid === -pid) : table.filter((info) => info.pid === pid);
+      if (hit.length === 0) throw Object.assign(new Error("ESRCH"), { code: "ESRCH" });
+      for (const info of hit) {
+        if (signal === "SIGKILL" || !IGNORES_SIGTERM.has(info.pid)) table.splice(table.indexOf(info), 1);
+      }
+    },
+    selfPid: 10,
+  };
+  return { platform, signals, calls };
+}
+
+test("POSIX spawn: no shell, detached, windowsHide, prompt on stdin", async () => {
+  const { platform, calls } = fakePosix([proc(10, 1, "s10", { pgid: 10, sid: 5 }), proc(100, 10, "s100")]);
+  const control = createProcessControl({ platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  control.start(request);
+  const call = calls[0];
+  assert.ok(call);
+  assert.equal(call.command, "claude");
+  assert.deepEqual(call.args, ["-p", "--output-format", "json"]);
+  assert.equal(call.options.shell, undefined);
+  assert.equal(call.options.detached, true);
+  assert.equal(call.options.windowsHide, true);
+  assert.equal(call.options.cwd, "/work/project");
+  await settle();
+  assert.equal(call.child.stdinText, "the prompt");
+});
+
+test("tree kill: signals descendants in other sessions, re-walks for new ones, never a reused pid, never our own group", async () => {
+  // 10 is this server (group 10, session 5). 100 is the agent. 200 is a tool shell in its own
+  // session (as Claude Code runs Bash); 201 its child. 300 ignores SIGTERM. 900 is unrelated.
+  const table = [
+    proc(10, 1, "s10", { pgid: 10, sid: 5 }),
+    proc(100, 10, "s100"),
+    proc(200, 100, "s200"),
+    proc(201, 200, "s201", { pgid: 200, sid: 200 }),
+    proc(300, 100, "s300", { pgid: 100, sid: 100 }),
+    proc(900, 1, "s900"),
+  ];
+  const { platform, signals } = fakePosix(table);
+  const clock = new FakeClock();
+  const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 1000, killPollMs: 100, treeRefreshMs: 1000 });
+  const handle = control.start(request);
+  await settle();
+
+  // The tool shell exits; its child is reparented to init but stays remembered.
+  table.splice(table.findIndex((info) => info.pid === 200), 1);
+  table.find((info) => info.pid === 201)!.ppid = 1;
+  const killing = handle.killTree();
+  await clock.advance(5000);
+  const report = await killing;
+
+  assert.deepEqual(report.survivors, []);
+  const hit = new Set(signals.map(([pid]) => pid));
+  for (const pid of [100, 201, 300]) assert.ok(hit.has(pid), `pid ${pid} was not signalled`);
+  assert.ok(!hit.has(900) && !hit.has(10) && !hit.has(-10) && !hit.has(-5), "an unrelated process or our own group was signalled");
+  assert.ok(signals.some(([pid, signal]) => pid === 300 && signal === "SIGKILL"), "the SIGTERM-ignoring child got SIGKILL after the grace");
+  assert.deepEqual(
+    table.map((info) => info.pid),
+    [10, 900],
+  );
+});
+
+test("a remembered pid that now belongs to another process (new start time) is not signalled", async () => {
+  const table = [proc(10, 1, "s10", { pgid: 10, sid: 5 }), proc(100, 10, "s100"), proc(150, 100, "old", { pgid: 150, sid: 150 })];
+  const { platform, signals } = fakePosix(table);
+  const clock = new FakeClock();
+  const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
+  const handle = control.start(request);
+  await settle();
+  // 150 exits and an unrelated process is born with the same pid.
+  table.splice(2, 1, proc(150, 1, "new", { pgid: 150, sid: 150 }));
+  const killing = handle.killTree();
+  await clock.advance(2000);
+  await killing;
+  assert.ok(!signals.some(([pid]) => pid === 150 || pid === -150), "the reused pid 150 was signalled");
+  assert.ok(table.some((info) => info.pid === 150 && info.startTime === "new"));
+});
+
+test("survivors after SIGKILL are reported", async () => {
+  const table = [proc(10, 1, "s10", { pgid: 10, sid: 5 }), proc(100, 10, "s100")];
+  const { platform } = fakePosix(table);
+  platform.signal = () => undefined; // nothing dies: think of a process stuck in uninterruptible sleep
+  const clock = new FakeClock();
+  const logger = new RecordingLogger();
+  const control = createProcessControl({ platform, clock, logger, killGraceMs: 100, killPollMs: 50 });
+  const handle = control.start(request);
+  const killing = handle.killTree();
+  await clock.advance(5000);
+  assert.deepEqual((await killing).survivors, [100]);
+  assert.ok(logger.lines.some((line) => line.includes("still alive: 100")));
+});
+
+/* ------------------------------------------------------------------ *
+ * Windows
+ * ------------------------------------------------------------------ */
+
+const NPM_SCRIPT_SHIM = `@ECHO off
+GOTO start
+:find_dp0
+SET dp0=%~dp0
+EXIT /b
+:start
+SETLOCAL
+CALL :find_dp0
+
+IF EXIST "%dp0%\\node.exe" (
+  SET "_prog=%dp0%\\node.exe"
+) ELSE (
+  SET "_prog=node"
+  SET PATHEXT=%PATHEXT:;.JS;=;%
+)
+
+endLocal & goto #_undefined_# 2>NUL || title %COMSPEC% & "%_prog%"  "%dp0%\\node_modules\\@anthropic-ai\\claude-code\\cli.js" %*
+`;
+
+const NPM_EXE_SHIM = `@ECHO off
+GOTO start
+:find_dp0
+SET dp0=%~dp0
+EXIT /b
+:start
+SETLOCAL
+CALL :find_dp0
+"%dp0%\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe"   %*
+`;
+
+function fakeWindows(files: Record<string, string>, calls: SpawnCall[] = [], taskkill: Array<readonly string[]> = [], taskkillExit = 0): WindowsPlatform {
+  const lower = new Map(Object.entries(files).map(([name, text]) => [name.toLowerCase(), text]));
+  return {
+    kind: "windows",
+    spawn: recordingSpawn(calls, 4321),
+    runFile: async (file, args) => {
+      taskkill.push([file, ...args]);
+      return { exitCode: taskkillExit };
+    },
+    env: { PATH: "C:\\Tools;C:\\Users\\me\\AppData\\Roaming\\npm", PATHEXT: ".COM;.EXE;.BAT;.CMD", SystemRoot: "C:\\Windows" },
+    fileExists: (file) => lower.has(file.toLowerCase()),
+    readTextFile: (file) => lower.get(file.toLowerCase()),
+    nodePath: "C:\\Program Files\\nodejs\\node.exe",
+  };
+}
+
+const NPM_DIR = "C:\\Users\\me\\AppData\\Roaming\\npm";
+
+test("Windows: an npm shim wrapping a script runs that script under our node, without cmd.exe", () => {
+  const platform = fakeWindows({
+    [`${NPM_DIR}\\claude.cmd`]: NPM_SCRIPT_SHIM,
+    [`${NPM_DIR}\\node_modules\\@anthropic-ai\\claude-code\\cli.js`]: "",
+  });
+  assert.deepEqual(resolveWindowsInvocation("claude", ["-p", "--output-format", "json"], platform), {
+    command: "C:\\Program Files\\nodejs\\node.exe",
+    args: [`${NPM_DIR}\\node_modules\\@anthropic-ai\\claude-code\\cli.js`, "-p", "--output-format", "json"],
+    verbatim: false,
+  });
+});
+
+test("Windows: an npm shim wrapping the native claude.exe runs the exe directly", () => {
+  const platform = fakeWindows({
+    [`${NPM_DIR}\\claude.cmd`]: NPM_EXE_SHIM,
+    [`${NPM_DIR}\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe`]: "",
+  });
+  const invocation = resolveWindowsInvocation("claude", ["-p"], platform);
+  assert.equal(invocation.command, `${NPM_DIR}\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe`);
+  assert.deepEqual(invocation.args, ["-p"]);
+});
+
+test("Windows: PATH order and PATHEXT decide, and an .exe is run directly", () => {
+  const platform = fakeWindows({ "C:\\Tools\\claude.exe": "", [`${NPM_DIR}\\claude.cmd`]: NPM_EXE_SHIM });
+  assert.deepEqual(resolveWindowsInvocation("claude", ["-p"], platform), { command: "C:\\Tools\\claude.EXE", args: ["-p"], verbatim: false });
+});
+
+test("Windows: an unknown .cmd goes through cmd.exe by absolute path, with constant arguments only", () => {
+  const platform = fakeWindows({ "C:\\Tools\\claude.cmd": "@echo off\r\nsomething-else %*\r\n" });
+  const uuid = "8f01635f-202a-449c-ab8a-05f75520788e";
+  assert.deepEqual(resolveWindowsInvocation("claude", ["-p", "--resume", uuid], platform), {
+    command: "C:\\Windows\\System32\\cmd.exe",
+    args: ["/d", "/s", "/c", `""C:\\Tools\\claude.CMD" -p --resume ${uuid}"`],
+    verbatim: true,
+  });
+  assert.throws(() => resolveWindowsInvocation("claude", ["-p", "a & calc.exe"], platform), /refusing to pass argument/);
+  assert.throws(() => resolveWindowsInvocation("claude", ['"quoted"'], platform), /refusing/);
+});
+
+test("Windows: the shim target parser handles both %dp0% forms and rejects others", () => {
+  assert.equal(parseNpmShimTarget(NPM_EXE_SHIM, "C:\\npm"), "C:\\npm\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe");
+  assert.equal(parseNpmShimTarget(`"%~dp0\\node_modules\\x\\cli.js" %*`, "C:\\npm"), "C:\\npm\\node_modules\\x\\cli.js");
+  assert.equal(parseNpmShimTarget("echo hi", "C:\\npm"), undefined);
+});
+
+test("Windows: spawn hides the window, is not detached, and a missing claude is SPAWN_FAILED", async () => {
+  const calls: SpawnCall[] = [];
+  const platform = fakeWindows({ "C:\\Tools\\claude.exe": "" }, calls);
+  const control = createProcessControl({ platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  control.start(request);
+  const call = calls[0];
+  assert.ok(call);
+  assert.equal(call.command, "C:\\Tools\\claude.EXE", "found through PATHEXT, whose case Windows ignores");
+  assert.equal(call.options.windowsHide, true);
+  assert.equal(call.options.detached, undefined);
+  assert.equal(call.options.shell, undefined);
+
+  const missing = createProcessControl({ platform: fakeWindows({}), clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 }).start(request);
+  const exit = await missing.exited;
+  const outcome = interpretExit(exit, "claude");
+  assert.ok(!outcome.ok && outcome.code === "SPAWN_FAILED" && outcome.detail.includes("not found on PATH"));
+});
+
+test("Windows: kill runs taskkill /T /F by its absolute System32 path; 'not found' is success", async () => {
+  const calls: SpawnCall[] = [];
+  const taskkill: Array<readonly string[]> = [];
+  const platform = fakeWindows({ "C:\\Tools\\claude.exe": "" }, calls, taskkill, 128);
+  const control = createProcessControl({ platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  const handle = control.start(request);
+  const report = await handle.killTree();
+  assert.deepEqual(taskkill, [["C:\\Windows\\System32\\taskkill.exe", "/pid", "4321", "/T", "/F"]]);
+  assert.deepEqual(report.survivors, []);
+  calls[0]?.child.exitWith(JSON.stringify({ type: "result", is_error: false, result: "ok" }));
+  const exit = await handle.exited;
+  assert.equal(exit.exitCode, 0);
+  await control.idle();
+});

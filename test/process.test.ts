@@ -1,0 +1,285 @@
+/**
+ * The process layer with real processes: the fake agent in test/fixtures
+ * (a Node script standing in for `claude`) spawns children, grandchildren in
+ * new sessions, processes that ignore SIGTERM, and holds stdout open.
+ * POSIX only; the Windows branch is covered in windows.test.ts.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+import { agentEnvironment, createClaudeLauncher, type AgentOutcome } from "../src/claude.js";
+import { systemClock } from "../src/clock.js";
+import { createProcessControl, listLinuxProcesses, type PosixPlatform, type ProcessControl } from "../src/process.js";
+import { RecordingLogger } from "./helpers.js";
+
+const FAKE_CLAUDE = fileURLToPath(new URL("./fixtures/fake-claude.mjs", import.meta.url));
+const isLinux = process.platform === "linux";
+const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-process-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+let fileCounter = 0;
+function scratchFile(name: string): string {
+  fileCounter += 1;
+  return path.join(scratch, `${name}-${fileCounter}`);
+}
+
+const platform: PosixPlatform = {
+  kind: "posix",
+  spawn,
+  listProcesses: () => listLinuxProcesses(),
+  signal: (pid, signal) => void process.kill(pid, signal),
+  selfPid: process.pid,
+};
+
+function control(overrides: { killGraceMs?: number; maxStdoutBytes?: number } = {}): {
+  processes: ProcessControl;
+  run(prompt: string, options?: { resumeSessionId?: string; bin?: string; env?: Record<string, string> }): ReturnType<ReturnType<typeof createClaudeLauncher>>;
+  logger: RecordingLogger;
+} {
+  const logger = new RecordingLogger();
+  const processes = createProcessControl({
+    platform,
+    clock: systemClock,
+    logger,
+    killGraceMs: overrides.killGraceMs ?? 400,
+    treeRefreshMs: 100,
+    exitDrainMs: 200,
+    killPollMs: 50,
+  });
+  return {
+    processes,
+    logger,
+    run: (prompt, options = {}) =>
+      createClaudeLauncher({
+        start: (request) => processes.start(request),
+        bin: options.bin ?? FAKE_CLAUDE,
+        env: agentEnvironment(process.env, { CLAUDE_DISPATCH_DEPTH: "1", ...options.env }),
+        maxStdoutBytes: overrides.maxStdoutBytes ?? 1024 * 1024,
+        stderrTailBytes: 64 * 1024,
+      })({ prompt, cwd: scratch, ...(options.resumeSessionId ? { resumeSessionId: options.resumeSessionId } : {}) }),
+  };
+}
+
+/** Alive and not a zombie: a killed orphan may linger as a zombie until init reaps it. */
+function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
+
+function readPids(file: string): number[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number);
+}
+
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function expectOk(outcome: AgentOutcome): Extract<AgentOutcome, { ok: true }> {
+  if (!outcome.ok) assert.fail(`expected success, got ${outcome.code}: ${outcome.detail}`);
+  return outcome;
+}
+
+function expectFailure(outcome: AgentOutcome, code: string): Extract<AgentOutcome, { ok: false }> {
+  if (outcome.ok) assert.fail(`expected ${code}, got success`);
+  assert.equal(outcome.code, code, outcome.detail);
+  return outcome;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe("agent outcomes through real processes", { skip: !isLinux && "POSIX process tests run on Linux" }, () => {
+  test("echo: the result object is parsed and the prompt went through stdin", async () => {
+    const { run, processes } = control();
+    const outcome = expectOk(await run("say hello").outcome);
+    assert.equal(outcome.result.text, "ECHO: say hello");
+    assert.match(outcome.result.sessionId ?? "", UUID);
+    assert.equal(outcome.result.costUsd, 0.0123);
+    assert.equal(outcome.result.numTurns, 1);
+    await processes.idle();
+  });
+
+  test("argv is exactly -p --output-format json [--resume id], and the environment carries the depth without CLAUDECODE", async () => {
+    const { run, processes } = control();
+    const record = scratchFile("record");
+    expectOk(await run(`@record ${record}`, { env: { CLAUDECODE: "1" } }).outcome);
+    const first = JSON.parse(readFileSync(record, "utf8"));
+    assert.deepEqual(first.argv, ["-p", "--output-format", "json"]);
+    assert.equal(first.depth, "1");
+    assert.equal(first.claudecode, null, "CLAUDECODE makes a real claude refuse to start as a nested session");
+    assert.equal(first.cwd, scratch);
+
+    const session = "8f01635f-202a-449c-ab8a-05f75520788e";
+    const resumed = expectOk(await run(`@record ${record}`, { resumeSessionId: session }).outcome);
+    assert.deepEqual(JSON.parse(readFileSync(record, "utf8")).argv, ["-p", "--output-format", "json", "--resume", session]);
+    assert.equal(resumed.result.sessionId, session);
+    await processes.idle();
+  });
+
+  test("the JSON array of events and NDJSON shapes are both read", async () => {
+    const { run, processes } = control();
+    assert.equal(expectOk(await run("@array\nfrom array").outcome).result.text, "ECHO: @array\nfrom array");
+    assert.equal(expectOk(await run("@ndjson\nfrom lines").outcome).result.text, "ECHO: @ndjson\nfrom lines");
+    await processes.idle();
+  });
+
+  test("exit 1 with the result JSON on stdout surfaces the CLI's message, not stderr (the reference read stderr)", async () => {
+    const { run, processes } = control();
+    const failure = expectFailure(await run("@error-json Not logged in · Please run /login").outcome, "AGENT_ERROR");
+    assert.match(failure.detail, /^Not logged in · Please run \/login/);
+    assert.match(failure.detail, /API status 500/);
+    assert.match(failure.result?.sessionId ?? "", UUID);
+    await processes.idle();
+  });
+
+  test("a max-turns result has no `result` field: its errors are the message", async () => {
+    const { run, processes } = control();
+    const failure = expectFailure(await run("@max-turns").outcome, "AGENT_ERROR");
+    assert.match(failure.detail, /Reached maximum number of turns \(2\)/);
+    assert.equal(failure.result?.numTurns, 3);
+    await processes.idle();
+  });
+
+  test("non-zero exit without JSON, non-JSON output and silence each have their own code", async () => {
+    const { run, processes } = control();
+    const exited = expectFailure(await run("@exit 3").outcome, "AGENT_EXITED");
+    assert.match(exited.detail, /exited with code 3: fake-claude: failing on purpose/);
+    const garbage = expectFailure(await run("@garbage").outcome, "BAD_OUTPUT");
+    assert.match(garbage.detail, /Welcome! Please log in/);
+    expectFailure(await run("@silent").outcome, "BAD_OUTPUT");
+    await processes.idle();
+  });
+
+  test("an unknown --resume id is SESSION_NOT_FOUND", async () => {
+    const { run, processes } = control();
+    const failure = expectFailure(await run("hi", { resumeSessionId: "00000000-0000-4000-8000-000000000000" }).outcome, "SESSION_NOT_FOUND");
+    assert.match(failure.detail, /00000000-0000-4000-8000-000000000000/);
+    await processes.idle();
+  });
+
+  test("a missing binary is SPAWN_FAILED with install advice", async () => {
+    const { run, processes } = control();
+    const failure = expectFailure(await run("hi", { bin: path.join(scratch, "no-such-claude") }).outcome, "SPAWN_FAILED");
+    assert.match(failure.detail, /not found \(CLAUDE_DISPATCH_CLAUDE_BIN\)/);
+    const onPath = expectFailure(await run("hi", { bin: "claude", env: { PATH: scratch } }).outcome, "SPAWN_FAILED");
+    assert.equal(onPath.detail, "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN");
+    await processes.idle();
+  });
+
+  test("output past the capture cap fails with OUTPUT_TOO_LARGE and stops the agent", async () => {
+    const { run, processes } = control({ maxStdoutBytes: 64 * 1024 });
+    const pidFile = scratchFile("big");
+    const failure = expectFailure(await run(`@pid ${pidFile}\n@big 200000`).outcome, "OUTPUT_TOO_LARGE");
+    assert.match(failure.detail, /CLAUDE_DISPATCH_MAX_OUTPUT_BYTES/);
+    await processes.idle();
+    assert.ok(readPids(pidFile).every((pid) => !isAlive(pid)));
+  });
+
+  test("large output under the cap arrives whole", async () => {
+    const { run, processes } = control({ maxStdoutBytes: 8 * 1024 * 1024 });
+    const outcome = expectOk(await run("@big 3000000").outcome);
+    assert.equal(outcome.result.text?.length, 3_000_000);
+    await processes.idle();
+  });
+});
+
+describe("completion and tree kill", { skip: !isLinux && "POSIX process tests run on Linux" }, () => {
+  test("a job completes when the agent exits even though a grandchild holds its stdout; the grandchild is then stopped", async () => {
+    const { run, processes } = control();
+    const pidFile = scratchFile("hold");
+    const started = Date.now();
+    const outcome = expectOk(await run(`@hold-stdout ${pidFile}`).outcome);
+    assert.match(outcome.result.text ?? "", /ECHO/);
+    assert.ok(Date.now() - started < 5000, "completion must not wait for the grandchild to close stdout");
+    const [holder] = readPids(pidFile);
+    assert.ok(holder);
+    await processes.idle();
+    assert.equal(isAlive(holder), false, "the process left holding stdout is stopped after the agent exits");
+  });
+
+  test("kill leaves no survivors: children in the agent's session, in new sessions, and ones ignoring SIGTERM", async () => {
+    const { run, processes } = control({ killGraceMs: 400 });
+    const pidFile = scratchFile("tree");
+    const agent = run(
+      [`@pid ${pidFile}`, "@ignore-term", `@spawn ${pidFile}`, `@spawn ${pidFile} detached`, `@spawn ${pidFile} detached ignore-term`, "@sleep 60000"].join("\n"),
+    );
+    await waitFor(() => readPids(pidFile).length === 4, "the agent and its three children");
+    const pids = readPids(pidFile);
+    assert.ok(pids.every(isAlive));
+    // Wait for one tree refresh so the detached children are remembered, as Claude Code's tool calls would be.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+
+    const report = await agent.kill();
+    assert.deepEqual(report.survivors, []);
+    const outcome = await agent.outcome;
+    assert.equal(outcome.ok, false);
+    await processes.idle();
+    for (const pid of pids) assert.equal(isAlive(pid), false, `pid ${pid} survived the kill`);
+  });
+
+  test("a process-group kill alone would miss the new-session child (the reference's defect)", async () => {
+    const pidFile = scratchFile("group");
+    const { run, processes } = control();
+    const agent = run([`@pid ${pidFile}`, `@spawn ${pidFile} detached`, "@sleep 60000"].join("\n"));
+    await waitFor(() => readPids(pidFile).length === 2, "agent and detached child");
+    const [agentPid, detachedPid] = readPids(pidFile) as [number, number];
+    await new Promise((resolve) => setTimeout(resolve, 250)); // one tree refresh
+    // What the reference did: SIGKILL the agent's process group.
+    process.kill(-agentPid, "SIGKILL");
+    // Checked synchronously: our own cleanup cannot have run yet.
+    assert.equal(isAlive(detachedPid), true, "the new-session child escapes a group kill");
+    await agent.outcome;
+    // Our layer still stops it once the agent is gone.
+    await processes.idle();
+    assert.equal(isAlive(detachedPid), false);
+  });
+
+  test("a tool child whose parent already exited is still killed, because the periodic refresh remembered it", async () => {
+    const { run, processes } = control();
+    const pidFile = scratchFile("orphan");
+    const agent = run([`@orphan ${pidFile} 300`, "@sleep 60000"].join("\n"));
+    await waitFor(() => readPids(pidFile).length === 1, "the orphan's pid");
+    const [orphan] = readPids(pidFile) as [number];
+    // The middle process exits after 300 ms; the orphan is then reparented away from the agent.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(isAlive(orphan), true);
+    const report = await agent.kill();
+    assert.deepEqual(report.survivors, []);
+    await processes.idle();
+    assert.equal(isAlive(orphan), false, "the orphaned tool child survived");
+  });
+
+  test("processes left behind by an agent that finished normally are stopped", async () => {
+    const { run, processes } = control();
+    const pidFile = scratchFile("leftover");
+    // The agent lives past one tree refresh after starting its child, as a tool call would.
+    expectOk(await run(`@spawn ${pidFile} detached\n@sleep 300`).outcome);
+    const [leftover] = readPids(pidFile) as [number];
+    await processes.idle();
+    assert.equal(isAlive(leftover), false);
+  });
+
+  test("kill is idempotent and a kill after exit signals nothing", async () => {
+    const { run, processes } = control();
+    const agent = run("quick");
+    expectOk(await agent.outcome);
+    await processes.idle();
+    const first = await agent.kill();
+    assert.deepEqual(first.survivors, []);
+    await processes.idle();
+  });
+});

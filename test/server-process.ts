@@ -1,0 +1,98 @@
+/**
+ * Runs the built server (dist/main.js) as a host would: a child process
+ * spoken to in raw JSON lines on stdin/stdout.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+export const SERVER_MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
+export const FAKE_CLAUDE = fileURLToPath(new URL("./fixtures/fake-claude.mjs", import.meta.url));
+
+export interface RpcResponse {
+  jsonrpc: "2.0";
+  id: string | number | null;
+  result?: any;
+  error?: { code: number; message: string };
+}
+
+export class ServerProcess {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** Every stdout line, exactly as received. */
+  readonly lines: string[] = [];
+  stderr = "";
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  private buffer = "";
+  private nextId = 1;
+  private readonly waiting = new Map<string, (response: RpcResponse) => void>();
+
+  constructor(env: Record<string, string> = {}) {
+    this.child = spawn(process.execPath, [SERVER_MAIN], {
+      env: { ...process.env, CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE, CLAUDE_DISPATCH_KILL_GRACE_MS: "500", CLAUDE_DISPATCH_LOG_LEVEL: "debug", ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    this.child.stdout.setEncoding("utf8");
+    this.child.stdout.on("data", (chunk: string) => this.onData(chunk));
+    this.child.stderr.setEncoding("utf8");
+    this.child.stderr.on("data", (chunk: string) => (this.stderr += chunk));
+    this.exited = new Promise((resolve) => this.child.once("exit", (code, signal) => resolve({ code, signal })));
+  }
+
+  private onData(chunk: string): void {
+    this.buffer += chunk;
+    let newline = this.buffer.indexOf("\n");
+    while (newline >= 0) {
+      const line = this.buffer.slice(0, newline);
+      this.buffer = this.buffer.slice(newline + 1);
+      newline = this.buffer.indexOf("\n");
+      this.lines.push(line);
+      const message = JSON.parse(line) as RpcResponse;
+      const key = JSON.stringify(message.id);
+      const resolve = this.waiting.get(key);
+      if (resolve) {
+        this.waiting.delete(key);
+        resolve(message);
+      }
+    }
+  }
+
+  /** Resolves with the response that carries this id. */
+  responseTo(id: string | number | null): Promise<RpcResponse> {
+    const key = JSON.stringify(id);
+    const already = this.lines.map((line) => JSON.parse(line) as RpcResponse).find((message) => JSON.stringify(message.id) === key);
+    if (already) return Promise.resolve(already);
+    return new Promise((resolve) => this.waiting.set(key, resolve));
+  }
+
+  sendRaw(line: string): void {
+    this.child.stdin.write(`${line}\n`);
+  }
+
+  send(message: Record<string, unknown>): void {
+    this.sendRaw(JSON.stringify({ jsonrpc: "2.0", ...message }));
+  }
+
+  request(method: string, params?: Record<string, unknown>, id: string | number = this.nextId++): Promise<RpcResponse> {
+    const response = this.responseTo(id);
+    this.send({ id, method, ...(params ? { params } : {}) });
+    return response;
+  }
+
+  async initialize(version = "2025-06-18"): Promise<RpcResponse> {
+    const response = await this.request("initialize", { protocolVersion: version, capabilities: {}, clientInfo: { name: "test-host", version: "1" } });
+    this.send({ method: "notifications/initialized" });
+    return response;
+  }
+
+  callTool(name: string, args: Record<string, unknown>, id?: string | number): Promise<RpcResponse> {
+    return this.request("tools/call", { name, arguments: args }, id);
+  }
+
+  endInput(): void {
+    this.child.stdin.end();
+  }
+
+  /** Always safe to call: kills the server if a test left it running. */
+  dispose(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
+  }
+}
