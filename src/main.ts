@@ -113,7 +113,7 @@ function main(): void {
   logger.info(`${SERVER_NAME} ${SERVER_VERSION} ready (claude: ${config.claudeBin})`);
 
   let shuttingDown = false;
-  const shutdown = async (reason: string): Promise<void> => {
+  const shutdown = async (reason: string, exitCode = 0): Promise<void> => {
     if (shuttingDown) return;
     shuttingDown = true;
     logger.info(`shutting down: ${reason}`);
@@ -130,13 +130,20 @@ function main(): void {
     await Promise.race([server.idle(), new Promise<void>((resolve) => (cancelSlack = clock.setTimer(resolve, SHUTDOWN_SLACK_MS)))]);
     cancelSlack();
     await writer.flush();
-    process.exit(0);
+    process.exit(exitCode);
   };
 
   void server.ended.then(() => shutdown("stdin closed"));
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.on(signal, () => void shutdown(signal));
   }
+  // A bug must not leave detached agents running with nobody to stop them: kill them, then exit.
+  const crash = (error: unknown): void => {
+    logger.error(`internal error: ${(error as Error)?.stack ?? String(error)}`);
+    void shutdown("internal error", 1);
+  };
+  process.on("uncaughtException", crash);
+  process.on("unhandledRejection", crash);
 }
 
 main();
