@@ -102,9 +102,15 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     });
   }
 
-  async function requireDirectory(cwd: string): Promise<void> {
+  /**
+   * Checks cwd, then whether the request was cancelled meanwhile: a job started
+   * after its request was cancelled would run with nobody to collect or kill it.
+   * (The error text never reaches anyone: a cancelled request gets no response.)
+   */
+  async function requireDirectory(cwd: string, signal: AbortSignal): Promise<void> {
     const problem = await deps.checkDirectory(cwd);
     if (problem) throw new DispatchError("INVALID_ARGUMENT", `"cwd" ${problem}`);
+    if (signal.aborted) throw new DispatchError("INVALID_ARGUMENT", "the request was cancelled before the job started");
   }
 
   function requireJob(jobId: string): Job {
@@ -135,7 +141,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     switch (name) {
       case "claude_run": {
         const input = parseRunInput(args);
-        await requireDirectory(input.cwd);
+        await requireDirectory(input.cwd, signal);
         const job = jobs.start({ prompt: input.prompt, cwd: input.cwd, resumeSessionId: input.sessionId }, "run", input.timeoutMs);
         // A cancelled run is killed: nobody is left to read its result.
         const onCancel = (): void => void jobs.kill(job.id, "cancelled").catch(() => undefined);
@@ -149,7 +155,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       }
       case "claude_start": {
         const input = parseStartInput(args);
-        await requireDirectory(input.cwd);
+        await requireDirectory(input.cwd, signal);
         const job = jobs.start({ prompt: input.prompt, cwd: input.cwd, resumeSessionId: input.sessionId }, "start");
         return renderStarted(job, clock.now());
       }

@@ -162,7 +162,9 @@ export function serveStdio(options: StdioServerOptions): StdioServer {
   const inFlight = new Set<Promise<void>>();
 
   function dispatch(message: unknown): void {
-    const task = handle(message)
+    // Through a promise, so even a handler that throws synchronously is answered.
+    const task = Promise.resolve()
+      .then(() => handle(message))
       .then((response) => (response ? writer.write(response) : undefined))
       .catch((error: unknown) => {
         // The handler is total; this is a last guard so a request is never left unanswered.

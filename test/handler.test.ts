@@ -1,0 +1,1069 @@
+/**
+ * The request handler (src/handler.ts) end to end over a real JobRegistry,
+ * a FakeClock and fake agents: protocol framing, tool validation, the job
+ * lifecycle as the tools report it, cancellation and the depth gate.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { ERROR_CODES } from "../src/errors.js";
+import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS } from "../src/handler.js";
+import type { JsonRpcResponse, RequestId } from "../src/jsonrpc.js";
+import { JOB_STATUSES, OUTPUT_SCHEMA, TOOL_NAMES, type ToolName } from "../src/tools.js";
+import { handlerHarness, settle, type HandlerHarness } from "./helpers.js";
+
+/* ------------------------------------------------------------------ *
+ * Helpers
+ * ------------------------------------------------------------------ */
+
+const CWD = "/work/project";
+const SESSION = "8f01635f-202a-449c-ab8a-05f75520788e";
+const RUN_ARGS = { prompt: "What does this repo do?", cwd: CWD };
+
+interface ToolResult {
+  content: Array<{ type: string; text: string }>;
+  structuredContent: {
+    status: string;
+    job_id?: string;
+    session_id?: string;
+    result?: string;
+    cost_usd?: number;
+    num_turns?: number;
+    duration_ms?: number;
+    elapsed_s?: number;
+    already_finished?: boolean;
+    error?: { code: string; detail: string };
+    [key: string]: unknown;
+  };
+  isError?: boolean;
+}
+
+let nextRequestId = 100;
+const freshId = (): number => (nextRequestId += 1);
+
+function request(method: string, params?: unknown, id: RequestId = freshId()): Record<string, unknown> {
+  return params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params };
+}
+
+function notification(method: string, params?: unknown): Record<string, unknown> {
+  return params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params };
+}
+
+/** Sends a request that must be answered. */
+async function rpc(h: HandlerHarness, method: string, params?: unknown, id?: RequestId): Promise<JsonRpcResponse> {
+  const response = await h.handle(request(method, params, id));
+  assert.ok(response, `${method} got no response`);
+  return response;
+}
+
+function resultOf(response: JsonRpcResponse | null): Record<string, unknown> {
+  assert.ok(response, "expected a response");
+  assert.equal(response.jsonrpc, "2.0");
+  assert.ok("result" in response, `expected a result, got ${JSON.stringify(response)}`);
+  assert.ok(!("error" in response));
+  return response.result as Record<string, unknown>;
+}
+
+/** Asserts a JSON-RPC error with this code and id; returns its message. */
+function errorOf(response: JsonRpcResponse | null, code: number, id: RequestId | null): string {
+  assert.ok(response, "expected a response");
+  assert.equal(response.jsonrpc, "2.0");
+  assert.ok("error" in response, `expected an error, got ${JSON.stringify(response)}`);
+  assert.ok(!("result" in response));
+  assert.equal(response.error.code, code);
+  assert.equal(response.id, id);
+  assert.equal(typeof response.error.message, "string");
+  assert.notEqual(response.error.message, "");
+  return response.error.message;
+}
+
+let checkedToolResults = 0;
+
+/** The invariants every tool result in this file must satisfy (PROTOCOL.md §5.5, §9). */
+function checkToolResult(result: ToolResult): void {
+  checkedToolResults += 1;
+  assert.equal(result.content.length, 1);
+  const [block] = result.content;
+  assert.ok(block);
+  assert.equal(block.type, "text");
+  assert.equal(typeof block.text, "string");
+  const report = result.structuredContent;
+  assert.ok(report !== null && typeof report === "object", "structuredContent must be an object");
+  assert.ok((JOB_STATUSES as readonly string[]).includes(report.status), `status ${report.status} not in JOB_STATUSES`);
+  if (report.error !== undefined) {
+    assert.ok((ERROR_CODES as readonly string[]).includes(report.error.code), `error.code ${report.error.code} not in ERROR_CODES`);
+    assert.equal(typeof report.error.detail, "string");
+  }
+  if ("isError" in result) {
+    assert.equal(result.isError, true, "isError is either true or absent");
+    const match = /^([A-Z_]+): /.exec(block.text);
+    assert.ok(match, `error text must start with "CODE: ", got ${JSON.stringify(block.text)}`);
+    const code = match[1] as string;
+    assert.ok((ERROR_CODES as readonly string[]).includes(code), `${code} not in ERROR_CODES`);
+    assert.equal(report.error?.code, code, "structuredContent.error.code matches the text");
+  } else {
+    assert.notEqual(report.status, "error", "status error without isError");
+    // A failed job is reported without isError only by claude_kill, which did nothing to it.
+    if (report.status === "failed") assert.equal(report.already_finished, true, "status failed without isError");
+  }
+}
+
+function toolResultOf(response: JsonRpcResponse | null): ToolResult {
+  const result = resultOf(response) as unknown as ToolResult;
+  checkToolResult(result);
+  return result;
+}
+
+function textOf(result: ToolResult): string {
+  return (result.content[0] as { text: string }).text;
+}
+
+function callTool(h: HandlerHarness, name: string, args?: unknown, id: RequestId = freshId()): Promise<JsonRpcResponse | null> {
+  return h.handle(request("tools/call", args === undefined ? { name } : { name, arguments: args }, id));
+}
+
+async function tool(h: HandlerHarness, name: string, args?: unknown, id?: RequestId): Promise<ToolResult> {
+  return toolResultOf(await callTool(h, name, args, id));
+}
+
+function cancel(h: HandlerHarness, requestId: unknown): Promise<JsonRpcResponse | null> {
+  return h.handle(notification("notifications/cancelled", { requestId, reason: "test" }));
+}
+
+interface Tracked<T> {
+  readonly done: boolean;
+  readonly value: T | undefined;
+  readonly promise: Promise<T>;
+}
+
+/** Lets a test ask whether a promise has settled yet, without awaiting it. */
+function track<T>(promise: Promise<T>): Tracked<T> {
+  const state: { done: boolean; value: T | undefined; promise: Promise<T> } = { done: false, value: undefined, promise };
+  promise.then((value) => {
+    state.done = true;
+    state.value = value;
+  });
+  return state;
+}
+
+function assertError(result: ToolResult, code: string): string {
+  assert.equal(result.isError, true);
+  const text = textOf(result);
+  assert.ok(text.startsWith(`${code}: `), `expected ${code}, got ${JSON.stringify(text)}`);
+  assert.equal(result.structuredContent.error?.code, code);
+  return text;
+}
+
+function assertNotError(result: ToolResult): void {
+  assert.ok(!("isError" in result), `unexpected isError: ${textOf(result)}`);
+}
+
+/** Starts a background job and returns its id. */
+async function startJob(h: HandlerHarness, args: Record<string, unknown> = RUN_ARGS): Promise<string> {
+  const started = await tool(h, "claude_start", args);
+  assertNotError(started);
+  const jobId = started.structuredContent.job_id;
+  assert.ok(jobId);
+  return jobId;
+}
+
+/* ------------------------------------------------------------------ *
+ * initialize, ping, tools/list
+ * ------------------------------------------------------------------ */
+
+for (const version of ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]) {
+  test(`initialize echoes the supported version ${version}`, async () => {
+    const h = handlerHarness();
+    const result = resultOf(await rpc(h, "initialize", { protocolVersion: version, capabilities: {}, clientInfo: { name: "t", version: "1" } }));
+    assert.equal(result.protocolVersion, version);
+  });
+}
+
+test("the supported versions are exactly the four documented ones, newest first", () => {
+  assert.deepEqual([...SUPPORTED_PROTOCOL_VERSIONS], ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]);
+  assert.equal(LATEST_PROTOCOL_VERSION, "2025-11-25");
+});
+
+test("initialize answers an unknown version with the latest one", async () => {
+  const h = handlerHarness();
+  const result = resultOf(await rpc(h, "initialize", { protocolVersion: "1999-01-01", capabilities: {} }));
+  assert.equal(result.protocolVersion, "2025-11-25");
+});
+
+test("initialize without protocolVersion is -32602", async () => {
+  const h = handlerHarness();
+  const message = errorOf(await rpc(h, "initialize", { capabilities: {} }, 1), -32602, 1);
+  assert.match(message, /protocolVersion/);
+  errorOf(await rpc(h, "initialize", undefined, 2), -32602, 2);
+  errorOf(await rpc(h, "initialize", { protocolVersion: 20250618 }, 3), -32602, 3);
+});
+
+test("initialize reports tools capability, serverInfo and instructions", async () => {
+  const h = handlerHarness();
+  const result = resultOf(await rpc(h, "initialize", { protocolVersion: "2025-06-18" }));
+  assert.deepEqual(result.capabilities, { tools: { listChanged: false } });
+  assert.deepEqual(result.serverInfo, { name: "claude-dispatch", version: "0.0.0-test" });
+  assert.equal(result.instructions, SERVER_INSTRUCTIONS);
+  assert.match(String(result.instructions), /claude_start/);
+  assert.match(String(result.instructions), /claude_wait/);
+  assert.match(String(result.instructions), /session_id/);
+});
+
+test("ping answers an empty object", async () => {
+  const h = handlerHarness();
+  assert.deepEqual(await rpc(h, "ping", undefined, 4), { jsonrpc: "2.0", id: 4, result: {} });
+});
+
+test("tools/list lists the four tools with schemas and annotations", async () => {
+  const h = handlerHarness();
+  const result = resultOf(await rpc(h, "tools/list"));
+  const tools = result.tools as Array<Record<string, unknown>>;
+  assert.deepEqual(
+    tools.map((t) => t.name),
+    ["claude_run", "claude_start", "claude_wait", "claude_kill"],
+  );
+  assert.deepEqual(
+    tools.map((t) => t.name),
+    [...TOOL_NAMES],
+  );
+  for (const t of tools) {
+    assert.equal(typeof t.title, "string", `${String(t.name)} title`);
+    assert.ok((t.title as string).length > 0);
+    assert.equal(typeof t.description, "string");
+    assert.ok((t.description as string).length > 20);
+    const input = t.inputSchema as Record<string, unknown>;
+    assert.equal(input.type, "object");
+    assert.equal(input.additionalProperties, false, `${String(t.name)} inputSchema.additionalProperties`);
+    assert.ok(Array.isArray(input.required));
+    assert.deepEqual(t.outputSchema, OUTPUT_SCHEMA);
+    assert.equal(typeof t.annotations, "object");
+  }
+  const byName = new Map(tools.map((t) => [t.name as string, t.annotations as Record<string, unknown>]));
+  assert.equal(byName.get("claude_wait")?.readOnlyHint, true);
+  assert.equal(byName.get("claude_kill")?.destructiveHint, true);
+  assert.equal(byName.get("claude_kill")?.idempotentHint, true);
+  assert.equal(byName.get("claude_run")?.openWorldHint, true);
+  assert.equal(byName.get("claude_start")?.openWorldHint, true);
+  assert.equal(byName.get("claude_run")?.readOnlyHint, false);
+  assert.equal(byName.get("claude_start")?.readOnlyHint, false);
+  const required = new Map(tools.map((t) => [t.name as string, (t.inputSchema as { required: string[] }).required]));
+  assert.deepEqual(required.get("claude_run"), ["prompt", "cwd"]);
+  assert.deepEqual(required.get("claude_start"), ["prompt", "cwd"]);
+  assert.deepEqual(required.get("claude_wait"), ["job_id"]);
+  assert.deepEqual(required.get("claude_kill"), ["job_id"]);
+});
+
+/* ------------------------------------------------------------------ *
+ * JSON-RPC framing
+ * ------------------------------------------------------------------ */
+
+test("an unknown method is -32601", async () => {
+  const h = handlerHarness();
+  const message = errorOf(await rpc(h, "resources/list", undefined, 9), -32601, 9);
+  assert.match(message, /resources\/list/);
+});
+
+test("notifications get no response, known or not", async () => {
+  const h = handlerHarness();
+  assert.equal(await h.handle(notification("notifications/initialized")), null);
+  assert.equal(await h.handle(notification("notifications/whatever", { x: 1 })), null);
+  assert.equal(await h.handle(notification("ping")), null);
+  assert.equal(await h.handle(notification("tools/call", { name: "claude_start", arguments: RUN_ARGS })), null);
+  assert.equal(h.launcher.agents.length, 0, "a tools/call notification must not run anything");
+});
+
+test("a batch is -32600 with id null", async () => {
+  const h = handlerHarness();
+  errorOf(await h.handle([request("ping", undefined, 1), request("ping", undefined, 2)]), -32600, null);
+  errorOf(await h.handle([]), -32600, null);
+});
+
+test("a non-object message is -32600 with id null", async () => {
+  const h = handlerHarness();
+  for (const message of [42, "ping", null, true]) {
+    errorOf(await h.handle(message), -32600, null);
+  }
+});
+
+test('jsonrpc other than "2.0" is -32600, echoing a valid id', async () => {
+  const h = handlerHarness();
+  errorOf(await h.handle({ jsonrpc: "1.0", id: 5, method: "ping" }), -32600, 5);
+  errorOf(await h.handle({ jsonrpc: "1.0", id: "abc", method: "ping" }), -32600, "abc");
+  errorOf(await h.handle({ id: 6, method: "ping" }), -32600, 6);
+  errorOf(await h.handle({ jsonrpc: "1.0", id: {}, method: "ping" }), -32600, null);
+});
+
+test("a method that is not a string is -32600", async () => {
+  const h = handlerHarness();
+  errorOf(await h.handle({ jsonrpc: "2.0", id: 8, method: 42 }), -32600, 8);
+  errorOf(await h.handle({ jsonrpc: "2.0", id: 8 }), -32600, 8);
+});
+
+test("an id that is null, a boolean or an object is -32600 with id null", async () => {
+  const h = handlerHarness();
+  for (const id of [null, true, {}, [1]]) {
+    errorOf(await h.handle({ jsonrpc: "2.0", id, method: "ping" }), -32600, null);
+  }
+});
+
+test("a stray response from the client is ignored", async () => {
+  const h = handlerHarness();
+  assert.equal(await h.handle({ jsonrpc: "2.0", id: 7, result: {} }), null);
+  assert.equal(await h.handle({ jsonrpc: "2.0", id: 7, error: { code: -1, message: "x" } }), null);
+});
+
+test("params as an array is -32602", async () => {
+  const h = handlerHarness();
+  errorOf(await rpc(h, "ping", [1, 2], 10), -32602, 10);
+  errorOf(await rpc(h, "tools/call", ["claude_run"], 11), -32602, 11);
+});
+
+test("params._meta that is not an object is -32602", async () => {
+  const h = handlerHarness();
+  for (const meta of ["x", 5, [1], null]) {
+    const message = errorOf(await rpc(h, "ping", { _meta: meta }, 12), -32602, 12);
+    assert.match(message, /_meta/);
+  }
+});
+
+test("a progressToken that is not a string or number is -32602", async () => {
+  const h = handlerHarness();
+  for (const token of [{}, [], true, null]) {
+    const message = errorOf(await rpc(h, "ping", { _meta: { progressToken: token } }, 13), -32602, 13);
+    assert.match(message, /progressToken/);
+  }
+});
+
+test("a string or number progressToken is accepted", async () => {
+  const h = handlerHarness();
+  resultOf(await rpc(h, "ping", { _meta: { progressToken: "tok-1" } }));
+  resultOf(await rpc(h, "ping", { _meta: { progressToken: 17 } }));
+  resultOf(await rpc(h, "ping", { _meta: {} }));
+  const result = resultOf(await rpc(h, "tools/list", { _meta: { progressToken: 0 } }));
+  assert.equal((result.tools as unknown[]).length, 4);
+  const run = await tool(h, "claude_start", RUN_ARGS);
+  assertNotError(run);
+  const viaMeta = toolResultOf(await h.handle(request("tools/call", { name: "claude_wait", arguments: { job_id: "job-1", hold_ms: 0 }, _meta: { progressToken: "p" } })));
+  assertNotError(viaMeta);
+});
+
+test("extra top-level members are fine", async () => {
+  const h = handlerHarness();
+  const response = await h.handle({ jsonrpc: "2.0", id: 14, method: "ping", extra: true, trace: { a: 1 } });
+  assert.deepEqual(response, { jsonrpc: "2.0", id: 14, result: {} });
+});
+
+test("string and number ids are echoed exactly", async () => {
+  const h = handlerHarness();
+  for (const id of [0, -1, 1.5, 2 ** 53, "", "abc", "7", " x "]) {
+    const response = await rpc(h, "ping", undefined, id);
+    assert.equal(response.id, id);
+    assert.equal(typeof response.id, typeof id);
+  }
+  errorOf(await rpc(h, "nope", undefined, 0), -32601, 0);
+  errorOf(await rpc(h, "nope", undefined, ""), -32601, "");
+});
+
+/* ------------------------------------------------------------------ *
+ * tools/call framing
+ * ------------------------------------------------------------------ */
+
+test("tools/call without a name is -32602", async () => {
+  const h = handlerHarness();
+  errorOf(await rpc(h, "tools/call", { arguments: RUN_ARGS }, 20), -32602, 20);
+  errorOf(await rpc(h, "tools/call", { name: 5 }, 21), -32602, 21);
+  errorOf(await rpc(h, "tools/call", undefined, 22), -32602, 22);
+  assert.equal(h.launcher.agents.length, 0);
+});
+
+test("tools/call with arguments that are not an object is -32602", async () => {
+  const h = handlerHarness();
+  errorOf(await callTool(h, "claude_run", ["hi", CWD], 23), -32602, 23);
+  errorOf(await callTool(h, "claude_run", "hi", 24), -32602, 24);
+  assert.equal(h.launcher.agents.length, 0);
+});
+
+test('tools/call of an unknown tool is -32602 "Unknown tool"', async () => {
+  const h = handlerHarness();
+  const message = errorOf(await callTool(h, "claude_fly", {}, 25), -32602, 25);
+  assert.match(message, /^Unknown tool/);
+  assert.match(message, /claude_fly/);
+});
+
+test("tools/call without arguments is an INVALID_ARGUMENT result (prompt missing)", async () => {
+  const h = handlerHarness();
+  const result = await tool(h, "claude_run");
+  const text = assertError(result, "INVALID_ARGUMENT");
+  assert.match(text, /"prompt"/);
+  const withNull = await tool(h, "claude_start", null);
+  assert.match(assertError(withNull, "INVALID_ARGUMENT"), /"prompt"/);
+  assert.equal(h.launcher.agents.length, 0);
+});
+
+/* ------------------------------------------------------------------ *
+ * Argument validation (src/tools.ts)
+ * ------------------------------------------------------------------ */
+
+interface InvalidCase {
+  name: string;
+  tool: ToolName;
+  args: Record<string, unknown>;
+  mentions: string;
+}
+
+const INVALID_CASES: InvalidCase[] = [
+  { name: "a missing prompt", tool: "claude_run", args: { cwd: CWD }, mentions: '"prompt" must be a string, got undefined' },
+  { name: "a numeric prompt", tool: "claude_run", args: { prompt: 42, cwd: CWD }, mentions: '"prompt" must be a string, got number' },
+  { name: "an empty prompt", tool: "claude_run", args: { prompt: "", cwd: CWD }, mentions: '"prompt" must not be empty' },
+  { name: "a whitespace prompt", tool: "claude_run", args: { prompt: " \n\t ", cwd: CWD }, mentions: '"prompt" must not be empty' },
+  { name: "a missing prompt", tool: "claude_start", args: { cwd: CWD }, mentions: '"prompt" must be a string' },
+  { name: "an empty prompt", tool: "claude_start", args: { prompt: "  ", cwd: CWD }, mentions: '"prompt" must not be empty' },
+  { name: "a missing cwd", tool: "claude_run", args: { prompt: "hi" }, mentions: '"cwd" must be a string, got undefined' },
+  { name: "a numeric cwd", tool: "claude_run", args: { prompt: "hi", cwd: 42 }, mentions: '"cwd" must be a string, got number' },
+  { name: "an empty cwd", tool: "claude_run", args: { prompt: "hi", cwd: "" }, mentions: '"cwd" must not be empty' },
+  { name: "a cwd with NUL", tool: "claude_run", args: { prompt: "hi", cwd: "/tmp/a\0b" }, mentions: '"cwd" must not contain NUL' },
+  { name: "a cwd that does not exist", tool: "claude_run", args: { prompt: "hi", cwd: "/missing/dir" }, mentions: '"cwd" does not exist: /missing/dir' },
+  { name: "a cwd that does not exist", tool: "claude_start", args: { prompt: "hi", cwd: "/missing/dir" }, mentions: "does not exist" },
+  { name: 'session_id "--anything"', tool: "claude_run", args: { ...RUN_ARGS, session_id: "--anything" }, mentions: '"session_id" must be a session UUID as returned by an earlier run, got "--anything"' },
+  { name: 'session_id "not-a-uuid"', tool: "claude_run", args: { ...RUN_ARGS, session_id: "not-a-uuid" }, mentions: '"session_id" must be a session UUID' },
+  { name: "a numeric session_id", tool: "claude_run", args: { ...RUN_ARGS, session_id: 42 }, mentions: '"session_id" must be a session UUID as returned by an earlier run, got 42' },
+  { name: 'session_id "--anything"', tool: "claude_start", args: { ...RUN_ARGS, session_id: "--anything" }, mentions: '"session_id"' },
+  { name: "a session_id with a UUID inside it", tool: "claude_start", args: { ...RUN_ARGS, session_id: `--resume ${SESSION}` }, mentions: '"session_id"' },
+  { name: "timeout_ms 0", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 0 }, mentions: '"timeout_ms" must be between 1000 and 86400000, got 0' },
+  { name: "timeout_ms -5", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: -5 }, mentions: "got -5" },
+  { name: "timeout_ms 999", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 999 }, mentions: "got 999" },
+  { name: "timeout_ms 86_400_001", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 86_400_001 }, mentions: "got 86400001" },
+  { name: "timeout_ms 2^31", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 2 ** 31 }, mentions: "got 2147483648" },
+  { name: "timeout_ms 2^31 - 1", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 2 ** 31 - 1 }, mentions: "got 2147483647" },
+  { name: "timeout_ms 1e300", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 1e300 }, mentions: '"timeout_ms" must be between' },
+  { name: "timeout_ms 1.5", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 1.5 }, mentions: '"timeout_ms" must be an integer number of milliseconds, got 1.5' },
+  { name: 'timeout_ms "5000"', tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: "5000" }, mentions: '"timeout_ms" must be an integer number of milliseconds, got "5000"' },
+  { name: "timeout_ms true", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: true }, mentions: "got true" },
+  { name: "hold_ms -1", tool: "claude_wait", args: { job_id: "job-1", hold_ms: -1 }, mentions: '"hold_ms" must be between 0 and' },
+  { name: "hold_ms 1.5", tool: "claude_wait", args: { job_id: "job-1", hold_ms: 1.5 }, mentions: '"hold_ms" must be an integer number of milliseconds, got 1.5' },
+  { name: 'hold_ms "10"', tool: "claude_wait", args: { job_id: "job-1", hold_ms: "10" }, mentions: '"hold_ms" must be an integer number of milliseconds, got "10"' },
+  { name: 'an unknown argument "timeout"', tool: "claude_run", args: { ...RUN_ARGS, timeout: 5 }, mentions: 'unknown argument "timeout"' },
+  { name: "timeout_ms (only claude_run takes it)", tool: "claude_start", args: { ...RUN_ARGS, timeout_ms: 5000 }, mentions: 'unknown argument "timeout_ms"' },
+  { name: 'an unknown argument "hold"', tool: "claude_wait", args: { job_id: "job-1", hold: 5 }, mentions: 'unknown argument "hold"' },
+  { name: "hold_ms (only claude_wait takes it)", tool: "claude_kill", args: { job_id: "job-1", hold_ms: 5 }, mentions: 'unknown argument "hold_ms"' },
+  { name: "a missing job_id", tool: "claude_wait", args: {}, mentions: '"job_id" must be a non-empty string, got undefined' },
+  { name: "an empty job_id", tool: "claude_wait", args: { job_id: "" }, mentions: '"job_id" must be a non-empty string, got ""' },
+  { name: "a blank job_id", tool: "claude_wait", args: { job_id: "  " }, mentions: '"job_id" must be a non-empty string' },
+  { name: "a numeric job_id", tool: "claude_wait", args: { job_id: 1 }, mentions: '"job_id" must be a non-empty string, got 1' },
+  { name: "a missing job_id", tool: "claude_kill", args: {}, mentions: '"job_id" must be a non-empty string, got undefined' },
+  { name: "an empty job_id", tool: "claude_kill", args: { job_id: "" }, mentions: '"job_id" must be a non-empty string, got ""' },
+  { name: "a numeric job_id", tool: "claude_kill", args: { job_id: 1 }, mentions: '"job_id" must be a non-empty string, got 1' },
+];
+
+for (const c of INVALID_CASES) {
+  test(`${c.tool} rejects ${c.name} as INVALID_ARGUMENT`, async () => {
+    const h = handlerHarness();
+    const result = await tool(h, c.tool, c.args);
+    const text = assertError(result, "INVALID_ARGUMENT");
+    assert.ok(text.includes(c.mentions), `${JSON.stringify(text)} should mention ${JSON.stringify(c.mentions)}`);
+    const detail = text.slice("INVALID_ARGUMENT: ".length);
+    const expected: Record<string, unknown> = { status: "error", error: { code: "INVALID_ARGUMENT", detail } };
+    if (typeof c.args.job_id === "string") expected.job_id = c.args.job_id;
+    assert.deepEqual(result.structuredContent, expected);
+    assert.equal(h.launcher.agents.length, 0, "nothing is launched");
+    assert.equal(h.clock.pendingTimers, 0, "no timer is left");
+  });
+}
+
+test("a valid session_id in upper case is accepted and lower-cased into the spec", async () => {
+  const h = handlerHarness();
+  await startJob(h, { ...RUN_ARGS, session_id: SESSION.toUpperCase() });
+  assert.equal(h.launcher.agents.length, 1);
+  assert.equal(h.launcher.last.spec.resumeSessionId, SESSION);
+  assert.equal(h.jobs.get("job-1")?.resumeSessionId, SESSION);
+
+  const run = track(callTool(h, "claude_run", { ...RUN_ARGS, session_id: SESSION.toUpperCase() }));
+  await settle();
+  assert.equal(h.launcher.agents.length, 2);
+  assert.equal(h.launcher.last.spec.resumeSessionId, SESSION);
+  h.launcher.last.succeed();
+  assertNotError(toolResultOf(await run.promise));
+});
+
+test("null for session_id, timeout_ms and hold_ms means not given", async () => {
+  const h = handlerHarness();
+  const run = track(callTool(h, "claude_run", { ...RUN_ARGS, session_id: null, timeout_ms: null }));
+  await settle();
+  assert.equal(h.launcher.agents.length, 1);
+  assert.equal(h.launcher.last.spec.resumeSessionId, undefined);
+  assert.equal(h.jobs.get("job-1")?.timeoutMs, 120_000, "the default timeout applies");
+  h.launcher.last.succeed();
+  assertNotError(toolResultOf(await run.promise));
+
+  const jobId = await startJob(h, { ...RUN_ARGS, session_id: null });
+  assert.equal(h.launcher.last.spec.resumeSessionId, undefined);
+  const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: null }));
+  await h.clock.advance(29_999);
+  assert.equal(wait.done, false, "the default hold of 30s applies");
+  await h.clock.advance(1);
+  assert.equal(toolResultOf(await wait.promise).structuredContent.status, "running");
+});
+
+test("timeout_ms 1000 and 86_400_000 are accepted", async () => {
+  const h = handlerHarness();
+  const short = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 1000 }));
+  await settle();
+  assert.equal(h.jobs.get("job-1")?.timeoutMs, 1000);
+  await h.clock.advance(1000);
+  assert.equal(short.done, true);
+  assertError(toolResultOf(short.value ?? null), "TIMEOUT");
+
+  const long = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 86_400_000 }));
+  await settle();
+  assert.equal(h.jobs.get("job-2")?.timeoutMs, 86_400_000);
+  assert.equal(h.clock.pendingTimers, 1);
+  await h.clock.advance(86_399_999);
+  assert.equal(long.done, false);
+  h.launcher.last.succeed();
+  assertNotError(toolResultOf(await long.promise));
+  assert.equal(h.clock.pendingTimers, 0, "finishing cancels the timeout");
+});
+
+test("timeouts of 2^31 ms or more never reach a timer: they are rejected", async () => {
+  const h = handlerHarness();
+  for (const timeout of [2 ** 31, 2 ** 31 + 1, 2 ** 32, Number.MAX_SAFE_INTEGER]) {
+    assertError(await tool(h, "claude_run", { ...RUN_ARGS, timeout_ms: timeout }), "INVALID_ARGUMENT");
+  }
+  assert.equal(h.clock.pendingTimers, 0);
+  assert.equal(h.launcher.agents.length, 0);
+});
+
+/* ------------------------------------------------------------------ *
+ * claude_run
+ * ------------------------------------------------------------------ */
+
+test("claude_run: the spec reaches the launcher and the result is reported", async () => {
+  const h = handlerHarness();
+  const run = track(callTool(h, "claude_run", { prompt: "Explain src/", cwd: CWD, session_id: SESSION }));
+  await settle();
+  assert.deepEqual(h.checkedDirectories, [CWD]);
+  assert.equal(h.launcher.agents.length, 1);
+  const agent = h.launcher.last;
+  assert.equal(agent.spec.prompt, "Explain src/");
+  assert.equal(agent.spec.cwd, CWD);
+  assert.equal(agent.spec.resumeSessionId, SESSION);
+  assert.equal(run.done, false);
+
+  await h.clock.advance(2_000);
+  agent.succeed("The answer.", "11111111-2222-4333-8444-555555555555");
+  const result = toolResultOf(await run.promise);
+  assertNotError(result);
+  assert.deepEqual(result.structuredContent, {
+    status: "completed",
+    job_id: "job-1",
+    session_id: "11111111-2222-4333-8444-555555555555",
+    result: "The answer.",
+    cost_usd: 0.5,
+    num_turns: 3,
+    duration_ms: 1500,
+    elapsed_s: 2,
+  });
+  const text = textOf(result);
+  assert.ok(text.startsWith("Job job-1 completed in 2s"), text);
+  assert.match(text, /session_id 11111111-2222-4333-8444-555555555555/);
+  assert.match(text, /cost \$0\.5000/);
+  assert.match(text, /3 turns/);
+  assert.ok(text.endsWith("\n\nThe answer."), text);
+  assert.equal(h.clock.pendingTimers, 0, "the timeout timer is cancelled");
+});
+
+test("claude_run: the default timeout of 120 s kills the agent and reports TIMEOUT", async () => {
+  const h = handlerHarness();
+  const run = track(callTool(h, "claude_run", RUN_ARGS));
+  await settle();
+  const agent = h.launcher.last;
+  await h.clock.advance(119_999);
+  assert.equal(run.done, false);
+  assert.equal(agent.killCalls, 0);
+  await h.clock.advance(1);
+  assert.equal(agent.killCalls, 1);
+  assert.equal(run.done, true);
+  const result = toolResultOf(run.value ?? null);
+  const text = assertError(result, "TIMEOUT");
+  assert.match(text, /120s/);
+  assert.equal(result.structuredContent.status, "failed");
+  assert.equal(result.structuredContent.job_id, "job-1");
+  assert.equal(result.structuredContent.elapsed_s, 120);
+  assert.equal(h.jobs.get("job-1")?.status, "failed");
+});
+
+test("claude_run: a custom timeout_ms of 5000 kills at 5 s", async () => {
+  const h = handlerHarness();
+  const run = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 5000 }));
+  await settle();
+  const agent = h.launcher.last;
+  await h.clock.advance(4_999);
+  assert.equal(run.done, false);
+  await h.clock.advance(1);
+  assert.equal(agent.killCalls, 1);
+  const result = toolResultOf(run.value ?? null);
+  assert.match(assertError(result, "TIMEOUT"), /5s/);
+  assert.equal(result.structuredContent.status, "failed");
+  assert.equal(result.structuredContent.error?.code, "TIMEOUT");
+});
+
+for (const [code, detail] of [
+  ["AGENT_ERROR", "Not logged in · Please run /login"],
+  ["SPAWN_FAILED", "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN"],
+  ["SESSION_NOT_FOUND", `No conversation found with session ID ${SESSION} in this cwd`],
+] as const) {
+  test(`claude_run: the outcome ${code} passes through unchanged`, async () => {
+    const h = handlerHarness();
+    const run = callTool(h, "claude_run", RUN_ARGS);
+    await settle();
+    h.launcher.last.finish({ ok: false, code, detail, result: { sessionId: SESSION } });
+    const result = toolResultOf(await run);
+    const text = assertError(result, code);
+    assert.ok(text.startsWith(`${code}: ${detail}`), text);
+    assert.equal(result.structuredContent.status, "failed");
+    assert.equal(result.structuredContent.session_id, SESSION);
+    assert.deepEqual(result.structuredContent.error, { code, detail });
+  });
+}
+
+/* ------------------------------------------------------------------ *
+ * claude_start and claude_wait
+ * ------------------------------------------------------------------ */
+
+test("claude_start returns at once with status running and a job_id", async () => {
+  const h = handlerHarness();
+  const result = await tool(h, "claude_start", RUN_ARGS);
+  assertNotError(result);
+  assert.deepEqual(result.structuredContent, { status: "running", job_id: "job-1", elapsed_s: 0 });
+  assert.match(textOf(result), /Started job job-1/);
+  assert.match(textOf(result), /claude_wait/);
+  assert.equal(h.launcher.agents.length, 1);
+  assert.equal(h.clock.pendingTimers, 0, "a background job has no timeout");
+  assert.equal(h.jobs.get("job-1")?.kind, "start");
+});
+
+test("claude_wait with hold_ms 0 on a running job reports running and elapsed time", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  await h.clock.advance(45_000);
+  const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
+  assertNotError(result);
+  assert.deepEqual(result.structuredContent, { status: "running", job_id: jobId, elapsed_s: 45 });
+  assert.match(textOf(result), /still running \(45s elapsed\)/);
+  assert.match(textOf(result), /Call claude_wait again/);
+});
+
+test("claude_wait answers as soon as the job finishes, leaving no timer", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  const timersBefore = h.clock.pendingTimers;
+  const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 30_000 }));
+  await settle();
+  assert.equal(h.clock.pendingTimers, timersBefore + 1, "one hold timer");
+  await h.clock.advance(1_000);
+  assert.equal(wait.done, false);
+  const before = h.clock.now();
+  h.launcher.last.succeed("finished early");
+  await settle();
+  assert.equal(wait.done, true, "answered without any more time passing");
+  assert.equal(h.clock.now(), before);
+  const result = toolResultOf(wait.value ?? null);
+  assertNotError(result);
+  assert.equal(result.structuredContent.status, "completed");
+  assert.equal(result.structuredContent.result, "finished early");
+  assert.equal(result.structuredContent.elapsed_s, 1);
+  assert.equal(h.clock.pendingTimers, timersBefore, "the hold timer was cancelled");
+});
+
+test("claude_wait caps hold_ms at 60 s", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 90_000 }));
+  await h.clock.advance(59_999);
+  assert.equal(wait.done, false);
+  await h.clock.advance(1);
+  assert.equal(wait.done, true);
+  const result = toolResultOf(wait.value ?? null);
+  assert.equal(result.structuredContent.status, "running");
+  assert.equal(result.structuredContent.elapsed_s, 60);
+  assert.equal(h.clock.pendingTimers, 0);
+
+  const huge = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: Number.MAX_SAFE_INTEGER }));
+  await h.clock.advance(60_000);
+  assert.equal(huge.done, true);
+});
+
+test("claude_wait holds 30 s by default", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  const wait = track(callTool(h, "claude_wait", { job_id: jobId }));
+  await h.clock.advance(29_999);
+  assert.equal(wait.done, false);
+  await h.clock.advance(1);
+  assert.equal(wait.done, true);
+  assert.equal(toolResultOf(wait.value ?? null).structuredContent.status, "running");
+});
+
+test("claude_wait on a finished job answers at once, even with a hold", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  h.launcher.last.succeed();
+  await settle();
+  const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 60_000 });
+  assert.equal(result.structuredContent.status, "completed");
+  assert.equal(h.clock.pendingTimers, 0);
+});
+
+test("elapsed time is frozen when the job finishes", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  await h.clock.advance(10_000);
+  h.launcher.last.succeed();
+  await settle();
+  await h.clock.advance(100_000);
+  const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
+  assert.equal(result.structuredContent.status, "completed");
+  assert.equal(result.structuredContent.elapsed_s, 10);
+  assert.match(textOf(result), /completed in 10s/);
+});
+
+test("claude_wait on a killed job reports killed without isError", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  await h.clock.advance(3_000);
+  assertNotError(await tool(h, "claude_kill", { job_id: jobId }));
+  const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
+  assertNotError(result);
+  assert.equal(result.structuredContent.status, "killed");
+  assert.equal(result.structuredContent.error, undefined);
+  assert.match(textOf(result), /was killed by claude_kill after 3s/);
+});
+
+test("claude_wait on a failed job is isError with the agent's code", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  h.launcher.last.finish({ ok: false, code: "AGENT_EXITED", detail: "claude exited with code 3: boom" });
+  await settle();
+  const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
+  const text = assertError(result, "AGENT_EXITED");
+  assert.ok(text.startsWith("AGENT_EXITED: claude exited with code 3: boom"), text);
+  assert.equal(result.structuredContent.status, "failed");
+  assert.equal(result.structuredContent.job_id, jobId);
+});
+
+/* ------------------------------------------------------------------ *
+ * claude_kill
+ * ------------------------------------------------------------------ */
+
+test("claude_kill kills a running job once; a second kill says it already finished", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  const agent = h.launcher.last;
+  await h.clock.advance(7_000);
+  const first = await tool(h, "claude_kill", { job_id: jobId });
+  assertNotError(first);
+  assert.equal(agent.killCalls, 1);
+  assert.equal(first.structuredContent.status, "killed");
+  assert.equal(first.structuredContent.already_finished, undefined);
+  assert.equal(first.structuredContent.elapsed_s, 7);
+  assert.match(textOf(first), /^Killed job job-1 after 7s/);
+
+  const second = await tool(h, "claude_kill", { job_id: jobId });
+  assertNotError(second);
+  assert.equal(second.structuredContent.already_finished, true);
+  assert.equal(second.structuredContent.status, "killed");
+  assert.match(textOf(second), /already finished \(killed\)/);
+  assert.equal(agent.killCalls, 1, "no second signal");
+});
+
+test("claude_kill of a completed job changes nothing and says so", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  const agent = h.launcher.last;
+  agent.succeed();
+  await settle();
+  const result = await tool(h, "claude_kill", { job_id: jobId });
+  assertNotError(result);
+  assert.equal(result.structuredContent.already_finished, true);
+  assert.equal(result.structuredContent.status, "completed");
+  assert.equal(agent.killCalls, 0);
+  assert.equal(h.jobs.get(jobId)?.status, "completed");
+});
+
+test("claude_kill of a failed job says already finished without an error", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  h.launcher.last.finish({ ok: false, code: "AGENT_ERROR", detail: "nope" });
+  await settle();
+  const result = await tool(h, "claude_kill", { job_id: jobId });
+  assertNotError(result);
+  assert.equal(result.structuredContent.already_finished, true);
+  assert.equal(result.structuredContent.error, undefined);
+});
+
+test("claude_kill of an unknown job is JOB_NOT_FOUND", async () => {
+  const h = handlerHarness();
+  const result = await tool(h, "claude_kill", { job_id: "job-404" });
+  const text = assertError(result, "JOB_NOT_FOUND");
+  assert.match(text, /no job with id job-404/);
+  assert.equal(result.structuredContent.status, "error");
+  assert.equal(result.structuredContent.job_id, "job-404");
+  assertError(await tool(h, "claude_wait", { job_id: "job-404", hold_ms: 0 }), "JOB_NOT_FOUND");
+});
+
+test("claude_kill reports processes that survived as KILL_FAILED", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  h.launcher.last.survivors = [123];
+  const result = await tool(h, "claude_kill", { job_id: jobId });
+  const text = assertError(result, "KILL_FAILED");
+  assert.match(text, /123/);
+  assert.equal(result.structuredContent.status, "killed");
+  assert.equal(h.launcher.last.killCalls, 1);
+});
+
+test("a claude_run killed by claude_kill from another request answers KILLED", async () => {
+  const h = handlerHarness();
+  const run = track(callTool(h, "claude_run", RUN_ARGS, 31));
+  await settle();
+  await h.clock.advance(4_000);
+  const kill = await tool(h, "claude_kill", { job_id: "job-1" }, 32);
+  assertNotError(kill);
+  await settle();
+  assert.equal(run.done, true);
+  const result = toolResultOf(run.value ?? null);
+  const text = assertError(result, "KILLED");
+  assert.match(text, /killed by claude_kill after 4s/);
+  assert.equal(result.structuredContent.status, "killed");
+  assert.equal(h.jobs.get("job-1")?.killReason, "claude_kill");
+  assert.equal(h.launcher.last.killCalls, 1);
+  assert.equal(h.clock.pendingTimers, 0, "the run's timeout timer is cancelled");
+});
+
+/* ------------------------------------------------------------------ *
+ * Concurrency and cancellation
+ * ------------------------------------------------------------------ */
+
+test("a holding claude_wait does not delay a ping or a claude_kill sent after it", async () => {
+  const h = handlerHarness();
+  const waited = await startJob(h);
+  const other = await startJob(h);
+  const order: string[] = [];
+  const wait = track(callTool(h, "claude_wait", { job_id: waited, hold_ms: 30_000 }, 40));
+  void wait.promise.then(() => order.push("wait"));
+  await settle();
+  const ping = h.handle(request("ping", undefined, 41)).then((r) => (order.push("ping"), r));
+  const kill = callTool(h, "claude_kill", { job_id: other }, 42).then((r) => (order.push("kill"), r));
+  assert.deepEqual(await ping, { jsonrpc: "2.0", id: 41, result: {} });
+  assertNotError(toolResultOf(await kill));
+  await settle();
+  assert.equal(wait.done, false);
+  assert.deepEqual(order, ["ping", "kill"]);
+  await h.clock.advance(30_000);
+  assert.deepEqual(order, ["ping", "kill", "wait"]);
+  assert.equal(toolResultOf(wait.value ?? null).structuredContent.status, "running");
+});
+
+test("cancelling a claude_run kills its agent and sends no response", async () => {
+  const h = handlerHarness();
+  const run = track(callTool(h, "claude_run", RUN_ARGS, 7));
+  await settle();
+  const agent = h.launcher.last;
+  assert.equal(await cancel(h, 7), null);
+  await settle();
+  assert.equal(agent.killCalls, 1);
+  assert.equal(run.done, true);
+  assert.equal(run.value, null);
+  assert.equal(h.jobs.get("job-1")?.status, "killed");
+  assert.equal(h.jobs.get("job-1")?.killReason, "cancelled");
+  assert.equal(h.clock.pendingTimers, 0);
+  // The job stays reachable and says why it was killed.
+  const report = await tool(h, "claude_wait", { job_id: "job-1", hold_ms: 0 });
+  assert.match(textOf(report), /because its request was cancelled/);
+});
+
+test("cancelling a claude_wait answers nothing and leaves the job running", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 60_000 }, 8));
+  await settle();
+  assert.equal(h.clock.pendingTimers, 1);
+  await cancel(h, 8);
+  await settle();
+  assert.equal(wait.done, true, "resolved without time passing");
+  assert.equal(wait.value, null);
+  assert.equal(h.launcher.last.killCalls, 0);
+  assert.equal(h.jobs.get(jobId)?.status, "running");
+  assert.equal(h.clock.pendingTimers, 0, "the hold timer was cancelled");
+});
+
+test("cancelling an unknown request id does nothing", async () => {
+  const h = handlerHarness();
+  const run = track(callTool(h, "claude_run", RUN_ARGS, 50));
+  await settle();
+  assert.equal(await cancel(h, 999), null);
+  assert.equal(await cancel(h, "50x"), null);
+  assert.equal(await cancel(h, undefined), null);
+  assert.equal(await h.handle(notification("notifications/cancelled")), null);
+  assert.equal(await h.handle(notification("notifications/cancelled", [50])), null);
+  await settle();
+  assert.equal(run.done, false);
+  assert.equal(h.launcher.last.killCalls, 0);
+  h.launcher.last.succeed();
+  assertNotError(toolResultOf(await run.promise));
+});
+
+test("cancelling a request that already finished does nothing", async () => {
+  const h = handlerHarness();
+  const run = callTool(h, "claude_run", RUN_ARGS, 51);
+  await settle();
+  h.launcher.last.succeed();
+  assertNotError(toolResultOf(await run));
+  await cancel(h, 51);
+  await settle();
+  assert.equal(h.jobs.get("job-1")?.status, "completed");
+  assert.equal(h.launcher.last.killCalls, 0);
+});
+
+test('request ids "7" and 7 are distinct for cancellation', async () => {
+  const h = handlerHarness();
+  const byString = track(callTool(h, "claude_run", RUN_ARGS, "7"));
+  await settle();
+  const stringAgent = h.launcher.last;
+  const byNumber = track(callTool(h, "claude_run", RUN_ARGS, 7));
+  await settle();
+  const numberAgent = h.launcher.last;
+  assert.notEqual(stringAgent, numberAgent);
+
+  await cancel(h, 7);
+  await settle();
+  assert.equal(numberAgent.killCalls, 1);
+  assert.equal(stringAgent.killCalls, 0);
+  assert.equal(byNumber.value, null);
+  assert.equal(byString.done, false);
+
+  await cancel(h, "7");
+  await settle();
+  assert.equal(stringAgent.killCalls, 1);
+  assert.equal(byString.done, true);
+  assert.equal(byString.value, null);
+});
+
+test("a claude_run cancelled while its cwd is being checked launches nothing", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const h = handlerHarness({ checkDirectory: async () => (await gate, undefined) });
+  const run = track(callTool(h, "claude_run", RUN_ARGS, 60));
+  await settle();
+  await cancel(h, 60);
+  release();
+  await settle();
+  assert.ok(
+    h.launcher.agents.every((agent) => agent.killCalls > 0),
+    `agents launched after the cancel and left running: ${h.launcher.agents.filter((a) => a.killCalls === 0).length}`,
+  );
+  assert.equal(run.done, true, "the cancelled run resolves promptly");
+  assert.equal(run.value, null);
+});
+
+test("a claude_start cancelled while its cwd is being checked starts no orphan job", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const h = handlerHarness({ checkDirectory: async () => (await gate, undefined) });
+  const start = track(callTool(h, "claude_start", RUN_ARGS, 61));
+  await settle();
+  await cancel(h, 61);
+  release();
+  await settle();
+  assert.equal(start.value, null);
+  assert.deepEqual(h.jobs.running(), [], "no job is left running without anyone holding its id");
+});
+
+/* ------------------------------------------------------------------ *
+ * The depth gate
+ * ------------------------------------------------------------------ */
+
+async function assertGated(h: HandlerHarness): Promise<void> {
+  const list = resultOf(await rpc(h, "tools/list"));
+  assert.deepEqual(list.tools, []);
+  const calls: Array<[ToolName, Record<string, unknown>]> = [
+    ["claude_run", RUN_ARGS],
+    ["claude_start", RUN_ARGS],
+    ["claude_wait", { job_id: "job-1" }],
+    ["claude_kill", { job_id: "job-1" }],
+  ];
+  for (const [name, args] of calls) {
+    const result = await tool(h, name, args);
+    const text = assertError(result, "DEPTH_LIMIT");
+    assert.match(text, /nested dispatch is off/);
+    assert.equal(result.structuredContent.status, "error");
+  }
+  // Even invalid arguments get the gate's answer, not a validation error.
+  assertError(await tool(h, "claude_run", { bogus: 1 }), "DEPTH_LIMIT");
+  assert.equal(h.launcher.agents.length, 0);
+  assert.deepEqual(h.checkedDirectories, []);
+  errorOf(await callTool(h, "claude_fly", {}, 70), -32602, 70);
+  // The rest of the protocol still works.
+  assert.deepEqual(await rpc(h, "ping", undefined, 71), { jsonrpc: "2.0", id: 71, result: {} });
+}
+
+test("at depth 1 of 1 no tool is listed or runs", async () => {
+  const h = handlerHarness({ depth: { current: 1, max: 1 } });
+  await assertGated(h);
+  const text = textOf(await tool(h, "claude_start", RUN_ARGS));
+  assert.match(text, /depth 1, limit 1/);
+});
+
+test("at depth 0 of 0 no tool is listed or runs", async () => {
+  const h = handlerHarness({ depth: { current: 0, max: 0 } });
+  await assertGated(h);
+});
+
+test("at depth 1 of 2 the tools are available", async () => {
+  const h = handlerHarness({ depth: { current: 1, max: 2 } });
+  const list = resultOf(await rpc(h, "tools/list"));
+  assert.equal((list.tools as unknown[]).length, 4);
+  await startJob(h);
+  assert.equal(h.launcher.agents.length, 1);
+});
+
+/* ------------------------------------------------------------------ *
+ * Retention
+ * ------------------------------------------------------------------ */
+
+test("a finished job is found until retention runs out, then JOB_NOT_FOUND", async () => {
+  const h = handlerHarness();
+  const first = await startJob(h);
+  h.launcher.last.succeed();
+  await settle();
+  await h.clock.advance(599_999);
+  await startJob(h);
+  const still = await tool(h, "claude_wait", { job_id: first, hold_ms: 0 });
+  assert.equal(still.structuredContent.status, "completed");
+
+  await h.clock.advance(2);
+  await startJob(h);
+  const gone = await tool(h, "claude_wait", { job_id: first, hold_ms: 0 });
+  const text = assertError(gone, "JOB_NOT_FOUND");
+  assert.match(text, /forgotten 10 minutes after they end/);
+  assert.equal(gone.structuredContent.job_id, first);
+  assertError(await tool(h, "claude_kill", { job_id: first }), "JOB_NOT_FOUND");
+});
+
+test("a running job is never reaped", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  await h.clock.advance(10 * 3_600_000);
+  await startJob(h);
+  const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
+  assert.equal(result.structuredContent.status, "running");
+  assert.equal(result.structuredContent.elapsed_s, 36_000);
+});
+
+/* ------------------------------------------------------------------ *
+ * Bookkeeping
+ * ------------------------------------------------------------------ */
+
+test("every tool result in this file passed the shape invariants", () => {
+  assert.ok(checkedToolResults > 100, `only ${checkedToolResults} tool results were checked`);
+});
