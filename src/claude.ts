@@ -148,7 +148,7 @@ function errorMessage(event: ResultEvent): string {
 
 const SESSION_NOT_FOUND = /No conversation found with session ID: ?([^\s]*)/;
 
-const firstLine = (text: string, max: number): string => {
+const clip = (text: string, max: number): string => {
   const trimmed = text.trim();
   return trimmed.length > max ? `${trimmed.slice(0, max)}…` : trimmed;
 };
@@ -162,7 +162,7 @@ const firstLine = (text: string, max: number): string => {
  */
 export function interpretExit(exit: ChildExit, bin: string): AgentOutcome {
   if (exit.spawnError) {
-    if (exit.spawnError.code === "ENOENT") {
+    if (exit.spawnError.code === "ENOENT" && !exit.spawnError.missingCwd) {
       const detail =
         bin === DEFAULT_CLAUDE_BIN
           ? "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN"
@@ -191,10 +191,10 @@ export function interpretExit(exit: ChildExit, bin: string): AgentOutcome {
   }
   if (exit.exitCode !== 0) {
     const how = exit.exitCode === null ? `was killed by ${exit.signal ?? "a signal"}` : `exited with code ${exit.exitCode}`;
-    const stderr = firstLine(exit.stderrTail, 2000);
+    const stderr = clip(exit.stderrTail, 2000);
     return { ok: false, code: "AGENT_EXITED", detail: stderr ? `claude ${how}: ${stderr}` : `claude ${how} and printed no result` };
   }
-  const shown = firstLine(exit.stdout, 300);
+  const shown = clip(exit.stdout, 300);
   return { ok: false, code: "BAD_OUTPUT", detail: shown ? `claude printed no result JSON: ${shown}` : "claude exited 0 and printed nothing" };
 }
 

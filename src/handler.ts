@@ -61,6 +61,12 @@ export interface HandlerDeps {
 
 export type RequestHandler = (message: unknown) => Promise<JsonRpcResponse | null>;
 
+function describeDuration(ms: number): string {
+  if (ms < 120_000) return `${Math.round(ms / 1000)} seconds`;
+  if (ms < 2 * 3_600_000) return `${Math.round(ms / 60_000)} minutes`;
+  return `${Math.round(ms / 3_600_000)} hours`;
+}
+
 function requestKey(id: RequestId): string {
   return `${typeof id}:${String(id)}`;
 }
@@ -98,7 +104,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       protocolVersion: negotiatedVersion,
       capabilities: { tools: { listChanged: false } },
       serverInfo: { name: deps.server.name, version: deps.server.version },
-      instructions: SERVER_INSTRUCTIONS,
+      instructions: gated ? `claude-dispatch offers no tools here: ${gateReason()}.` : SERVER_INSTRUCTIONS,
     });
   }
 
@@ -116,10 +122,9 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
   function requireJob(jobId: string): Job {
     const job = jobs.get(jobId);
     if (job) return job;
-    const minutes = Math.round(deps.jobRetentionMs / 60_000);
     throw new DispatchError(
       "JOB_NOT_FOUND",
-      `no job with id ${jobId}; finished jobs are forgotten ${minutes} minute${minutes === 1 ? "" : "s"} after they end, and jobs do not survive a server restart`,
+      `no job with id ${jobId}; finished jobs are forgotten ${describeDuration(deps.jobRetentionMs)} after they end, and jobs do not survive a server restart`,
     );
   }
 
@@ -174,6 +179,12 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     }
   }
 
+  function gateReason(): string {
+    const { current, max } = deps.depth;
+    if (current === 0) return `CLAUDE_DISPATCH_MAX_DEPTH is ${max}: the operator turned dispatch off`;
+    return `this server runs inside an agent that claude-dispatch started (depth ${current}, limit ${max}); nested dispatch is off to prevent runaway recursion`;
+  }
+
   async function callTool(id: RequestId, params: Record<string, unknown>, signal: AbortSignal): Promise<JsonRpcResponse> {
     const name = params.name;
     if (typeof name !== "string") return fail(id, INVALID_PARAMS, "tools/call requires params.name (a string)");
@@ -182,25 +193,15 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       return fail(id, INVALID_PARAMS, "tools/call params.arguments must be an object");
     }
     if (!isToolName(name)) return fail(id, INVALID_PARAMS, `Unknown tool: ${name}`);
-    if (gated) {
-      return respond(
-        id,
-        renderFailure(
-          new DispatchError(
-            "DEPTH_LIMIT",
-            `this server runs inside an agent that claude-dispatch started (depth ${deps.depth.current}, limit ${deps.depth.max}); nested dispatch is off to prevent runaway recursion`,
-          ),
-        ),
-      );
-    }
+    if (gated) return respond(id, renderFailure(new DispatchError("DEPTH_LIMIT", gateReason())));
     const args = isRecord(rawArgs) ? rawArgs : {};
     try {
       return respond(id, await runTool(name, args, signal));
     } catch (error) {
       const classified = toDispatchError(error);
       if (classified.code === "INTERNAL_ERROR") logger.error(`${name}: ${classified.message}`);
-      const jobId = typeof args.job_id === "string" ? args.job_id : undefined;
-      return respond(id, renderFailure(classified, jobId));
+      const aboutJob = (name === "claude_wait" || name === "claude_kill") && typeof args.job_id === "string";
+      return respond(id, renderFailure(classified, aboutJob ? (args.job_id as string) : undefined));
     }
   }
 

@@ -133,7 +133,8 @@ export class JobRegistry {
     job.killReason ??= reason;
     job.killing ??= job.kill();
     const { survivors } = await job.killing;
-    await job.done;
+    // With survivors the agent itself may never exit; report now rather than hang.
+    if (survivors.length === 0) await job.done;
     return { killed: true, survivors };
   }
 

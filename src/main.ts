@@ -15,7 +15,14 @@ import { checkDirectory } from "./directory.js";
 import { createRequestHandler } from "./handler.js";
 import { JobRegistry } from "./jobs.js";
 import { createLogger } from "./log.js";
-import { PS_ARGS, createProcessControl, listLinuxProcesses, parsePsOutput, type Platform } from "./process.js";
+import {
+  PS_ARGS,
+  createProcessControl,
+  listLinuxProcesses,
+  parsePsOutput,
+  readLinuxEnvironment,
+  type Platform,
+} from "./process.js";
 import { createMessageWriter, serveStdio } from "./stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./version.js";
 
@@ -49,15 +56,15 @@ function createPlatform(): Platform {
       nodePath: process.execPath,
     };
   }
+  const linux = process.platform === "linux";
   return {
     kind: "posix",
     spawn,
-    listProcesses:
-      process.platform === "linux"
-        ? () => listLinuxProcesses()
-        : async () => parsePsOutput((await runFile("ps", PS_ARGS)).stdout),
+    // By absolute path, like every program we run ourselves: PATH is the caller's to change.
+    listProcesses: linux ? () => listLinuxProcesses() : async () => parsePsOutput((await runFile("/bin/ps", PS_ARGS)).stdout),
     signal: (pid, signal) => void process.kill(pid, signal),
     selfPid: process.pid,
+    ...(linux ? { readEnvironment: (pid: number) => readLinuxEnvironment(pid) } : {}),
   };
 }
 

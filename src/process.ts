@@ -11,7 +11,8 @@
  * and signal each one that is still the same process.
  */
 import type { ChildProcess, SpawnOptions } from "node:child_process";
-import { closeSync, openSync, readSync, readdirSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { closeSync, existsSync, openSync, readFileSync, readSync, readdirSync } from "node:fs";
 import path from "node:path";
 
 import { sleep, type CancelTimer, type Clock } from "./clock.js";
@@ -38,6 +39,8 @@ export interface PosixPlatform {
   signal(pid: number, signal: Signal): void;
   /** The server's own pid: its group and session are never signalled. */
   selfPid: number;
+  /** A process's environment as NUL-separated text, where the system exposes it (Linux /proc). */
+  readEnvironment?(pid: number): string | undefined;
 }
 
 export interface WindowsPlatform {
@@ -65,7 +68,8 @@ export interface SpawnRequest {
 }
 
 export interface ChildExit {
-  spawnError?: { code: string | undefined; message: string };
+  /** The process never started. Node reports a missing cwd as ENOENT too; `missingCwd` tells them apart. */
+  spawnError?: { code: string | undefined; message: string; missingCwd?: true };
   exitCode: number | null;
   signal: string | null;
   stdout: string;
@@ -204,7 +208,7 @@ function collect(
       if (child.pid === undefined) {
         exitedFlag = true;
         hooks.onExit();
-        finish({ spawnError: { code: error.code, message: error.message }, exitCode: null, signal: null, ...output() });
+        finish({ spawnError: describeSpawnError(error, request.cwd), exitCode: null, signal: null, ...output() });
       } else {
         options.logger.warn(`agent ${child.pid}: ${error.message}`);
       }
@@ -227,10 +231,16 @@ function collect(
   return { exited, hasExited: () => exitedFlag };
 }
 
-function spawnFailure(error: unknown): ChildHandle {
-  const e = error as NodeJS.ErrnoException;
+function describeSpawnError(error: NodeJS.ErrnoException, cwd: string): NonNullable<ChildExit["spawnError"]> {
+  if (error.code === "ENOENT" && !existsSync(cwd)) {
+    return { code: error.code, message: `the working directory ${cwd} does not exist (any more)`, missingCwd: true };
+  }
+  return { code: error.code, message: error.message };
+}
+
+function spawnFailure(error: unknown, cwd: string): ChildHandle {
   const exit: ChildExit = {
-    spawnError: { code: e?.code, message: e?.message ?? String(error) },
+    spawnError: describeSpawnError(error instanceof Error ? (error as NodeJS.ErrnoException) : new Error(String(error)), cwd),
     exitCode: null,
     signal: null,
     stdout: "",
@@ -256,22 +266,25 @@ function startPosix(
   options: ProcessControlOptions,
 ): ChildHandle {
   let child: ChildProcess;
+  // Every descendant inherits this variable unless it scrubs its environment,
+  // which finds the ones that escaped the tree before a snapshot saw them.
+  const marker = `${TREE_MARKER_VARIABLE}=${randomUUID()}`;
   try {
     // detached: the agent leads a new session and process group, so a group
     // signal never reaches this server.
     child = platform.spawn(request.command, request.args, {
       cwd: request.cwd,
-      env: request.env as NodeJS.ProcessEnv,
+      env: { ...request.env, [TREE_MARKER_VARIABLE]: marker.slice(TREE_MARKER_VARIABLE.length + 1) } as NodeJS.ProcessEnv,
       stdio: ["pipe", "pipe", "pipe"],
       detached: true,
       windowsHide: true,
     });
   } catch (error) {
-    return spawnFailure(error);
+    return spawnFailure(error, request.cwd);
   }
 
   const pid = child.pid;
-  const tree = pid === undefined ? undefined : tracker.track(pid);
+  const tree = pid === undefined ? undefined : tracker.track(pid, marker);
   let killing: Promise<KillReport> | undefined;
   const killTree = (): Promise<KillReport> => {
     if (!tree) return Promise.resolve({ signalled: 0, survivors: [] });
@@ -303,16 +316,20 @@ function startPosix(
   return { pid, exited: collected.exited, killTree, settled };
 }
 
+/** Set in each agent's environment; its value is unique per agent. */
+export const TREE_MARKER_VARIABLE = "CLAUDE_DISPATCH_TREE";
+
 class TrackedTree {
-  readonly rootPid: number;
   rootStartTime: string | undefined;
   rootExited = false;
   /** Every descendant seen alive, by pid, with the start time it had then. */
   readonly members = new Map<number, ProcessInfo>();
 
-  constructor(rootPid: number) {
-    this.rootPid = rootPid;
-  }
+  constructor(
+    readonly rootPid: number,
+    /** "NAME=value" as it appears in /proc/<pid>/environ. */
+    readonly marker: string,
+  ) {}
 
   markRootExited(): void {
     this.rootExited = true;
@@ -368,8 +385,8 @@ class TreeTracker {
     private readonly options: ProcessControlOptions,
   ) {}
 
-  track(rootPid: number): TrackedTree {
-    const tree = new TrackedTree(rootPid);
+  track(rootPid: number, marker: string): TrackedTree {
+    const tree = new TrackedTree(rootPid, marker);
     this.trees.add(tree);
     void this.snapshot().catch(() => undefined);
     this.scheduleRefresh();
@@ -386,7 +403,9 @@ class TreeTracker {
 
   async hasLiveMembers(tree: TrackedTree): Promise<boolean> {
     const table = await this.snapshot();
-    return table !== undefined && this.liveMembers(tree, table).length > 0;
+    if (!table) return false;
+    this.adoptMarked(tree, table);
+    return this.liveMembers(tree, table).length > 0;
   }
 
   /** SIGTERM everything, re-walk during the grace period, SIGKILL what is left, verify. */
@@ -397,12 +416,14 @@ class TreeTracker {
 
     let table = await this.snapshot();
     if (!table) {
-      // No process table: the group signal is the best we can do.
+      // No process table: the group signal is the best we can do, and only the agent can be checked.
       this.trySignal(-tree.rootPid, "SIGTERM");
       await sleep(clock, killGraceMs);
       this.trySignal(-tree.rootPid, "SIGKILL");
-      return { signalled: 1, survivors: [] };
+      await sleep(clock, pollMs);
+      return { signalled: 1, survivors: tree.rootExited ? [] : [tree.rootPid] };
     }
+    this.adoptMarked(tree, table);
     this.signalTree(tree, table, "SIGTERM", signalled);
 
     const deadline = clock.now() + killGraceMs;
@@ -424,6 +445,28 @@ class TreeTracker {
     const pids = survivors.map((info) => info.pid);
     if (pids.length > 0) this.options.logger.error(`kill of agent ${tree.rootPid}: still alive: ${pids.join(", ")}`);
     return { signalled: signalled.size, survivors: pids };
+  }
+
+  /**
+   * Adopts processes that carry this agent's marker but were never seen in its
+   * tree: a tool child whose shell exited within one refresh, or a double fork.
+   * Only processes started no earlier than the agent are read.
+   */
+  private adoptMarked(tree: TrackedTree, table: ProcessTable): void {
+    const read = this.platform.readEnvironment;
+    if (!read) return;
+    let adopted = false;
+    for (const info of table.byPid.values()) {
+      if (info.zombie || table.protectedIds.has(info.pid) || tree.members.has(info.pid)) continue;
+      if (tree.rootStartTime !== undefined && startedBefore(info.startTime, tree.rootStartTime)) continue;
+      const environment = read(info.pid);
+      if (environment !== undefined && hasVariable(environment, tree.marker)) {
+        tree.members.set(info.pid, info);
+        adopted = true;
+      }
+    }
+    // Their own children, groups and sessions come along.
+    if (adopted) this.absorb(tree, table);
   }
 
   private liveMembers(tree: TrackedTree, table: ProcessTable): ProcessInfo[] {
@@ -529,6 +572,24 @@ class TreeTracker {
       this.scheduleRefresh();
     };
     this.cancelRefresh = this.options.clock.setTimer(tick, every);
+  }
+}
+
+/** Linux start times are clock ticks since boot; other formats cannot be ordered, so never exclude on them. */
+function startedBefore(a: string, b: string): boolean {
+  return /^\d+$/.test(a) && /^\d+$/.test(b) && Number(a) < Number(b);
+}
+
+function hasVariable(environment: string, entry: string): boolean {
+  return environment.startsWith(`${entry}\0`) || environment.includes(`\0${entry}\0`) || environment === entry || environment.endsWith(`\0${entry}`);
+}
+
+/** Linux: a process's environment, or undefined when it is gone or not ours to read. */
+export function readLinuxEnvironment(pid: number, procRoot = "/proc"): string | undefined {
+  try {
+    return readFileSync(`${procRoot}/${pid}/environ`, "latin1");
+  } catch {
+    return undefined;
   }
 }
 
@@ -689,7 +750,7 @@ function startWindows(platform: WindowsPlatform, request: SpawnRequest, options:
       windowsVerbatimArguments: invocation.verbatim,
     });
   } catch (error) {
-    return spawnFailure(error);
+    return spawnFailure(error, request.cwd);
   }
 
   const pid = child.pid;

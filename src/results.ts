@@ -119,7 +119,7 @@ export function renderJob(job: Job, now: number, forRun = false): CallToolResult
 
 export function renderStarted(job: Job, now: number): CallToolResult {
   return toolResult(
-    `Started job ${job.id}. Call claude_wait with job_id "${job.id}" to collect the result (each call waits up to 60s).`,
+    `Started job ${job.id}. Call claude_wait with job_id "${job.id}" to collect the result (each call waits up to 30s by default, 60s at most).`,
     jobReport(job, now),
     false,
   );
@@ -135,6 +135,11 @@ export function renderKill(job: Job, now: number, killed: boolean, survivors: re
   if (survivors.length > 0) {
     const detail = `job ${job.id}: processes ${survivors.join(", ")} survived SIGKILL`;
     return toolResult(formatError("KILL_FAILED", detail), { ...report, error: { code: "KILL_FAILED", detail } }, true);
+  }
+  if (job.status !== "killed") {
+    // Another stop (its timeout) got there first; the tree is gone all the same.
+    const why = report.error ? ` (${report.error.code})` : "";
+    return toolResult(`Job ${job.id} ended as ${job.status}${why} while being killed; its whole process tree is gone.`, report, false);
   }
   return toolResult(`Killed job ${job.id} after ${report.elapsed_s ?? 0}s; its whole process tree is gone.`, report, false);
 }

@@ -154,7 +154,7 @@ const CWD = {
 };
 const SESSION_ID = {
   type: "string",
-  pattern: UUID.source,
+  pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
   description: "session_id from an earlier result, to continue that conversation with its context. Omit to start fresh.",
 };
 const JOB_ID = { type: "string", minLength: 1, description: "job_id returned by claude_start (or by claude_run)." };

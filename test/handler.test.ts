@@ -103,8 +103,11 @@ function checkToolResult(result: ToolResult): void {
     assert.equal(report.error?.code, code, "structuredContent.error.code matches the text");
   } else {
     assert.notEqual(report.status, "error", "status error without isError");
-    // A failed job is reported without isError only by claude_kill, which did nothing to it.
-    if (report.status === "failed") assert.equal(report.already_finished, true, "status failed without isError");
+    // A failed job is reported without isError only by a claude_kill that succeeded: it found the
+    // job already finished, or the job's own timeout stopped it first.
+    if (report.status === "failed") {
+      assert.ok(report.already_finished === true || /while being killed/.test(block.text), "status failed without isError");
+    }
   }
 }
 
@@ -822,6 +825,54 @@ test("claude_kill reports processes that survived as KILL_FAILED", async () => {
   assert.equal(h.launcher.last.killCalls, 1);
 });
 
+test("claude_kill does not hang when the agent itself survives SIGKILL", async () => {
+  const h = handlerHarness();
+  const jobId = await startJob(h);
+  const agent = h.launcher.last;
+  agent.exitsOnKill = false;
+  agent.survivors = [agent.pid];
+  const kill = track(callTool(h, "claude_kill", { job_id: jobId }));
+  await settle();
+  assert.equal(kill.done, true, "claude_kill must answer even though the job never finishes");
+  const text = assertError(toolResultOf(kill.value ?? null), "KILL_FAILED");
+  assert.match(text, /4242/);
+});
+
+test("claude_kill racing the run's own timeout reports what really happened", async () => {
+  const h = handlerHarness();
+  const run = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 5_000 }, 90));
+  await settle();
+  const agent = h.launcher.last;
+  agent.exitsOnKill = false;
+  await h.clock.advance(5_000); // the timeout fires its kill, which has not finished yet
+  const kill = track(callTool(h, "claude_kill", { job_id: "job-1" }, 91));
+  await settle();
+  agent.finish({ ok: false, code: "AGENT_EXITED", detail: "killed" });
+  await settle();
+  const killed = toolResultOf(kill.value ?? null);
+  assertNotError(killed);
+  assert.equal(killed.structuredContent.status, "failed");
+  assert.match(textOf(killed), /ended as failed \(TIMEOUT\) while being killed/);
+  assertError(toolResultOf(run.value ?? null), "TIMEOUT");
+  assert.equal(agent.killCalls, 1, "one kill, shared by both stops");
+});
+
+test("JOB_NOT_FOUND names the retention in readable units", async () => {
+  const minutes = handlerHarness();
+  assert.match(assertError(await tool(minutes, "claude_wait", { job_id: "x" }), "JOB_NOT_FOUND"), /forgotten 10 minutes after/);
+  const seconds = handlerHarness({ jobRetentionMs: 30_000 });
+  assert.match(assertError(await tool(seconds, "claude_wait", { job_id: "x" }), "JOB_NOT_FOUND"), /forgotten 30 seconds after/);
+});
+
+test("a failure report carries job_id only for tools that take one", async () => {
+  const h = handlerHarness();
+  const run = await tool(h, "claude_run", { ...RUN_ARGS, job_id: "abc" });
+  assertError(run, "INVALID_ARGUMENT");
+  assert.equal(run.structuredContent.job_id, undefined);
+  const wait = await tool(h, "claude_wait", { job_id: "abc", hold_ms: 0 });
+  assert.equal(wait.structuredContent.job_id, "abc");
+});
+
 test("a claude_run killed by claude_kill from another request answers KILLED", async () => {
   const h = handlerHarness();
   const run = track(callTool(h, "claude_run", RUN_ARGS, 31));
@@ -983,7 +1034,9 @@ test("a claude_start cancelled while its cwd is being checked starts no orphan j
  * The depth gate
  * ------------------------------------------------------------------ */
 
-async function assertGated(h: HandlerHarness): Promise<void> {
+async function assertGated(h: HandlerHarness, reason: RegExp): Promise<void> {
+  const init = resultOf(await rpc(h, "initialize", { protocolVersion: "2025-11-25" }));
+  assert.match(String(init.instructions), /offers no tools here/);
   const list = resultOf(await rpc(h, "tools/list"));
   assert.deepEqual(list.tools, []);
   const calls: Array<[ToolName, Record<string, unknown>]> = [
@@ -995,7 +1048,7 @@ async function assertGated(h: HandlerHarness): Promise<void> {
   for (const [name, args] of calls) {
     const result = await tool(h, name, args);
     const text = assertError(result, "DEPTH_LIMIT");
-    assert.match(text, /nested dispatch is off/);
+    assert.match(text, reason);
     assert.equal(result.structuredContent.status, "error");
   }
   // Even invalid arguments get the gate's answer, not a validation error.
@@ -1009,14 +1062,14 @@ async function assertGated(h: HandlerHarness): Promise<void> {
 
 test("at depth 1 of 1 no tool is listed or runs", async () => {
   const h = handlerHarness({ depth: { current: 1, max: 1 } });
-  await assertGated(h);
+  await assertGated(h, /nested dispatch is off/);
   const text = textOf(await tool(h, "claude_start", RUN_ARGS));
   assert.match(text, /depth 1, limit 1/);
 });
 
 test("at depth 0 of 0 no tool is listed or runs", async () => {
   const h = handlerHarness({ depth: { current: 0, max: 0 } });
-  await assertGated(h);
+  await assertGated(h, /CLAUDE_DISPATCH_MAX_DEPTH is 0: the operator turned dispatch off/);
 });
 
 test("at depth 1 of 2 the tools are available", async () => {

@@ -52,6 +52,8 @@ export class FakeAgent implements AgentRun {
   readonly outcome: Promise<AgentOutcome>;
   killCalls = 0;
   survivors: number[] = [];
+  /** False: the agent survives its kill (think of a process stuck in the kernel). */
+  exitsOnKill = true;
   private resolveOutcome!: (outcome: AgentOutcome) => void;
 
   constructor(readonly spec: AgentSpec) {
@@ -70,7 +72,7 @@ export class FakeAgent implements AgentRun {
   async kill(): Promise<{ survivors: number[] }> {
     this.killCalls += 1;
     // A killed agent exits without a result, as the real one does on SIGTERM.
-    this.finish({ ok: false, code: "AGENT_EXITED", detail: "claude was killed by SIGTERM and printed no result" });
+    if (this.exitsOnKill) this.finish({ ok: false, code: "AGENT_EXITED", detail: "claude was killed by SIGTERM and printed no result" });
     return { survivors: this.survivors };
   }
 }

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
+import { tmpdir } from "node:os";
 import { PassThrough } from "node:stream";
 import { test } from "node:test";
 import type { ChildProcess, SpawnOptions } from "node:child_process";
@@ -57,10 +58,11 @@ function recordingSpawn(calls: SpawnCall[], pid: number | undefined = 100): Posi
   };
 }
 
+// A directory that exists: a spawn error for a missing cwd is reported differently.
 const request: SpawnRequest = {
   command: "claude",
   args: ["-p", "--output-format", "json"],
-  cwd: "/work/project",
+  cwd: tmpdir(),
   env: { PATH: "/usr/bin" },
   stdin: "the prompt",
   maxStdoutBytes: 1024 * 1024,
@@ -127,7 +129,7 @@ test("POSIX spawn: no shell, detached, windowsHide, prompt on stdin", async () =
   assert.equal(call.options.shell, undefined);
   assert.equal(call.options.detached, true);
   assert.equal(call.options.windowsHide, true);
-  assert.equal(call.options.cwd, "/work/project");
+  assert.equal(call.options.cwd, tmpdir());
   await settle();
   assert.equal(call.child.stdinText, "the prompt");
 });
@@ -195,6 +197,58 @@ test("survivors after SIGKILL are reported", async () => {
   await clock.advance(5000);
   assert.deepEqual((await killing).survivors, [100]);
   assert.ok(logger.lines.some((line) => line.includes("still alive: 100")));
+});
+
+test("processes carrying the agent's environment marker are adopted, others are not", async () => {
+  // 500: the agent's tool child, orphaned before any refresh (ppid 1, own session).
+  // 501: another agent's. 502: ours by marker but started before the agent: impossible, so never read.
+  const table = [
+    proc(10, 1, "10", { pgid: 10, sid: 5 }),
+    proc(100, 10, "1000"),
+    proc(500, 1, "1005"),
+    proc(501, 1, "1006"),
+    proc(502, 1, "900"),
+  ];
+  const { platform, signals, calls } = fakePosix(table);
+  const environments = new Map<number, string>();
+  const read: number[] = [];
+  platform.readEnvironment = (pid) => {
+    read.push(pid);
+    return environments.get(pid);
+  };
+  const clock = new FakeClock();
+  const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
+  const handle = control.start(request);
+  const marker = String(calls[0]?.options.env?.CLAUDE_DISPATCH_TREE);
+  assert.match(marker, /^[0-9a-f-]{36}$/, "each agent gets its own marker");
+  environments.set(500, `PATH=/bin\0CLAUDE_DISPATCH_TREE=${marker}\0HOME=/h`);
+  environments.set(501, `CLAUDE_DISPATCH_TREE=someone-else\0`);
+  environments.set(502, `CLAUDE_DISPATCH_TREE=${marker}`);
+  await settle();
+  const killing = handle.killTree();
+  await clock.advance(2000);
+  assert.deepEqual((await killing).survivors, []);
+  const hit = new Set(signals.map(([pid]) => pid));
+  assert.ok(hit.has(500), "the marked orphan was not killed");
+  assert.ok(!hit.has(501) && !hit.has(502));
+  assert.ok(!read.includes(502) && !read.includes(10), "only processes started after the agent are read");
+});
+
+test("without a process table the kill falls back to the group and reports the agent unless it exited", async () => {
+  const { platform, signals } = fakePosix([]);
+  platform.listProcesses = async () => {
+    throw new Error("no /proc");
+  };
+  const clock = new FakeClock();
+  const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
+  const handle = control.start(request);
+  const killing = handle.killTree();
+  await clock.advance(1000);
+  assert.deepEqual((await killing).survivors, [100], "an unverified kill must not claim success");
+  assert.deepEqual(
+    signals.map(([pid, signal]) => `${pid}:${signal}`),
+    ["-100:SIGTERM", "-100:SIGKILL"],
+  );
 });
 
 /* ------------------------------------------------------------------ *

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 
 import { agentEnvironment, createClaudeLauncher, type AgentOutcome } from "../src/claude.js";
 import { systemClock } from "../src/clock.js";
-import { createProcessControl, listLinuxProcesses, type PosixPlatform, type ProcessControl } from "../src/process.js";
+import { createProcessControl, listLinuxProcesses, readLinuxEnvironment, type PosixPlatform, type ProcessControl } from "../src/process.js";
 import { RecordingLogger } from "./helpers.js";
 
 const FAKE_CLAUDE = fileURLToPath(new URL("./fixtures/fake-claude.mjs", import.meta.url));
@@ -34,6 +34,7 @@ const platform: PosixPlatform = {
   listProcesses: () => listLinuxProcesses(),
   signal: (pid, signal) => void process.kill(pid, signal),
   selfPid: process.pid,
+  readEnvironment: (pid) => readLinuxEnvironment(pid),
 };
 
 function control(overrides: { killGraceMs?: number; maxStdoutBytes?: number } = {}): {
@@ -180,6 +181,22 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
     await processes.idle();
   });
 
+  test("a working directory that vanished before the spawn is reported as such, not as a missing claude", async () => {
+    const logger = new RecordingLogger();
+    const processes = createProcessControl({ platform, clock: systemClock, logger, killGraceMs: 100 });
+    const launch = createClaudeLauncher({
+      start: (request) => processes.start(request),
+      bin: FAKE_CLAUDE,
+      env: process.env,
+      maxStdoutBytes: 1024,
+      stderrTailBytes: 1024,
+    });
+    const gone = path.join(scratch, "deleted-meanwhile");
+    const failure = expectFailure(await launch({ prompt: "hi", cwd: gone }).outcome, "SPAWN_FAILED");
+    assert.match(failure.detail, /working directory .*deleted-meanwhile does not exist/);
+    await processes.idle();
+  });
+
   test("output past the capture cap fails with OUTPUT_TOO_LARGE and stops the agent", async () => {
     const { run, processes } = control({ maxStdoutBytes: 64 * 1024 });
     const pidFile = scratchFile("big");
@@ -261,6 +278,30 @@ describe("completion and tree kill", { skip: !isLinux && "POSIX process tests ru
     assert.deepEqual(report.survivors, []);
     await processes.idle();
     assert.equal(isAlive(orphan), false, "the orphaned tool child survived");
+  });
+
+  test("a child whose shell exited before any refresh saw it is found by the agent's environment marker", async () => {
+    // `server &` in a tool call that returns at once: the middle lives 30 ms, far less than a refresh.
+    const { run, processes } = control();
+    const pidFile = scratchFile("quick-orphan");
+    const agent = run([`@orphan ${pidFile} 30`, "@sleep 60000"].join("\n"));
+    await waitFor(() => readPids(pidFile).length === 1, "the orphan's pid");
+    const [orphan] = readPids(pidFile) as [number];
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    assert.equal(isAlive(orphan), true);
+    assert.deepEqual((await agent.kill()).survivors, []);
+    await processes.idle();
+    assert.equal(isAlive(orphan), false, "the quickly orphaned child survived");
+  });
+
+  test("the same holds for what an agent that finished normally left behind", async () => {
+    const { run, processes } = control();
+    const pidFile = scratchFile("quick-leftover");
+    expectOk(await run(`@orphan ${pidFile} 30\n@sleep 200`).outcome);
+    await waitFor(() => readPids(pidFile).length === 1, "the orphan's pid");
+    const [orphan] = readPids(pidFile) as [number];
+    await processes.idle();
+    assert.equal(isAlive(orphan), false);
   });
 
   test("processes left behind by an agent that finished normally are stopped", async () => {
