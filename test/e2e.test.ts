@@ -3,11 +3,12 @@
  * JSON lines, with the fake agent from test/fixtures standing in for claude.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, afterEach, describe, test } from "node:test";
 
+import { isAlive, readPids, waitFor } from "./processes.js";
 import { ServerProcess } from "./server-process.js";
 
 const isLinux = process.platform === "linux";
@@ -27,27 +28,6 @@ function startServer(env: Record<string, string> = {}): ServerProcess {
 
 let counter = 0;
 const scratchFile = (name: string): string => path.join(scratch, `${name}-${(counter += 1)}`);
-
-function isAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
-  }
-}
-
-const readPids = (file: string): number[] =>
-  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number) : [];
-
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 function assertStdoutIsFrames(server: ServerProcess): void {
   for (const line of server.lines) {

@@ -10,6 +10,7 @@ import { ERROR_CODES } from "../src/errors.js";
 import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS } from "../src/handler.js";
 import type { JsonRpcResponse, RequestId } from "../src/jsonrpc.js";
 import { JOB_STATUSES, OUTPUT_SCHEMA, TOOL_NAMES, type ToolName } from "../src/tools.js";
+import type { Report } from "../src/results.js";
 import { handlerHarness, settle, type HandlerHarness } from "./helpers.js";
 
 /* ------------------------------------------------------------------ *
@@ -22,19 +23,7 @@ const RUN_ARGS = { prompt: "What does this repo do?", cwd: CWD };
 
 interface ToolResult {
   content: Array<{ type: string; text: string }>;
-  structuredContent: {
-    status: string;
-    job_id?: string;
-    session_id?: string;
-    result?: string;
-    cost_usd?: number;
-    num_turns?: number;
-    duration_ms?: number;
-    elapsed_s?: number;
-    already_finished?: boolean;
-    error?: { code: string; detail: string };
-    [key: string]: unknown;
-  };
+  structuredContent: Report;
   isError?: boolean;
 }
 

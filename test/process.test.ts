@@ -5,7 +5,7 @@
  * POSIX only; the Windows branch is covered in windows.test.ts.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
@@ -16,6 +16,7 @@ import { agentEnvironment, createClaudeLauncher, type AgentOutcome } from "../sr
 import { systemClock } from "../src/clock.js";
 import { createProcessControl, listLinuxProcesses, readLinuxEnvironment, type PosixPlatform, type ProcessControl } from "../src/process.js";
 import { RecordingLogger } from "./helpers.js";
+import { isAlive, readPids, waitFor } from "./processes.js";
 
 const FAKE_CLAUDE = fileURLToPath(new URL("./fixtures/fake-claude.mjs", import.meta.url));
 const isLinux = process.platform === "linux";
@@ -64,30 +65,6 @@ function control(overrides: { killGraceMs?: number; maxStdoutBytes?: number } = 
         stderrTailBytes: 64 * 1024,
       })({ prompt, cwd: scratch, ...(options.resumeSessionId ? { resumeSessionId: options.resumeSessionId } : {}) }),
   };
-}
-
-/** Alive and not a zombie: a killed orphan may linger as a zombie until init reaps it. */
-function isAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
-  }
-}
-
-function readPids(file: string): number[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number);
-}
-
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 function expectOk(outcome: AgentOutcome): Extract<AgentOutcome, { ok: true }> {
