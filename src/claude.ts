@@ -2,7 +2,7 @@
  * The only file that knows Claude Code: its flags, its environment quirks and
  * the shapes of its output (PROTOCOL.md §7). Observed on CLI 2.1.197 and 2.1.332.
  */
-import { DispatchError, type ErrorCode } from "./errors.js";
+import type { ErrorCode } from "./errors.js";
 import type { ChildExit, ChildHandle, SpawnRequest } from "./process.js";
 
 export const DEFAULT_CLAUDE_BIN = "claude";
@@ -232,9 +232,4 @@ export function createClaudeLauncher(options: ClaudeLauncherOptions): AgentLaunc
       kill: () => handle.killTree(),
     };
   };
-}
-
-/** For callers that need an exception rather than an outcome. */
-export function outcomeError(outcome: AgentOutcome): DispatchError | undefined {
-  return outcome.ok ? undefined : new DispatchError(outcome.code, outcome.detail);
 }

@@ -9,7 +9,7 @@ export interface Clock {
 }
 
 /** setTimeout fires at once for delays of 2^31 ms or more; clamp so a long wait never becomes a zero wait. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export const systemClock: Clock = {
   now: () => Date.now(),

@@ -102,13 +102,16 @@ export class JobRegistry {
     this.options.logger.info(`job ${job.id} started (${kind}, pid ${run.pid ?? "none"}) in ${spec.cwd}`);
 
     if (timeoutMs !== undefined) {
-      job.cancelTimeout = clock.setTimer(() => void this.kill(job.id, "timeout"), timeoutMs);
+      job.cancelTimeout = clock.setTimer(() => {
+        this.kill(job.id, "timeout").catch((error: unknown) => this.options.logger.error(`timeout kill of job ${job.id}: ${String(error)}`));
+      }, timeoutMs);
     }
 
-    run.outcome.then(
-      (outcome) => this.finish(job, outcome),
-      (error: unknown) => this.finish(job, { ok: false, code: "INTERNAL_ERROR", detail: String(error) }),
-    ).finally(markDone);
+    run.outcome
+      .catch((error: unknown): AgentOutcome => ({ ok: false, code: "INTERNAL_ERROR", detail: String(error) }))
+      .then((outcome) => this.finish(job, outcome))
+      .catch((error: unknown) => this.options.logger.error(`job ${job.id}: ${String(error)}`))
+      .finally(markDone);
     return job;
   }
 

@@ -31,5 +31,3 @@ export function createLogger(sink: TextSink, level: LogLevel): Logger {
     error: (m) => emit("error", m),
   };
 }
-
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

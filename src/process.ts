@@ -202,7 +202,8 @@ function collect(
       stderrTail: stderrTail.toString("utf8"),
     });
 
-    child.once("error", (error: NodeJS.ErrnoException) => {
+    // `on`, not `once`: a second 'error' with no listener would be thrown.
+    child.on("error", (error: NodeJS.ErrnoException) => {
       if (exitInfo) return;
       // 'error' without a pid means the process never started (ENOENT, EACCES, bad cwd).
       if (child.pid === undefined) {

@@ -33,7 +33,7 @@ function toolResult(text: string, report: Report, isError: boolean): CallToolRes
 }
 
 /** Seconds since start; frozen at the finish so a finished job's age does not grow on every call. */
-export function elapsedSeconds(job: Job, now: number): number {
+function elapsedSeconds(job: Job, now: number): number {
   return Math.max(0, Math.round(((job.finishedAt ?? now) - job.startedAt) / 1000));
 }
 
