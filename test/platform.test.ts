@@ -251,6 +251,25 @@ test("without a process table the kill falls back to the group and reports the a
   );
 });
 
+test("stderr keeps only its tail and stdout past the cap is dropped, so a chatty agent cannot grow the server", async () => {
+  const { platform, calls } = fakePosix([proc(10, 1, "10", { pgid: 10, sid: 5 })]);
+  const clock = new FakeClock();
+  const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 0 });
+  const handle = control.start({ ...request, maxStdoutBytes: 1000, stderrTailBytes: 100 });
+  const child = calls[0]?.child;
+  assert.ok(child);
+  for (let i = 0; i < 50; i += 1) child.stderr.write(`line ${i} ${"e".repeat(50)}\n`);
+  child.stdout.write("o".repeat(600));
+  child.stdout.write("o".repeat(600)); // passes the 1000-byte cap
+  child.exitWith("");
+  await clock.advance(1000);
+  const exit = await handle.exited;
+  assert.equal(exit.stderrTail.length, 100);
+  assert.ok(exit.stderrTail.endsWith(`line 49 ${"e".repeat(50)}\n`));
+  assert.equal(exit.stdoutOverflow, true);
+  assert.equal(exit.stdout, "");
+});
+
 /* ------------------------------------------------------------------ *
  * Windows
  * ------------------------------------------------------------------ */
