@@ -19,6 +19,7 @@ export interface Report {
   elapsed_s?: number;
   already_finished?: boolean;
   permission_denials?: Array<{ tool_name: string; tool_input?: unknown }>;
+  api_error_status?: number;
   error?: { code: ErrorCode; detail: string };
 }
 
@@ -45,6 +46,7 @@ function withAgentResult(report: Report, result: AgentResult | undefined): Repor
   if (result.numTurns !== undefined) report.num_turns = Math.round(result.numTurns);
   if (result.durationMs !== undefined) report.duration_ms = Math.round(result.durationMs);
   if (result.permissionDenials) report.permission_denials = result.permissionDenials;
+  if (result.apiErrorStatus !== undefined) report.api_error_status = result.apiErrorStatus;
   return report;
 }
 

@@ -183,6 +183,7 @@ export const OUTPUT_SCHEMA = {
       type: "array",
       items: { type: "object", properties: { tool_name: { type: "string" }, tool_input: {} }, required: ["tool_name"] },
     },
+    api_error_status: { type: "integer", description: "HTTP status of the Anthropic API error behind an AGENT_ERROR." },
     error: {
       type: "object",
       properties: { code: { type: "string", enum: [...ERROR_CODES] }, detail: { type: "string" } },

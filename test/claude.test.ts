@@ -53,23 +53,40 @@ test("the last result event wins and stray non-JSON lines do not hide it", () =>
 });
 
 test("an API error exits 1 with subtype success, yet is_error carries the message and status", () => {
-  const outcome = interpretExit(exit({ exitCode: 1, stdout: fixture("api-error-500.json"), stderrTail: "" }), "claude");
+  const outcome = interpretExit(exit({ exitCode: 1, stdout: fixture("api-error-500-2.1.332.json"), stderrTail: "" }), "claude");
   assert.equal(outcome.ok, false);
   if (outcome.ok) return;
   assert.equal(outcome.code, "AGENT_ERROR");
   assert.match(outcome.detail, /^API Error: 500 Internal server error \(mock\)/);
   assert.match(outcome.detail, /\(API status 500\)$/);
-  assert.equal(outcome.result?.sessionId, "3c5e9b1e-6f2d-4c47-9a53-1d0c2b7f8e21");
+  assert.match(outcome.result?.sessionId ?? "", /^[0-9a-f-]{36}$/);
   assert.equal(outcome.result?.apiErrorStatus, 500);
+  const unauthorized = interpretExit(exit({ exitCode: 1, stdout: fixture("api-error-401-2.1.332.json") }), "claude");
+  assert.ok(!unauthorized.ok && unauthorized.detail === "Invalid API key · Fix external API key (API status 401)");
+});
+
+test("the recorded 2.1.332 success, in its own key order, reads the same", () => {
+  const outcome = interpretExit(exit({ stdout: fixture("success-2.1.332.json") }), "claude");
+  assert.ok(outcome.ok);
+  assert.equal(outcome.result.text, "MOCK-REPLY: say hello");
+  assert.equal(outcome.result.numTurns, 1);
+  assert.equal(outcome.result.costUsd, 0.0006000000000000001);
+  assert.equal(findResultEvent(fixture("stream-2.1.332.ndjson"))?.result, "MOCK-REPLY: say hello");
+});
+
+test("a recorded permission denial: exit 0, and the denied call is kept", () => {
+  const outcome = interpretExit(exit({ stdout: fixture("permission-denied-2.1.332.json") }), "claude");
+  assert.ok(outcome.ok);
+  assert.deepEqual(outcome.result.permissionDenials, [{ tool_name: "Bash", tool_input: { command: "echo hi > out.txt", description: "mock command" } }]);
 });
 
 test("not logged in: the message reaches the caller even though stderr is empty", () => {
-  const outcome = interpretExit(exit({ exitCode: 1, stdout: fixture("not-logged-in.json") }), "claude");
+  const outcome = interpretExit(exit({ exitCode: 1, stdout: fixture("not-logged-in-2.1.332.json") }), "claude");
   assert.ok(!outcome.ok && outcome.code === "AGENT_ERROR" && outcome.detail === "Not logged in · Please run /login");
 });
 
 test("max turns has no result field: the errors array is the message", () => {
-  const outcome = interpretExit(exit({ exitCode: 1, stdout: fixture("max-turns.json") }), "claude");
+  const outcome = interpretExit(exit({ exitCode: 1, stdout: fixture("max-turns-2.1.332.json") }), "claude");
   assert.ok(!outcome.ok);
   if (outcome.ok) return;
   assert.equal(outcome.code, "AGENT_ERROR");
@@ -95,10 +112,7 @@ test("permission denials are kept with tool name and input", () => {
 });
 
 test("unknown resume id: empty stdout, message on stderr", () => {
-  const outcome = interpretExit(
-    exit({ exitCode: 1, stderrTail: "No conversation found with session ID: 11111111-2222-4333-8444-555555555555\n" }),
-    "claude",
-  );
+  const outcome = interpretExit(exit({ exitCode: 1, stderrTail: fixture("unknown-resume-2.1.332.stderr.txt") }), "claude");
   assert.deepEqual(outcome, {
     ok: false,
     code: "SESSION_NOT_FOUND",

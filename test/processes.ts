@@ -12,6 +12,15 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** A process's argv joined by spaces, or "" when it is gone. */
+export function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1").replaceAll("\0", " ");
+  } catch {
+    return "";
+  }
+}
+
 /** The pids the fake agent appended to a file, one per line. */
 export function readPids(file: string): number[] {
   if (!existsSync(file)) return [];

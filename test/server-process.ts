@@ -25,9 +25,13 @@ export class ServerProcess {
   private nextId = 1;
   private readonly waiting = new Map<string, (response: RpcResponse) => void>();
 
-  constructor(env: Record<string, string> = {}) {
+  /**
+   * `env` is laid over `baseEnv` (the test runner's environment unless given),
+   * after defaults that point the server at the fake agent.
+   */
+  constructor(env: Record<string, string> = {}, baseEnv: Readonly<Record<string, string | undefined>> = process.env) {
     this.child = spawn(process.execPath, [SERVER_MAIN], {
-      env: { ...process.env, CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE, CLAUDE_DISPATCH_KILL_GRACE_MS: "500", CLAUDE_DISPATCH_LOG_LEVEL: "debug", ...env },
+      env: { ...baseEnv, CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE, CLAUDE_DISPATCH_KILL_GRACE_MS: "500", CLAUDE_DISPATCH_LOG_LEVEL: "debug", ...env },
       stdio: ["pipe", "pipe", "pipe"],
     });
     this.child.stdout.setEncoding("utf8");
