@@ -7,7 +7,7 @@
  * skipped, loudly, elsewhere.
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -51,6 +51,16 @@ if (!version) {
   } else {
     process.stderr.write(`\n!!! SKIPPING the real Claude Code CLI tests: ${why}. Run \`npm ci\` to install the pinned CLI.\n\n`);
   }
+}
+
+/** Feeds stdin, collects stdout and stderr, and resolves at exit. */
+function runToEnd(child: ChildProcessWithoutNullStreams, input: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdin.end(input);
+  return new Promise((resolve) => child.once("close", (status) => resolve({ status, stdout, stderr })));
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -242,18 +252,19 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
     const agent = spawn(cliPath, ["-p", "--output-format", "json"], { cwd: project, env, detached: true, stdio: ["pipe", "ignore", "ignore"] });
     agent.stdin.end(`MOCK:BASH echo ${token}; sleep 300; echo end`);
     let tool: ProcessInfo | undefined;
-    const deadline = Date.now() + 20_000;
-    while (!tool && Date.now() < deadline) {
-      tool = (await treeOf(agent.pid as number)).find((info) => commandLine(info.pid).includes(token));
-      if (!tool) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    assert.ok(tool, "the tool never started");
-    process.kill(-(agent.pid as number), "SIGKILL");
-    await new Promise((resolve) => setTimeout(resolve, 300));
     try {
+      const deadline = Date.now() + 20_000;
+      while (!tool && Date.now() < deadline) {
+        tool = (await treeOf(agent.pid as number)).find((info) => commandLine(info.pid).includes(token));
+        if (!tool) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.ok(tool, "the tool never started");
+      process.kill(-(agent.pid as number), "SIGKILL");
+      await new Promise((resolve) => setTimeout(resolve, 300));
       assert.equal(isAlive(tool.pid), true, "a group SIGKILL now reaches the tool's shell");
     } finally {
-      for (const info of (await listLinuxProcesses()).filter((other) => other.sid === tool?.sid)) {
+      const leftovers = (await listLinuxProcesses()).filter((other) => other.pid === agent.pid || (tool !== undefined && other.sid === tool.sid));
+      for (const info of leftovers) {
         try {
           process.kill(info.pid, "SIGKILL");
         } catch {
@@ -262,7 +273,8 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
       }
     }
 
-    const failing = spawnSync(cliPath, ["-p", "--output-format", "json"], { cwd: project, env, input: "MOCK:HTTP 500\nMOCK:NO_RETRY", encoding: "utf8" });
+    // Not spawnSync: the mock answers from this very event loop.
+    const failing = await runToEnd(spawn(cliPath, ["-p", "--output-format", "json"], { cwd: project, env }), "MOCK:HTTP 500\nMOCK:NO_RETRY");
     assert.equal(failing.status, 1);
     assert.equal(failing.stderr, "", "the message is only in the stdout JSON");
     assert.match(failing.stdout, /"is_error":true/);
