@@ -3,27 +3,60 @@
  * the shapes of its output (PROTOCOL.md §7). Observed on CLI 2.1.197 and 2.1.332.
  */
 import type { ErrorCode } from "./errors.js";
+import { isRecord } from "./jsonrpc.js";
+import { LineReader } from "./lines.js";
 import type { ChildExit, ChildHandle, SpawnRequest } from "./process.js";
+import { Transcript } from "./transcript.js";
 
 export const DEFAULT_CLAUDE_BIN = "claude";
+
+/** `--permission-mode` values accepted by CLI 2.1.197 and 2.1.332 alike. */
+export const PERMISSION_MODES = ["default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"] as const;
+export type PermissionMode = (typeof PERMISSION_MODES)[number];
+
+/** How the agent may act (§5.6). Every value is validated before it gets here. */
+export interface AgentOptions {
+  model?: string;
+  permissionMode?: PermissionMode;
+  allowedTools?: string[];
+  disallowedTools?: string[];
+  maxTurns?: number;
+  maxBudgetUsd?: number;
+  appendSystemPrompt?: string;
+  addDirs?: string[];
+}
 
 export interface AgentSpec {
   prompt: string;
   cwd: string;
   /** A validated UUID (§5): nothing else may reach argv. */
   resumeSessionId?: string;
+  options?: AgentOptions;
 }
 
-/** The argv after the program name. Every element is a constant or a validated UUID. */
-export function claudeArgs(spec: Pick<AgentSpec, "resumeSessionId">): string[] {
+/**
+ * The argv after the program name (§10). Every value travels as `--flag=value`,
+ * so no value, whatever it starts with, can be read as a flag of its own.
+ */
+export function claudeArgs(spec: Pick<AgentSpec, "resumeSessionId" | "options">): string[] {
   const args = [
     "-p", // print mode: run headless and exit; the prompt is read from stdin
     "--output-format",
-    "json", // one result object with result, session_id, cost and turns
+    "stream-json", // one JSON event per line as the agent works, ending with the result event
+    "--verbose", // required by stream-json in print mode
   ];
-  if (spec.resumeSessionId !== undefined) {
-    args.push("--resume", spec.resumeSessionId); // continue that conversation instead of paying to rebuild context
-  }
+  const options = spec.options ?? {};
+  if (options.model !== undefined) args.push(`--model=${options.model}`);
+  if (options.permissionMode !== undefined) args.push(`--permission-mode=${options.permissionMode}`);
+  // Repeated flags accumulate; one tool rule per flag keeps rules with spaces or commas whole.
+  for (const rule of options.allowedTools ?? []) args.push(`--allowedTools=${rule}`);
+  for (const rule of options.disallowedTools ?? []) args.push(`--disallowedTools=${rule}`);
+  if (options.maxTurns !== undefined) args.push(`--max-turns=${options.maxTurns}`);
+  if (options.maxBudgetUsd !== undefined) args.push(`--max-budget-usd=${options.maxBudgetUsd}`);
+  if (options.appendSystemPrompt !== undefined) args.push(`--append-system-prompt=${options.appendSystemPrompt}`);
+  for (const directory of options.addDirs ?? []) args.push(`--add-dir=${directory}`);
+  // Continue that conversation instead of paying to rebuild its context.
+  if (spec.resumeSessionId !== undefined) args.push(`--resume=${spec.resumeSessionId}`);
   return args;
 }
 
@@ -153,14 +186,216 @@ const clip = (text: string, max: number): string => {
   return trimmed.length > max ? `${trimmed.slice(0, max)}…` : trimmed;
 };
 
+const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim();
+
+/** A short, single-line description of a tool call: "Bash · npm test", "Edit · src/app.ts". */
+export function describeToolUse(name: string, input: unknown): string {
+  if (!isRecord(input)) return name;
+  const key = ["command", "file_path", "notebook_path", "path", "pattern", "url", "query", "description", "prompt"].find(
+    (candidate) => typeof input[candidate] === "string" && input[candidate] !== "",
+  );
+  const detail = key ? (input[key] as string) : Object.keys(input).length > 0 ? JSON.stringify(input) : "";
+  return detail ? `${name} · ${clip(oneLine(detail), 80)}` : name;
+}
+
+/** What a running job has done so far, from its stream-json events (§5.3, §5.8). */
+export interface LiveSummary {
+  sessionId?: string;
+  model?: string;
+  /** Model turns so far: distinct assistant messages. */
+  turns: number;
+  /** The latest tool call, as describeToolUse renders it. */
+  lastTool?: string;
+  /** The latest assistant text, clipped. */
+  lastText?: string;
+  /** Which of the two came last. */
+  lastActivity?: "tool" | "text";
+  /** Known only from the result event. */
+  costUsd?: number;
+  /** Events read so far: grows with every line the agent prints. */
+  events: number;
+}
+
+export interface ClaudeStreamOptions {
+  /** The longest single output line accepted; longer is OUTPUT_TOO_LARGE. */
+  maxLineBytes: number;
+  /** Transcript size kept for claude_output. */
+  transcriptChars: number;
+  onOverflow(): void;
+  onMalformedLine?(line: string): void;
+}
+
+/** While stdout stays this small it is also kept whole, for output that is one pretty-printed object. */
+const RAW_KEEP_BYTES = 1024 * 1024;
+const LAST_TEXT_CHARS = 500;
+const TOOL_RESULT_CHARS = 2000;
+
+/**
+ * Reads Claude Code's stream-json incrementally (§7.3): one event per line,
+ * parsed as it arrives. It keeps a live summary, a bounded transcript and the
+ * final result event, never the whole output. A malformed line is reported
+ * and skipped; it does not end the job.
+ */
+export class ClaudeStream {
+  readonly transcript: Transcript;
+  overflow = false;
+  private readonly reader: LineReader;
+  private readonly summary: LiveSummary = { turns: 0, events: 0 };
+  private readonly messageIds = new Set<string>();
+  private readonly listeners = new Set<() => void>();
+  private result: ResultEvent | undefined;
+  private head = "";
+  private raw: Buffer[] | undefined = [];
+  private rawBytes = 0;
+
+  constructor(private readonly options: ClaudeStreamOptions) {
+    this.transcript = new Transcript(options.transcriptChars);
+    this.reader = new LineReader(
+      options.maxLineBytes,
+      (line) => this.onLine(line),
+      () => {
+        this.overflow = true;
+        options.onOverflow();
+      },
+    );
+  }
+
+  push(chunk: Buffer): void {
+    if (this.head.length < 300) this.head += chunk.toString("utf8", 0, Math.min(chunk.length, 300));
+    if (this.raw) {
+      this.rawBytes += chunk.length;
+      if (this.rawBytes <= RAW_KEEP_BYTES) this.raw.push(chunk);
+      else this.raw = undefined;
+    }
+    this.reader.push(chunk);
+  }
+
+  /** The output ended: a last line without a newline still counts. */
+  end(): void {
+    this.reader.finish();
+  }
+
+  live(): LiveSummary {
+    return { ...this.summary };
+  }
+
+  /** Calls listener after each event that changed the summary; returns the unsubscribe. */
+  onActivity(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The final result event; for output that was not line-delimited, the whole of it is searched. */
+  resultEvent(): ResultEvent | undefined {
+    if (this.result) return this.result;
+    return this.raw ? findResultEvent(Buffer.concat(this.raw).toString("utf8")) : undefined;
+  }
+
+  /** The start of what the agent printed, for BAD_OUTPUT. */
+  printedStart(): string {
+    return this.head;
+  }
+
+  private onLine(line: string): void {
+    const text = line.trim();
+    if (!text.startsWith("{") && !text.startsWith("[")) {
+      this.options.onMalformedLine?.(line);
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      this.options.onMalformedLine?.(line);
+      return;
+    }
+    // `--output-format json --verbose` prints every event as one JSON array.
+    for (const event of Array.isArray(parsed) ? parsed : [parsed]) {
+      if (isRecord(event)) this.onEvent(event);
+    }
+    for (const listener of this.listeners) listener();
+  }
+
+  private onEvent(event: Record<string, unknown>): void {
+    this.summary.events += 1;
+    const sessionId = str(event.session_id);
+    if (sessionId) this.summary.sessionId = sessionId;
+    switch (event.type) {
+      case "system":
+        if (event.subtype === "init") {
+          const model = str(event.model);
+          if (model) this.summary.model = model;
+          this.transcript.append(`[session ${sessionId ?? "?"}${model ? ` · model ${model}` : ""}]`);
+        }
+        return;
+      case "assistant":
+        this.onAssistant(event.message);
+        return;
+      case "user":
+        this.onToolResults(event.message);
+        return;
+      case "result":
+        if (isResultEvent(event)) {
+          this.result = event;
+          const cost = num(event.total_cost_usd);
+          if (cost !== undefined) this.summary.costUsd = cost;
+          const turns = num(event.num_turns);
+          if (turns !== undefined) this.summary.turns = turns;
+          this.transcript.append(`[done: ${str(event.subtype) ?? "result"}${event.is_error === true ? ", error" : ""}]`);
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onAssistant(message: unknown): void {
+    if (!isRecord(message)) return;
+    const id = str(message.id);
+    if (id !== undefined && !this.messageIds.has(id)) {
+      this.messageIds.add(id);
+      this.summary.turns = this.messageIds.size;
+    }
+    for (const block of Array.isArray(message.content) ? message.content : []) {
+      if (!isRecord(block)) continue;
+      if (block.type === "text" && typeof block.text === "string" && block.text.trim() !== "") {
+        this.summary.lastText = clip(block.text, LAST_TEXT_CHARS);
+        this.summary.lastActivity = "text";
+        this.transcript.append(`assistant: ${block.text.trim()}`);
+      } else if (block.type === "tool_use" && typeof block.name === "string") {
+        this.summary.lastTool = describeToolUse(block.name, block.input);
+        this.summary.lastActivity = "tool";
+        this.transcript.append(`tool: ${this.summary.lastTool}`);
+      }
+    }
+  }
+
+  private onToolResults(message: unknown): void {
+    if (!isRecord(message) || !Array.isArray(message.content)) return;
+    for (const block of message.content) {
+      if (!isRecord(block) || block.type !== "tool_result") continue;
+      const content = typeof block.content === "string" ? block.content : textBlocks(block.content);
+      this.transcript.append(`${block.is_error === true ? "tool error" : "tool result"}: ${clip(content, TOOL_RESULT_CHARS)}`);
+    }
+  }
+}
+
+function textBlocks(content: unknown): string {
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((block): block is { type: "text"; text: string } => isRecord(block) && block.type === "text" && typeof block.text === "string")
+    .map((block) => block.text)
+    .join("\n");
+}
+
 /**
  * Turns how the agent ended into an outcome (§7.3). The CLI exits 1 on API
- * errors yet still prints its result JSON, with is_error:true and a message
+ * errors yet still prints its result event, with is_error:true and a message
  * such as "Not logged in · Please run /login"; that message is the answer, so
- * stdout is read before the exit code. `subtype` may say "success" on such
+ * the output is read before the exit code. `subtype` may say "success" on such
  * failures: only `is_error` is trusted.
  */
-export function interpretExit(exit: ChildExit, bin: string): AgentOutcome {
+export function interpretExit(exit: ChildExit, stream: Pick<ClaudeStream, "overflow" | "resultEvent" | "printedStart">, bin: string): AgentOutcome {
   if (exit.spawnError) {
     if (exit.spawnError.code === "ENOENT" && !exit.spawnError.missingCwd) {
       const detail =
@@ -171,38 +406,47 @@ export function interpretExit(exit: ChildExit, bin: string): AgentOutcome {
     }
     return { ok: false, code: "SPAWN_FAILED", detail: `could not start ${bin}: ${exit.spawnError.message}` };
   }
-  if (exit.stdoutOverflow) {
-    return { ok: false, code: "OUTPUT_TOO_LARGE", detail: "the agent's output passed the capture limit (CLAUDE_DISPATCH_MAX_OUTPUT_BYTES); it was stopped" };
+  if (stream.overflow) {
+    return { ok: false, code: "OUTPUT_TOO_LARGE", detail: "an output line of the agent passed the size limit (CLAUDE_DISPATCH_MAX_OUTPUT_BYTES); it was stopped" };
   }
 
-  const event = findResultEvent(exit.stdout);
+  const event = stream.resultEvent();
   if (event) {
     const result = toAgentResult(event);
     if (event.is_error === true) {
+      const message = errorMessage(event);
+      // With stream-json an unknown --resume id is an error result rather than only stderr.
+      const unknownSession = SESSION_NOT_FOUND.exec(message);
+      if (unknownSession) return { ok: false, code: "SESSION_NOT_FOUND", detail: sessionNotFound(unknownSession[1]), result };
       const status = result.apiErrorStatus === undefined ? "" : ` (API status ${result.apiErrorStatus})`;
-      return { ok: false, code: "AGENT_ERROR", detail: `${errorMessage(event)}${status}`, result };
+      return { ok: false, code: "AGENT_ERROR", detail: `${message}${status}`, result };
     }
     return { ok: true, result };
   }
 
   const notFound = SESSION_NOT_FOUND.exec(exit.stderrTail);
-  if (notFound) {
-    return { ok: false, code: "SESSION_NOT_FOUND", detail: `No conversation found with session ID ${notFound[1] ?? ""} in this cwd`.trim() };
-  }
+  if (notFound) return { ok: false, code: "SESSION_NOT_FOUND", detail: sessionNotFound(notFound[1]) };
   if (exit.exitCode !== 0) {
     const how = exit.exitCode === null ? `was killed by ${exit.signal ?? "a signal"}` : `exited with code ${exit.exitCode}`;
     const stderr = clip(exit.stderrTail, 2000);
     return { ok: false, code: "AGENT_EXITED", detail: stderr ? `claude ${how}: ${stderr}` : `claude ${how} and printed no result` };
   }
-  const shown = clip(exit.stdout, 300);
-  return { ok: false, code: "BAD_OUTPUT", detail: shown ? `claude printed no result JSON: ${shown}` : "claude exited 0 and printed nothing" };
+  const shown = clip(stream.printedStart(), 300);
+  return { ok: false, code: "BAD_OUTPUT", detail: shown ? `claude printed no result event: ${shown}` : "claude exited 0 and printed nothing" };
 }
 
-/** What the job registry needs from an agent: its outcome and a way to stop it. */
+function sessionNotFound(id: string | undefined): string {
+  return `No conversation found with session ID ${id ?? ""} in this cwd`.replace("  ", " ");
+}
+
+/** What the job registry needs from an agent: its outcome, its progress, and a way to stop it. */
 export interface AgentRun {
   readonly pid: number | undefined;
   readonly outcome: Promise<AgentOutcome>;
   kill(): Promise<{ survivors: number[] }>;
+  live(): LiveSummary;
+  onActivity(listener: () => void): () => void;
+  readonly transcript: Transcript;
 }
 
 export type AgentLauncher = (spec: AgentSpec) => AgentRun;
@@ -211,25 +455,42 @@ export interface ClaudeLauncherOptions {
   start(request: SpawnRequest): ChildHandle;
   bin: string;
   env: Readonly<Record<string, string | undefined>>;
-  maxStdoutBytes: number;
+  maxLineBytes: number;
+  transcriptChars: number;
   stderrTailBytes: number;
+  onMalformedLine?(line: string): void;
 }
 
 export function createClaudeLauncher(options: ClaudeLauncherOptions): AgentLauncher {
   return (spec) => {
-    const handle = options.start({
+    let handle: ChildHandle | undefined;
+    const stream = new ClaudeStream({
+      maxLineBytes: options.maxLineBytes,
+      transcriptChars: options.transcriptChars,
+      // An agent printing a line this long is broken; stop it rather than buffer more.
+      onOverflow: () => void handle?.killTree(),
+      ...(options.onMalformedLine ? { onMalformedLine: options.onMalformedLine } : {}),
+    });
+    handle = options.start({
       command: options.bin,
       args: claudeArgs(spec),
       cwd: spec.cwd,
       env: options.env,
       stdin: spec.prompt, // never argv: no quoting, no shell, no length limit
-      maxStdoutBytes: options.maxStdoutBytes,
+      onStdout: (chunk) => stream.push(chunk),
       stderrTailBytes: options.stderrTailBytes,
     });
+    const started = handle;
     return {
-      pid: handle.pid,
-      outcome: handle.exited.then((exit) => interpretExit(exit, options.bin)),
-      kill: () => handle.killTree(),
+      pid: started.pid,
+      outcome: started.exited.then((exit) => {
+        stream.end();
+        return interpretExit(exit, stream, options.bin);
+      }),
+      kill: () => started.killTree(),
+      live: () => stream.live(),
+      onActivity: (listener) => stream.onActivity(listener),
+      transcript: stream.transcript,
     };
   };
 }

@@ -2,8 +2,10 @@
  * Configuration from environment variables (PROTOCOL.md §11). A value that
  * is set but invalid is a startup error, never a silent fallback.
  */
-import { DEFAULT_CLAUDE_BIN } from "./claude.js";
+import { DEFAULT_CLAUDE_BIN, PERMISSION_MODES, type PermissionMode } from "./claude.js";
 import { LOG_LEVELS, type LogLevel } from "./log.js";
+import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "./policy.js";
+import { MODEL_NAME } from "./tools.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./stdio.js";
 
 export interface Config {
@@ -16,6 +18,14 @@ export interface Config {
   killGraceMs: number;
   jobRetentionMs: number;
   logLevel: LogLevel;
+  /** Inline result text is cut here; claude_output pages the rest (§5.5). */
+  maxResultChars: number;
+  /** Longest quiet spell between progress notifications (§5.8). */
+  heartbeatMs: number;
+  /** The policy, except roots, which main resolves on disk. */
+  policy: Omit<Policy, "roots">;
+  /** CLAUDE_DISPATCH_ROOTS as written, split on the platform's path delimiter. */
+  roots: string[] | undefined;
 }
 
 export const DEPTH_VARIABLE = "CLAUDE_DISPATCH_DEPTH";
@@ -34,7 +44,49 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
-export function loadConfig(env: Env): Config {
+function optional(env: Env, name: string): string | undefined {
+  const raw = env[name]?.trim();
+  return raw === undefined || raw === "" ? undefined : raw;
+}
+
+function permissionMode(name: string, value: string): PermissionMode {
+  if (!(PERMISSION_MODES as readonly string[]).includes(value)) {
+    throw new ConfigError(`${name} must name permission modes among ${PERMISSION_MODES.join(", ")}, got ${JSON.stringify(value)}`);
+  }
+  return value as PermissionMode;
+}
+
+function loadPolicy(env: Env): Omit<Policy, "roots"> {
+  const modesRaw = optional(env, "CLAUDE_DISPATCH_PERMISSION_MODES");
+  const permissionModes = modesRaw
+    ? modesRaw.split(",").map((mode) => permissionMode("CLAUDE_DISPATCH_PERMISSION_MODES", mode.trim()))
+    : [...DEFAULT_PERMISSION_MODES];
+  const defaultModeRaw = optional(env, "CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE");
+  const defaultPermissionMode = defaultModeRaw ? permissionMode("CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE", defaultModeRaw) : undefined;
+  if (defaultPermissionMode !== undefined && !permissionModes.includes(defaultPermissionMode)) {
+    throw new ConfigError(`CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE ${defaultPermissionMode} is not among CLAUDE_DISPATCH_PERMISSION_MODES`);
+  }
+  const defaultModel = optional(env, "CLAUDE_DISPATCH_DEFAULT_MODEL");
+  if (defaultModel !== undefined && !MODEL_NAME.test(defaultModel)) {
+    throw new ConfigError(`CLAUDE_DISPATCH_DEFAULT_MODEL is not a model name: ${JSON.stringify(defaultModel)}`);
+  }
+  const budgetRaw = optional(env, "CLAUDE_DISPATCH_MAX_BUDGET_USD");
+  const maxBudgetUsd = budgetRaw === undefined ? undefined : Number(budgetRaw);
+  if (maxBudgetUsd !== undefined && (!/^\d+(\.\d+)?$/.test(budgetRaw ?? "") || !(maxBudgetUsd > 0) || maxBudgetUsd > 10_000)) {
+    throw new ConfigError(`CLAUDE_DISPATCH_MAX_BUDGET_USD must be a number of dollars above 0 and at most 10000, got ${JSON.stringify(budgetRaw)}`);
+  }
+  const turns = optional(env, "CLAUDE_DISPATCH_MAX_TURNS");
+  return {
+    permissionModes,
+    defaultPermissionMode,
+    defaultModel,
+    maxTurns: turns === undefined ? undefined : integer(env, "CLAUDE_DISPATCH_MAX_TURNS", 0, 1, 10_000),
+    maxBudgetUsd,
+    defaultTimeoutMs: integer(env, "CLAUDE_DISPATCH_DEFAULT_TIMEOUT_MS", DEFAULT_POLICY.defaultTimeoutMs, 1000, 86_400_000),
+  };
+}
+
+export function loadConfig(env: Env, pathDelimiter = ":"): Config {
   const logLevel = (env.CLAUDE_DISPATCH_LOG_LEVEL ?? "info").trim() || "info";
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`CLAUDE_DISPATCH_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel)}`);
@@ -49,5 +101,12 @@ export function loadConfig(env: Env): Config {
     killGraceMs: integer(env, "CLAUDE_DISPATCH_KILL_GRACE_MS", 3000, 0, 60_000),
     jobRetentionMs: integer(env, "CLAUDE_DISPATCH_JOB_RETENTION_MS", 10 * 60 * 1000, 0, 30 * 24 * 3600 * 1000),
     logLevel: logLevel as LogLevel,
+    maxResultChars: integer(env, "CLAUDE_DISPATCH_MAX_RESULT_CHARS", 20_000, 1000, 10_000_000),
+    heartbeatMs: integer(env, "CLAUDE_DISPATCH_HEARTBEAT_MS", 15_000, 1000, 600_000),
+    policy: loadPolicy(env),
+    roots: optional(env, "CLAUDE_DISPATCH_ROOTS")
+      ?.split(pathDelimiter)
+      .map((root) => root.trim())
+      .filter(Boolean),
   };
 }

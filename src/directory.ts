@@ -1,15 +1,46 @@
-import { stat } from "node:fs/promises";
+/**
+ * Directory checks for cwd and add_dirs (PROTOCOL.md §5, §5.6): an absolute
+ * path to an existing directory, and, when the operator set roots, one whose
+ * real path lies inside a root, so neither a symlink nor `..` can leave it.
+ */
+import { realpath, stat } from "node:fs/promises";
 import path from "node:path";
 
-/** The cwd check of §5: an absolute path to an existing directory. Returns the problem, or undefined. */
-export async function checkDirectory(cwd: string, pathApi: typeof path = path): Promise<string | undefined> {
-  if (!pathApi.isAbsolute(cwd)) return `must be an absolute path, got ${JSON.stringify(cwd)}`;
+export type DirectoryCheck =
+  | { ok: true; path: string }
+  | { ok: false; code: "INVALID_ARGUMENT" | "POLICY_DENIED"; problem: string };
+
+export async function checkDirectory(dir: string, roots?: readonly string[], pathApi: typeof path = path): Promise<DirectoryCheck> {
+  if (!pathApi.isAbsolute(dir)) return { ok: false, code: "INVALID_ARGUMENT", problem: `must be an absolute path, got ${JSON.stringify(dir)}` };
   try {
-    const info = await stat(cwd);
-    return info.isDirectory() ? undefined : `is not a directory: ${cwd}`;
+    const info = await stat(dir);
+    if (!info.isDirectory()) return { ok: false, code: "INVALID_ARGUMENT", problem: `is not a directory: ${dir}` };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return `does not exist: ${cwd}`;
-    return `cannot be used (${code ?? (error as Error).message}): ${cwd}`;
+    if (code === "ENOENT" || code === "ENOTDIR") return { ok: false, code: "INVALID_ARGUMENT", problem: `does not exist: ${dir}` };
+    return { ok: false, code: "INVALID_ARGUMENT", problem: `cannot be used (${code ?? (error as Error).message}): ${dir}` };
   }
+  if (roots === undefined) return { ok: true, path: dir };
+  // The agent runs in the real path, so a symlink swapped after this check cannot move it.
+  const real = await realpath(dir);
+  if (roots.some((root) => isInside(real, root, pathApi))) return { ok: true, path: real };
+  return { ok: false, code: "POLICY_DENIED", problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${dir} resolves to ${real}` };
+}
+
+/** Compares path components, not string prefixes: /root2 is not inside /root. */
+export function isInside(candidate: string, root: string, pathApi: typeof path = path): boolean {
+  const relative = pathApi.relative(root, candidate);
+  if (relative === "") return true;
+  return relative !== ".." && !relative.startsWith(`..${pathApi.sep}`) && !pathApi.isAbsolute(relative);
+}
+
+/** Resolves the operator's roots at startup; each must be an existing directory. */
+export async function resolveRoots(list: readonly string[]): Promise<string[]> {
+  const roots: string[] = [];
+  for (const root of list) {
+    const check = await checkDirectory(root);
+    if (!check.ok) throw new Error(`CLAUDE_DISPATCH_ROOTS entry ${check.problem}`);
+    roots.push(await realpath(root));
+  }
+  return roots;
 }

@@ -5,6 +5,7 @@
  */
 export const ERROR_CODES = [
   "INVALID_ARGUMENT",
+  "POLICY_DENIED",
   "JOB_NOT_FOUND",
   "DEPTH_LIMIT",
   "SHUTTING_DOWN",

@@ -4,7 +4,9 @@
  * notification (PROTOCOL.md §1–§5). It never throws and imports no node:
  * module; processes, files and time come in through deps.
  */
-import { sleep, type Clock } from "./clock.js";
+import type { AgentOptions } from "./claude.js";
+import { sleep, type CancelTimer, type Clock } from "./clock.js";
+import type { DirectoryCheck } from "./directory.js";
 import { DispatchError, toDispatchError } from "./errors.js";
 import type { Job, JobRegistry } from "./jobs.js";
 import {
@@ -16,19 +18,33 @@ import {
   isRecord,
   isRequestId,
   respond,
+  type JsonRpcNotification,
   type JsonRpcResponse,
   type RequestId,
 } from "./jsonrpc.js";
 import type { Logger } from "./log.js";
-import { renderFailure, renderJob, renderKill, renderStarted, type CallToolResult } from "./results.js";
+import { applyPolicy, type Policy } from "./policy.js";
 import {
-  TOOL_DEFINITIONS,
+  activityLine,
+  renderFailure,
+  renderJob,
+  renderKill,
+  renderList,
+  renderOutputPage,
+  renderStarted,
+  type CallToolResult,
+} from "./results.js";
+import {
   isToolName,
   parseKillInput,
+  parseListInput,
+  parseOutputInput,
   parseRunInput,
   parseStartInput,
   parseWaitInput,
+  toolDefinitions,
   type ToolName,
+  type ToolSettings,
 } from "./tools.js";
 
 /** Newest first; the first is what we answer when a client asks for a version we do not know (§2). */
@@ -47,9 +63,16 @@ export function negotiateVersion(requested: string): string {
 }
 
 export interface HandlerDeps {
-  jobs: Pick<JobRegistry, "start" | "get" | "kill">;
-  /** Resolves to a problem description when cwd is not an absolute path to an existing directory. */
-  checkDirectory(cwd: string): Promise<string | undefined>;
+  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list">;
+  /** Checks a cwd or add_dirs entry (§5): absolute, existing, inside the operator's roots. */
+  checkDirectory(dir: string): Promise<DirectoryCheck>;
+  /** Sends a notification frame through the one serialized writer. */
+  notify(notification: JsonRpcNotification): void;
+  policy: Policy;
+  /** Inline result text is cut here (§5.7). */
+  maxResultChars: number;
+  /** Longest quiet spell between progress notifications (§5.8). */
+  heartbeatMs: number;
   clock: Clock;
   logger: Logger;
   server: { name: string; version: string };
@@ -71,8 +94,19 @@ function requestKey(id: RequestId): string {
   return `${typeof id}:${String(id)}`;
 }
 
+/** Bursts of agent events are coalesced into at most one progress notification per this interval. */
+const PROGRESS_MIN_GAP_MS = 500;
+
+type ProgressToken = string | number;
+
 export function createRequestHandler(deps: HandlerDeps): RequestHandler {
   const { jobs, clock, logger } = deps;
+  const settings: ToolSettings = {
+    defaultTimeoutMs: deps.policy.defaultTimeoutMs,
+    maxResultChars: deps.maxResultChars,
+    permissionModes: deps.policy.permissionModes,
+  };
+  const definitions = toolDefinitions(settings);
   const gated = deps.depth.current >= deps.depth.max;
   /** In-flight requests by id, so notifications/cancelled can abort them (§4). */
   const inFlight = new Map<string, AbortController>();
@@ -108,15 +142,63 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     });
   }
 
+  async function requireDirectory(dir: string, label: string): Promise<string> {
+    const check = await deps.checkDirectory(dir);
+    if (!check.ok) throw new DispatchError(check.code, `"${label}" ${check.problem}`);
+    return check.path;
+  }
+
   /**
-   * Checks cwd, then whether the request was cancelled meanwhile: a job started
-   * after its request was cancelled would run with nobody to collect or kill it.
-   * (The error text never reaches anyone: a cancelled request gets no response.)
+   * Applies the policy and checks every directory, then whether the request was
+   * cancelled meanwhile: a job started after its request was cancelled would run
+   * with nobody to collect or kill it. (That error text reaches no one: a
+   * cancelled request gets no response.)
    */
-  async function requireDirectory(cwd: string, signal: AbortSignal): Promise<void> {
-    const problem = await deps.checkDirectory(cwd);
-    if (problem) throw new DispatchError("INVALID_ARGUMENT", `"cwd" ${problem}`);
+  async function prepareAgent(cwd: string, requested: AgentOptions, signal: AbortSignal): Promise<{ cwd: string; options: AgentOptions }> {
+    const options = applyPolicy(requested, deps.policy);
+    const resolvedCwd = await requireDirectory(cwd, "cwd");
+    if (options.addDirs) {
+      const resolved: string[] = [];
+      for (const [index, dir] of options.addDirs.entries()) resolved.push(await requireDirectory(dir, `add_dirs[${index}]`));
+      options.addDirs = resolved;
+    }
     if (signal.aborted) throw new DispatchError("INVALID_ARGUMENT", "the request was cancelled before the job started");
+    return { cwd: resolvedCwd, options };
+  }
+
+  /**
+   * Sends notifications/progress for a job while a request waits on it (§5.8):
+   * on agent activity (coalesced), and a heartbeat after every quiet spell.
+   * The returned stop must run before the response, so none follows it.
+   */
+  function followProgress(token: ProgressToken, job: Job): () => void {
+    let progress = 0;
+    let stopped = false;
+    let lastSentAt = Number.NEGATIVE_INFINITY;
+    let cancelTimer: CancelTimer | undefined;
+    const send = (): void => {
+      cancelTimer?.();
+      cancelTimer = undefined;
+      if (stopped || job.status !== "running") return;
+      progress += 1;
+      lastSentAt = clock.now();
+      const elapsed = Math.max(0, Math.round((lastSentAt - job.startedAt) / 1000));
+      deps.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress, message: activityLine(job.live(), elapsed) } });
+      cancelTimer = clock.setTimer(send, deps.heartbeatMs);
+    };
+    const unsubscribe = job.onActivity(() => {
+      if (stopped) return;
+      const wait = lastSentAt + PROGRESS_MIN_GAP_MS - clock.now();
+      if (wait <= 0) return send();
+      cancelTimer?.();
+      cancelTimer = clock.setTimer(send, wait);
+    });
+    send();
+    return () => {
+      stopped = true;
+      cancelTimer?.();
+      unsubscribe();
+    };
   }
 
   function requireJob(jobId: string): Job {
@@ -142,39 +224,63 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     }
   }
 
-  async function runTool(name: ToolName, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+  /** Runs work while sending progress for the job, when the request asked for it. */
+  async function withProgress<T>(token: ProgressToken | undefined, job: Job, work: () => Promise<T>): Promise<T> {
+    const stop = token === undefined ? undefined : followProgress(token, job);
+    try {
+      return await work();
+    } finally {
+      stop?.();
+    }
+  }
+
+  async function runTool(
+    name: ToolName,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    progressToken: ProgressToken | undefined,
+  ): Promise<CallToolResult<unknown>> {
+    const now = (): number => clock.now();
     switch (name) {
       case "claude_run": {
-        const input = parseRunInput(args);
-        await requireDirectory(input.cwd, signal);
-        const job = jobs.start({ prompt: input.prompt, cwd: input.cwd, resumeSessionId: input.sessionId }, "run", input.timeoutMs);
+        const input = parseRunInput(args, settings);
+        const { cwd, options } = await prepareAgent(input.cwd, input.options, signal);
+        const job = jobs.start({ prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options }, "run", input.timeoutMs);
         // A cancelled run is killed: nobody is left to read its result.
         const onCancel = (): void => void jobs.kill(job.id, "cancelled").catch(() => undefined);
         signal.addEventListener("abort", onCancel, { once: true });
         try {
-          await job.done;
+          await withProgress(progressToken, job, () => job.done);
         } finally {
           signal.removeEventListener("abort", onCancel);
         }
-        return renderJob(job, clock.now(), true);
+        return renderJob(job, now(), { forRun: true, maxResultChars: deps.maxResultChars });
       }
       case "claude_start": {
-        const input = parseStartInput(args);
-        await requireDirectory(input.cwd, signal);
-        const job = jobs.start({ prompt: input.prompt, cwd: input.cwd, resumeSessionId: input.sessionId }, "start");
-        return renderStarted(job, clock.now());
+        const input = parseStartInput(args, settings);
+        const { cwd, options } = await prepareAgent(input.cwd, input.options, signal);
+        const job = jobs.start({ prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options }, "start");
+        return renderStarted(job, now());
       }
       case "claude_wait": {
         const input = parseWaitInput(args);
         const job = requireJob(input.jobId);
-        await hold(job, input.holdMs, signal);
-        return renderJob(job, clock.now());
+        if (job.status === "running" && input.holdMs > 0) await withProgress(progressToken, job, () => hold(job, input.holdMs, signal));
+        return renderJob(job, now(), { maxResultChars: deps.maxResultChars });
       }
       case "claude_kill": {
         const input = parseKillInput(args);
         const job = requireJob(input.jobId);
         const { killed, survivors } = await jobs.kill(job.id, "claude_kill");
-        return renderKill(job, clock.now(), killed, survivors);
+        return renderKill(job, now(), killed, survivors);
+      }
+      case "claude_list": {
+        parseListInput(args);
+        return renderList(jobs.list(), now());
+      }
+      case "claude_output": {
+        const input = parseOutputInput(args, settings);
+        return renderOutputPage(requireJob(input.jobId), input.view, input.offset, input.limit);
       }
     }
   }
@@ -196,11 +302,13 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     if (gated) return respond(id, renderFailure(new DispatchError("DEPTH_LIMIT", gateReason())));
     const args = isRecord(rawArgs) ? rawArgs : {};
     try {
-      return respond(id, await runTool(name, args, signal));
+      const meta = isRecord(params._meta) ? params._meta : {};
+      const token = typeof meta.progressToken === "string" || typeof meta.progressToken === "number" ? meta.progressToken : undefined;
+      return respond(id, await runTool(name, args, signal, token));
     } catch (error) {
       const classified = toDispatchError(error);
       if (classified.code === "INTERNAL_ERROR") logger.error(`${name}: ${classified.message}`);
-      const aboutJob = (name === "claude_wait" || name === "claude_kill") && typeof args.job_id === "string";
+      const aboutJob = (name === "claude_wait" || name === "claude_kill" || name === "claude_output") && typeof args.job_id === "string";
       return respond(id, renderFailure(classified, aboutJob ? (args.job_id as string) : undefined));
     }
   }
@@ -231,7 +339,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       case "ping":
         return respond(id, {});
       case "tools/list":
-        return respond(id, { tools: gated ? [] : TOOL_DEFINITIONS });
+        return respond(id, { tools: gated ? [] : definitions });
       case "tools/call": {
         if (!isRecord(message.params)) return fail(id, INVALID_PARAMS, "tools/call requires params");
         const key = requestKey(id);

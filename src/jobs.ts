@@ -7,10 +7,11 @@
  *   running ──kill (claude_kill, cancel, shutdown)──▶ killed
  *   running ──timeout──▶ failed (TIMEOUT)
  */
-import type { AgentLauncher, AgentOutcome, AgentSpec } from "./claude.js";
+import type { AgentLauncher, AgentOutcome, AgentSpec, LiveSummary } from "./claude.js";
 import type { CancelTimer, Clock } from "./clock.js";
 import { DispatchError } from "./errors.js";
 import type { Logger } from "./log.js";
+import type { Transcript } from "./transcript.js";
 
 export type JobStatus = "running" | "completed" | "failed" | "killed";
 export type JobKind = "run" | "start";
@@ -31,6 +32,13 @@ export interface Job {
   /** Resolves when the job leaves `running`; never rejects. */
   readonly done: Promise<void>;
   readonly timeoutMs: number | undefined;
+  /** The prompt's first line, clipped, for listings. */
+  readonly promptPreview: string;
+  /** What the agent has done so far (§5.3). */
+  live(): LiveSummary;
+  /** Calls listener whenever the agent reports something; returns the unsubscribe. */
+  onActivity(listener: () => void): () => void;
+  readonly transcript: Transcript;
 }
 
 export interface KillResult {
@@ -62,9 +70,20 @@ interface MutableJob {
   killReason: KillReason | undefined;
   done: Promise<void>;
   timeoutMs: number | undefined;
+  promptPreview: string;
+  live(): LiveSummary;
+  onActivity(listener: () => void): () => void;
+  transcript: Transcript;
   kill(): Promise<{ survivors: number[] }>;
   killing: Promise<{ survivors: number[] }> | undefined;
   cancelTimeout: CancelTimer | undefined;
+}
+
+const PREVIEW_CHARS = 80;
+
+function previewOf(prompt: string): string {
+  const flat = prompt.replace(/\s+/g, " ").trim();
+  return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS)}…` : flat;
 }
 
 export class JobRegistry {
@@ -94,6 +113,10 @@ export class JobRegistry {
       killReason: undefined,
       done: new Promise<void>((resolve) => (markDone = resolve)),
       timeoutMs,
+      promptPreview: previewOf(spec.prompt),
+      live: () => run.live(),
+      onActivity: (listener) => run.onActivity(listener),
+      transcript: run.transcript,
       kill: () => run.kill(),
       killing: undefined,
       cancelTimeout: undefined,
@@ -123,6 +146,12 @@ export class JobRegistry {
   /** Jobs still running, for shutdown and diagnostics. */
   running(): Job[] {
     return [...this.jobs.values()].filter((job) => job.status === "running");
+  }
+
+  /** Every job still known, oldest first. */
+  list(): Job[] {
+    this.reap();
+    return [...this.jobs.values()];
   }
 
   /**

@@ -7,11 +7,12 @@
 import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
 
 import { agentEnvironment, createClaudeLauncher } from "./claude.js";
 import { systemClock } from "./clock.js";
-import { ConfigError, DEPTH_VARIABLE, loadConfig } from "./config.js";
-import { checkDirectory } from "./directory.js";
+import { DEPTH_VARIABLE, loadConfig } from "./config.js";
+import { checkDirectory, resolveRoots } from "./directory.js";
 import { createRequestHandler } from "./handler.js";
 import { JobRegistry } from "./jobs.js";
 import { createLogger } from "./log.js";
@@ -28,6 +29,8 @@ import { SERVER_NAME, SERVER_VERSION } from "./version.js";
 
 /** After the kill grace, this long for responses to be written before we exit anyway. */
 const SHUTDOWN_SLACK_MS = 2000;
+/** Transcript kept per job for claude_output (§5.7). */
+const TRANSCRIPT_CHARS = 2_000_000;
 
 function runFile(file: string, args: readonly string[]): Promise<{ exitCode: number | null; stdout: string }> {
   return new Promise((resolve, reject) => {
@@ -68,15 +71,18 @@ function createPlatform(): Platform {
   };
 }
 
-function main(): void {
+async function main(): Promise<void> {
   let config;
+  let roots: string[] | undefined;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(process.env, path.delimiter);
+    roots = config.roots ? await resolveRoots(config.roots) : undefined;
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
+    if (!(error instanceof Error)) throw error;
     process.stderr.write(`claude-dispatch: ${error.message}\n`);
     process.exit(2);
   }
+  const policy = { ...config.policy, roots };
 
   const logger = createLogger(process.stderr, config.logLevel);
   const clock = systemClock;
@@ -91,8 +97,10 @@ function main(): void {
     bin: config.claudeBin,
     // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
     env: agentEnvironment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),
-    maxStdoutBytes: config.maxOutputBytes,
+    maxLineBytes: config.maxOutputBytes,
+    transcriptChars: TRANSCRIPT_CHARS,
     stderrTailBytes: 64 * 1024,
+    onMalformedLine: (line) => logger.warn(`skipped a line of agent output that is not JSON: ${line.slice(0, 200)}`),
   });
   const jobs = new JobRegistry({
     launch,
@@ -102,16 +110,20 @@ function main(): void {
     retentionMs: config.jobRetentionMs,
     maxFinishedJobs: 1000,
   });
+  const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({
     jobs,
-    checkDirectory: (cwd) => checkDirectory(cwd),
+    checkDirectory: (dir) => checkDirectory(dir, roots),
+    notify: (notification) => void writer.write(notification),
+    policy,
+    maxResultChars: config.maxResultChars,
+    heartbeatMs: config.heartbeatMs,
     clock,
     logger,
     server: { name: SERVER_NAME, version: SERVER_VERSION },
     depth: { current: config.depth, max: config.maxDepth },
     jobRetentionMs: config.jobRetentionMs,
   });
-  const writer = createMessageWriter(process.stdout, logger);
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
 
   if (config.depth >= config.maxDepth) {
@@ -153,4 +165,4 @@ function main(): void {
   process.on("unhandledRejection", crash);
 }
 
-main();
+void main();

@@ -63,7 +63,8 @@ export interface SpawnRequest {
   env: Readonly<Record<string, string | undefined>>;
   /** Written to the child's stdin, which is then closed. */
   stdin: string;
-  maxStdoutBytes: number;
+  /** Receives stdout as it arrives; the reader bounds what it keeps. */
+  onStdout(chunk: Buffer): void;
   stderrTailBytes: number;
 }
 
@@ -72,8 +73,6 @@ export interface ChildExit {
   spawnError?: { code: string | undefined; message: string; missingCwd?: true };
   exitCode: number | null;
   signal: string | null;
-  stdout: string;
-  stdoutOverflow: boolean;
   stderrTail: string;
 }
 
@@ -150,31 +149,13 @@ interface Collected {
  * Wires stdin/stdout/stderr and exit detection. A job completes when the agent
  * exits, even if a grandchild still holds stdout: we drain briefly, then stop.
  */
-function collect(
-  child: ChildProcess,
-  request: SpawnRequest,
-  options: ProcessControlOptions,
-  hooks: { onOverflow(): void; onExit(): void },
-): Collected {
+function collect(child: ChildProcess, request: SpawnRequest, options: ProcessControlOptions, onExit: () => void): Collected {
   const drainMs = options.exitDrainMs ?? 250;
-  const stdoutChunks: Buffer[] = [];
-  let stdoutBytes = 0;
-  let stdoutOverflow = false;
   let stderrTail = Buffer.alloc(0);
   let exitInfo: { code: number | null; signal: string | null } | undefined;
   let exitedFlag = false;
 
-  child.stdout?.on("data", (chunk: Buffer) => {
-    if (stdoutOverflow) return;
-    if (stdoutBytes + chunk.length > request.maxStdoutBytes) {
-      stdoutOverflow = true;
-      stdoutChunks.length = 0;
-      hooks.onOverflow();
-      return;
-    }
-    stdoutChunks.push(chunk);
-    stdoutBytes += chunk.length;
-  });
+  child.stdout?.on("data", (chunk: Buffer) => request.onStdout(chunk));
   child.stderr?.on("data", (chunk: Buffer) => {
     const joined = Buffer.concat([stderrTail, chunk]);
     stderrTail = joined.length > request.stderrTailBytes ? joined.subarray(joined.length - request.stderrTailBytes) : joined;
@@ -196,11 +177,7 @@ function collect(
       child.stderr?.destroy();
       resolve(exit);
     };
-    const output = (): Omit<ChildExit, "exitCode" | "signal"> => ({
-      stdout: stdoutOverflow ? "" : Buffer.concat(stdoutChunks, stdoutBytes).toString("utf8"),
-      stdoutOverflow,
-      stderrTail: stderrTail.toString("utf8"),
-    });
+    const output = (): Pick<ChildExit, "stderrTail"> => ({ stderrTail: stderrTail.toString("utf8") });
 
     // `on`, not `once`: a second 'error' with no listener would be thrown.
     child.on("error", (error: NodeJS.ErrnoException) => {
@@ -208,7 +185,7 @@ function collect(
       // 'error' without a pid means the process never started (ENOENT, EACCES, bad cwd).
       if (child.pid === undefined) {
         exitedFlag = true;
-        hooks.onExit();
+        onExit();
         finish({ spawnError: describeSpawnError(error, request.cwd), exitCode: null, signal: null, ...output() });
       } else {
         options.logger.warn(`agent ${child.pid}: ${error.message}`);
@@ -217,7 +194,7 @@ function collect(
     child.once("exit", (code, signal) => {
       exitInfo = { code, signal };
       exitedFlag = true;
-      hooks.onExit();
+      onExit();
       cancelDrain = options.clock.setTimer(() => finish({ exitCode: code, signal, ...output() }), drainMs);
     });
     child.once("close", () => {
@@ -244,8 +221,6 @@ function spawnFailure(error: unknown, cwd: string): ChildHandle {
     spawnError: describeSpawnError(error instanceof Error ? (error as NodeJS.ErrnoException) : new Error(String(error)), cwd),
     exitCode: null,
     signal: null,
-    stdout: "",
-    stdoutOverflow: false,
     stderrTail: "",
   };
   return {
@@ -293,10 +268,7 @@ function startPosix(
     return killing;
   };
 
-  const collected = collect(child, request, options, {
-    onOverflow: () => void killTree(),
-    onExit: () => tree?.markRootExited(),
-  });
+  const collected = collect(child, request, options, () => tree?.markRootExited());
 
   // After the agent exits, anything it left behind (a tool child in its own
   // session, a process holding stdout) is an orphan nobody can reach: stop it.
@@ -761,7 +733,7 @@ function startWindows(platform: WindowsPlatform, request: SpawnRequest, options:
     killing ??= killWindowsTree(platform, pid, () => collected?.hasExited() ?? true, options);
     return killing;
   };
-  collected = collect(child, request, options, { onOverflow: () => void killTree(), onExit: () => undefined });
+  collected = collect(child, request, options, () => undefined);
   const settled = collected.exited.then(async () => {
     if (killing) await killing;
   });

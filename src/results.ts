@@ -3,7 +3,7 @@
  * text block plus structuredContent matching OUTPUT_SCHEMA. The result text
  * is inside structuredContent too, because some hosts show the model only that.
  */
-import type { AgentResult } from "./claude.js";
+import type { AgentResult, LiveSummary } from "./claude.js";
 import { formatError, type DispatchError, type ErrorCode } from "./errors.js";
 import type { Job } from "./jobs.js";
 import type { ReportStatus } from "./tools.js";
@@ -13,6 +13,10 @@ export interface Report {
   job_id?: string;
   session_id?: string;
   result?: string;
+  truncated?: boolean;
+  result_chars?: number;
+  last_activity?: string;
+  recent_text?: string;
   cost_usd?: number;
   num_turns?: number;
   duration_ms?: number;
@@ -23,13 +27,13 @@ export interface Report {
   error?: { code: ErrorCode; detail: string };
 }
 
-export interface CallToolResult {
+export interface CallToolResult<Structured = Report> {
   content: Array<{ type: "text"; text: string }>;
-  structuredContent: Report;
+  structuredContent: Structured;
   isError?: true;
 }
 
-function toolResult(text: string, report: Report, isError: boolean): CallToolResult {
+function toolResult<Structured>(text: string, report: Structured, isError: boolean): CallToolResult<Structured> {
   return { content: [{ type: "text", text }], structuredContent: report, ...(isError ? { isError: true as const } : {}) };
 }
 
@@ -50,11 +54,39 @@ function withAgentResult(report: Report, result: AgentResult | undefined): Repor
   return report;
 }
 
-export function jobReport(job: Job, now: number): Report {
+/** "turn 4 · Edit · src/app.ts": what a running job is doing, for progress and for claude_wait. */
+export function activityLine(live: LiveSummary, elapsedS: number): string {
+  const parts = [`${elapsedS}s`];
+  if (live.turns > 0) parts.push(`turn ${live.turns}`);
+  if (live.lastActivity === "tool" && live.lastTool) parts.push(live.lastTool);
+  else if (live.lastActivity === "text") parts.push("writing");
+  else parts.push("starting");
+  return parts.join(" · ");
+}
+
+const RECENT_TEXT_CHARS = 300;
+
+export function jobReport(job: Job, now: number, maxResultChars = Number.POSITIVE_INFINITY): Report {
   const report: Report = { status: job.status, job_id: job.id, elapsed_s: elapsedSeconds(job, now) };
   const outcome = job.outcome;
-  if (!outcome) return report;
+  if (!outcome) {
+    if (job.status === "running") {
+      const live = job.live();
+      if (live.sessionId) report.session_id = live.sessionId;
+      report.num_turns = live.turns;
+      if (live.costUsd !== undefined) report.cost_usd = live.costUsd;
+      report.last_activity = activityLine(live, report.elapsed_s ?? 0);
+      if (live.lastText) report.recent_text = live.lastText.length > RECENT_TEXT_CHARS ? `…${live.lastText.slice(-RECENT_TEXT_CHARS)}` : live.lastText;
+    }
+    return report;
+  }
   withAgentResult(report, outcome.result);
+  // Hosts drop replies past ~25k tokens; the rest stays readable through claude_output (§5.7).
+  if (report.result !== undefined && report.result.length > maxResultChars) {
+    report.result_chars = report.result.length;
+    report.result = report.result.slice(0, maxResultChars);
+    report.truncated = true;
+  }
   if (!outcome.ok && job.status === "failed") report.error = { code: outcome.code, detail: outcome.detail };
   return report;
 }
@@ -80,22 +112,36 @@ const REASON_TEXT = {
   timeout: "at its timeout",
 } as const;
 
-/** The report for claude_wait and claude_run. `forRun`: a killed run is a failure of that call. */
-export function renderJob(job: Job, now: number, forRun = false): CallToolResult {
-  const report = jobReport(job, now);
+function truncationText(report: Report, jobId: string): string {
+  if (!report.truncated) return "";
+  const shown = report.result?.length ?? 0;
+  return `\n\n[Truncated: ${shown} of ${report.result_chars ?? 0} characters shown. Call claude_output with job_id "${jobId}" and offset ${shown} for the rest.]`;
+}
+
+export interface RenderOptions {
+  /** A killed run is a failure of that call. */
+  forRun?: boolean;
+  maxResultChars?: number;
+}
+
+/** The report for claude_wait and claude_run. */
+export function renderJob(job: Job, now: number, { forRun = false, maxResultChars }: RenderOptions = {}): CallToolResult {
+  const report = jobReport(job, now, maxResultChars);
   const seconds = report.elapsed_s ?? 0;
   switch (job.status) {
-    case "running":
+    case "running": {
+      const recent = report.recent_text ? `\nLatest text: ${report.recent_text}` : "";
       return toolResult(
-        `Job ${job.id} is still running (${seconds}s elapsed). Call claude_wait again with job_id "${job.id}" to keep waiting, or claude_kill to stop it.`,
+        `Job ${job.id} is still running (${report.last_activity ?? `${seconds}s`}). Call claude_wait again with job_id "${job.id}" to keep waiting, or claude_kill to stop it.${recent}`,
         report,
         false,
       );
+    }
     case "completed": {
       const line = facts(report);
       const resumeHint = report.session_id ? " Pass session_id to continue this conversation." : "";
       return toolResult(
-        `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}\n\n${report.result ?? ""}`,
+        `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}\n\n${report.result ?? ""}${truncationText(report, job.id)}`,
         report,
         false,
       );
@@ -150,4 +196,65 @@ export function renderFailure(error: DispatchError, jobId?: string): CallToolRes
   const report: Report = { status: "error", error: { code: error.code, detail: error.message } };
   if (jobId !== undefined) report.job_id = jobId;
   return toolResult(formatError(error.code, error.message), report, true);
+}
+
+export interface ListedJob {
+  job_id: string;
+  kind: "run" | "start";
+  status: "running" | "completed" | "failed" | "killed";
+  cwd: string;
+  elapsed_s: number;
+  num_turns: number;
+  prompt_preview: string;
+}
+
+export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ status: "listed"; jobs: ListedJob[] }> {
+  const listed = jobs.map(
+    (job): ListedJob => ({
+      job_id: job.id,
+      kind: job.kind,
+      status: job.status,
+      cwd: job.cwd,
+      elapsed_s: elapsedSeconds(job, now),
+      num_turns: job.outcome?.result?.numTurns ?? job.live().turns,
+      prompt_preview: job.promptPreview,
+    }),
+  );
+  const lines = listed.map((job) => `${job.job_id}  ${job.status}  ${job.elapsed_s}s  ${job.num_turns} turns  ${job.cwd}  "${job.prompt_preview}"`);
+  const text = listed.length === 0 ? "No jobs." : `${listed.length} job${listed.length === 1 ? "" : "s"}, oldest first:\n${lines.join("\n")}`;
+  return toolResult(text, { status: "listed", jobs: listed }, false);
+}
+
+export interface OutputPage {
+  status: ReportStatus;
+  job_id: string;
+  view: "result" | "transcript";
+  offset: number;
+  text: string;
+  total_chars: number;
+  next_offset?: number;
+  dropped_chars?: number;
+}
+
+/** One page of a job's result or transcript (§5.7). Offsets count UTF-16 characters, as JavaScript strings do. */
+export function renderOutputPage(job: Job, view: "result" | "transcript", offset: number, limit: number): CallToolResult<OutputPage> {
+  let page: OutputPage;
+  let note = "";
+  if (view === "transcript") {
+    const slice = job.transcript.page(offset, limit);
+    page = { status: job.status, job_id: job.id, view, offset: slice.offset, text: slice.text, total_chars: slice.end };
+    if (slice.start > 0) page.dropped_chars = slice.start;
+    if (offset < slice.start) note = `[The first ${slice.start} characters were dropped to keep the transcript small; starting at ${slice.start}.]\n`;
+    if (slice.offset + slice.text.length < slice.end) page.next_offset = slice.offset + slice.text.length;
+  } else {
+    const whole = job.outcome?.result?.text ?? "";
+    const from = Math.min(offset, whole.length);
+    const text = whole.slice(from, from + limit);
+    page = { status: job.status, job_id: job.id, view, offset: from, text, total_chars: whole.length };
+    if (from + text.length < whole.length) page.next_offset = from + text.length;
+    if (job.status === "running") note = `[Job ${job.id} is still running and has no result yet; view "transcript" shows what it has done.]\n`;
+  }
+  const more = page.next_offset === undefined ? "[End.]" : `[More: call claude_output with offset ${page.next_offset}.]`;
+  const header = `${view} of job ${job.id} (${job.status}), characters ${page.offset}–${page.offset + page.text.length} of ${page.total_chars}:\n`;
+  return toolResult(`${note}${header}${page.text}\n${more}`, page, false);
 }

@@ -8,77 +8,9 @@ import type { Readable, Writable } from "node:stream";
 import { INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, fail, isRecord, isRequestId, type OutgoingMessage } from "./jsonrpc.js";
 import type { Logger } from "./log.js";
 import type { RequestHandler } from "./handler.js";
+import { LineReader } from "./lines.js";
 
 export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
-
-const NEWLINE = 0x0a;
-
-/**
- * Splits a byte stream into lines. It splits on the newline byte before
- * decoding: 0x0A never occurs inside a multi-byte UTF-8 sequence, so a
- * character split across chunks is always decoded whole. A line longer than
- * maxLineBytes is dropped as it arrives (never buffered whole), reported
- * once, and reading resumes after its newline.
- */
-export class LineReader {
-  private parts: Buffer[] = [];
-  private size = 0;
-  private discarding = false;
-
-  constructor(
-    private readonly maxLineBytes: number,
-    private readonly onLine: (line: string) => void,
-    private readonly onOversizedLine: () => void,
-  ) {}
-
-  push(chunk: Buffer): void {
-    let start = 0;
-    while (start < chunk.length) {
-      const newline = chunk.indexOf(NEWLINE, start);
-      const end = newline === -1 ? chunk.length : newline;
-      this.append(chunk.subarray(start, end));
-      if (newline === -1) return;
-      this.completeLine();
-      start = newline + 1;
-    }
-  }
-
-  /** At end of input a final line without a newline still counts. */
-  finish(): void {
-    if (this.size > 0 && !this.discarding) this.completeLine();
-    this.reset();
-  }
-
-  private append(part: Buffer): void {
-    if (this.discarding || part.length === 0) return;
-    if (this.size + part.length > this.maxLineBytes) {
-      this.reset();
-      this.discarding = true;
-      this.onOversizedLine();
-      return;
-    }
-    this.parts.push(part);
-    this.size += part.length;
-  }
-
-  private completeLine(): void {
-    if (this.discarding) {
-      this.discarding = false;
-      return;
-    }
-    const bytes = this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts, this.size);
-    this.reset();
-    let line = bytes.toString("utf8");
-    if (line.endsWith("\r")) line = line.slice(0, -1);
-    if (line.trim() !== "") this.onLine(line);
-  }
-
-  private reset(): void {
-    this.parts = [];
-    this.size = 0;
-    this.discarding = false;
-  }
-}
 
 export interface MessageWriter {
   /** Queues one frame; resolves once the stream accepted it (or the stream is gone). */

@@ -4,9 +4,10 @@
  * unknown argument or a wrong type is an INVALID_ARGUMENT error, never a
  * silently ignored value.
  */
+import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "./claude.js";
 import { DispatchError, ERROR_CODES } from "./errors.js";
 
-export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill"] as const;
+export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 export function isToolName(name: string): name is ToolName {
@@ -14,23 +15,37 @@ export function isToolName(name: string): name is ToolName {
 }
 
 export const LIMITS = {
-  defaultTimeoutMs: 120_000,
   minTimeoutMs: 1_000,
   maxTimeoutMs: 86_400_000,
   defaultHoldMs: 30_000,
   maxHoldMs: 60_000,
+  maxTurns: 10_000,
+  maxBudgetUsd: 10_000,
+  maxToolRules: 100,
+  maxToolRuleChars: 500,
+  maxAddDirs: 20,
+  maxSystemPromptChars: 100_000,
 } as const;
+
+/** What the operator's configuration changes in the tools' shapes. */
+export interface ToolSettings {
+  defaultTimeoutMs: number;
+  maxResultChars: number;
+  permissionModes: readonly PermissionMode[];
+}
 
 export interface RunInput {
   prompt: string;
   cwd: string;
   sessionId: string | undefined;
   timeoutMs: number;
+  options: AgentOptions;
 }
 export interface StartInput {
   prompt: string;
   cwd: string;
   sessionId: string | undefined;
+  options: AgentOptions;
 }
 export interface WaitInput {
   jobId: string;
@@ -39,8 +54,19 @@ export interface WaitInput {
 export interface KillInput {
   jobId: string;
 }
+export const OUTPUT_VIEWS = ["result", "transcript"] as const;
+export interface OutputInput {
+  jobId: string;
+  view: (typeof OUTPUT_VIEWS)[number];
+  offset: number;
+  limit: number;
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Aliases (sonnet), full ids (claude-opus-4-8[1m]) and provider ids (us.anthropic.…:0, arn:…/…). Never a leading dash. */
+export const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@[\]-]{0,199}$/;
+/** Tool rules such as Bash(git log:*), Edit, mcp__server__tool: printable, one line, never a leading dash. */
+const TOOL_RULE = /^[^\s-][^\x00-\x1f\x7f]*$/;
 
 function invalid(detail: string): DispatchError {
   return new DispatchError("INVALID_ARGUMENT", detail);
@@ -89,10 +115,10 @@ function requireJobId(args: Record<string, unknown>): string {
   return value;
 }
 
-function integerIn(args: Record<string, unknown>, key: string, min: number, max: number): number {
+function integerIn(args: Record<string, unknown>, key: string, min: number, max: number, unit = "number of milliseconds"): number {
   const value = args[key];
   if (typeof value !== "number" || !Number.isInteger(value)) {
-    throw invalid(`"${key}" must be an integer number of milliseconds, got ${preview(value)}`);
+    throw invalid(`"${key}" must be an integer ${unit}, got ${preview(value)}`);
   }
   if (value < min || value > max) throw invalid(`"${key}" must be between ${min} and ${max}, got ${value}`);
   return value;
@@ -110,21 +136,108 @@ function preview(value: unknown): string {
   return describeType(value);
 }
 
-export function parseRunInput(args: Record<string, unknown>): RunInput {
-  checkKnown(args, ["prompt", "cwd", "session_id", "timeout_ms"]);
+const AGENT_OPTION_NAMES = [
+  "model",
+  "permission_mode",
+  "allowed_tools",
+  "disallowed_tools",
+  "max_turns",
+  "max_budget_usd",
+  "append_system_prompt",
+  "add_dirs",
+] as const;
+
+function toolRules(args: Record<string, unknown>, key: string): string[] | undefined {
+  if (!present(args, key)) return undefined;
+  const value = args[key];
+  if (!Array.isArray(value) || value.length === 0 || value.length > LIMITS.maxToolRules) {
+    throw invalid(`"${key}" must be a non-empty array of at most ${LIMITS.maxToolRules} tool rules such as "Edit" or "Bash(git log:*)"`);
+  }
+  return value.map((rule, index) => {
+    if (typeof rule !== "string" || !TOOL_RULE.test(rule) || rule.length > LIMITS.maxToolRuleChars) {
+      throw invalid(`"${key}"[${index}] must be a tool rule such as "Edit" or "Bash(git log:*)" (one line, no leading dash or space), got ${preview(rule)}`);
+    }
+    return rule;
+  });
+}
+
+function directories(args: Record<string, unknown>, key: string): string[] | undefined {
+  if (!present(args, key)) return undefined;
+  const value = args[key];
+  if (!Array.isArray(value) || value.length === 0 || value.length > LIMITS.maxAddDirs) {
+    throw invalid(`"${key}" must be a non-empty array of at most ${LIMITS.maxAddDirs} absolute directory paths`);
+  }
+  return value.map((entry, index) => {
+    if (typeof entry !== "string" || entry.trim() === "" || entry.includes("\0")) {
+      throw invalid(`"${key}"[${index}] must be a directory path, got ${preview(entry)}`);
+    }
+    return entry;
+  });
+}
+
+/** The agent options of §5.6: types and formats here; the operator's policy is applied by the handler. */
+function parseAgentOptions(args: Record<string, unknown>): AgentOptions {
+  const options: AgentOptions = {};
+  if (present(args, "model")) {
+    const model = args.model;
+    if (typeof model !== "string" || !MODEL_NAME.test(model)) {
+      throw invalid(`"model" must be a model name or alias such as "sonnet" or "claude-sonnet-4-5", got ${preview(model)}`);
+    }
+    options.model = model;
+  }
+  if (present(args, "permission_mode")) {
+    const mode = args.permission_mode;
+    if (typeof mode !== "string" || !(PERMISSION_MODES as readonly string[]).includes(mode)) {
+      throw invalid(`"permission_mode" must be one of ${PERMISSION_MODES.join(", ")}, got ${preview(mode)}`);
+    }
+    // A known mode that is not allowed is the policy's refusal (POLICY_DENIED), made later.
+    options.permissionMode = mode as PermissionMode;
+  }
+  const allowed = toolRules(args, "allowed_tools");
+  if (allowed) options.allowedTools = allowed;
+  const disallowed = toolRules(args, "disallowed_tools");
+  if (disallowed) options.disallowedTools = disallowed;
+  if (present(args, "max_turns")) options.maxTurns = integerIn(args, "max_turns", 1, LIMITS.maxTurns, "number of turns");
+  if (present(args, "max_budget_usd")) {
+    const budget = args.max_budget_usd;
+    if (typeof budget !== "number" || !Number.isFinite(budget) || budget <= 0 || budget > LIMITS.maxBudgetUsd) {
+      throw invalid(`"max_budget_usd" must be a number of dollars above 0 and at most ${LIMITS.maxBudgetUsd}, got ${preview(budget)}`);
+    }
+    options.maxBudgetUsd = budget;
+  }
+  if (present(args, "append_system_prompt")) {
+    const text = args.append_system_prompt;
+    if (typeof text !== "string" || text.trim() === "" || text.includes("\0") || text.length > LIMITS.maxSystemPromptChars) {
+      throw invalid(`"append_system_prompt" must be non-empty text of at most ${LIMITS.maxSystemPromptChars} characters without NUL`);
+    }
+    options.appendSystemPrompt = text;
+  }
+  const addDirs = directories(args, "add_dirs");
+  if (addDirs) options.addDirs = addDirs;
+  return options;
+}
+
+export function parseRunInput(args: Record<string, unknown>, settings: ToolSettings): RunInput {
+  checkKnown(args, ["prompt", "cwd", "session_id", "timeout_ms", ...AGENT_OPTION_NAMES]);
   return {
     prompt: requirePrompt(args),
     cwd: requireCwd(args),
     sessionId: optionalSessionId(args),
     timeoutMs: present(args, "timeout_ms")
       ? integerIn(args, "timeout_ms", LIMITS.minTimeoutMs, LIMITS.maxTimeoutMs)
-      : LIMITS.defaultTimeoutMs,
+      : settings.defaultTimeoutMs,
+    options: parseAgentOptions(args),
   };
 }
 
-export function parseStartInput(args: Record<string, unknown>): StartInput {
-  checkKnown(args, ["prompt", "cwd", "session_id"]);
-  return { prompt: requirePrompt(args), cwd: requireCwd(args), sessionId: optionalSessionId(args) };
+export function parseStartInput(args: Record<string, unknown>, settings: ToolSettings): StartInput {
+  checkKnown(args, ["prompt", "cwd", "session_id", ...AGENT_OPTION_NAMES]);
+  return {
+    prompt: requirePrompt(args),
+    cwd: requireCwd(args),
+    sessionId: optionalSessionId(args),
+    options: parseAgentOptions(args),
+  };
 }
 
 export function parseWaitInput(args: Record<string, unknown>): WaitInput {
@@ -142,6 +255,27 @@ export function parseKillInput(args: Record<string, unknown>): KillInput {
   return { jobId: requireJobId(args) };
 }
 
+export function parseListInput(args: Record<string, unknown>): Record<string, never> {
+  checkKnown(args, []);
+  return {};
+}
+
+export function parseOutputInput(args: Record<string, unknown>, settings: ToolSettings): OutputInput {
+  checkKnown(args, ["job_id", "view", "offset", "limit"]);
+  const jobId = requireJobId(args);
+  let view: OutputInput["view"] = "result";
+  if (present(args, "view")) {
+    if (!(OUTPUT_VIEWS as readonly unknown[]).includes(args.view)) throw invalid(`"view" must be "result" or "transcript", got ${preview(args.view)}`);
+    view = args.view as OutputInput["view"];
+  }
+  return {
+    jobId,
+    view,
+    offset: present(args, "offset") ? integerIn(args, "offset", 0, Number.MAX_SAFE_INTEGER, "number of characters") : 0,
+    limit: present(args, "limit") ? integerIn(args, "limit", 1, settings.maxResultChars, "number of characters") : settings.maxResultChars,
+  };
+}
+
 /* ------------------------------------------------------------------ *
  * Definitions, as listed by tools/list
  * ------------------------------------------------------------------ */
@@ -157,13 +291,49 @@ const SESSION_ID = {
   pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
   description: "session_id from an earlier result, to continue that conversation with its context. Omit to start fresh.",
 };
-const JOB_ID = { type: "string", minLength: 1, description: "job_id returned by claude_start (or by claude_run)." };
+const JOB_ID = { type: "string", minLength: 1, description: "job_id returned by claude_start or claude_run." };
+
+function agentOptionSchemas(settings: ToolSettings): Record<string, unknown> {
+  const rules = (what: string): Record<string, unknown> => ({
+    type: "array",
+    items: { type: "string", minLength: 1, maxLength: LIMITS.maxToolRuleChars },
+    minItems: 1,
+    maxItems: LIMITS.maxToolRules,
+    description: `Tool rules ${what}, such as "Edit" or "Bash(git log:*)".`,
+  });
+  return {
+    model: { type: "string", pattern: MODEL_NAME.source, description: "Model alias or name, such as \"sonnet\" or \"opus\". Omit for the configured default." },
+    permission_mode: {
+      type: "string",
+      enum: [...settings.permissionModes],
+      description: "How the agent may act without asking: acceptEdits lets it edit files, plan only plans. Omit for the configured default.",
+    },
+    allowed_tools: rules("the agent may use without asking"),
+    disallowed_tools: rules("the agent may not use at all"),
+    max_turns: { type: "integer", minimum: 1, maximum: LIMITS.maxTurns, description: "Stop after this many model turns." },
+    max_budget_usd: { type: "number", exclusiveMinimum: 0, maximum: LIMITS.maxBudgetUsd, description: "Stop once this many dollars are spent." },
+    append_system_prompt: { type: "string", minLength: 1, maxLength: LIMITS.maxSystemPromptChars, description: "Text added to the agent's system prompt." },
+    add_dirs: {
+      type: "array",
+      items: { type: "string", minLength: 1 },
+      minItems: 1,
+      maxItems: LIMITS.maxAddDirs,
+      description: "More absolute directories the agent may work in besides cwd.",
+    },
+  };
+}
 
 export const JOB_STATUSES = ["running", "completed", "failed", "killed", "error"] as const;
 export type ReportStatus = (typeof JOB_STATUSES)[number];
 
-/** One output schema for all four tools: a job report (§5.5). */
-export const OUTPUT_SCHEMA = {
+const ERROR_SCHEMA = {
+  type: "object",
+  properties: { code: { type: "string", enum: [...ERROR_CODES] }, detail: { type: "string" } },
+  required: ["code", "detail"],
+} as const;
+
+/** The job report: the output of claude_run, claude_start, claude_wait and claude_kill (§5.5). */
+export const JOB_REPORT_SCHEMA = {
   type: "object",
   properties: {
     status: {
@@ -173,22 +343,63 @@ export const OUTPUT_SCHEMA = {
     },
     job_id: { type: "string" },
     session_id: { type: "string", description: "Pass as session_id to continue this conversation." },
-    result: { type: "string", description: "Claude Code's final answer." },
+    result: { type: "string", description: "Claude Code's final answer, cut at the inline limit when truncated is true." },
+    truncated: { type: "boolean", description: "The result was longer than the inline limit: page the rest with claude_output." },
+    result_chars: { type: "integer", description: "Length of the whole result, when truncated." },
     cost_usd: { type: "number" },
-    num_turns: { type: "integer" },
+    num_turns: { type: "integer", description: "Model turns: so far while running, in all once finished." },
     duration_ms: { type: "integer", description: "Agent-reported run time." },
     elapsed_s: { type: "integer", description: "Seconds since the job started, frozen when it finished." },
+    last_activity: { type: "string", description: "While running: the latest tool call or text, such as \"Edit · src/app.ts\"." },
+    recent_text: { type: "string", description: "While running: the tail of the agent's latest text." },
     already_finished: { type: "boolean", description: "claude_kill only: the job had finished before the kill." },
     permission_denials: {
       type: "array",
       items: { type: "object", properties: { tool_name: { type: "string" }, tool_input: {} }, required: ["tool_name"] },
     },
     api_error_status: { type: "integer", description: "HTTP status of the Anthropic API error behind an AGENT_ERROR." },
-    error: {
-      type: "object",
-      properties: { code: { type: "string", enum: [...ERROR_CODES] }, detail: { type: "string" } },
-      required: ["code", "detail"],
+    error: ERROR_SCHEMA,
+  },
+  required: ["status"],
+} as const;
+
+export const LIST_SCHEMA = {
+  type: "object",
+  properties: {
+    status: { type: "string", enum: ["listed", "error"] },
+    jobs: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          job_id: { type: "string" },
+          kind: { type: "string", enum: ["run", "start"] },
+          status: { type: "string", enum: ["running", "completed", "failed", "killed"] },
+          cwd: { type: "string" },
+          elapsed_s: { type: "integer" },
+          num_turns: { type: "integer" },
+          prompt_preview: { type: "string" },
+        },
+        required: ["job_id", "kind", "status", "cwd", "elapsed_s", "num_turns", "prompt_preview"],
+      },
     },
+    error: ERROR_SCHEMA,
+  },
+  required: ["status"],
+} as const;
+
+export const OUTPUT_PAGE_SCHEMA = {
+  type: "object",
+  properties: {
+    status: { type: "string", enum: [...JOB_STATUSES], description: "The job's status, or error when this call failed." },
+    job_id: { type: "string" },
+    view: { type: "string", enum: [...OUTPUT_VIEWS] },
+    offset: { type: "integer", description: "Offset of the first character returned." },
+    text: { type: "string" },
+    total_chars: { type: "integer", description: "Length of the whole result or transcript so far." },
+    next_offset: { type: "integer", description: "Pass as offset to read on; absent at the end." },
+    dropped_chars: { type: "integer", description: "Transcript only: characters dropped from its start to respect the size limit." },
+    error: ERROR_SCHEMA,
   },
   required: ["status"],
 } as const;
@@ -198,96 +409,136 @@ export interface ToolDefinition {
   title: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  outputSchema: typeof OUTPUT_SCHEMA;
+  outputSchema: Record<string, unknown>;
   annotations: Record<string, boolean | string>;
 }
 
-export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
-  {
-    name: "claude_run",
-    title: "Run Claude Code and wait",
-    description:
-      "Run Claude Code headless in a project directory and wait for its answer. Use for short tasks " +
-      "(questions about the code, small edits) that finish within a couple of minutes. Returns the result " +
-      "and a session_id: pass it back as session_id to continue the same conversation. For anything " +
-      "longer, use claude_start and claude_wait instead: this call is killed at timeout_ms.",
-    inputSchema: {
-      type: "object",
-      properties: {
-        prompt: PROMPT,
-        cwd: CWD,
-        session_id: SESSION_ID,
-        timeout_ms: {
-          type: "integer",
-          minimum: LIMITS.minTimeoutMs,
-          maximum: LIMITS.maxTimeoutMs,
-          description: `Kill the run after this many milliseconds (default ${LIMITS.defaultTimeoutMs}).`,
+export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
+  const options = agentOptionSchemas(settings);
+  return [
+    {
+      name: "claude_run",
+      title: "Run Claude Code and wait",
+      description:
+        "Run Claude Code headless in a project directory and wait for its answer. Use for short tasks " +
+        "(questions about the code, small edits) that finish within a couple of minutes. Returns the result " +
+        "and a session_id: pass it back as session_id to continue the same conversation. For anything " +
+        "longer, use claude_start and claude_wait instead: this call is killed at timeout_ms.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          prompt: PROMPT,
+          cwd: CWD,
+          session_id: SESSION_ID,
+          timeout_ms: {
+            type: "integer",
+            minimum: LIMITS.minTimeoutMs,
+            maximum: LIMITS.maxTimeoutMs,
+            description: `Kill the run after this many milliseconds (default ${settings.defaultTimeoutMs}).`,
+          },
+          ...options,
         },
+        required: ["prompt", "cwd"],
+        additionalProperties: false,
       },
-      required: ["prompt", "cwd"],
-      additionalProperties: false,
+      outputSchema: JOB_REPORT_SCHEMA,
+      annotations: { title: "Run Claude Code and wait", readOnlyHint: false, openWorldHint: true },
     },
-    outputSchema: OUTPUT_SCHEMA,
-    annotations: { title: "Run Claude Code and wait", readOnlyHint: false, openWorldHint: true },
-  },
-  {
-    name: "claude_start",
-    title: "Start a Claude Code job",
-    description:
-      "Start Claude Code headless in the background and return a job_id at once. Use for long tasks " +
-      "(features, refactors, test fixing). Then call claude_wait with the job_id until it is no longer " +
-      "running, and claude_kill to stop it. Pass session_id to continue an earlier conversation.",
-    inputSchema: {
-      type: "object",
-      properties: { prompt: PROMPT, cwd: CWD, session_id: SESSION_ID },
-      required: ["prompt", "cwd"],
-      additionalProperties: false,
+    {
+      name: "claude_start",
+      title: "Start a Claude Code job",
+      description:
+        "Start Claude Code headless in the background and return a job_id at once. Use for long tasks " +
+        "(features, refactors, test fixing). Then call claude_wait with the job_id until it is no longer " +
+        "running, and claude_kill to stop it. Pass session_id to continue an earlier conversation.",
+      inputSchema: {
+        type: "object",
+        properties: { prompt: PROMPT, cwd: CWD, session_id: SESSION_ID, ...options },
+        required: ["prompt", "cwd"],
+        additionalProperties: false,
+      },
+      outputSchema: JOB_REPORT_SCHEMA,
+      annotations: { title: "Start a Claude Code job", readOnlyHint: false, openWorldHint: true },
     },
-    outputSchema: OUTPUT_SCHEMA,
-    annotations: { title: "Start a Claude Code job", readOnlyHint: false, openWorldHint: true },
-  },
-  {
-    name: "claude_wait",
-    title: "Wait for a Claude Code job",
-    description:
-      "Wait up to hold_ms for a job started by claude_start, then report it: still running (with elapsed " +
-      "seconds: call claude_wait again), completed (with the result and session_id), failed (with the " +
-      "error), or killed. Safe to call repeatedly.",
-    inputSchema: {
-      type: "object",
-      properties: {
-        job_id: JOB_ID,
-        hold_ms: {
-          type: "integer",
-          minimum: 0,
-          description: `How long to wait for the job to finish before reporting anyway (default ${LIMITS.defaultHoldMs}; values above ${LIMITS.maxHoldMs} are capped).`,
+    {
+      name: "claude_wait",
+      title: "Wait for a Claude Code job",
+      description:
+        "Wait up to hold_ms for a job started by claude_start, then report it: still running (with elapsed " +
+        "seconds, turns and the latest activity: call claude_wait again), completed (with the result and " +
+        "session_id), failed (with the error), or killed. Safe to call repeatedly.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          job_id: JOB_ID,
+          hold_ms: {
+            type: "integer",
+            minimum: 0,
+            description: `How long to wait for the job to finish before reporting anyway (default ${LIMITS.defaultHoldMs}; values above ${LIMITS.maxHoldMs} are capped).`,
+          },
         },
+        required: ["job_id"],
+        additionalProperties: false,
       },
-      required: ["job_id"],
-      additionalProperties: false,
+      outputSchema: JOB_REPORT_SCHEMA,
+      annotations: { title: "Wait for a Claude Code job", readOnlyHint: true, openWorldHint: false },
     },
-    outputSchema: OUTPUT_SCHEMA,
-    annotations: { title: "Wait for a Claude Code job", readOnlyHint: true, openWorldHint: false },
-  },
-  {
-    name: "claude_kill",
-    title: "Stop a Claude Code job",
-    description:
-      "Stop a running job and every process it started. Use when a job is stuck or no longer needed. " +
-      "Killing a job that already finished changes nothing and says so.",
-    inputSchema: {
-      type: "object",
-      properties: { job_id: JOB_ID },
-      required: ["job_id"],
-      additionalProperties: false,
-    },
-    outputSchema: OUTPUT_SCHEMA,
-    annotations: {
+    {
+      name: "claude_kill",
       title: "Stop a Claude Code job",
-      readOnlyHint: false,
-      destructiveHint: true,
-      idempotentHint: true,
-      openWorldHint: false,
+      description:
+        "Stop a running job and every process it started. Use when a job is stuck or no longer needed. " +
+        "Killing a job that already finished changes nothing and says so.",
+      inputSchema: {
+        type: "object",
+        properties: { job_id: JOB_ID },
+        required: ["job_id"],
+        additionalProperties: false,
+      },
+      outputSchema: JOB_REPORT_SCHEMA,
+      annotations: {
+        title: "Stop a Claude Code job",
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
     },
-  },
-];
+    {
+      name: "claude_list",
+      title: "List Claude Code jobs",
+      description:
+        "List every job this server knows: running ones and those finished recently, with status, directory, " +
+        "age, turns and the start of the prompt. Use to find a job_id again.",
+      inputSchema: { type: "object", properties: {}, additionalProperties: false },
+      outputSchema: LIST_SCHEMA,
+      annotations: { title: "List Claude Code jobs", readOnlyHint: true, openWorldHint: false },
+    },
+    {
+      name: "claude_output",
+      title: "Read a job's result or transcript",
+      description:
+        `Read a job's full result (view "result"), or what it has done so far (view "transcript": its text, ` +
+        `tool calls and tool results), in pages of up to ${settings.maxResultChars} characters. Use when a ` +
+        "result was truncated: pass the next_offset it gave as offset.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          job_id: JOB_ID,
+          view: { type: "string", enum: [...OUTPUT_VIEWS], description: 'What to read (default "result").' },
+          offset: { type: "integer", minimum: 0, description: "Character offset to start at (default 0)." },
+          limit: {
+            type: "integer",
+            minimum: 1,
+            maximum: settings.maxResultChars,
+            description: `Characters to return at most (default ${settings.maxResultChars}).`,
+          },
+        },
+        required: ["job_id"],
+        additionalProperties: false,
+      },
+      outputSchema: OUTPUT_PAGE_SCHEMA,
+      annotations: { title: "Read a job's result or transcript", readOnlyHint: true, openWorldHint: false },
+    },
+  ];
+}

@@ -3,23 +3,60 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { agentEnvironment, claudeArgs, findResultEvent, interpretExit, toAgentResult } from "../src/claude.js";
+import { ClaudeStream, agentEnvironment, claudeArgs, describeToolUse, findResultEvent, interpretExit, toAgentResult, type AgentOutcome } from "../src/claude.js";
 import type { ChildExit } from "../src/process.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`./fixtures/cli/${name}`, import.meta.url), "utf8");
 
-function exit(overrides: Partial<ChildExit>): ChildExit {
-  return { exitCode: 0, signal: null, stdout: "", stdoutOverflow: false, stderrTail: "", ...overrides };
+function stream(stdout: string, chunkBytes = Number.POSITIVE_INFINITY, maxLineBytes = 1024 * 1024): ClaudeStream {
+  const reader = new ClaudeStream({ maxLineBytes, transcriptChars: 100_000, onOverflow: () => undefined });
+  const bytes = Buffer.from(stdout, "utf8");
+  for (let at = 0; at < bytes.length; at += Math.min(chunkBytes, bytes.length)) reader.push(bytes.subarray(at, at + chunkBytes));
+  reader.end();
+  return reader;
 }
 
-test("argv: print mode, json output, and --resume only with a session", () => {
-  assert.deepEqual(claudeArgs({}), ["-p", "--output-format", "json"]);
+/** How an agent that printed `stdout` and ended as `fields` says is read. */
+function interpret(fields: Partial<ChildExit> & { stdout?: string }, bin = "claude"): AgentOutcome {
+  const { stdout = "", ...exitFields } = fields;
+  return interpretExit({ exitCode: 0, signal: null, stderrTail: "", ...exitFields }, stream(stdout), bin);
+}
+
+test("argv: print mode, stream-json with --verbose, and --resume only with a session", () => {
+  assert.deepEqual(claudeArgs({}), ["-p", "--output-format", "stream-json", "--verbose"]);
   assert.deepEqual(claudeArgs({ resumeSessionId: "8f01635f-202a-449c-ab8a-05f75520788e" }), [
     "-p",
     "--output-format",
-    "json",
-    "--resume",
-    "8f01635f-202a-449c-ab8a-05f75520788e",
+    "stream-json",
+    "--verbose",
+    "--resume=8f01635f-202a-449c-ab8a-05f75520788e",
+  ]);
+});
+
+test("argv: each agent option maps to exactly one --flag=value, lists to one flag per rule", () => {
+  const args = claudeArgs({
+    options: {
+      model: "sonnet",
+      permissionMode: "acceptEdits",
+      allowedTools: ["Bash(git log:*)", "Edit"],
+      disallowedTools: ["WebFetch"],
+      maxTurns: 7,
+      maxBudgetUsd: 1.25,
+      appendSystemPrompt: "--verbose is text here, not a flag",
+      addDirs: ["/work/lib", "/work/docs"],
+    },
+  });
+  assert.deepEqual(args.slice(4), [
+    "--model=sonnet",
+    "--permission-mode=acceptEdits",
+    "--allowedTools=Bash(git log:*)",
+    "--allowedTools=Edit",
+    "--disallowedTools=WebFetch",
+    "--max-turns=7",
+    "--max-budget-usd=1.25",
+    "--append-system-prompt=--verbose is text here, not a flag",
+    "--add-dir=/work/lib",
+    "--add-dir=/work/docs",
   ]);
 });
 
@@ -29,7 +66,7 @@ test("environment: nesting markers removed, depth added, the rest inherited", ()
 });
 
 test("the recorded 2.1.197 success object is read by key", () => {
-  const outcome = interpretExit(exit({ stdout: fixture("success-2.1.197.json") }), "claude");
+  const outcome = interpret({ stdout: fixture("success-2.1.197.json") }, "claude");
   assert.deepEqual(outcome, {
     ok: true,
     result: { sessionId: "8f01635f-202a-449c-ab8a-05f75520788e", text: "MOCK-REPLY: say hello", costUsd: 0.01615, numTurns: 1, durationMs: 112 },
@@ -53,7 +90,7 @@ test("the last result event wins and stray non-JSON lines do not hide it", () =>
 });
 
 test("an API error exits 1 with subtype success, yet is_error carries the message and status", () => {
-  const outcome = interpretExit(exit({ exitCode: 1, stdout: fixture("api-error-500-2.1.332.json"), stderrTail: "" }), "claude");
+  const outcome = interpret({ exitCode: 1, stdout: fixture("api-error-500-2.1.332.json"), stderrTail: "" }, "claude");
   assert.equal(outcome.ok, false);
   if (outcome.ok) return;
   assert.equal(outcome.code, "AGENT_ERROR");
@@ -61,12 +98,12 @@ test("an API error exits 1 with subtype success, yet is_error carries the messag
   assert.match(outcome.detail, /\(API status 500\)$/);
   assert.match(outcome.result?.sessionId ?? "", /^[0-9a-f-]{36}$/);
   assert.equal(outcome.result?.apiErrorStatus, 500);
-  const unauthorized = interpretExit(exit({ exitCode: 1, stdout: fixture("api-error-401-2.1.332.json") }), "claude");
+  const unauthorized = interpret({ exitCode: 1, stdout: fixture("api-error-401-2.1.332.json") }, "claude");
   assert.ok(!unauthorized.ok && unauthorized.detail === "Invalid API key · Fix external API key (API status 401)");
 });
 
 test("the recorded 2.1.332 success, in its own key order, reads the same", () => {
-  const outcome = interpretExit(exit({ stdout: fixture("success-2.1.332.json") }), "claude");
+  const outcome = interpret({ stdout: fixture("success-2.1.332.json") }, "claude");
   assert.ok(outcome.ok);
   assert.equal(outcome.result.text, "MOCK-REPLY: say hello");
   assert.equal(outcome.result.numTurns, 1);
@@ -75,18 +112,18 @@ test("the recorded 2.1.332 success, in its own key order, reads the same", () =>
 });
 
 test("a recorded permission denial: exit 0, and the denied call is kept", () => {
-  const outcome = interpretExit(exit({ stdout: fixture("permission-denied-2.1.332.json") }), "claude");
+  const outcome = interpret({ stdout: fixture("permission-denied-2.1.332.json") }, "claude");
   assert.ok(outcome.ok);
   assert.deepEqual(outcome.result.permissionDenials, [{ tool_name: "Bash", tool_input: { command: "echo hi > out.txt", description: "mock command" } }]);
 });
 
 test("not logged in: the message reaches the caller even though stderr is empty", () => {
-  const outcome = interpretExit(exit({ exitCode: 1, stdout: fixture("not-logged-in-2.1.332.json") }), "claude");
+  const outcome = interpret({ exitCode: 1, stdout: fixture("not-logged-in-2.1.332.json") }, "claude");
   assert.ok(!outcome.ok && outcome.code === "AGENT_ERROR" && outcome.detail === "Not logged in · Please run /login");
 });
 
 test("max turns has no result field: the errors array is the message", () => {
-  const outcome = interpretExit(exit({ exitCode: 1, stdout: fixture("max-turns-2.1.332.json") }), "claude");
+  const outcome = interpret({ exitCode: 1, stdout: fixture("max-turns-2.1.332.json") }, "claude");
   assert.ok(!outcome.ok);
   if (outcome.ok) return;
   assert.equal(outcome.code, "AGENT_ERROR");
@@ -96,7 +133,7 @@ test("max turns has no result field: the errors array is the message", () => {
 
 test("is_error false with a non-zero exit is still a result (the answer is not thrown away)", () => {
   const stdout = JSON.stringify({ type: "result", subtype: "error_during_execution", is_error: false, result: "partial", session_id: "s" });
-  const outcome = interpretExit(exit({ exitCode: 1, stdout }), "claude");
+  const outcome = interpret({ exitCode: 1, stdout }, "claude");
   assert.deepEqual(outcome, { ok: true, result: { sessionId: "s", text: "partial" } });
 });
 
@@ -112,7 +149,7 @@ test("permission denials are kept with tool name and input", () => {
 });
 
 test("unknown resume id: empty stdout, message on stderr", () => {
-  const outcome = interpretExit(exit({ exitCode: 1, stderrTail: fixture("unknown-resume-2.1.332.stderr.txt") }), "claude");
+  const outcome = interpret({ exitCode: 1, stderrTail: fixture("unknown-resume-2.1.332.stderr.txt") }, "claude");
   assert.deepEqual(outcome, {
     ok: false,
     code: "SESSION_NOT_FOUND",
@@ -121,29 +158,103 @@ test("unknown resume id: empty stdout, message on stderr", () => {
 });
 
 test("non-zero exit without JSON reports the exit code or signal and the stderr tail", () => {
-  const coded = interpretExit(exit({ exitCode: 2, stderrTail: "error: option '--output-format <format>' argument 'yaml' is invalid" }), "claude");
+  const coded = interpret({ exitCode: 2, stderrTail: "error: option '--output-format <format>' argument 'yaml' is invalid" }, "claude");
   assert.ok(!coded.ok && coded.code === "AGENT_EXITED" && /exited with code 2: error: option/.test(coded.detail));
-  const signalled = interpretExit(exit({ exitCode: null, signal: "SIGKILL" }), "claude");
+  const signalled = interpret({ exitCode: null, signal: "SIGKILL" }, "claude");
   assert.ok(!signalled.ok && signalled.code === "AGENT_EXITED" && signalled.detail === "claude was killed by SIGKILL and printed no result");
 });
 
 test("exit 0 with non-JSON or nothing is BAD_OUTPUT, showing the start of what was printed", () => {
-  const garbage = interpretExit(exit({ stdout: `Please log in${"!".repeat(1000)}` }), "claude");
+  const garbage = interpret({ stdout: `Please log in${"!".repeat(1000)}` }, "claude");
   assert.ok(!garbage.ok && garbage.code === "BAD_OUTPUT" && garbage.detail.length < 400 && garbage.detail.includes("Please log in"));
-  const empty = interpretExit(exit({}), "claude");
+  const empty = interpret({}, "claude");
   assert.ok(!empty.ok && empty.code === "BAD_OUTPUT");
 });
 
 test("spawn failures: ENOENT gives install advice, others the system message", () => {
-  const missing = interpretExit(exit({ exitCode: null, spawnError: { code: "ENOENT", message: "spawn claude ENOENT" } }), "claude");
+  const missing = interpret({ exitCode: null, spawnError: { code: "ENOENT", message: "spawn claude ENOENT" } }, "claude");
   assert.deepEqual(missing, { ok: false, code: "SPAWN_FAILED", detail: "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN" });
-  const custom = interpretExit(exit({ exitCode: null, spawnError: { code: "ENOENT", message: "x" } }), "/opt/claude");
+  const custom = interpret({ exitCode: null, spawnError: { code: "ENOENT", message: "x" } }, "/opt/claude");
   assert.ok(!custom.ok && custom.detail.startsWith("/opt/claude not found"));
-  const denied = interpretExit(exit({ exitCode: null, spawnError: { code: "EACCES", message: "spawn /opt/claude EACCES" } }), "/opt/claude");
+  const denied = interpret({ exitCode: null, spawnError: { code: "EACCES", message: "spawn /opt/claude EACCES" } }, "/opt/claude");
   assert.ok(!denied.ok && denied.code === "SPAWN_FAILED" && denied.detail.includes("EACCES"));
 });
 
 test("overflow wins over whatever partial output there was", () => {
-  const outcome = interpretExit(exit({ stdoutOverflow: true, stdout: "" }), "claude");
+  const reader = stream(`${JSON.stringify({ type: "assistant", message: { content: [{ type: "text", text: "z".repeat(5000) }] } })}\n`, 1000, 1024);
+  assert.equal(reader.overflow, true);
+  const outcome = interpretExit({ exitCode: null, signal: "SIGTERM", stderrTail: "" }, reader, "claude");
   assert.ok(!outcome.ok && outcome.code === "OUTPUT_TOO_LARGE");
+});
+
+test("stream-json from the real CLI: live summary, transcript and result, whatever the chunking", () => {
+  const text = fixture("stream-tools-2.1.332.ndjson");
+  for (const chunkBytes of [Number.POSITIVE_INFINITY, 7, 1]) {
+    const reader = stream(text, chunkBytes);
+    const live = reader.live();
+    assert.match(live.sessionId ?? "", /^[0-9a-f-]{36}$/);
+    assert.equal(live.turns, 3, "two tool turns and the answer");
+    assert.equal(live.lastTool, "Bash · echo turn-2");
+    assert.equal(live.lastActivity, "text");
+    assert.match(live.lastText ?? "", /^MOCK-DONE after 2 tools/);
+    assert.ok((live.costUsd ?? 0) > 0);
+    const transcript = reader.transcript.page(0, 100_000).text;
+    assert.match(transcript, /^\[session [0-9a-f-]{36} · model /);
+    assert.match(transcript, /tool: Bash · echo turn-1\ntool result: turn-1\n/);
+    assert.match(transcript, /\[done: success\]\n$/);
+    const outcome = interpretExit({ exitCode: 0, signal: null, stderrTail: "" }, reader, "claude");
+    assert.ok(outcome.ok && outcome.result.numTurns === 3 && outcome.result.text?.startsWith("MOCK-DONE after 2 tools"));
+  }
+});
+
+test("a line that is not JSON is reported and skipped; the job goes on", () => {
+  const malformed: string[] = [];
+  const reader = new ClaudeStream({ maxLineBytes: 1 << 20, transcriptChars: 10_000, onOverflow: () => undefined, onMalformedLine: (line) => malformed.push(line) });
+  const lines = fixture("stream-2.1.332.ndjson").trim().split("\n");
+  reader.push(Buffer.from(`${lines[0]}\nWarning: something odd\n{"type":"assistant", broken\n${lines.slice(1).join("\n")}\n`));
+  reader.end();
+  assert.deepEqual(malformed, ["Warning: something odd", '{"type":"assistant", broken']);
+  const outcome = interpretExit({ exitCode: 0, signal: null, stderrTail: "" }, reader, "claude");
+  assert.ok(outcome.ok && outcome.result.text === "MOCK-REPLY: say hello");
+});
+
+test("activity listeners hear each event and can unsubscribe", () => {
+  const reader = new ClaudeStream({ maxLineBytes: 1 << 20, transcriptChars: 10_000, onOverflow: () => undefined });
+  let heard = 0;
+  const stop = reader.onActivity(() => (heard += 1));
+  const lines = fixture("stream-tools-2.1.332.ndjson").trim().split("\n");
+  reader.push(Buffer.from(`${lines[0]}\n${lines[1]}\n`));
+  assert.equal(heard, 2);
+  stop();
+  reader.push(Buffer.from(`${lines[2]}\n`));
+  assert.equal(heard, 2);
+});
+
+test("with stream-json an unknown --resume id is an error result, read as SESSION_NOT_FOUND", () => {
+  const outcome = interpret({ exitCode: 1, stdout: fixture("stream-unknown-resume-2.1.332.ndjson") });
+  assert.ok(!outcome.ok);
+  if (outcome.ok) return;
+  assert.equal(outcome.code, "SESSION_NOT_FOUND");
+  assert.match(outcome.detail, /11111111-2222-4333-8444-555555555555/);
+});
+
+test("a recorded stream with a permission denial keeps it", () => {
+  const outcome = interpret({ stdout: fixture("stream-denied-2.1.332.ndjson") });
+  assert.ok(outcome.ok);
+  assert.equal(outcome.result.permissionDenials?.[0]?.tool_name, "Bash");
+});
+
+test("the older shapes still read: one object, an array on one line, pretty-printed JSON", () => {
+  const single = fixture("success-2.1.332.json");
+  assert.ok(interpret({ stdout: single }).ok);
+  assert.ok(interpret({ stdout: fixture("verbose-json-array-2.1.332.json") }).ok);
+  assert.ok(interpret({ stdout: JSON.stringify(JSON.parse(single), null, 2) }).ok);
+});
+
+test("describeToolUse picks the telling argument and keeps it to one short line", () => {
+  assert.equal(describeToolUse("Bash", { command: "npm test\n  -- --watch", description: "run tests" }), "Bash · npm test -- --watch");
+  assert.equal(describeToolUse("Edit", { file_path: "/p/src/app.ts", old_string: "a", new_string: "b" }), "Edit · /p/src/app.ts");
+  assert.equal(describeToolUse("Grep", { pattern: "TODO" }), "Grep · TODO");
+  assert.equal(describeToolUse("TodoWrite", {}), "TodoWrite");
+  assert.equal(describeToolUse("Bash", { command: "x".repeat(200) }).length, "Bash · ".length + 81);
 });

@@ -1,11 +1,8 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { test } from "node:test";
 
 import { ConfigError, loadConfig } from "../src/config.js";
-import { checkDirectory } from "../src/directory.js";
+import { DEFAULT_PERMISSION_MODES } from "../src/policy.js";
 
 test("defaults", () => {
   assert.deepEqual(loadConfig({}), {
@@ -17,7 +14,47 @@ test("defaults", () => {
     killGraceMs: 3000,
     jobRetentionMs: 600_000,
     logLevel: "info",
+    maxResultChars: 20_000,
+    heartbeatMs: 15_000,
+    policy: {
+      permissionModes: [...DEFAULT_PERMISSION_MODES],
+      defaultPermissionMode: undefined,
+      defaultModel: undefined,
+      maxTurns: undefined,
+      maxBudgetUsd: undefined,
+      defaultTimeoutMs: 120_000,
+    },
+    roots: undefined,
   });
+  assert.ok(!DEFAULT_PERMISSION_MODES.includes("bypassPermissions"), "bypassPermissions must be opted into");
+});
+
+test("the operator policy is read, and roots split on the platform's delimiter", () => {
+  const config = loadConfig(
+    {
+      CLAUDE_DISPATCH_PERMISSION_MODES: "default, acceptEdits,bypassPermissions",
+      CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE: "acceptEdits",
+      CLAUDE_DISPATCH_DEFAULT_MODEL: "sonnet",
+      CLAUDE_DISPATCH_MAX_TURNS: "40",
+      CLAUDE_DISPATCH_MAX_BUDGET_USD: "2.50",
+      CLAUDE_DISPATCH_DEFAULT_TIMEOUT_MS: "300000",
+      CLAUDE_DISPATCH_ROOTS: "C:\\work;D:\\src",
+      CLAUDE_DISPATCH_MAX_RESULT_CHARS: "5000",
+      CLAUDE_DISPATCH_HEARTBEAT_MS: "2000",
+    },
+    ";",
+  );
+  assert.deepEqual(config.policy, {
+    permissionModes: ["default", "acceptEdits", "bypassPermissions"],
+    defaultPermissionMode: "acceptEdits",
+    defaultModel: "sonnet",
+    maxTurns: 40,
+    maxBudgetUsd: 2.5,
+    defaultTimeoutMs: 300_000,
+  });
+  assert.deepEqual(config.roots, ["C:\\work", "D:\\src"]);
+  assert.equal(config.maxResultChars, 5000);
+  assert.equal(config.heartbeatMs, 2000);
 });
 
 test("values are read and trimmed; empty means default", () => {
@@ -47,25 +84,18 @@ test("invalid values are errors that name the variable, never silent fallbacks",
     ["CLAUDE_DISPATCH_KILL_GRACE_MS", "60001"],
     ["CLAUDE_DISPATCH_JOB_RETENTION_MS", "forever"],
     ["CLAUDE_DISPATCH_LOG_LEVEL", "loud"],
+    ["CLAUDE_DISPATCH_DEPTH", "0x1"],
+    ["CLAUDE_DISPATCH_PERMISSION_MODES", "default,yolo"],
+    ["CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE", "bypassPermissions"],
+    ["CLAUDE_DISPATCH_DEFAULT_MODEL", "--dangerously-skip-permissions"],
+    ["CLAUDE_DISPATCH_MAX_TURNS", "0"],
+    ["CLAUDE_DISPATCH_MAX_BUDGET_USD", "-1"],
+    ["CLAUDE_DISPATCH_MAX_BUDGET_USD", "1e3"],
+    ["CLAUDE_DISPATCH_DEFAULT_TIMEOUT_MS", "500"],
+    ["CLAUDE_DISPATCH_MAX_RESULT_CHARS", "10"],
+    ["CLAUDE_DISPATCH_HEARTBEAT_MS", "0"],
   ];
   for (const [name, value] of cases) {
     assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message.includes(name), `${name}=${value}`);
-  }
-});
-
-test("checkDirectory: absolute existing directories only (the reference accepted any existing path, files too)", async () => {
-  const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-dir-"));
-  try {
-    const file = path.join(scratch, "file.txt");
-    writeFileSync(file, "x");
-    assert.equal(await checkDirectory(scratch), undefined);
-    assert.match((await checkDirectory(file)) ?? "", /^is not a directory/);
-    assert.match((await checkDirectory(path.join(scratch, "missing"))) ?? "", /^does not exist/);
-    assert.match((await checkDirectory(path.join(file, "below"))) ?? "", /^does not exist/);
-    assert.match((await checkDirectory("relative/path")) ?? "", /^must be an absolute path/);
-    assert.match((await checkDirectory("C:\\work", path.posix)) ?? "", /^must be an absolute path/);
-    assert.equal(await checkDirectory("C:\\", path.win32).then((problem) => problem === undefined || !problem.startsWith("must be")), true);
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
   }
 });

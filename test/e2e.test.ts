@@ -3,7 +3,7 @@
  * JSON lines, with the fake agent from test/fixtures standing in for claude.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, afterEach, describe, test } from "node:test";
@@ -37,7 +37,7 @@ function assertStdoutIsFrames(server: ServerProcess): void {
 }
 
 describe("the built server over stdio", { skip: !isLinux && "end-to-end process checks read /proc" }, () => {
-  test("initialize, list, and all four tools through a real agent process", async () => {
+  test("initialize, list, and the four job tools through a real agent process", async () => {
     const server = startServer();
     const init = await server.initialize("2025-11-25");
     assert.equal(init.result.protocolVersion, "2025-11-25");
@@ -46,7 +46,7 @@ describe("the built server over stdio", { skip: !isLinux && "end-to-end process 
     const listed = await server.request("tools/list");
     assert.deepEqual(
       listed.result.tools.map((tool: { name: string }) => tool.name),
-      ["claude_run", "claude_start", "claude_wait", "claude_kill"],
+      ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output"],
     );
 
     // claude_run, then continue the same session.
@@ -213,6 +213,136 @@ describe("the built server over stdio", { skip: !isLinux && "end-to-end process 
         [null, -32600],
       ],
     );
+  });
+
+  test("progress: a claude_run with a progressToken hears increasing progress naming the tool in use, and nothing after its response", async () => {
+    const server = startServer({ CLAUDE_DISPATCH_HEARTBEAT_MS: "1000" });
+    await server.initialize();
+    const response = await server.request("tools/call", {
+      name: "claude_run",
+      arguments: { prompt: "@tools 3 700\n@sleep 1500", cwd: scratch },
+      _meta: { progressToken: "run-progress" },
+    });
+    assert.equal(response.result.structuredContent.status, "completed");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const messages = server.lines.map((line) => JSON.parse(line));
+    const progress = messages.filter((message) => message.method === "notifications/progress");
+    assert.ok(progress.length >= 4, `only ${progress.length} progress notifications`);
+    for (const note of progress) assert.equal(note.params.progressToken, "run-progress");
+    const values = progress.map((note) => note.params.progress);
+    assert.deepEqual(values, [...values].sort((a, b) => a - b));
+    assert.equal(new Set(values).size, values.length, "progress must strictly increase");
+    assert.ok(progress.some((note) => /Bash · echo step-2/.test(note.params.message)), progress.map((n) => n.params.message).join(" | "));
+    assert.ok(progress.some((note) => /turn \d/.test(note.params.message)));
+    const responseAt = messages.findIndex((message) => message.id === response.id);
+    assert.ok(messages.slice(responseAt + 1).every((message) => message.method !== "notifications/progress"), "progress after the response");
+    // Without a token, nothing.
+    const before = server.lines.length;
+    await server.callTool("claude_run", { prompt: "@tools 2 300", cwd: scratch });
+    assert.ok(server.lines.slice(before).every((line) => JSON.parse(line).method === undefined));
+  });
+
+  test("a wait on a running job reports turns and the last activity; claude_list and the transcript show the job", async () => {
+    const server = startServer();
+    await server.initialize();
+    const started = await server.callTool("claude_start", { prompt: "@tools 2\n@linger 60000", cwd: scratch });
+    const jobId = started.result.structuredContent.job_id;
+    let running = await server.callTool("claude_wait", { job_id: jobId, hold_ms: 0 });
+    for (let tries = 0; running.result.structuredContent.num_turns < 2 && tries < 100; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      running = await server.callTool("claude_wait", { job_id: jobId, hold_ms: 0 });
+    }
+    const report = running.result.structuredContent;
+    assert.equal(report.status, "running");
+    assert.equal(report.num_turns, 2);
+    assert.match(report.last_activity, /turn 2 · Bash · echo step-2/);
+    assert.match(report.session_id, /^[0-9a-f-]{36}$/);
+    assert.match(running.result.content[0].text, /still running .*Bash · echo step-2.*Call claude_wait again/);
+
+    const listed = await server.callTool("claude_list", {});
+    const entry = listed.result.structuredContent.jobs.find((job: { job_id: string }) => job.job_id === jobId);
+    assert.deepEqual({ ...entry, elapsed_s: 0 }, { job_id: jobId, kind: "start", status: "running", cwd: scratch, elapsed_s: 0, num_turns: 2, prompt_preview: "@tools 2 @linger 60000" });
+
+    const transcript = await server.callTool("claude_output", { job_id: jobId, view: "transcript" });
+    assert.match(transcript.result.structuredContent.text, /tool: Bash · echo step-1\ntool result: step-1\n/);
+    const noResult = await server.callTool("claude_output", { job_id: jobId });
+    assert.match(noResult.result.content[0].text, /still running and has no result yet/);
+    await server.callTool("claude_kill", { job_id: jobId });
+  });
+
+  test("a 200 000-character result comes back truncated, and claude_output pages the rest exactly", async () => {
+    const server = startServer({ CLAUDE_DISPATCH_MAX_RESULT_CHARS: "20000" });
+    await server.initialize();
+    const run = await server.callTool("claude_run", { prompt: "@big 200000", cwd: scratch });
+    const report = run.result.structuredContent;
+    assert.equal(report.truncated, true);
+    assert.equal(report.result_chars, 200_000);
+    assert.equal(report.result.length, 20_000);
+    assert.match(run.result.content[0].text, /Truncated: 20000 of 200000 characters shown\. Call claude_output with job_id "[^"]+" and offset 20000/);
+    let whole = report.result;
+    let offset: number | undefined = 20_000;
+    let pages = 0;
+    while (offset !== undefined) {
+      const page = await server.callTool("claude_output", { job_id: report.job_id, offset });
+      assert.equal(page.result.structuredContent.offset, offset);
+      whole += page.result.structuredContent.text;
+      offset = page.result.structuredContent.next_offset;
+      pages += 1;
+    }
+    assert.equal(pages, 9);
+    assert.equal(whole, "x".repeat(200_000));
+    const limited = await server.callTool("claude_output", { job_id: report.job_id, offset: 199_990, limit: 5 });
+    assert.deepEqual([limited.result.structuredContent.text, limited.result.structuredContent.next_offset], ["xxxxx", 199_995]);
+  });
+
+  test("agent options reach argv as documented; the operator's policy refuses what it does not allow", async () => {
+    const root = path.join(scratch, `root-${(counter += 1)}`);
+    mkdirSync(path.join(root, "lib"), { recursive: true });
+    const server = startServer({ CLAUDE_DISPATCH_ROOTS: root, CLAUDE_DISPATCH_MAX_TURNS: "20", CLAUDE_DISPATCH_DEFAULT_MODEL: "haiku" });
+    await server.initialize();
+    const record = scratchFile("argv");
+    const run = await server.callTool("claude_run", {
+      prompt: `@record ${record}`,
+      cwd: root,
+      permission_mode: "acceptEdits",
+      allowed_tools: ["Bash(git log:*)", "Edit"],
+      max_turns: 5,
+      append_system_prompt: "Be brief.",
+      add_dirs: [path.join(root, "lib")],
+    });
+    assert.equal(run.result.structuredContent.status, "completed", run.result.content[0].text);
+    assert.deepEqual(JSON.parse(readFileSync(record, "utf8")).argv, [
+      "-p",
+      "--output-format",
+      "stream-json",
+      "--verbose",
+      "--model=haiku",
+      "--permission-mode=acceptEdits",
+      "--allowedTools=Bash(git log:*)",
+      "--allowedTools=Edit",
+      "--max-turns=5",
+      "--append-system-prompt=Be brief.",
+      `--add-dir=${path.join(root, "lib")}`,
+    ]);
+    const bypass = await server.callTool("claude_run", { prompt: "x", cwd: root, permission_mode: "bypassPermissions" });
+    assert.match(bypass.result.content[0].text, /^POLICY_DENIED: permission_mode "bypassPermissions" is not allowed here/);
+    const tooMany = await server.callTool("claude_start", { prompt: "x", cwd: root, max_turns: 21 });
+    assert.match(tooMany.result.content[0].text, /^POLICY_DENIED: max_turns 21 is above the operator's cap of 20/);
+    const outside = await server.callTool("claude_run", { prompt: "x", cwd: scratch });
+    assert.match(outside.result.content[0].text, /^POLICY_DENIED: "cwd" is outside the allowed roots/);
+    const outsideDir = await server.callTool("claude_run", { prompt: "x", cwd: root, add_dirs: [scratch] });
+    assert.match(outsideDir.result.content[0].text, /^POLICY_DENIED: "add_dirs\[0\]" is outside the allowed roots/);
+  });
+
+  test("cancelling a claude_run leaves no descendant alive, the new-session ones included", async () => {
+    const server = startServer();
+    await server.initialize();
+    const pidFile = scratchFile("cancel-tree");
+    void server.callTool("claude_run", { prompt: `@pid ${pidFile}\n@spawn ${pidFile} detached\n@spawn ${pidFile}\n@sleep 60000`, cwd: scratch }, "run-tree");
+    await waitFor(() => readPids(pidFile).length === 3, "the agent and its children");
+    server.send({ method: "notifications/cancelled", params: { requestId: "run-tree" } });
+    await waitFor(() => readPids(pidFile).every((pid) => !isAlive(pid)), "every descendant to die");
+    assert.ok(!server.lines.some((line) => JSON.parse(line).id === "run-tree"));
   });
 
   test("an invalid configuration is a startup error on stderr, exit 2", async () => {

@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { ERROR_CODES } from "../src/errors.js";
 import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS } from "../src/handler.js";
 import type { JsonRpcResponse, RequestId } from "../src/jsonrpc.js";
-import { JOB_STATUSES, OUTPUT_SCHEMA, TOOL_NAMES, type ToolName } from "../src/tools.js";
+import { JOB_REPORT_SCHEMA, JOB_STATUSES, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, TOOL_NAMES, type ToolName } from "../src/tools.js";
 import type { Report } from "../src/results.js";
 import { handlerHarness, settle, type HandlerHarness } from "./helpers.js";
 
@@ -206,18 +206,19 @@ test("ping answers an empty object", async () => {
   assert.deepEqual(await rpc(h, "ping", undefined, 4), { jsonrpc: "2.0", id: 4, result: {} });
 });
 
-test("tools/list lists the four tools with schemas and annotations", async () => {
+test("tools/list lists every tool with schemas and annotations", async () => {
   const h = handlerHarness();
   const result = resultOf(await rpc(h, "tools/list"));
   const tools = result.tools as Array<Record<string, unknown>>;
   assert.deepEqual(
     tools.map((t) => t.name),
-    ["claude_run", "claude_start", "claude_wait", "claude_kill"],
+    ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output"],
   );
   assert.deepEqual(
     tools.map((t) => t.name),
     [...TOOL_NAMES],
   );
+  const schemas: Record<string, unknown> = { claude_list: LIST_SCHEMA, claude_output: OUTPUT_PAGE_SCHEMA };
   for (const t of tools) {
     assert.equal(typeof t.title, "string", `${String(t.name)} title`);
     assert.ok((t.title as string).length > 0);
@@ -226,8 +227,8 @@ test("tools/list lists the four tools with schemas and annotations", async () =>
     const input = t.inputSchema as Record<string, unknown>;
     assert.equal(input.type, "object");
     assert.equal(input.additionalProperties, false, `${String(t.name)} inputSchema.additionalProperties`);
-    assert.ok(Array.isArray(input.required));
-    assert.deepEqual(t.outputSchema, OUTPUT_SCHEMA);
+    assert.ok(input.required === undefined || Array.isArray(input.required));
+    assert.deepEqual(t.outputSchema, schemas[t.name as string] ?? JOB_REPORT_SCHEMA);
     assert.equal(typeof t.annotations, "object");
   }
   const byName = new Map(tools.map((t) => [t.name as string, t.annotations as Record<string, unknown>]));
@@ -332,7 +333,7 @@ test("a string or number progressToken is accepted", async () => {
   resultOf(await rpc(h, "ping", { _meta: { progressToken: 17 } }));
   resultOf(await rpc(h, "ping", { _meta: {} }));
   const result = resultOf(await rpc(h, "tools/list", { _meta: { progressToken: 0 } }));
-  assert.equal((result.tools as unknown[]).length, 4);
+  assert.equal((result.tools as unknown[]).length, TOOL_NAMES.length);
   const run = await tool(h, "claude_start", RUN_ARGS);
   assertNotError(run);
   const viaMeta = toolResultOf(await h.handle(request("tools/call", { name: "claude_wait", arguments: { job_id: "job-1", hold_ms: 0 }, _meta: { progressToken: "p" } })));
@@ -626,7 +627,7 @@ test("claude_start returns at once with status running and a job_id", async () =
   const h = handlerHarness();
   const result = await tool(h, "claude_start", RUN_ARGS);
   assertNotError(result);
-  assert.deepEqual(result.structuredContent, { status: "running", job_id: "job-1", elapsed_s: 0 });
+  assert.deepEqual(result.structuredContent, { status: "running", job_id: "job-1", elapsed_s: 0, num_turns: 0, last_activity: "0s · starting" });
   assert.match(textOf(result), /Started job job-1/);
   assert.match(textOf(result), /claude_wait/);
   assert.equal(h.launcher.agents.length, 1);
@@ -640,8 +641,8 @@ test("claude_wait with hold_ms 0 on a running job reports running and elapsed ti
   await h.clock.advance(45_000);
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
   assertNotError(result);
-  assert.deepEqual(result.structuredContent, { status: "running", job_id: jobId, elapsed_s: 45 });
-  assert.match(textOf(result), /still running \(45s elapsed\)/);
+  assert.deepEqual(result.structuredContent, { status: "running", job_id: jobId, elapsed_s: 45, num_turns: 0, last_activity: "45s · starting" });
+  assert.match(textOf(result), /still running \(45s · starting\)/);
   assert.match(textOf(result), /Call claude_wait again/);
 });
 
@@ -992,7 +993,7 @@ test('request ids "7" and 7 are distinct for cancellation', async () => {
 test("a claude_run cancelled while its cwd is being checked launches nothing", async () => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  const h = handlerHarness({ checkDirectory: async () => (await gate, undefined) });
+  const h = handlerHarness({ checkDirectory: async (dir) => (await gate, { ok: true, path: dir }) });
   const run = track(callTool(h, "claude_run", RUN_ARGS, 60));
   await settle();
   await cancel(h, 60);
@@ -1009,7 +1010,7 @@ test("a claude_run cancelled while its cwd is being checked launches nothing", a
 test("a claude_start cancelled while its cwd is being checked starts no orphan job", async () => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  const h = handlerHarness({ checkDirectory: async () => (await gate, undefined) });
+  const h = handlerHarness({ checkDirectory: async (dir) => (await gate, { ok: true, path: dir }) });
   const start = track(callTool(h, "claude_start", RUN_ARGS, 61));
   await settle();
   await cancel(h, 61);
@@ -1064,7 +1065,7 @@ test("at depth 0 of 0 no tool is listed or runs", async () => {
 test("at depth 1 of 2 the tools are available", async () => {
   const h = handlerHarness({ depth: { current: 1, max: 2 } });
   const list = resultOf(await rpc(h, "tools/list"));
-  assert.equal((list.tools as unknown[]).length, 4);
+  assert.equal((list.tools as unknown[]).length, TOOL_NAMES.length);
   await startJob(h);
   assert.equal(h.launcher.agents.length, 1);
 });

@@ -1,9 +1,12 @@
 /** Shared fakes: a manual clock and a scriptable agent launcher. No module mocking. */
-import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec } from "../src/claude.js";
+import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../src/claude.js";
 import type { CancelTimer, Clock } from "../src/clock.js";
 import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/handler.js";
 import { JobRegistry } from "../src/jobs.js";
+import type { JsonRpcNotification } from "../src/jsonrpc.js";
 import type { Logger } from "../src/log.js";
+import { DEFAULT_POLICY } from "../src/policy.js";
+import { Transcript } from "../src/transcript.js";
 
 /** Lets pending promise reactions run (several hops deep). */
 export async function settle(rounds = 10): Promise<void> {
@@ -54,10 +57,33 @@ export class FakeAgent implements AgentRun {
   survivors: number[] = [];
   /** False: the agent survives its kill (think of a process stuck in the kernel). */
   exitsOnKill = true;
+  readonly transcript = new Transcript(1_000_000);
+  private summary: LiveSummary = { turns: 0, events: 0 };
+  private readonly listeners = new Set<() => void>();
   private resolveOutcome!: (outcome: AgentOutcome) => void;
 
   constructor(readonly spec: AgentSpec) {
     this.outcome = new Promise((resolve) => (this.resolveOutcome = resolve));
+  }
+
+  live(): LiveSummary {
+    return { ...this.summary };
+  }
+
+  onActivity(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  get activityListeners(): number {
+    return this.listeners.size;
+  }
+
+  /** The agent reports something: the summary changes and listeners hear of it. */
+  report(update: Partial<LiveSummary>, transcriptLine?: string): void {
+    this.summary = { ...this.summary, ...update, events: this.summary.events + 1 };
+    if (transcriptLine !== undefined) this.transcript.append(transcriptLine);
+    for (const listener of this.listeners) listener();
   }
 
   /** The agent exits with this outcome. */
@@ -110,6 +136,7 @@ export class RecordingLogger implements Logger {
 
 export interface HandlerHarness {
   handle: RequestHandler;
+  notifications: JsonRpcNotification[];
   clock: FakeClock;
   launcher: FakeLauncher;
   jobs: JobRegistry;
@@ -132,12 +159,19 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}): HandlerHar
     maxFinishedJobs: 1000,
   });
   const checkedDirectories: string[] = [];
+  const notifications: JsonRpcNotification[] = [];
   const handle = createRequestHandler({
     jobs,
-    checkDirectory: async (cwd) => {
-      checkedDirectories.push(cwd);
-      return cwd.startsWith("/missing") ? `does not exist: ${cwd}` : undefined;
+    checkDirectory: async (dir) => {
+      checkedDirectories.push(dir);
+      if (dir.startsWith("/missing")) return { ok: false, code: "INVALID_ARGUMENT", problem: `does not exist: ${dir}` };
+      if (dir.startsWith("/outside")) return { ok: false, code: "POLICY_DENIED", problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${dir}` };
+      return { ok: true, path: dir };
     },
+    notify: (notification) => notifications.push(notification),
+    policy: DEFAULT_POLICY,
+    maxResultChars: 20_000,
+    heartbeatMs: 15_000,
     clock,
     logger,
     server: { name: "claude-dispatch", version: "0.0.0-test" },
@@ -145,5 +179,5 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}): HandlerHar
     jobRetentionMs: 600_000,
     ...overrides,
   });
-  return { handle, clock, launcher, jobs, logger, checkedDirectories };
+  return { handle, notifications, clock, launcher, jobs, logger, checkedDirectories };
 }

@@ -10,7 +10,7 @@ import { PassThrough } from "node:stream";
 import { test } from "node:test";
 import type { ChildProcess, SpawnOptions } from "node:child_process";
 
-import { interpretExit } from "../src/claude.js";
+import { ClaudeStream, interpretExit } from "../src/claude.js";
 import {
   createProcessControl,
   parseNpmShimTarget,
@@ -65,7 +65,7 @@ const request: SpawnRequest = {
   cwd: tmpdir(),
   env: { PATH: "/usr/bin" },
   stdin: "the prompt",
-  maxStdoutBytes: 1024 * 1024,
+  onStdout: () => undefined,
   stderrTailBytes: 1024,
 };
 
@@ -251,23 +251,22 @@ test("without a process table the kill falls back to the group and reports the a
   );
 });
 
-test("stderr keeps only its tail and stdout past the cap is dropped, so a chatty agent cannot grow the server", async () => {
+test("stderr keeps only its tail; stdout goes to the reader as it arrives", async () => {
   const { platform, calls } = fakePosix([proc(10, 1, "10", { pgid: 10, sid: 5 })]);
   const clock = new FakeClock();
   const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 0 });
-  const handle = control.start({ ...request, maxStdoutBytes: 1000, stderrTailBytes: 100 });
+  const received: string[] = [];
+  const handle = control.start({ ...request, onStdout: (chunk) => received.push(chunk.toString()), stderrTailBytes: 100 });
   const child = calls[0]?.child;
   assert.ok(child);
   for (let i = 0; i < 50; i += 1) child.stderr.write(`line ${i} ${"e".repeat(50)}\n`);
-  child.stdout.write("o".repeat(600));
-  child.stdout.write("o".repeat(600)); // passes the 1000-byte cap
-  child.exitWith("");
+  child.stdout.write("first ");
+  child.exitWith("second");
   await clock.advance(1000);
   const exit = await handle.exited;
   assert.equal(exit.stderrTail.length, 100);
   assert.ok(exit.stderrTail.endsWith(`line 49 ${"e".repeat(50)}\n`));
-  assert.equal(exit.stdoutOverflow, true);
-  assert.equal(exit.stdout, "");
+  assert.equal(received.join(""), "first second");
 });
 
 /* ------------------------------------------------------------------ *
@@ -381,7 +380,7 @@ test("Windows: spawn hides the window, is not detached, and a missing claude is 
 
   const missing = createProcessControl({ platform: fakeWindows({}), clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 }).start(request);
   const exit = await missing.exited;
-  const outcome = interpretExit(exit, "claude");
+  const outcome = interpretExit(exit, new ClaudeStream({ maxLineBytes: 1024, transcriptChars: 1024, onOverflow: () => undefined }), "claude");
   assert.ok(!outcome.ok && outcome.code === "SPAWN_FAILED" && outcome.detail.includes("not found on PATH"));
 });
 

@@ -38,7 +38,7 @@ const platform: PosixPlatform = {
   readEnvironment: (pid) => readLinuxEnvironment(pid),
 };
 
-function control(overrides: { killGraceMs?: number; maxStdoutBytes?: number } = {}): {
+function control(overrides: { killGraceMs?: number; maxLineBytes?: number } = {}): {
   processes: ProcessControl;
   run(prompt: string, options?: { resumeSessionId?: string; bin?: string; env?: Record<string, string> }): ReturnType<ReturnType<typeof createClaudeLauncher>>;
   logger: RecordingLogger;
@@ -61,7 +61,8 @@ function control(overrides: { killGraceMs?: number; maxStdoutBytes?: number } = 
         start: (request) => processes.start(request),
         bin: options.bin ?? FAKE_CLAUDE,
         env: agentEnvironment(process.env, { CLAUDE_DISPATCH_DEPTH: "1", ...options.env }),
-        maxStdoutBytes: overrides.maxStdoutBytes ?? 1024 * 1024,
+        maxLineBytes: overrides.maxLineBytes ?? 1024 * 1024,
+        transcriptChars: 100_000,
         stderrTailBytes: 64 * 1024,
       })({ prompt, cwd: scratch, ...(options.resumeSessionId ? { resumeSessionId: options.resumeSessionId } : {}) }),
   };
@@ -91,27 +92,28 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
     await processes.idle();
   });
 
-  test("argv is exactly -p --output-format json [--resume id], and the environment carries the depth without CLAUDECODE", async () => {
+  test("argv is exactly -p --output-format stream-json --verbose [--resume=id], and the environment carries the depth without CLAUDECODE", async () => {
     const { run, processes } = control();
     const record = scratchFile("record");
     expectOk(await run(`@record ${record}`, { env: { CLAUDECODE: "1" } }).outcome);
     const first = JSON.parse(readFileSync(record, "utf8"));
-    assert.deepEqual(first.argv, ["-p", "--output-format", "json"]);
+    assert.deepEqual(first.argv, ["-p", "--output-format", "stream-json", "--verbose"]);
     assert.equal(first.depth, "1");
     assert.equal(first.claudecode, null, "CLAUDECODE makes a real claude refuse to start as a nested session");
     assert.equal(first.cwd, scratch);
 
     const session = "8f01635f-202a-449c-ab8a-05f75520788e";
     const resumed = expectOk(await run(`@record ${record}`, { resumeSessionId: session }).outcome);
-    assert.deepEqual(JSON.parse(readFileSync(record, "utf8")).argv, ["-p", "--output-format", "json", "--resume", session]);
+    assert.deepEqual(JSON.parse(readFileSync(record, "utf8")).argv, ["-p", "--output-format", "stream-json", "--verbose", `--resume=${session}`]);
     assert.equal(resumed.result.sessionId, session);
     await processes.idle();
   });
 
-  test("the JSON array of events and NDJSON shapes are both read", async () => {
+  test("besides stream-json, one object, an array of events and pretty-printed JSON are read", async () => {
     const { run, processes } = control();
     assert.equal(expectOk(await run("@array\nfrom array").outcome).result.text, "ECHO: @array\nfrom array");
-    assert.equal(expectOk(await run("@ndjson\nfrom lines").outcome).result.text, "ECHO: @ndjson\nfrom lines");
+    assert.equal(expectOk(await run("@single\nfrom one object").outcome).result.text, "ECHO: @single\nfrom one object");
+    assert.equal(expectOk(await run("@pretty\npretty").outcome).result.text, "ECHO: @pretty\npretty");
     await processes.idle();
   });
 
@@ -165,7 +167,8 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
       start: (request) => processes.start(request),
       bin: FAKE_CLAUDE,
       env: process.env,
-      maxStdoutBytes: 1024,
+      maxLineBytes: 1024,
+      transcriptChars: 1024,
       stderrTailBytes: 1024,
     });
     const gone = path.join(scratch, "deleted-meanwhile");
@@ -175,7 +178,7 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
   });
 
   test("output past the capture cap fails with OUTPUT_TOO_LARGE and stops the agent", async () => {
-    const { run, processes } = control({ maxStdoutBytes: 64 * 1024 });
+    const { run, processes } = control({ maxLineBytes: 64 * 1024 });
     const pidFile = scratchFile("big");
     const failure = expectFailure(await run(`@pid ${pidFile}\n@big 200000`).outcome, "OUTPUT_TOO_LARGE");
     assert.match(failure.detail, /CLAUDE_DISPATCH_MAX_OUTPUT_BYTES/);
@@ -184,7 +187,7 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
   });
 
   test("large output under the cap arrives whole", async () => {
-    const { run, processes } = control({ maxStdoutBytes: 8 * 1024 * 1024 });
+    const { run, processes } = control({ maxLineBytes: 8 * 1024 * 1024 });
     const outcome = expectOk(await run("@big 3000000").outcome);
     assert.equal(outcome.result.text?.length, 3_000_000);
     await processes.idle();

@@ -9,7 +9,8 @@ import { test } from "node:test";
 
 import type { RequestHandler } from "../src/handler.js";
 import { fail, isRecord, respond, type OutgoingMessage, type RequestId } from "../src/jsonrpc.js";
-import { LineReader, createMessageWriter, serveStdio } from "../src/stdio.js";
+import { LineReader } from "../src/lines.js";
+import { createMessageWriter, serveStdio } from "../src/stdio.js";
 import { RecordingLogger, settle } from "./helpers.js";
 
 /* ------------------------------------------------------------------ *

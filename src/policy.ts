@@ -1,0 +1,60 @@
+/**
+ * The operator's policy (PROTOCOL.md §5.6, §11): what the model may ask of an
+ * agent. A call that breaks it is refused with POLICY_DENIED, never quietly
+ * changed; what a call leaves out is filled from the operator's defaults.
+ */
+import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "./claude.js";
+import { DispatchError } from "./errors.js";
+
+export interface Policy {
+  /** Modes a call may ask for. */
+  permissionModes: readonly PermissionMode[];
+  defaultPermissionMode: PermissionMode | undefined;
+  defaultModel: string | undefined;
+  /** Caps; when set they also apply to calls that name no limit. */
+  maxTurns: number | undefined;
+  maxBudgetUsd: number | undefined;
+  defaultTimeoutMs: number;
+  /** Real paths every cwd and add_dirs entry must lie inside; undefined means anywhere. */
+  roots: readonly string[] | undefined;
+}
+
+/** bypassPermissions lets the agent do anything without asking: only an operator can allow it. */
+export const DEFAULT_PERMISSION_MODES: readonly PermissionMode[] = PERMISSION_MODES.filter((mode) => mode !== "bypassPermissions");
+
+export const DEFAULT_POLICY: Policy = {
+  permissionModes: DEFAULT_PERMISSION_MODES,
+  defaultPermissionMode: undefined,
+  defaultModel: undefined,
+  maxTurns: undefined,
+  maxBudgetUsd: undefined,
+  defaultTimeoutMs: 120_000,
+  roots: undefined,
+};
+
+function denied(detail: string): DispatchError {
+  return new DispatchError("POLICY_DENIED", detail);
+}
+
+export function applyPolicy(requested: AgentOptions, policy: Policy): AgentOptions {
+  const options: AgentOptions = { ...requested };
+  if (options.permissionMode !== undefined && !policy.permissionModes.includes(options.permissionMode)) {
+    const hint = options.permissionMode === "bypassPermissions" ? " (an operator can allow it with CLAUDE_DISPATCH_PERMISSION_MODES)" : "";
+    throw denied(`permission_mode "${options.permissionMode}" is not allowed here${hint}; allowed: ${policy.permissionModes.join(", ") || "none"}`);
+  }
+  if (options.maxTurns !== undefined && policy.maxTurns !== undefined && options.maxTurns > policy.maxTurns) {
+    throw denied(`max_turns ${options.maxTurns} is above the operator's cap of ${policy.maxTurns}`);
+  }
+  if (options.maxBudgetUsd !== undefined && policy.maxBudgetUsd !== undefined && options.maxBudgetUsd > policy.maxBudgetUsd) {
+    throw denied(`max_budget_usd ${options.maxBudgetUsd} is above the operator's cap of ${policy.maxBudgetUsd}`);
+  }
+  const permissionMode = options.permissionMode ?? policy.defaultPermissionMode;
+  const model = options.model ?? policy.defaultModel;
+  const maxTurns = options.maxTurns ?? policy.maxTurns;
+  const maxBudgetUsd = options.maxBudgetUsd ?? policy.maxBudgetUsd;
+  if (permissionMode !== undefined) options.permissionMode = permissionMode;
+  if (model !== undefined) options.model = model;
+  if (maxTurns !== undefined) options.maxTurns = maxTurns;
+  if (maxBudgetUsd !== undefined) options.maxBudgetUsd = maxBudgetUsd;
+  return options;
+}
