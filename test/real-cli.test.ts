@@ -22,6 +22,8 @@ import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
 
 interface MockRequest {
   stream: boolean;
+  tools: string[];
+  system: string;
   messageCount: number;
   prompt: string;
   toolResults: string[];
@@ -278,6 +280,43 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
     assert.equal(failing.status, 1);
     assert.equal(failing.stderr, "", "the message is only in the stdout JSON");
     assert.match(failing.stdout, /"is_error":true/);
+  });
+
+  test("progress names the tool in use while a real agent runs it", async () => {
+    const server = startServer({ env: { CLAUDE_DISPATCH_HEARTBEAT_MS: "1000" } });
+    await server.initialize();
+    const response = await server.request("tools/call", {
+      name: "claude_run",
+      arguments: { prompt: "MOCK:BASH echo progress-check; sleep 2; echo done", cwd: project },
+      _meta: { progressToken: 7 },
+    });
+    assert.equal(report(response).status, "completed", text(response));
+    const progress = server.lines.map((line) => JSON.parse(line)).filter((message) => message.method === "notifications/progress");
+    assert.ok(
+      progress.some((note) => /turn 1 · Bash · echo progress-check; sleep 2; echo done/.test(note.params.message)),
+      progress.map((note) => note.params.message).join(" | "),
+    );
+    const values = progress.map((note) => note.params.progress);
+    assert.deepEqual(values, values.map((_, index) => index + 1));
+  });
+
+  test("agent options reach the real CLI: a disallowed tool is gone, the appended system prompt is sent, max_turns stops it", async () => {
+    const server = startServer({ home: plainHome });
+    await server.initialize();
+    const run = await server.callTool("claude_run", {
+      prompt: "options check",
+      cwd: project,
+      disallowed_tools: ["Bash"],
+      append_system_prompt: "--not-a-flag: be terse",
+      model: "sonnet",
+    });
+    assert.equal(report(run).status, "completed", text(run));
+    const seen = mock.requests.at(-1);
+    assert.ok(seen && !seen.tools.includes("Bash") && seen.tools.length > 0, `tools sent: ${seen?.tools.join(",")}`);
+    assert.match(seen.system, /--not-a-flag: be terse/);
+    const limited = await server.callTool("claude_run", { prompt: "MOCK:REPEAT 5", cwd: project, max_turns: 2, allowed_tools: ["Bash"] });
+    assert.equal(limited.result.isError, true);
+    assert.match(text(limited), /^AGENT_ERROR: Reached maximum number of turns \(2\)/);
   });
 
   test("6. claude_run timeout against a hanging API: TIMEOUT, and the whole tree is gone", async () => {

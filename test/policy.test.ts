@@ -1,0 +1,207 @@
+/**
+ * The operator's policy (src/policy.ts) applied directly: each refusal and
+ * its message, each default filled in, and that the request is left alone.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { PERMISSION_MODES, type AgentOptions } from "../src/claude.js";
+import { DispatchError } from "../src/errors.js";
+import { applyPolicy, DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "../src/policy.js";
+
+function policy(overrides: Partial<Policy> = {}): Policy {
+  return { ...DEFAULT_POLICY, ...overrides };
+}
+
+/** Asserts applyPolicy refuses with POLICY_DENIED; returns the message. */
+function denial(requested: AgentOptions, p: Policy): string {
+  let caught: unknown;
+  try {
+    applyPolicy(requested, p);
+  } catch (error) {
+    caught = error;
+  }
+  assert.ok(caught instanceof DispatchError, `expected a DispatchError, got ${String(caught)}`);
+  assert.equal(caught.code, "POLICY_DENIED");
+  return caught.message;
+}
+
+/** Freezes an options object and its arrays, so any mutation throws. */
+function frozen(options: AgentOptions): AgentOptions {
+  for (const value of Object.values(options)) if (Array.isArray(value)) Object.freeze(value);
+  return Object.freeze(options);
+}
+
+/* ------------------------------------------------------------------ *
+ * Defaults
+ * ------------------------------------------------------------------ */
+
+test("DEFAULT_PERMISSION_MODES is every mode except bypassPermissions, in order", () => {
+  assert.ok(!DEFAULT_PERMISSION_MODES.includes("bypassPermissions"));
+  assert.deepEqual(
+    DEFAULT_PERMISSION_MODES,
+    PERMISSION_MODES.filter((mode) => mode !== "bypassPermissions"),
+  );
+  assert.equal(DEFAULT_PERMISSION_MODES.length, PERMISSION_MODES.length - 1);
+  assert.ok(PERMISSION_MODES.includes("bypassPermissions"), "the CLI mode itself still exists for operators");
+});
+
+test("DEFAULT_POLICY allows the default modes and sets no defaults or caps", () => {
+  assert.deepEqual(DEFAULT_POLICY, {
+    permissionModes: DEFAULT_PERMISSION_MODES,
+    defaultPermissionMode: undefined,
+    defaultModel: undefined,
+    maxTurns: undefined,
+    maxBudgetUsd: undefined,
+    defaultTimeoutMs: 120_000,
+    roots: undefined,
+  });
+});
+
+test("under DEFAULT_POLICY the options pass through unchanged", () => {
+  const requested: AgentOptions = {
+    model: "sonnet",
+    permissionMode: "acceptEdits",
+    allowedTools: ["Edit", "Bash(git log:*)"],
+    disallowedTools: ["WebFetch"],
+    maxTurns: 50,
+    maxBudgetUsd: 9_999,
+    appendSystemPrompt: "Be brief.",
+    addDirs: ["/a", "/b"],
+  };
+  assert.deepEqual(applyPolicy(requested, DEFAULT_POLICY), requested);
+  assert.deepEqual(applyPolicy({}, DEFAULT_POLICY), {});
+});
+
+test("applyPolicy adds no keys for values neither the call nor the policy gives", () => {
+  const result = applyPolicy({ model: "opus" }, DEFAULT_POLICY);
+  assert.deepEqual(Object.keys(result), ["model"]);
+});
+
+/* ------------------------------------------------------------------ *
+ * Refusals
+ * ------------------------------------------------------------------ */
+
+test("bypassPermissions is refused under the default modes, naming the variable that allows it", () => {
+  const message = denial({ permissionMode: "bypassPermissions" }, DEFAULT_POLICY);
+  assert.equal(
+    message,
+    `permission_mode "bypassPermissions" is not allowed here (an operator can allow it with CLAUDE_DISPATCH_PERMISSION_MODES); allowed: ${DEFAULT_PERMISSION_MODES.join(", ")}`,
+  );
+});
+
+test("another mode outside the allowed list is refused without the bypass hint", () => {
+  const message = denial({ permissionMode: "acceptEdits" }, policy({ permissionModes: ["plan", "default"] }));
+  assert.equal(message, 'permission_mode "acceptEdits" is not allowed here; allowed: plan, default');
+  assert.doesNotMatch(message, /CLAUDE_DISPATCH_PERMISSION_MODES/);
+});
+
+test("with no modes allowed, the message says none", () => {
+  const message = denial({ permissionMode: "plan" }, policy({ permissionModes: [] }));
+  assert.equal(message, 'permission_mode "plan" is not allowed here; allowed: none');
+});
+
+test("an operator may allow bypassPermissions", () => {
+  const result = applyPolicy({ permissionMode: "bypassPermissions" }, policy({ permissionModes: [...PERMISSION_MODES] }));
+  assert.equal(result.permissionMode, "bypassPermissions");
+});
+
+test("every allowed mode is accepted", () => {
+  for (const mode of DEFAULT_PERMISSION_MODES) {
+    assert.equal(applyPolicy({ permissionMode: mode }, DEFAULT_POLICY).permissionMode, mode);
+  }
+});
+
+test("max_turns above the cap is refused; at or below it is kept", () => {
+  const capped = policy({ maxTurns: 10 });
+  assert.equal(denial({ maxTurns: 11 }, capped), "max_turns 11 is above the operator's cap of 10");
+  assert.equal(denial({ maxTurns: 10_000 }, capped), "max_turns 10000 is above the operator's cap of 10");
+  assert.equal(applyPolicy({ maxTurns: 10 }, capped).maxTurns, 10);
+  assert.equal(applyPolicy({ maxTurns: 3 }, capped).maxTurns, 3, "a lower request is not raised to the cap");
+});
+
+test("max_budget_usd above the cap is refused; at or below it is kept", () => {
+  const capped = policy({ maxBudgetUsd: 2 });
+  assert.equal(denial({ maxBudgetUsd: 3 }, capped), "max_budget_usd 3 is above the operator's cap of 2");
+  assert.equal(denial({ maxBudgetUsd: 2.01 }, capped), "max_budget_usd 2.01 is above the operator's cap of 2");
+  assert.equal(applyPolicy({ maxBudgetUsd: 2 }, capped).maxBudgetUsd, 2);
+  assert.equal(applyPolicy({ maxBudgetUsd: 0.25 }, capped).maxBudgetUsd, 0.25);
+});
+
+test("without caps any turn count or budget passes", () => {
+  const result = applyPolicy({ maxTurns: 10_000, maxBudgetUsd: 10_000 }, DEFAULT_POLICY);
+  assert.equal(result.maxTurns, 10_000);
+  assert.equal(result.maxBudgetUsd, 10_000);
+});
+
+test("a refused permission mode is reported before an exceeded cap", () => {
+  const message = denial({ permissionMode: "bypassPermissions", maxTurns: 99 }, policy({ maxTurns: 1 }));
+  assert.match(message, /permission_mode/);
+});
+
+/* ------------------------------------------------------------------ *
+ * Defaults filled in
+ * ------------------------------------------------------------------ */
+
+test("the operator's defaults and caps fill in what the call leaves out", () => {
+  const p = policy({ defaultPermissionMode: "acceptEdits", defaultModel: "sonnet", maxTurns: 10, maxBudgetUsd: 2 });
+  assert.deepEqual(applyPolicy({}, p), { permissionMode: "acceptEdits", model: "sonnet", maxTurns: 10, maxBudgetUsd: 2 });
+});
+
+test("each default fills in on its own", () => {
+  assert.deepEqual(applyPolicy({}, policy({ defaultPermissionMode: "plan" })), { permissionMode: "plan" });
+  assert.deepEqual(applyPolicy({}, policy({ defaultModel: "opus" })), { model: "opus" });
+  assert.deepEqual(applyPolicy({}, policy({ maxTurns: 7 })), { maxTurns: 7 });
+  assert.deepEqual(applyPolicy({}, policy({ maxBudgetUsd: 1.5 })), { maxBudgetUsd: 1.5 });
+});
+
+test("defaults never override what the call asked for", () => {
+  const p = policy({ defaultPermissionMode: "acceptEdits", defaultModel: "sonnet", maxTurns: 10, maxBudgetUsd: 2 });
+  const requested: AgentOptions = { permissionMode: "plan", model: "opus", maxTurns: 4, maxBudgetUsd: 0.5 };
+  assert.deepEqual(applyPolicy(requested, p), requested);
+});
+
+test("options the policy does not govern are carried over", () => {
+  const p = policy({ defaultModel: "sonnet", maxTurns: 10 });
+  const requested: AgentOptions = {
+    allowedTools: ["Edit"],
+    disallowedTools: ["Bash"],
+    appendSystemPrompt: "extra",
+    addDirs: ["/x"],
+  };
+  assert.deepEqual(applyPolicy(requested, p), { ...requested, model: "sonnet", maxTurns: 10 });
+});
+
+/* ------------------------------------------------------------------ *
+ * No mutation
+ * ------------------------------------------------------------------ */
+
+test("applyPolicy returns a new object and never mutates the request", () => {
+  const p = policy({ defaultPermissionMode: "acceptEdits", defaultModel: "sonnet", maxTurns: 10, maxBudgetUsd: 2 });
+  const requested = frozen({ allowedTools: ["Edit"], addDirs: ["/x"] });
+  const snapshot = structuredClone(requested);
+  const result = applyPolicy(requested, p); // a frozen object would throw on any write
+  assert.notEqual(result, requested);
+  assert.deepEqual(requested, snapshot);
+  assert.equal(result.model, "sonnet");
+
+  const empty = frozen({});
+  const filled = applyPolicy(empty, p);
+  assert.deepEqual(empty, {});
+  assert.notEqual(filled, empty);
+});
+
+test("a refused request is not mutated either", () => {
+  const requested = frozen({ permissionMode: "bypassPermissions", maxTurns: 5 });
+  denial(requested, DEFAULT_POLICY);
+  assert.deepEqual(requested, { permissionMode: "bypassPermissions", maxTurns: 5 });
+});
+
+test("the policy object is not mutated", () => {
+  const p = Object.freeze(policy({ permissionModes: Object.freeze(["plan"] as const), maxTurns: 3, defaultModel: "haiku" }));
+  applyPolicy({ permissionMode: "plan" }, p);
+  denial({ maxTurns: 4 }, p);
+  assert.deepEqual(p.permissionModes, ["plan"]);
+  assert.equal(p.maxTurns, 3);
+  assert.equal(p.defaultModel, "haiku");
+});
