@@ -270,9 +270,14 @@ export class ClaudeStream {
     this.reader.push(chunk);
   }
 
-  /** The output ended: a last line without a newline still counts. */
+  /**
+   * The output ended: a last line without a newline still counts, and output
+   * that was not line-delimited is searched whole. Then the raw copy goes.
+   */
   end(): void {
     this.reader.finish();
+    if (!this.result && this.raw) this.result = findResultEvent(Buffer.concat(this.raw).toString("utf8"));
+    this.raw = undefined;
   }
 
   live(): LiveSummary {
@@ -285,10 +290,9 @@ export class ClaudeStream {
     return () => this.listeners.delete(listener);
   }
 
-  /** The final result event; for output that was not line-delimited, the whole of it is searched. */
+  /** The final result event, once end() was called. */
   resultEvent(): ResultEvent | undefined {
-    if (this.result) return this.result;
-    return this.raw ? findResultEvent(Buffer.concat(this.raw).toString("utf8")) : undefined;
+    return this.result;
   }
 
   /** The start of what the agent printed, for BAD_OUTPUT. */

@@ -56,6 +56,8 @@ export interface JobRegistryOptions {
   retentionMs: number;
   /** At most this many finished jobs are kept; the oldest go first. */
   maxFinishedJobs: number;
+  /** Transcript characters kept across all finished jobs; the oldest finished transcripts are dropped first. */
+  finishedTranscriptChars: number;
 }
 
 interface MutableJob {
@@ -202,6 +204,21 @@ export class JobRegistry {
     this.finishedOrder.push(job.id);
     logger.info(`job ${job.id} ${job.status}${outcome.ok ? "" : ` (${outcome.code})`}`);
     this.reap();
+    this.boundTranscripts();
+  }
+
+  /** Finished jobs keep their results, but their transcripts share one budget, oldest dropped first. */
+  private boundTranscripts(): void {
+    let total = 0;
+    for (let i = this.finishedOrder.length - 1; i >= 0; i -= 1) {
+      const job = this.jobs.get(this.finishedOrder[i] as string);
+      if (!job) continue;
+      total += job.transcript.size;
+      if (total > this.options.finishedTranscriptChars) {
+        total -= job.transcript.size;
+        job.transcript.release();
+      }
+    }
   }
 
   /** Drops finished jobs past retention, and the oldest beyond the count cap. */

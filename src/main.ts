@@ -29,7 +29,8 @@ import { SERVER_NAME, SERVER_VERSION } from "./version.js";
 
 /** After the kill grace, this long for responses to be written before we exit anyway. */
 const SHUTDOWN_SLACK_MS = 2000;
-/** Transcript kept per job for claude_output (§5.7). */
+/** Transcript kept per job for claude_output, and across all finished jobs (§5.7). */
+const FINISHED_TRANSCRIPT_CHARS = 32_000_000;
 const TRANSCRIPT_CHARS = 2_000_000;
 
 function runFile(file: string, args: readonly string[]): Promise<{ exitCode: number | null; stdout: string }> {
@@ -109,6 +110,7 @@ async function main(): Promise<void> {
     logger,
     retentionMs: config.jobRetentionMs,
     maxFinishedJobs: 1000,
+    finishedTranscriptChars: FINISHED_TRANSCRIPT_CHARS,
   });
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({

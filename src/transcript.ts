@@ -51,6 +51,19 @@ export class Transcript {
     }
   }
 
+  /** Drops everything kept so far; offsets keep their meaning. */
+  release(): void {
+    this.dropped += this.kept;
+    this.kept = 0;
+    this.entries = [];
+    this.first = 0;
+  }
+
+  /** Characters currently held in memory. */
+  get size(): number {
+    return this.kept;
+  }
+
   page(offset: number, limit: number): TextPage {
     const from = Math.max(offset, this.dropped);
     const to = Math.min(this.end, from + limit);
