@@ -216,7 +216,7 @@ export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ 
       status: job.status,
       cwd: job.cwd,
       elapsed_s: elapsedSeconds(job, now),
-      num_turns: job.outcome?.result?.numTurns ?? job.live().turns,
+      num_turns: Math.round(job.outcome?.result?.numTurns ?? job.live().turns),
       prompt_preview: job.promptPreview,
     }),
   );

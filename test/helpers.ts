@@ -157,6 +157,7 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}): HandlerHar
     logger,
     retentionMs: 600_000,
     maxFinishedJobs: 1000,
+    finishedTranscriptChars: 10_000_000,
   });
   const checkedDirectories: string[] = [];
   const notifications: JsonRpcNotification[] = [];

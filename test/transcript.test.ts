@@ -207,3 +207,60 @@ test("10_000 appends stay within the cap and every page matches a reference stri
   }
   assert.equal(read, whole.slice(t.start));
 });
+
+test("size is the number of characters held; it never exceeds the cap", () => {
+  const t = new Transcript(10);
+  assert.equal(t.size, 0);
+  t.append("abc");
+  assert.equal(t.size, 4);
+  t.append("defg");
+  assert.equal(t.size, 9);
+  t.append("h"); // 11 > 10: "abc\n" goes
+  assert.equal(t.size, 7);
+  assert.equal(t.size, t.end - t.start);
+  t.append("0123456789abc");
+  assert.equal(t.size, 10);
+  assert.equal(t.size, t.end - t.start);
+});
+
+test("release drops everything held; offsets keep their meaning and appends go on after it", () => {
+  const t = new Transcript(100);
+  t.append("one");
+  t.append("two");
+  assert.equal(t.end, 8);
+  t.release();
+  assert.equal(t.size, 0);
+  assert.equal(t.start, 8);
+  assert.equal(t.end, 8);
+  assert.deepEqual(t.page(0, 100), { offset: 8, text: "", end: 8, start: 8 });
+  assert.deepEqual(t.page(3, 2), { offset: 8, text: "", end: 8, start: 8 });
+
+  t.append("three");
+  assert.equal(t.size, 6);
+  assert.equal(t.end, 14);
+  assert.deepEqual(t.page(0, 100), { offset: 8, text: "three\n", end: 14, start: 8 });
+  assert.deepEqual(t.page(10, 2), { offset: 10, text: "re", end: 14, start: 8 });
+
+  t.release();
+  t.release();
+  assert.equal(t.start, 14);
+  assert.equal(t.end, 14);
+});
+
+test("release after many appends (past compaction) still pages correctly", () => {
+  const t = new Transcript(50);
+  let whole = "";
+  for (let i = 0; i < 3_000; i += 1) {
+    t.append(`e${i}`);
+    whole += `e${i}\n`;
+  }
+  t.release();
+  assert.equal(t.start, whole.length);
+  for (let i = 0; i < 30; i += 1) {
+    t.append(`f${i}`);
+    whole += `f${i}\n`;
+  }
+  assert.equal(t.end, whole.length);
+  assert.equal(t.page(0, 1000).text, whole.slice(t.start));
+  assert.ok(t.size <= 50);
+});
