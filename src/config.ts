@@ -26,6 +26,8 @@ export interface Config {
   policy: Omit<Policy, "roots">;
   /** CLAUDE_DISPATCH_ROOTS as written, split on the platform's path delimiter. */
   roots: string[] | undefined;
+  /** Agents running at once; later jobs queue (§8). */
+  maxJobs: number;
 }
 
 export const DEPTH_VARIABLE = "CLAUDE_DISPATCH_DEPTH";
@@ -86,7 +88,7 @@ function loadPolicy(env: Env): Omit<Policy, "roots"> {
   };
 }
 
-export function loadConfig(env: Env, pathDelimiter = ":"): Config {
+export function loadConfig(env: Env, pathDelimiter = ":", cpus = 2): Config {
   const logLevel = (env.CLAUDE_DISPATCH_LOG_LEVEL ?? "info").trim() || "info";
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`CLAUDE_DISPATCH_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel)}`);
@@ -103,6 +105,8 @@ export function loadConfig(env: Env, pathDelimiter = ":"): Config {
     logLevel: logLevel as LogLevel,
     maxResultChars: integer(env, "CLAUDE_DISPATCH_MAX_RESULT_CHARS", 20_000, 1000, 10_000_000),
     heartbeatMs: integer(env, "CLAUDE_DISPATCH_HEARTBEAT_MS", 15_000, 1000, 600_000),
+    // Each agent is a few hundred MB and busy; more than the CPUs only slows them all.
+    maxJobs: integer(env, "CLAUDE_DISPATCH_MAX_JOBS", Math.max(2, cpus), 1, 1000),
     policy: loadPolicy(env),
     roots: optional(env, "CLAUDE_DISPATCH_ROOTS")
       ?.split(pathDelimiter)

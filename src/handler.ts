@@ -179,11 +179,12 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     const send = (): void => {
       cancelTimer?.();
       cancelTimer = undefined;
-      if (stopped || job.status !== "running") return;
+      if (stopped || (job.status !== "running" && job.status !== "queued")) return;
       progress += 1;
       lastSentAt = clock.now();
       const elapsed = Math.max(0, Math.round((lastSentAt - job.startedAt) / 1000));
-      deps.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress, message: activityLine(job.live(), elapsed) } });
+      const message = job.status === "queued" ? `${elapsed}s · queued at position ${job.queuePosition() ?? "?"}` : activityLine(job.live(), elapsed);
+      deps.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress, message } });
       cancelTimer = clock.setTimer(send, deps.heartbeatMs);
     };
     const unsubscribe = job.onActivity(() => {
@@ -212,7 +213,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
 
   /** Waits until the job finishes, the hold runs out, or the request is cancelled; no polling (§5.3). */
   async function hold(job: Job, holdMs: number, signal: AbortSignal): Promise<void> {
-    if (job.status !== "running" || holdMs === 0) return;
+    if ((job.status !== "running" && job.status !== "queued") || holdMs === 0) return;
     const stop = new AbortController();
     const onCancel = (): void => stop.abort();
     signal.addEventListener("abort", onCancel, { once: true });
@@ -265,7 +266,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       case "claude_wait": {
         const input = parseWaitInput(args);
         const job = requireJob(input.jobId);
-        if (job.status === "running" && input.holdMs > 0) await withProgress(progressToken, job, () => hold(job, input.holdMs, signal));
+        if ((job.status === "running" || job.status === "queued") && input.holdMs > 0) await withProgress(progressToken, job, () => hold(job, input.holdMs, signal));
         return renderJob(job, now(), { maxResultChars: deps.maxResultChars });
       }
       case "claude_kill": {

@@ -1,19 +1,20 @@
 /**
  * The job registry and its state machine (PROTOCOL.md §8). Both tools that
  * run an agent create a job here: claude_start returns its id at once,
- * claude_run waits for it. Time and ids are injected.
+ * claude_run waits for it. At most maxRunning agents run at once; the rest
+ * wait their turn in FIFO order. Time and ids are injected.
  *
- *   running ──agent exits──▶ completed | failed
- *   running ──kill (claude_kill, cancel, shutdown)──▶ killed
- *   running ──timeout──▶ failed (TIMEOUT)
+ *   queued ──a slot frees──▶ running ──agent exits──▶ completed | failed
+ *   queued | running ──kill (claude_kill, cancel, shutdown)──▶ killed
+ *   queued | running ──timeout──▶ failed (TIMEOUT)
  */
-import type { AgentLauncher, AgentOutcome, AgentSpec, LiveSummary } from "./claude.js";
+import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "./claude.js";
 import type { CancelTimer, Clock } from "./clock.js";
 import { DispatchError } from "./errors.js";
 import type { Logger } from "./log.js";
-import type { Transcript } from "./transcript.js";
+import { Transcript } from "./transcript.js";
 
-export type JobStatus = "running" | "completed" | "failed" | "killed";
+export type JobStatus = "queued" | "running" | "completed" | "failed" | "killed";
 export type JobKind = "run" | "start";
 export type KillReason = "claude_kill" | "cancelled" | "timeout" | "shutdown";
 
@@ -22,6 +23,7 @@ export interface Job {
   readonly kind: JobKind;
   readonly cwd: string;
   readonly resumeSessionId: string | undefined;
+  /** When the job was submitted, then when its agent started. */
   readonly startedAt: number;
   readonly status: JobStatus;
   readonly finishedAt: number | undefined;
@@ -29,14 +31,18 @@ export interface Job {
   readonly outcome: AgentOutcome | undefined;
   /** Set before the kill is sent, so the exit that follows is read as a kill, not a crash. */
   readonly killReason: KillReason | undefined;
-  /** Resolves when the job leaves `running`; never rejects. */
+  /** Resolves when the job is finished; never rejects. */
   readonly done: Promise<void>;
   readonly timeoutMs: number | undefined;
   /** The prompt's first line, clipped, for listings. */
   readonly promptPreview: string;
+  /** False while queued, and for a job killed before its turn came. */
+  readonly launched: boolean;
+  /** 1 for the next job to run; undefined unless queued. */
+  queuePosition(): number | undefined;
   /** What the agent has done so far (§5.3). */
   live(): LiveSummary;
-  /** Calls listener whenever the agent reports something; returns the unsubscribe. */
+  /** Calls listener whenever the job starts or its agent reports something; returns the unsubscribe. */
   onActivity(listener: () => void): () => void;
   readonly transcript: Transcript;
 }
@@ -52,91 +58,113 @@ export interface JobRegistryOptions {
   clock: Clock;
   newId(): string;
   logger: Logger;
-  /** How long a finished job stays reachable. Running jobs are never reaped. */
+  /** How long a finished job stays reachable. Running and queued jobs are never reaped. */
   retentionMs: number;
   /** At most this many finished jobs are kept; the oldest go first. */
   maxFinishedJobs: number;
   /** Transcript characters kept across all finished jobs; the oldest finished transcripts are dropped first. */
   finishedTranscriptChars: number;
-}
-
-interface MutableJob {
-  id: string;
-  kind: JobKind;
-  cwd: string;
-  resumeSessionId: string | undefined;
-  startedAt: number;
-  status: JobStatus;
-  finishedAt: number | undefined;
-  outcome: AgentOutcome | undefined;
-  killReason: KillReason | undefined;
-  done: Promise<void>;
-  timeoutMs: number | undefined;
-  promptPreview: string;
-  live(): LiveSummary;
-  onActivity(listener: () => void): () => void;
-  transcript: Transcript;
-  kill(): Promise<{ survivors: number[] }>;
-  killing: Promise<{ survivors: number[] }> | undefined;
-  cancelTimeout: CancelTimer | undefined;
+  /** Agents running at once (§8); later jobs queue. */
+  maxRunning: number;
 }
 
 const PREVIEW_CHARS = 80;
+const NO_TRANSCRIPT = new Transcript(0);
 
 function previewOf(prompt: string): string {
   const flat = prompt.replace(/\s+/g, " ").trim();
   return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS)}…` : flat;
 }
 
+class JobEntry implements Job {
+  status: JobStatus = "queued";
+  finishedAt: number | undefined;
+  outcome: AgentOutcome | undefined;
+  killReason: KillReason | undefined;
+  run: AgentRun | undefined;
+  killing: Promise<{ survivors: number[] }> | undefined;
+  cancelTimeout: CancelTimer | undefined;
+  readonly done: Promise<void>;
+  markDone!: () => void;
+  /** Each listener, with its subscription to the agent once there is one. */
+  private readonly listeners = new Map<() => void, (() => void) | undefined>();
+
+  constructor(
+    readonly id: string,
+    readonly kind: JobKind,
+    readonly spec: AgentSpec,
+    public startedAt: number,
+    readonly timeoutMs: number | undefined,
+    private readonly positionOf: (job: JobEntry) => number | undefined,
+  ) {
+    this.done = new Promise<void>((resolve) => (this.markDone = resolve));
+  }
+
+  get cwd(): string {
+    return this.spec.cwd;
+  }
+  get resumeSessionId(): string | undefined {
+    return this.spec.resumeSessionId;
+  }
+  get promptPreview(): string {
+    return previewOf(this.spec.prompt);
+  }
+  get launched(): boolean {
+    return this.run !== undefined;
+  }
+  get transcript(): Transcript {
+    return this.run?.transcript ?? NO_TRANSCRIPT;
+  }
+  queuePosition(): number | undefined {
+    return this.status === "queued" ? this.positionOf(this) : undefined;
+  }
+  live(): LiveSummary {
+    return this.run?.live() ?? { turns: 0, events: 0 };
+  }
+  onActivity(listener: () => void): () => void {
+    this.listeners.set(listener, this.run?.onActivity(listener));
+    return () => {
+      this.listeners.get(listener)?.();
+      this.listeners.delete(listener);
+    };
+  }
+  /** The agent started: listeners that came while queued now follow it, and hear of the start. */
+  attach(run: AgentRun): void {
+    this.run = run;
+    for (const listener of this.listeners.keys()) this.listeners.set(listener, run.onActivity(listener));
+    for (const listener of [...this.listeners.keys()]) listener();
+  }
+}
+
 export class JobRegistry {
-  private readonly jobs = new Map<string, MutableJob>();
+  private readonly jobs = new Map<string, JobEntry>();
   /** Finished job ids in finish order: reaping looks only at the head, never scans every job. */
   private readonly finishedOrder: string[] = [];
+  private readonly queue: JobEntry[] = [];
+  private runningCount = 0;
   private closing = false;
 
   constructor(private readonly options: JobRegistryOptions) {}
 
-  /** Starts an agent. Throws SHUTTING_DOWN once shutdown began. */
+  /** Starts an agent, or queues it when maxRunning agents already run. Throws SHUTTING_DOWN once shutdown began. */
   start(spec: AgentSpec, kind: JobKind, timeoutMs?: number): Job {
     if (this.closing) throw new DispatchError("SHUTTING_DOWN", "the server is shutting down and starts no new jobs");
     this.reap();
     const { clock } = this.options;
-    const run = this.options.launch(spec);
-    let markDone!: () => void;
-    const job: MutableJob = {
-      id: this.options.newId(),
-      kind,
-      cwd: spec.cwd,
-      resumeSessionId: spec.resumeSessionId,
-      startedAt: clock.now(),
-      status: "running",
-      finishedAt: undefined,
-      outcome: undefined,
-      killReason: undefined,
-      done: new Promise<void>((resolve) => (markDone = resolve)),
-      timeoutMs,
-      promptPreview: previewOf(spec.prompt),
-      live: () => run.live(),
-      onActivity: (listener) => run.onActivity(listener),
-      transcript: run.transcript,
-      kill: () => run.kill(),
-      killing: undefined,
-      cancelTimeout: undefined,
-    };
+    const job = new JobEntry(this.options.newId(), kind, spec, clock.now(), timeoutMs, (entry) => this.queue.indexOf(entry) + 1);
     this.jobs.set(job.id, job);
-    this.options.logger.info(`job ${job.id} started (${kind}, pid ${run.pid ?? "none"}) in ${spec.cwd}`);
-
+    // The timeout counts from submission: it is the caller's budget, queueing included.
     if (timeoutMs !== undefined) {
       job.cancelTimeout = clock.setTimer(() => {
         this.kill(job.id, "timeout").catch((error: unknown) => this.options.logger.error(`timeout kill of job ${job.id}: ${String(error)}`));
       }, timeoutMs);
     }
-
-    run.outcome
-      .catch((error: unknown): AgentOutcome => ({ ok: false, code: "INTERNAL_ERROR", detail: String(error) }))
-      .then((outcome) => this.finish(job, outcome))
-      .catch((error: unknown) => this.options.logger.error(`job ${job.id}: ${String(error)}`))
-      .finally(markDone);
+    if (this.runningCount < this.options.maxRunning) {
+      this.launch(job);
+    } else {
+      this.queue.push(job);
+      this.options.logger.info(`job ${job.id} queued (${kind}, position ${this.queue.length}) for ${spec.cwd}`);
+    }
     return job;
   }
 
@@ -157,30 +185,62 @@ export class JobRegistry {
   }
 
   /**
-   * Kills a job's whole process tree and waits for it to finish. The reason is
-   * recorded before the kill is sent, and the first reason wins.
+   * Kills a job's whole process tree and waits for it to finish; a queued job
+   * is removed without starting. The reason is recorded before the kill is
+   * sent, and the first reason wins.
    */
   async kill(id: string, reason: KillReason): Promise<KillResult> {
     const job = this.jobs.get(id);
     if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${id}`);
-    if (job.status !== "running") return { killed: false, survivors: [] };
+    if (job.status === "queued") {
+      this.queue.splice(this.queue.indexOf(job), 1);
+      job.killReason = reason;
+      this.finish(job, { ok: false, code: "KILLED", detail: "removed from the queue before it started" });
+      return { killed: true, survivors: [] };
+    }
+    if (job.status !== "running" || !job.run) return { killed: false, survivors: [] };
     job.killReason ??= reason;
-    job.killing ??= job.kill();
+    job.killing ??= job.run.kill();
     const { survivors } = await job.killing;
     // With survivors the agent itself may never exit; report now rather than hang.
     if (survivors.length === 0) await job.done;
     return { killed: true, survivors };
   }
 
-  /** Refuses new jobs, kills every running one, and waits until all have finished. */
+  /** Refuses new jobs, drops the queue, kills every running job, and waits until all have finished. */
   async shutdown(): Promise<void> {
     this.closing = true;
+    for (const job of [...this.queue]) await this.kill(job.id, "shutdown");
     const running = this.running();
     if (running.length > 0) this.options.logger.info(`shutdown: killing ${running.length} running job(s)`);
     await Promise.all(running.map((job) => this.kill(job.id, "shutdown").catch(() => undefined)));
   }
 
-  private finish(job: MutableJob, outcome: AgentOutcome): void {
+  private launch(job: JobEntry): void {
+    const { clock, logger } = this.options;
+    this.runningCount += 1;
+    job.status = "running";
+    job.startedAt = clock.now();
+    const run = this.options.launch(job.spec);
+    job.attach(run);
+    logger.info(`job ${job.id} started (${job.kind}, pid ${run.pid ?? "none"}) in ${job.cwd}`);
+    run.outcome
+      .catch((error: unknown): AgentOutcome => ({ ok: false, code: "INTERNAL_ERROR", detail: String(error) }))
+      .then((outcome) => {
+        this.runningCount -= 1;
+        this.finish(job, outcome);
+        this.launchNext();
+      })
+      .catch((error: unknown) => logger.error(`job ${job.id}: ${String(error)}`));
+  }
+
+  private launchNext(): void {
+    while (this.runningCount < this.options.maxRunning && this.queue.length > 0 && !this.closing) {
+      this.launch(this.queue.shift() as JobEntry);
+    }
+  }
+
+  private finish(job: JobEntry, outcome: AgentOutcome): void {
     const { clock, logger } = this.options;
     job.cancelTimeout?.();
     job.cancelTimeout = undefined;
@@ -188,10 +248,11 @@ export class JobRegistry {
     if (job.killReason === "timeout") {
       job.status = "failed";
       const seconds = Math.round((job.timeoutMs ?? 0) / 1000);
+      const where = job.launched ? "the agent's process tree was killed" : "it was still queued and never started";
       job.outcome = {
         ok: false,
         code: "TIMEOUT",
-        detail: `no result within ${seconds}s; the agent's process tree was killed`,
+        detail: `no result within ${seconds}s; ${where}`,
         ...(outcome.ok || outcome.result ? { result: outcome.result } : {}),
       };
     } else if (job.killReason) {
@@ -203,6 +264,7 @@ export class JobRegistry {
     }
     this.finishedOrder.push(job.id);
     logger.info(`job ${job.id} ${job.status}${outcome.ok ? "" : ` (${outcome.code})`}`);
+    job.markDone();
     this.reap();
     this.boundTranscripts();
   }

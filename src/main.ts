@@ -7,6 +7,7 @@
 import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 
 import { agentEnvironment, createClaudeLauncher } from "./claude.js";
@@ -76,7 +77,7 @@ async function main(): Promise<void> {
   let config;
   let roots: string[] | undefined;
   try {
-    config = loadConfig(process.env, path.delimiter);
+    config = loadConfig(process.env, path.delimiter, availableParallelism());
     roots = config.roots ? await resolveRoots(config.roots) : undefined;
   } catch (error) {
     if (!(error instanceof Error)) throw error;
@@ -111,6 +112,7 @@ async function main(): Promise<void> {
     retentionMs: config.jobRetentionMs,
     maxFinishedJobs: 1000,
     finishedTranscriptChars: FINISHED_TRANSCRIPT_CHARS,
+    maxRunning: config.maxJobs,
   });
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({

@@ -15,6 +15,7 @@ export interface Report {
   result?: string;
   truncated?: boolean;
   result_chars?: number;
+  queue_position?: number;
   last_activity?: string;
   recent_text?: string;
   cost_usd?: number;
@@ -70,6 +71,8 @@ export function jobReport(job: Job, now: number, maxResultChars = Number.POSITIV
   const report: Report = { status: job.status, job_id: job.id, elapsed_s: elapsedSeconds(job, now) };
   const outcome = job.outcome;
   if (!outcome) {
+    const position = job.queuePosition();
+    if (position !== undefined) report.queue_position = position;
     if (job.status === "running") {
       const live = job.live();
       if (live.sessionId) report.session_id = live.sessionId;
@@ -129,6 +132,12 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
   const report = jobReport(job, now, maxResultChars);
   const seconds = report.elapsed_s ?? 0;
   switch (job.status) {
+    case "queued":
+      return toolResult(
+        `Job ${job.id} is queued (position ${report.queue_position ?? "?"}, ${seconds}s so far): it starts when a running agent finishes. Call claude_wait again with job_id "${job.id}" to keep waiting, or claude_kill to drop it.`,
+        report,
+        false,
+      );
     case "running": {
       const recent = report.recent_text ? `\nLatest text: ${report.recent_text}` : "";
       return toolResult(
@@ -166,8 +175,9 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
 }
 
 export function renderStarted(job: Job, now: number): CallToolResult {
+  const queued = job.status === "queued" ? `Queued job ${job.id} at position ${job.queuePosition() ?? "?"}: it starts when a running agent finishes. ` : `Started job ${job.id}. `;
   return toolResult(
-    `Started job ${job.id}. Call claude_wait with job_id "${job.id}" to collect the result (each call waits up to 30s by default, 60s at most).`,
+    `${queued}Call claude_wait with job_id "${job.id}" to collect the result (each call waits up to 30s by default, 60s at most).`,
     jobReport(job, now),
     false,
   );
@@ -189,6 +199,7 @@ export function renderKill(job: Job, now: number, killed: boolean, survivors: re
     const why = report.error ? ` (${report.error.code})` : "";
     return toolResult(`Job ${job.id} ended as ${job.status}${why} while being killed; its whole process tree is gone.`, report, false);
   }
+  if (!job.launched) return toolResult(`Removed job ${job.id} from the queue; it never started.`, report, false);
   return toolResult(`Killed job ${job.id} after ${report.elapsed_s ?? 0}s; its whole process tree is gone.`, report, false);
 }
 
@@ -201,7 +212,7 @@ export function renderFailure(error: DispatchError, jobId?: string): CallToolRes
 export interface ListedJob {
   job_id: string;
   kind: "run" | "start";
-  status: "running" | "completed" | "failed" | "killed";
+  status: "queued" | "running" | "completed" | "failed" | "killed";
   cwd: string;
   elapsed_s: number;
   num_turns: number;

@@ -323,7 +323,7 @@ function agentOptionSchemas(settings: ToolSettings): Record<string, unknown> {
   };
 }
 
-export const JOB_STATUSES = ["running", "completed", "failed", "killed", "error"] as const;
+export const JOB_STATUSES = ["queued", "running", "completed", "failed", "killed", "error"] as const;
 export type ReportStatus = (typeof JOB_STATUSES)[number];
 
 const ERROR_SCHEMA = {
@@ -339,8 +339,9 @@ export const JOB_REPORT_SCHEMA = {
     status: {
       type: "string",
       enum: [...JOB_STATUSES],
-      description: "running, completed, failed or killed describe the job; error means this call itself failed.",
+      description: "queued, running, completed, failed or killed describe the job; error means this call itself failed.",
     },
+    queue_position: { type: "integer", description: "While queued: 1 for the next job to start." },
     job_id: { type: "string" },
     session_id: { type: "string", description: "Pass as session_id to continue this conversation." },
     result: { type: "string", description: "Claude Code's final answer, cut at the inline limit when truncated is true." },
@@ -374,7 +375,7 @@ export const LIST_SCHEMA = {
         properties: {
           job_id: { type: "string" },
           kind: { type: "string", enum: ["run", "start"] },
-          status: { type: "string", enum: ["running", "completed", "failed", "killed"] },
+          status: { type: "string", enum: ["queued", "running", "completed", "failed", "killed"] },
           cwd: { type: "string" },
           elapsed_s: { type: "integer" },
           num_turns: { type: "integer" },

@@ -25,7 +25,11 @@ test("defaults", () => {
       defaultTimeoutMs: 120_000,
     },
     roots: undefined,
+    maxJobs: 2,
   });
+  assert.equal(loadConfig({}, ":", 8).maxJobs, 8, "one agent per CPU");
+  assert.equal(loadConfig({}, ":", 1).maxJobs, 2, "but at least two");
+  assert.equal(loadConfig({ CLAUDE_DISPATCH_MAX_JOBS: "5" }).maxJobs, 5);
   assert.ok(!DEFAULT_PERMISSION_MODES.includes("bypassPermissions"), "bypassPermissions must be opted into");
 });
 
@@ -94,6 +98,7 @@ test("invalid values are errors that name the variable, never silent fallbacks",
     ["CLAUDE_DISPATCH_DEFAULT_TIMEOUT_MS", "500"],
     ["CLAUDE_DISPATCH_MAX_RESULT_CHARS", "10"],
     ["CLAUDE_DISPATCH_HEARTBEAT_MS", "0"],
+    ["CLAUDE_DISPATCH_MAX_JOBS", "0"],
   ];
   for (const [name, value] of cases) {
     assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message.includes(name), `${name}=${value}`);

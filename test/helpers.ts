@@ -145,7 +145,7 @@ export interface HandlerHarness {
 }
 
 /** A handler over a real JobRegistry with a fake clock and fake agents. */
-export function handlerHarness(overrides: Partial<HandlerDeps> = {}): HandlerHarness {
+export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: { maxRunning?: number } = {}): HandlerHarness {
   const clock = new FakeClock();
   const launcher = new FakeLauncher();
   const logger = new RecordingLogger();
@@ -158,6 +158,7 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}): HandlerHar
     retentionMs: 600_000,
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 10_000_000,
+    maxRunning: registry.maxRunning ?? 1000,
   });
   const checkedDirectories: string[] = [];
   const notifications: JsonRpcNotification[] = [];

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { JobRegistry } from "../src/jobs.js";
 import { FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
 
-function registry(overrides: { finishedTranscriptChars?: number; maxFinishedJobs?: number } = {}): { jobs: JobRegistry; launcher: FakeLauncher; clock: FakeClock } {
+function registry(overrides: { finishedTranscriptChars?: number; maxFinishedJobs?: number; maxRunning?: number } = {}): { jobs: JobRegistry; launcher: FakeLauncher; clock: FakeClock } {
   const clock = new FakeClock();
   const launcher = new FakeLauncher();
   let next = 0;
@@ -17,6 +17,7 @@ function registry(overrides: { finishedTranscriptChars?: number; maxFinishedJobs
     retentionMs: 600_000,
     maxFinishedJobs: overrides.maxFinishedJobs ?? 1000,
     finishedTranscriptChars: overrides.finishedTranscriptChars ?? 1_000_000,
+    maxRunning: overrides.maxRunning ?? 1000,
   });
   return { jobs, launcher, clock };
 }
@@ -64,4 +65,91 @@ test("the finished-job cap forgets the oldest finished job, never a running one"
       ["job-4", "completed"],
     ],
   );
+});
+
+test("past maxRunning, jobs queue in FIFO order and start as slots free", async () => {
+  const { jobs, launcher, clock } = registry({ maxRunning: 2 });
+  const ids = Array.from({ length: 5 }, (_, i) => jobs.start({ prompt: `job ${i}`, cwd: "/w" }, "start").id);
+  assert.equal(launcher.agents.length, 2, "only two agents started");
+  assert.deepEqual(
+    ids.map((id) => [jobs.get(id)?.status, jobs.get(id)?.queuePosition()]),
+    [
+      ["running", undefined],
+      ["running", undefined],
+      ["queued", 1],
+      ["queued", 2],
+      ["queued", 3],
+    ],
+  );
+  await clock.advance(5000);
+  launcher.agents[1]?.succeed();
+  await settle();
+  assert.equal(launcher.agents.length, 3);
+  assert.equal(launcher.agents[2]?.spec.prompt, "job 2", "the oldest queued job starts first");
+  assert.equal(jobs.get(ids[2] as string)?.status, "running");
+  assert.equal(jobs.get(ids[2] as string)?.startedAt, clock.now(), "elapsed time counts from the real start");
+  assert.deepEqual([jobs.get(ids[3] as string)?.queuePosition(), jobs.get(ids[4] as string)?.queuePosition()], [1, 2]);
+});
+
+test("killing a queued job removes it without starting it; the others move up", async () => {
+  const { jobs, launcher } = registry({ maxRunning: 1 });
+  const first = jobs.start({ prompt: "first", cwd: "/w" }, "start");
+  const second = jobs.start({ prompt: "second", cwd: "/w" }, "start");
+  const third = jobs.start({ prompt: "third", cwd: "/w" }, "start");
+  const result = await jobs.kill(second.id, "claude_kill");
+  assert.deepEqual(result, { killed: true, survivors: [] });
+  assert.equal(second.status, "killed");
+  assert.equal(second.launched, false);
+  assert.equal(third.queuePosition(), 1);
+  launcher.agents[0]?.succeed();
+  await settle();
+  assert.deepEqual(
+    launcher.agents.map((agent) => agent.spec.prompt),
+    ["first", "third"],
+    "the killed job never started",
+  );
+  assert.equal(first.status, "completed");
+});
+
+test("a queued claude_run can time out before it starts: TIMEOUT, and it never launches", async () => {
+  const { jobs, launcher, clock } = registry({ maxRunning: 1 });
+  jobs.start({ prompt: "hog", cwd: "/w" }, "start");
+  const run = jobs.start({ prompt: "quick question", cwd: "/w" }, "run", 5000);
+  await clock.advance(5000);
+  assert.equal(run.status, "failed");
+  assert.equal(run.outcome?.ok, false);
+  assert.match(run.outcome && !run.outcome.ok ? run.outcome.detail : "", /still queued and never started/);
+  launcher.agents[0]?.succeed();
+  await settle();
+  assert.equal(launcher.agents.length, 1);
+});
+
+test("the limit holds under 50 concurrent starts, and every job ends up run exactly once", async () => {
+  const { jobs, launcher } = registry({ maxRunning: 3 });
+  const started = Array.from({ length: 50 }, (_, i) => jobs.start({ prompt: `p${i}`, cwd: "/w" }, "start"));
+  let peak = 0;
+  while (started.some((job) => job.status !== "completed")) {
+    const running = started.filter((job) => job.status === "running").length;
+    peak = Math.max(peak, running);
+    assert.ok(running <= 3, `${running} running at once`);
+    for (const agent of launcher.agents.slice()) agent.succeed();
+    await settle();
+  }
+  assert.equal(peak, 3);
+  assert.deepEqual(
+    launcher.agents.map((agent) => agent.spec.prompt),
+    started.map((_, i) => `p${i}`),
+    "FIFO, each once",
+  );
+});
+
+test("shutdown drops the queue without starting anything and kills what runs", async () => {
+  const { jobs, launcher } = registry({ maxRunning: 1 });
+  const running = jobs.start({ prompt: "a", cwd: "/w" }, "start");
+  const queued = jobs.start({ prompt: "b", cwd: "/w" }, "start");
+  await jobs.shutdown();
+  assert.equal(running.status, "killed");
+  assert.equal(queued.status, "killed");
+  assert.equal(launcher.agents.length, 1);
+  assert.throws(() => jobs.start({ prompt: "c", cwd: "/w" }, "start"), /SHUTTING_DOWN|shutting down/);
 });
