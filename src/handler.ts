@@ -369,7 +369,8 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
 
     // A response from the client to a request we never sent: nothing to answer.
     if (method === undefined && hasId && ("result" in message || "error" in message) && message.jsonrpc === "2.0") {
-      logger.debug(`ignored a response with id ${JSON.stringify(message.id)}`);
+      // Never stringify the id itself: a deeply nested one overflows the stack (the fuzzer found it).
+      logger.debug(`ignored a response with id ${isRequestId(message.id) ? JSON.stringify(message.id) : `of type ${typeof message.id}`}`);
       return null;
     }
     if (message.jsonrpc !== "2.0") return fail(id, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"');
