@@ -8,7 +8,7 @@ import type { AgentOptions } from "./claude.js";
 import { sleep, type CancelTimer, type Clock } from "./clock.js";
 import type { DirectoryCheck } from "./directory.js";
 import { DispatchError, toDispatchError } from "./errors.js";
-import type { Job, JobRegistry } from "./jobs.js";
+import { isUnfinished, type Job, type JobRegistry } from "./jobs.js";
 import {
   INTERNAL_ERROR,
   INVALID_PARAMS,
@@ -179,7 +179,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     const send = (): void => {
       cancelTimer?.();
       cancelTimer = undefined;
-      if (stopped || (job.status !== "running" && job.status !== "queued")) return;
+      if (stopped || !isUnfinished(job)) return;
       progress += 1;
       lastSentAt = clock.now();
       const elapsed = Math.max(0, Math.round((lastSentAt - job.startedAt) / 1000));
@@ -213,7 +213,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
 
   /** Waits until the job finishes, the hold runs out, or the request is cancelled; no polling (§5.3). */
   async function hold(job: Job, holdMs: number, signal: AbortSignal): Promise<void> {
-    if ((job.status !== "running" && job.status !== "queued") || holdMs === 0) return;
+    if (!isUnfinished(job) || holdMs === 0) return;
     const stop = new AbortController();
     const onCancel = (): void => stop.abort();
     signal.addEventListener("abort", onCancel, { once: true });
@@ -266,7 +266,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       case "claude_wait": {
         const input = parseWaitInput(args);
         const job = requireJob(input.jobId);
-        if ((job.status === "running" || job.status === "queued") && input.holdMs > 0) await withProgress(progressToken, job, () => hold(job, input.holdMs, signal));
+        if (isUnfinished(job) && input.holdMs > 0) await withProgress(progressToken, job, () => hold(job, input.holdMs, signal));
         return renderJob(job, now(), { maxResultChars: deps.maxResultChars });
       }
       case "claude_kill": {

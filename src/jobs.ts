@@ -18,6 +18,11 @@ export type JobStatus = "queued" | "running" | "completed" | "failed" | "killed"
 export type JobKind = "run" | "start";
 export type KillReason = "claude_kill" | "cancelled" | "timeout" | "shutdown";
 
+/** Queued or running: the job has not finished yet. */
+export function isUnfinished(job: Pick<Job, "status">): boolean {
+  return job.status === "queued" || job.status === "running";
+}
+
 export interface Job {
   readonly id: string;
   readonly kind: JobKind;
