@@ -181,9 +181,14 @@ function errorMessage(event: ResultEvent): string {
 
 const SESSION_NOT_FOUND = /No conversation found with session ID: ?([^\s]*)/;
 
+/**
+ * The start of text, at most max characters, as a copy of its own: V8 keeps a
+ * slice's whole parent alive, and the parent may be megabytes of agent output.
+ */
 const clip = (text: string, max: number): string => {
   const trimmed = text.trim();
-  return trimmed.length > max ? `${trimmed.slice(0, max)}…` : trimmed;
+  const kept = trimmed.length > max ? `${trimmed.slice(0, max)}…` : trimmed;
+  return kept === "" ? kept : (JSON.parse(JSON.stringify(kept)) as string);
 };
 
 const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim();
@@ -229,6 +234,8 @@ export interface ClaudeStreamOptions {
 const RAW_KEEP_BYTES = 1024 * 1024;
 const LAST_TEXT_CHARS = 500;
 const TOOL_RESULT_CHARS = 2000;
+/** One assistant text in the transcript; the final answer is whole in the result anyway. */
+const TEXT_ENTRY_CHARS = 20_000;
 
 /**
  * Reads Claude Code's stream-json incrementally (§7.3): one event per line,
@@ -365,7 +372,7 @@ export class ClaudeStream {
       if (block.type === "text" && typeof block.text === "string" && block.text.trim() !== "") {
         this.summary.lastText = clip(block.text, LAST_TEXT_CHARS);
         this.summary.lastActivity = "text";
-        this.transcript.append(`assistant: ${block.text.trim()}`);
+        this.transcript.append(`assistant: ${clip(block.text, TEXT_ENTRY_CHARS)}`);
       } else if (block.type === "tool_use" && typeof block.name === "string") {
         this.summary.lastTool = describeToolUse(block.name, block.input);
         this.summary.lastActivity = "tool";

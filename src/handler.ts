@@ -18,6 +18,7 @@ import {
   isRecord,
   isRequestId,
   respond,
+  serializedOnce,
   type JsonRpcNotification,
   type JsonRpcResponse,
   type RequestId,
@@ -106,8 +107,10 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     maxResultChars: deps.maxResultChars,
     permissionModes: deps.policy.permissionModes,
   };
-  const definitions = toolDefinitions(settings);
+
   const gated = deps.depth.current >= deps.depth.max;
+  // tools/list is asked often and never changes: its JSON is built once (BENCHMARKS.md (c)).
+  const toolList = serializedOnce({ tools: gated ? [] : toolDefinitions(settings) });
   /** In-flight requests by id, so notifications/cancelled can abort them (§4). */
   const inFlight = new Map<string, AbortController>();
 
@@ -340,7 +343,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       case "ping":
         return respond(id, {});
       case "tools/list":
-        return respond(id, { tools: gated ? [] : definitions });
+        return respond(id, toolList);
       case "tools/call": {
         if (!isRecord(message.params)) return fail(id, INVALID_PARAMS, "tools/call requires params");
         const key = requestKey(id);

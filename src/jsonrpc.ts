@@ -37,6 +37,15 @@ export interface JsonRpcNotification {
 
 export type OutgoingMessage = JsonRpcResponse | JsonRpcNotification;
 
+/** Where a result's JSON text is cached, off the enumerable fields that tests and JSON.stringify see. */
+export const SERIALIZED = Symbol("serialized JSON");
+
+/** Marks a result that never changes, so the writer serializes it once, not per response. */
+export function serializedOnce<T extends object>(result: T): T {
+  Object.defineProperty(result, SERIALIZED, { value: JSON.stringify(result), enumerable: false });
+  return result;
+}
+
 export function respond(id: RequestId, result: unknown): JsonRpcSuccess {
   return { jsonrpc: "2.0", id, result };
 }

@@ -274,6 +274,8 @@ function startPosix(
   // session, a process holding stdout) is an orphan nobody can reach: stop it.
   const settled = collected.exited.then(async () => {
     if (!tree) return;
+    // Let the job's outcome be answered first: this cleanup reads the process table.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       if (killing) {
         await killing;
@@ -288,6 +290,8 @@ function startPosix(
 
   return { pid, exited: collected.exited, killTree, settled };
 }
+
+const SHARED_SNAPSHOT_MS = 25;
 
 /** Set in each agent's environment; its value is unique per agent. */
 export const TREE_MARKER_VARIABLE = "CLAUDE_DISPATCH_TREE";
@@ -350,6 +354,7 @@ function isSameLiveProcess(table: ProcessTable, remembered: ProcessInfo): boolea
  */
 class TreeTracker {
   private readonly trees = new Set<TrackedTree>();
+  private shared: { at: number; table: Promise<ProcessTable | undefined> } | undefined;
   private cancelRefresh: CancelTimer | undefined;
   private refreshing = false;
 
@@ -361,7 +366,7 @@ class TreeTracker {
   track(rootPid: number, marker: string): TrackedTree {
     const tree = new TrackedTree(rootPid, marker);
     this.trees.add(tree);
-    void this.snapshot().catch(() => undefined);
+    void this.recentSnapshot(SHARED_SNAPSHOT_MS).catch(() => undefined);
     this.scheduleRefresh();
     return tree;
   }
@@ -375,7 +380,8 @@ class TreeTracker {
   }
 
   async hasLiveMembers(tree: TrackedTree): Promise<boolean> {
-    const table = await this.snapshot();
+    // Exits seen in one turn of the event loop share one table read after them all.
+    const table = await this.recentSnapshot(0);
     if (!table) return false;
     this.adoptMarked(tree, table);
     return this.liveMembers(tree, table).length > 0;
@@ -428,9 +434,12 @@ class TreeTracker {
   private adoptMarked(tree: TrackedTree, table: ProcessTable): void {
     const read = this.platform.readEnvironment;
     if (!read) return;
+    // Members of other agents' trees carry their own markers: no need to read them.
+    const tracked = new Set<number>();
+    for (const other of this.trees) for (const pid of other.members.keys()) tracked.add(pid);
     let adopted = false;
     for (const info of table.byPid.values()) {
-      if (info.zombie || table.protectedIds.has(info.pid) || tree.members.has(info.pid)) continue;
+      if (info.zombie || table.protectedIds.has(info.pid) || tree.members.has(info.pid) || tracked.has(info.pid)) continue;
       if (tree.rootStartTime !== undefined && startedBefore(info.startTime, tree.rootStartTime)) continue;
       const environment = read(info.pid);
       if (environment !== undefined && hasVariable(environment, tree.marker)) {
@@ -475,6 +484,17 @@ class TreeTracker {
   }
 
   /** Reads the process table once and grows every tracked tree from it. */
+  /**
+   * A snapshot at most maxAgeMs old: a burst of agents starting or exiting
+   * together shares one read of the table instead of one each. The kill
+   * sequence always takes fresh ones.
+   */
+  private recentSnapshot(maxAgeMs: number): Promise<ProcessTable | undefined> {
+    const now = this.options.clock.now();
+    if (!this.shared || now - this.shared.at > maxAgeMs) this.shared = { at: now, table: this.snapshot() };
+    return this.shared.table;
+  }
+
   private async snapshot(): Promise<ProcessTable | undefined> {
     let list: ProcessInfo[];
     try {
