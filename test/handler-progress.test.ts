@@ -11,7 +11,7 @@ import type { AgentOptions } from "../src/claude.js";
 import type { JsonRpcNotification, JsonRpcResponse, RequestId } from "../src/jsonrpc.js";
 import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "../src/policy.js";
 import { LIMITS, type ToolDefinition } from "../src/tools.js";
-import { handlerHarness, settle, type HandlerHarness } from "./helpers.js";
+import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 /* ------------------------------------------------------------------ *
  * Helpers (small copies of handler.test.ts's, plus progress tokens)
@@ -78,24 +78,8 @@ function assertNotError(result: ToolResult): void {
   assert.ok(!("isError" in result), `unexpected isError: ${textOf(result)}`);
 }
 
-function cancel(h: HandlerHarness, requestId: RequestId): Promise<JsonRpcResponse | null> {
-  return h.handle({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "test" } });
-}
 
-interface Tracked<T> {
-  readonly done: boolean;
-  readonly value: T | undefined;
-  readonly promise: Promise<T>;
-}
 
-function track<T>(promise: Promise<T>): Tracked<T> {
-  const state: { done: boolean; value: T | undefined; promise: Promise<T> } = { done: false, value: undefined, promise };
-  promise.then((value) => {
-    state.done = true;
-    state.value = value;
-  });
-  return state;
-}
 
 async function startJob(h: HandlerHarness, args: Record<string, unknown> = RUN_ARGS): Promise<string> {
   const started = await tool(h, "claude_start", args);

@@ -11,7 +11,7 @@ import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIO
 import type { JsonRpcResponse, RequestId } from "../src/jsonrpc.js";
 import { JOB_REPORT_SCHEMA, JOB_STATUSES, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, TOOL_NAMES, type ToolName } from "../src/tools.js";
 import type { Report } from "../src/results.js";
-import { handlerHarness, settle, type HandlerHarness } from "./helpers.js";
+import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 /* ------------------------------------------------------------------ *
  * Helpers
@@ -118,25 +118,8 @@ async function tool(h: HandlerHarness, name: string, args?: unknown, id?: Reques
   return toolResultOf(await callTool(h, name, args, id));
 }
 
-function cancel(h: HandlerHarness, requestId: unknown): Promise<JsonRpcResponse | null> {
-  return h.handle(notification("notifications/cancelled", { requestId, reason: "test" }));
-}
 
-interface Tracked<T> {
-  readonly done: boolean;
-  readonly value: T | undefined;
-  readonly promise: Promise<T>;
-}
 
-/** Lets a test ask whether a promise has settled yet, without awaiting it. */
-function track<T>(promise: Promise<T>): Tracked<T> {
-  const state: { done: boolean; value: T | undefined; promise: Promise<T> } = { done: false, value: undefined, promise };
-  promise.then((value) => {
-    state.done = true;
-    state.value = value;
-  });
-  return state;
-}
 
 function assertError(result: ToolResult, code: string): string {
   assert.equal(result.isError, true);

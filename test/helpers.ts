@@ -3,7 +3,7 @@ import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } fr
 import type { CancelTimer, Clock } from "../src/clock.js";
 import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/handler.js";
 import { JobRegistry } from "../src/jobs.js";
-import type { JsonRpcNotification } from "../src/jsonrpc.js";
+import type { JsonRpcNotification, JsonRpcResponse } from "../src/jsonrpc.js";
 import type { Logger } from "../src/log.js";
 import { DEFAULT_POLICY } from "../src/policy.js";
 import { Transcript } from "../src/transcript.js";
@@ -182,4 +182,25 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
     ...overrides,
   });
   return { handle, notifications, clock, launcher, jobs, logger, checkedDirectories };
+}
+
+export interface Tracked<T> {
+  readonly done: boolean;
+  readonly value: T | undefined;
+  readonly promise: Promise<T>;
+}
+
+/** Lets a test ask whether a promise has settled yet, without awaiting it. */
+export function track<T>(promise: Promise<T>): Tracked<T> {
+  const state: { done: boolean; value: T | undefined; promise: Promise<T> } = { done: false, value: undefined, promise };
+  promise.then((value) => {
+    state.done = true;
+    state.value = value;
+  });
+  return state;
+}
+
+/** Sends notifications/cancelled for a request id; the handler answers notifications with null. */
+export function cancel(h: HandlerHarness, requestId: unknown): Promise<JsonRpcResponse | null> {
+  return h.handle({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "test" } });
 }
