@@ -4,8 +4,6 @@
  * exit). It reads the configuration, builds the real dependencies, serves
  * stdio, and shuts down as PROTOCOL.md §3 describes.
  */
-import { execFile, spawn } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
@@ -17,14 +15,7 @@ import { checkDirectory, resolveRoots } from "./directory.js";
 import { createRequestHandler } from "./handler.js";
 import { JobRegistry } from "./jobs.js";
 import { createLogger } from "./log.js";
-import {
-  PS_ARGS,
-  createProcessControl,
-  listLinuxProcesses,
-  parsePsOutput,
-  readLinuxEnvironment,
-  type Platform,
-} from "./process.js";
+import type { ChildHandle, Platform, ProcessControl, SpawnRequest } from "./process.js";
 import { createMessageWriter, serveStdio } from "./stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./version.js";
 
@@ -34,18 +25,22 @@ const SHUTDOWN_SLACK_MS = 2000;
 const FINISHED_TRANSCRIPT_CHARS = 32_000_000;
 const TRANSCRIPT_CHARS = 2_000_000;
 
-function runFile(file: string, args: readonly string[]): Promise<{ exitCode: number | null; stdout: string }> {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { windowsHide: true, maxBuffer: 64 * 1024 * 1024 }, (error, stdout) => {
-      if (error && typeof error.code !== "number") return reject(error);
-      resolve({ exitCode: error ? (error.code as number) : 0, stdout });
+/**
+ * The process layer and child_process load when the first job starts, not at
+ * startup: `initialize` does not need them (BENCHMARKS.md (a)).
+ */
+async function loadProcessControl(options: Omit<Parameters<typeof import("./process.js").createProcessControl>[0], "platform">): Promise<ProcessControl> {
+  const [{ execFile, spawn }, layer] = await Promise.all([import("node:child_process"), import("./process.js")]);
+  const runFile = (file: string, args: readonly string[]): Promise<{ exitCode: number | null; stdout: string }> =>
+    new Promise((resolve, reject) => {
+      execFile(file, args, { windowsHide: true, maxBuffer: 64 * 1024 * 1024 }, (error, stdout) => {
+        if (error && typeof error.code !== "number") return reject(error);
+        resolve({ exitCode: error ? (error.code as number) : 0, stdout });
+      });
     });
-  });
-}
-
-function createPlatform(): Platform {
+  let platform: Platform;
   if (process.platform === "win32") {
-    return {
+    platform = {
       kind: "windows",
       spawn,
       runFile,
@@ -60,16 +55,31 @@ function createPlatform(): Platform {
       readTextFile: (file) => (existsSync(file) ? readFileSync(file, "utf8") : undefined),
       nodePath: process.execPath,
     };
+  } else {
+    const linux = process.platform === "linux";
+    platform = {
+      kind: "posix",
+      spawn,
+      // By absolute path, like every program we run ourselves: PATH is the caller's to change.
+      listProcesses: linux ? () => layer.listLinuxProcesses() : async () => layer.parsePsOutput((await runFile("/bin/ps", layer.PS_ARGS)).stdout),
+      signal: (pid, signal) => void process.kill(pid, signal),
+      selfPid: process.pid,
+      ...(linux ? { readEnvironment: (pid: number) => layer.readLinuxEnvironment(pid) } : {}),
+    };
   }
-  const linux = process.platform === "linux";
+  return layer.createProcessControl({ ...options, platform });
+}
+
+/** A child handle for a start that waits on the process layer to load. */
+function deferredChild(pending: Promise<ChildHandle>): ChildHandle {
   return {
-    kind: "posix",
-    spawn,
-    // By absolute path, like every program we run ourselves: PATH is the caller's to change.
-    listProcesses: linux ? () => listLinuxProcesses() : async () => parsePsOutput((await runFile("/bin/ps", PS_ARGS)).stdout),
-    signal: (pid, signal) => void process.kill(pid, signal),
-    selfPid: process.pid,
-    ...(linux ? { readEnvironment: (pid: number) => readLinuxEnvironment(pid) } : {}),
+    pid: undefined,
+    exited: pending.then((handle) => handle.exited),
+    killTree: () => pending.then((handle) => handle.killTree()),
+    settled: pending.then(
+      (handle) => handle.settled,
+      () => undefined,
+    ),
   };
 }
 
@@ -88,14 +98,15 @@ async function main(): Promise<void> {
 
   const logger = createLogger(process.stderr, config.logLevel);
   const clock = systemClock;
-  const processes = createProcessControl({
-    platform: createPlatform(),
-    clock,
-    logger,
-    killGraceMs: config.killGraceMs,
-  });
+  let processes: ProcessControl | undefined;
+  let loadingProcesses: Promise<ProcessControl> | undefined;
+  const startChild = (request: SpawnRequest): ChildHandle => {
+    if (processes) return processes.start(request);
+    loadingProcesses ??= loadProcessControl({ clock, logger, killGraceMs: config.killGraceMs }).then((loaded) => (processes = loaded));
+    return deferredChild(loadingProcesses.then((loaded) => loaded.start(request)));
+  };
   const launch = createClaudeLauncher({
-    start: (request) => processes.start(request),
+    start: startChild,
     bin: config.claudeBin,
     // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
     env: agentEnvironment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),
@@ -107,7 +118,8 @@ async function main(): Promise<void> {
   const jobs = new JobRegistry({
     launch,
     clock,
-    newId: randomUUID,
+    // The global Web Crypto: node:crypto is not loaded before a job needs an id.
+    newId: () => crypto.randomUUID(),
     logger,
     retentionMs: config.jobRetentionMs,
     maxFinishedJobs: 1000,
@@ -147,7 +159,7 @@ async function main(): Promise<void> {
     }, config.killGraceMs + SHUTDOWN_SLACK_MS + 1000).unref();
     process.stdin.pause();
     await jobs.shutdown();
-    await processes.idle();
+    await (await loadingProcesses?.catch(() => undefined))?.idle();
     // Runs and waits on the killed jobs now answer; give their responses a moment to be written.
     let cancelSlack = (): void => undefined;
     await Promise.race([server.idle(), new Promise<void>((resolve) => (cancelSlack = clock.setTimer(resolve, SHUTDOWN_SLACK_MS)))]);
