@@ -78,9 +78,6 @@ function assertNotError(result: ToolResult): void {
   assert.ok(!("isError" in result), `unexpected isError: ${textOf(result)}`);
 }
 
-
-
-
 async function startJob(h: HandlerHarness, args: Record<string, unknown> = RUN_ARGS): Promise<string> {
   const started = await tool(h, "claude_start", args);
   assertNotError(started);

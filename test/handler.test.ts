@@ -118,9 +118,6 @@ async function tool(h: HandlerHarness, name: string, args?: unknown, id?: Reques
   return toolResultOf(await callTool(h, name, args, id));
 }
 
-
-
-
 function assertError(result: ToolResult, code: string): string {
   assert.equal(result.isError, true);
   const text = textOf(result);
