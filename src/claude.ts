@@ -193,6 +193,13 @@ const clip = (text: string, max: number): string => {
 
 const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim();
 
+/** The end of text, at most max characters, copied for the same reason as clip. */
+const tail = (text: string, max: number): string => {
+  const trimmed = text.trim();
+  const kept = trimmed.length > max ? `…${trimmed.slice(-max)}` : trimmed;
+  return kept === "" ? kept : (JSON.parse(JSON.stringify(kept)) as string);
+};
+
 /** A short, single-line description of a tool call: "Bash · npm test", "Edit · src/app.ts". */
 export function describeToolUse(name: string, input: unknown): string {
   if (!isRecord(input)) return name;
@@ -370,7 +377,7 @@ export class ClaudeStream {
     for (const block of Array.isArray(message.content) ? message.content : []) {
       if (!isRecord(block)) continue;
       if (block.type === "text" && typeof block.text === "string" && block.text.trim() !== "") {
-        this.summary.lastText = clip(block.text, LAST_TEXT_CHARS);
+        this.summary.lastText = tail(block.text, LAST_TEXT_CHARS);
         this.summary.lastActivity = "text";
         this.transcript.append(`assistant: ${clip(block.text, TEXT_ENTRY_CHARS)}`);
       } else if (block.type === "tool_use" && typeof block.name === "string") {

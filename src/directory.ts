@@ -12,6 +12,11 @@ export type DirectoryCheck =
 
 export async function checkDirectory(dir: string, roots?: readonly string[], pathApi: typeof path = path): Promise<DirectoryCheck> {
   if (!pathApi.isAbsolute(dir)) return { ok: false, code: "INVALID_ARGUMENT", problem: `must be an absolute path, got ${JSON.stringify(dir)}` };
+  // With roots, a path outside them is refused before anything is said about whether it exists.
+  if (roots !== undefined && !roots.some((root) => isInside(pathApi.resolve(dir), root, pathApi))) {
+    const real = await realpath(dir).catch(() => undefined);
+    if (real === undefined || !roots.some((root) => isInside(real, root, pathApi))) return outsideRoots(dir, real);
+  }
   try {
     const info = await stat(dir);
     if (!info.isDirectory()) return { ok: false, code: "INVALID_ARGUMENT", problem: `is not a directory: ${dir}` };
@@ -24,7 +29,12 @@ export async function checkDirectory(dir: string, roots?: readonly string[], pat
   // The agent runs in the real path, so a symlink swapped after this check cannot move it.
   const real = await realpath(dir);
   if (roots.some((root) => isInside(real, root, pathApi))) return { ok: true, path: real };
-  return { ok: false, code: "POLICY_DENIED", problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${dir} resolves to ${real}` };
+  return outsideRoots(dir, real);
+}
+
+function outsideRoots(dir: string, real: string | undefined): DirectoryCheck {
+  const where = real === undefined || real === dir ? "" : ` (it resolves to ${real})`;
+  return { ok: false, code: "POLICY_DENIED", problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${dir}${where}` };
 }
 
 /** Compares path components, not string prefixes: /root2 is not inside /root. */

@@ -55,7 +55,7 @@ export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
 export const SERVER_INSTRUCTIONS =
   "claude-dispatch runs Claude Code headless in a project directory. Use claude_run for short tasks that " +
   "finish within about two minutes. For longer work use claude_start, then call claude_wait with the job_id " +
-  "until it is no longer running; claude_kill stops a job. Every result carries a session_id: pass it back " +
+  "until it is no longer queued or running; claude_kill stops a job. Every result carries a session_id: pass it back " +
   "to continue the same conversation with its context.";
 
 /** Echo a version we support; otherwise offer our latest and let the client decide (§2). */
@@ -250,11 +250,17 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
         const input = parseRunInput(args, settings);
         const { cwd, options } = await prepareAgent(input.cwd, input.options, signal);
         const job = jobs.start({ prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options }, "run", input.timeoutMs);
-        // A cancelled run is killed: nobody is left to read its result.
-        const onCancel = (): void => void jobs.kill(job.id, "cancelled").catch(() => undefined);
+        // A cancelled run is killed: nobody is left to read its result, or to hear its progress.
+        let onCancel = (): void => undefined;
+        const cancelled = new Promise<void>((resolve) => {
+          onCancel = (): void => {
+            void jobs.kill(job.id, "cancelled").catch(() => undefined);
+            resolve();
+          };
+        });
         signal.addEventListener("abort", onCancel, { once: true });
         try {
-          await withProgress(progressToken, job, () => job.done);
+          await withProgress(progressToken, job, () => Promise.race([job.done, cancelled]));
         } finally {
           signal.removeEventListener("abort", onCancel);
         }
@@ -276,7 +282,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
         const input = parseKillInput(args);
         const job = requireJob(input.jobId);
         const { killed, survivors } = await jobs.kill(job.id, "claude_kill");
-        return renderKill(job, now(), killed, survivors);
+        return renderKill(job, now(), killed, survivors, deps.maxResultChars);
       }
       case "claude_list": {
         parseListInput(args);

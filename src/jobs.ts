@@ -207,8 +207,13 @@ export class JobRegistry {
     job.killReason ??= reason;
     job.killing ??= job.run.kill();
     const { survivors } = await job.killing;
-    // With survivors the agent itself may never exit; report now rather than hang.
-    if (survivors.length === 0) await job.done;
+    if (survivors.length === 0) {
+      await job.done;
+    } else if (job.status === "running") {
+      // The agent itself may never exit: end the job now, so nothing waits on it forever.
+      this.release();
+      this.finish(job, { ok: false, code: "KILL_FAILED", detail: `processes ${survivors.join(", ")} survived SIGKILL` });
+    }
     return { killed: true, survivors };
   }
 
@@ -232,11 +237,18 @@ export class JobRegistry {
     run.outcome
       .catch((error: unknown): AgentOutcome => ({ ok: false, code: "INTERNAL_ERROR", detail: String(error) }))
       .then((outcome) => {
-        this.runningCount -= 1;
+        // A job ended by a failed kill already finished; its late exit changes nothing.
+        if (job.status !== "running") return;
+        this.release();
         this.finish(job, outcome);
-        this.launchNext();
       })
       .catch((error: unknown) => logger.error(`job ${job.id}: ${String(error)}`));
+  }
+
+  /** Frees a running slot and gives it to the next queued job, once the finished one is settled. */
+  private release(): void {
+    this.runningCount -= 1;
+    queueMicrotask(() => this.launchNext());
   }
 
   private launchNext(): void {

@@ -148,7 +148,10 @@ async function main(): Promise<void> {
   logger.info(`${SERVER_NAME} ${SERVER_VERSION} ready (claude: ${config.claudeBin})`);
 
   let shuttingDown = false;
+  let finalExitCode = 0;
   const shutdown = async (reason: string, exitCode = 0): Promise<void> => {
+    // A crash during a shutdown already under way still makes the exit code 1.
+    finalExitCode = Math.max(finalExitCode, exitCode);
     if (shuttingDown) return;
     shuttingDown = true;
     logger.info(`shutting down: ${reason}`);
@@ -165,7 +168,7 @@ async function main(): Promise<void> {
     await Promise.race([server.idle(), new Promise<void>((resolve) => (cancelSlack = clock.setTimer(resolve, SHUTDOWN_SLACK_MS)))]);
     cancelSlack();
     await writer.flush();
-    process.exit(exitCode);
+    process.exit(finalExitCode);
   };
 
   void server.ended.then(() => shutdown("stdin closed"));

@@ -79,7 +79,10 @@ export function jobReport(job: Job, now: number, maxResultChars = Number.POSITIV
       report.num_turns = live.turns;
       if (live.costUsd !== undefined) report.cost_usd = live.costUsd;
       report.last_activity = activityLine(live, report.elapsed_s ?? 0);
-      if (live.lastText) report.recent_text = live.lastText.length > RECENT_TEXT_CHARS ? `…${live.lastText.slice(-RECENT_TEXT_CHARS)}` : live.lastText;
+      if (live.lastText) {
+        const text = live.lastText.replace(/^…/, "");
+        report.recent_text = text.length > RECENT_TEXT_CHARS ? `…${text.slice(-RECENT_TEXT_CHARS)}` : live.lastText;
+      }
     }
     return report;
   }
@@ -159,14 +162,14 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
       const error = report.error ?? { code: "INTERNAL_ERROR" as const, detail: "failed without a reason" };
       const line = facts(report);
       return toolResult(
-        `${formatError(error.code, error.detail)}\n(job ${job.id}, after ${seconds}s${line ? ` · ${line}` : ""})${denialsText(report)}`,
+        `${formatError(error.code, error.detail)}\n(job ${job.id}, after ${seconds}s${line ? ` · ${line}` : ""})${denialsText(report)}${truncationText(report, job.id)}`,
         report,
         true,
       );
     }
     case "killed": {
       const why = job.killReason ? REASON_TEXT[job.killReason] : "";
-      const text = `Job ${job.id} was killed ${why} after ${seconds}s.`;
+      const text = `Job ${job.id} was killed ${why} after ${seconds}s.${truncationText(report, job.id)}`;
       if (!forRun) return toolResult(text, report, false);
       report.error = { code: "KILLED", detail: text };
       return toolResult(formatError("KILLED", text), report, true);
@@ -183,8 +186,8 @@ export function renderStarted(job: Job, now: number): CallToolResult {
   );
 }
 
-export function renderKill(job: Job, now: number, killed: boolean, survivors: readonly number[]): CallToolResult {
-  const report = jobReport(job, now);
+export function renderKill(job: Job, now: number, killed: boolean, survivors: readonly number[], maxResultChars?: number): CallToolResult {
+  const report = jobReport(job, now, maxResultChars);
   if (!killed) {
     report.already_finished = true;
     delete report.error;

@@ -66,7 +66,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Aliases (sonnet), full ids (claude-opus-4-8[1m]) and provider ids (us.anthropic.…:0, arn:…/…). Never a leading dash. */
 export const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@[\]-]{0,199}$/;
 /** Tool rules such as Bash(git log:*), Edit, mcp__server__tool: printable, one line, never a leading dash. */
-const TOOL_RULE = /^[^\s-][^\x00-\x1f\x7f]*$/;
+const TOOL_RULE = /^(?![\s-])[^\x00-\x1f\x7f-\x9f]+$/;
 
 function invalid(detail: string): DispatchError {
   return new DispatchError("INVALID_ARGUMENT", detail);
@@ -451,7 +451,7 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
       description:
         "Start Claude Code headless in the background and return a job_id at once. Use for long tasks " +
         "(features, refactors, test fixing). Then call claude_wait with the job_id until it is no longer " +
-        "running, and claude_kill to stop it. Pass session_id to continue an earlier conversation.",
+        "queued or running, and claude_kill to stop it. Pass session_id to continue an earlier conversation.",
       inputSchema: {
         type: "object",
         properties: { prompt: PROMPT, cwd: CWD, session_id: SESSION_ID, ...options },

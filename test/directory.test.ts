@@ -66,3 +66,14 @@ test("a root that does not exist is a startup error", async () => {
   await assert.rejects(resolveRoots([path.join(scratch, "no-such-root")]), /CLAUDE_DISPATCH_ROOTS entry does not exist/);
   await assert.rejects(resolveRoots(["relative"]), /must be an absolute path/);
 });
+
+test("with roots, a path outside them is refused without saying whether it exists", async () => {
+  const roots = await resolveRoots([root]);
+  const missing = await checkDirectory(path.join(outside, "no-such-dir"), roots);
+  const existing = await checkDirectory(outside, roots);
+  assert.ok(!missing.ok && !existing.ok);
+  assert.equal(missing.code, "POLICY_DENIED");
+  assert.equal(existing.code, "POLICY_DENIED");
+  const inside = await checkDirectory(path.join(root, "no-such-dir"), roots);
+  assert.ok(!inside.ok && inside.code === "INVALID_ARGUMENT" && inside.problem.startsWith("does not exist"), "inside the roots, a missing path is named");
+});
