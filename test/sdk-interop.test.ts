@@ -1,0 +1,115 @@
+/**
+ * Interop with the official MCP TypeScript SDK client (a devDependency only;
+ * the server has none): connect over stdio, list, call every tool with the
+ * SDK's own check of structuredContent against each outputSchema, receive
+ * progress, and cancel through an AbortSignal.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+import { isAlive, readPids, waitFor } from "./processes.js";
+import { FAKE_CLAUDE, SERVER_MAIN } from "./server-process.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-sdk-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+async function connect(env: Record<string, string> = {}): Promise<Client> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [SERVER_MAIN],
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE, CLAUDE_DISPATCH_KILL_GRACE_MS: "500", ...env },
+    stderr: "ignore",
+  });
+  const client = new Client({ name: "sdk-interop-test", version: "1.0.0" });
+  await client.connect(transport);
+  return client;
+}
+
+type ToolResult = { structuredContent?: Record<string, any>; content: Array<{ type: string; text?: string }>; isError?: boolean };
+
+describe("the official SDK client", { skip: process.platform !== "linux" && "the fake agent and the tree checks need Linux" }, () => {
+  test("connects, lists the tools, and calls each one with its structured output validated", async () => {
+    const client = await connect();
+    try {
+      assert.equal(client.getServerVersion()?.name, "claude-dispatch");
+      const { tools } = await client.listTools();
+      assert.deepEqual(
+        tools.map((tool) => tool.name),
+        ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output"],
+      );
+      // callTool validates structuredContent against the outputSchema it listed, and throws on a mismatch.
+      const run = (await client.callTool({ name: "claude_run", arguments: { prompt: "hello sdk", cwd: scratch } })) as ToolResult;
+      assert.equal(run.structuredContent?.status, "completed");
+      assert.equal(run.structuredContent?.result, "ECHO: hello sdk");
+
+      const started = (await client.callTool({ name: "claude_start", arguments: { prompt: "@sleep 300", cwd: scratch } })) as ToolResult;
+      const jobId = started.structuredContent?.job_id as string;
+      const running = (await client.callTool({ name: "claude_wait", arguments: { job_id: jobId, hold_ms: 0 } })) as ToolResult;
+      assert.equal(running.structuredContent?.status, "running");
+      const done = (await client.callTool({ name: "claude_wait", arguments: { job_id: jobId, hold_ms: 30_000 } })) as ToolResult;
+      assert.equal(done.structuredContent?.status, "completed");
+
+      const listed = (await client.callTool({ name: "claude_list", arguments: {} })) as ToolResult;
+      assert.equal(listed.structuredContent?.jobs.length, 2);
+      const page = (await client.callTool({ name: "claude_output", arguments: { job_id: jobId, view: "transcript" } })) as ToolResult;
+      assert.match(page.structuredContent?.text, /\[done: success\]/);
+      const killed = (await client.callTool({ name: "claude_kill", arguments: { job_id: jobId } })) as ToolResult;
+      assert.equal(killed.structuredContent?.already_finished, true);
+
+      const failure = (await client.callTool({ name: "claude_kill", arguments: { job_id: "no-such-job" } })) as ToolResult;
+      assert.equal(failure.isError, true);
+      assert.equal(failure.structuredContent?.error?.code, "JOB_NOT_FOUND");
+      const invalid = (await client.callTool({ name: "claude_run", arguments: { prompt: "x", cwd: "relative" } })) as ToolResult;
+      assert.equal(invalid.structuredContent?.error?.code, "INVALID_ARGUMENT");
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("progress reaches the SDK's onprogress with increasing values and the tool in use", async () => {
+    const client = await connect({ CLAUDE_DISPATCH_HEARTBEAT_MS: "1000" });
+    try {
+      const seen: Array<{ progress: number; message?: string }> = [];
+      const result = (await client.callTool({ name: "claude_run", arguments: { prompt: "@tools 3 600", cwd: scratch } }, undefined, {
+        onprogress: (progress) => seen.push(progress),
+        resetTimeoutOnProgress: true,
+      })) as ToolResult;
+      assert.equal(result.structuredContent?.status, "completed");
+      assert.ok(seen.length >= 3, `${seen.length} progress notifications`);
+      assert.deepEqual(
+        seen.map((p) => p.progress),
+        seen.map((_, index) => index + 1),
+      );
+      assert.ok(seen.some((p) => /Bash · echo step-\d/.test(p.message ?? "")), seen.map((p) => p.message).join(" | "));
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("an AbortSignal cancels a claude_run: the SDK sends notifications/cancelled and the agent's whole tree dies", async () => {
+    const client = await connect();
+    try {
+      const pidFile = path.join(scratch, "abort-pids");
+      const controller = new AbortController();
+      const call = client.callTool(
+        { name: "claude_run", arguments: { prompt: `@pid ${pidFile}\n@spawn ${pidFile} detached\n@sleep 60000`, cwd: scratch } },
+        undefined,
+        { signal: controller.signal },
+      );
+      await waitFor(() => readPids(pidFile).length === 2, "the agent and its child");
+      controller.abort("user pressed stop");
+      await assert.rejects(call);
+      await waitFor(() => readPids(pidFile).every((pid) => !isAlive(pid)), "the agent's tree to die");
+      // The connection is still good.
+      await client.ping();
+    } finally {
+      await client.close();
+    }
+  });
+});
