@@ -25,6 +25,7 @@ import {
 } from "./jsonrpc.js";
 import type { Logger } from "./log.js";
 import { applyPolicy, type Policy } from "./policy.js";
+import { RELATED_TASK, TASK_TOOLS, TaskBook, describeTask, taskStatus, type TaskEntry } from "./tasks.js";
 import {
   activityLine,
   renderFailure,
@@ -113,6 +114,8 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
   const toolList = serializedOnce({ tools: gated ? [] : toolDefinitions(settings) });
   /** In-flight requests by id, so notifications/cancelled can abort them (§4). */
   const inFlight = new Map<string, AbortController>();
+  /** Tasks of this connection (§14); a task goes with its job. */
+  const taskBook = new TaskBook((job) => jobs.get(job.id) === job);
 
   function handleNotification(method: string, params: unknown): void {
     if (method === "notifications/cancelled") {
@@ -139,7 +142,9 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     logger.info(`initialize: client asked for ${requested}, using ${negotiatedVersion}`);
     return respond(id, {
       protocolVersion: negotiatedVersion,
-      capabilities: { tools: { listChanged: false } },
+      capabilities: gated
+        ? { tools: { listChanged: false } }
+        : { tools: { listChanged: false }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
       serverInfo: { name: deps.server.name, version: deps.server.version },
       instructions: gated ? `claude-dispatch offers no tools here: ${gateReason()}.` : SERVER_INSTRUCTIONS,
     });
@@ -238,6 +243,42 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     }
   }
 
+  /** Validates a claude_run or claude_start call and starts its job (or queues it). */
+  async function startJob(name: "claude_run" | "claude_start", args: Record<string, unknown>, signal: AbortSignal): Promise<Job> {
+    if (name === "claude_run") {
+      const input = parseRunInput(args, settings);
+      const { cwd, options } = await prepareAgent(input.cwd, input.options, signal);
+      return jobs.start({ prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options }, "run", input.timeoutMs);
+    }
+    const input = parseStartInput(args, settings);
+    const { cwd, options } = await prepareAgent(input.cwd, input.options, signal);
+    return jobs.start({ prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options }, "start");
+  }
+
+  /**
+   * A task-augmented call (§14): the job starts as usual and the answer is a
+   * CreateTaskResult at once. Its progress token stays valid until the job ends.
+   */
+  async function createTask(
+    name: "claude_run" | "claude_start",
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    progressToken: ProgressToken | undefined,
+  ): Promise<{ task: ReturnType<typeof describeTask> }> {
+    const job = await startJob(name, args, signal);
+    const entry: TaskEntry = {
+      job,
+      createdAt: clock.now(),
+      cancelledAt: undefined,
+      // What the call would have returned had it waited: claude_run's own result, or the job's final report.
+      result: job.done.then(() => renderJob(job, clock.now(), { forRun: name === "claude_run", maxResultChars: deps.maxResultChars })),
+    };
+    taskBook.add(entry);
+    if (progressToken !== undefined) void job.done.then(followProgress(progressToken, job));
+    void job.done.then(() => deps.notify({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...describeTask(entry) } }));
+    return { task: describeTask(entry) };
+  }
+
   async function runTool(
     name: ToolName,
     args: Record<string, unknown>,
@@ -247,9 +288,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     const now = (): number => clock.now();
     switch (name) {
       case "claude_run": {
-        const input = parseRunInput(args, settings);
-        const { cwd, options } = await prepareAgent(input.cwd, input.options, signal);
-        const job = jobs.start({ prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options }, "run", input.timeoutMs);
+        const job = await startJob(name, args, signal);
         // A cancelled run is killed: nobody is left to read its result, or to hear its progress.
         let onCancel = (): void => undefined;
         const cancelled = new Promise<void>((resolve) => {
@@ -267,10 +306,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
         return renderJob(job, now(), { forRun: true, maxResultChars: deps.maxResultChars });
       }
       case "claude_start": {
-        const input = parseStartInput(args, settings);
-        const { cwd, options } = await prepareAgent(input.cwd, input.options, signal);
-        const job = jobs.start({ prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options }, "start");
-        return renderStarted(job, now());
+        return renderStarted(await startJob(name, args, signal), now());
       }
       case "claude_wait": {
         const input = parseWaitInput(args);
@@ -309,11 +345,20 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       return fail(id, INVALID_PARAMS, "tools/call params.arguments must be an object");
     }
     if (!isToolName(name)) return fail(id, INVALID_PARAMS, `Unknown tool: ${name}`);
+    const task = params.task;
+    if (task !== undefined) {
+      const ttl = isRecord(task) ? task.ttl : undefined;
+      if (!isRecord(task) || (ttl !== undefined && !(typeof ttl === "number" && Number.isFinite(ttl) && ttl >= 0))) {
+        return fail(id, INVALID_PARAMS, "params.task must be an object with an optional non-negative ttl");
+      }
+      if (!TASK_TOOLS.includes(name)) return fail(id, METHOD_NOT_FOUND, `${name} cannot run as a task (it has no execution.taskSupport)`);
+    }
     if (gated) return respond(id, renderFailure(new DispatchError("DEPTH_LIMIT", gateReason())));
     const args = isRecord(rawArgs) ? rawArgs : {};
     try {
       const meta = isRecord(params._meta) ? params._meta : {};
       const token = typeof meta.progressToken === "string" || typeof meta.progressToken === "number" ? meta.progressToken : undefined;
+      if (task !== undefined) return respond(id, await createTask(name as "claude_run" | "claude_start", args, signal, token));
       return respond(id, await runTool(name, args, signal, token));
     } catch (error) {
       const classified = toDispatchError(error);
@@ -338,6 +383,34 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     return undefined;
   }
 
+  /** Runs a request that notifications/cancelled may abort; an aborted one gets no response (§4). */
+  async function cancellable(id: RequestId, work: (signal: AbortSignal) => Promise<JsonRpcResponse>): Promise<JsonRpcResponse | null> {
+    const key = requestKey(id);
+    const controller = new AbortController();
+    inFlight.set(key, controller);
+    try {
+      const response = await work(controller.signal);
+      return controller.signal.aborted ? null : response;
+    } finally {
+      if (inFlight.get(key) === controller) inFlight.delete(key);
+    }
+  }
+
+  function findTask(id: RequestId, params: Record<string, unknown>): TaskEntry | JsonRpcResponse {
+    const taskId = params.taskId;
+    if (typeof taskId !== "string") return fail(id, INVALID_PARAMS, "params.taskId must be a string");
+    return taskBook.get(taskId) ?? fail(id, INVALID_PARAMS, `Failed to retrieve task: Task not found: ${taskId}`);
+  }
+
+  /** tasks/cancel (§14): a terminal task cannot be cancelled; otherwise it is cancelled before the answer, and its tree killed. */
+  async function cancelTask(id: RequestId, entry: TaskEntry): Promise<JsonRpcResponse> {
+    const status = taskStatus(entry);
+    if (status !== "working") return fail(id, INVALID_PARAMS, `Cannot cancel task ${entry.job.id}: it is already ${status}`);
+    entry.cancelledAt = clock.now();
+    await jobs.kill(entry.job.id, "cancelled").catch((error: unknown) => logger.warn(`tasks/cancel ${entry.job.id}: ${String(error)}`));
+    return respond(id, describeTask(entry));
+  }
+
   async function handleRequest(id: RequestId, method: string, message: Record<string, unknown>): Promise<JsonRpcResponse | null> {
     const problem = paramsProblem(message);
     if (problem) return fail(id, INVALID_PARAMS, problem);
@@ -352,15 +425,29 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
         return respond(id, toolList);
       case "tools/call": {
         if (!isRecord(message.params)) return fail(id, INVALID_PARAMS, "tools/call requires params");
-        const key = requestKey(id);
-        const controller = new AbortController();
-        inFlight.set(key, controller);
+        return cancellable(id, (signal) => callTool(id, params, signal));
+      }
+      case "tasks/get":
+      case "tasks/cancel":
+      case "tasks/result": {
+        const found = findTask(id, params);
+        if (!("job" in found)) return found;
+        if (method === "tasks/get") return respond(id, describeTask(found));
+        if (method === "tasks/cancel") return cancelTask(id, found);
+        return cancellable(id, async (signal) => {
+          const result = await Promise.race([found.result, new Promise<undefined>((resolve) => signal.addEventListener("abort", () => resolve(undefined), { once: true }))]);
+          // An aborted wait is answered by no one (cancellable drops it); the value here is never sent.
+          if (result === undefined) return fail(id, INTERNAL_ERROR, "cancelled");
+          return respond(id, { ...result, _meta: { [RELATED_TASK]: { taskId: found.job.id } } });
+        });
+      }
+      case "tasks/list": {
+        const cursor = params.cursor;
+        if (cursor !== undefined && typeof cursor !== "string") return fail(id, INVALID_PARAMS, "params.cursor must be a string");
         try {
-          const response = await callTool(id, params, controller.signal);
-          // MCP cancellation: a cancelled request gets no response (§4).
-          return controller.signal.aborted ? null : response;
-        } finally {
-          if (inFlight.get(key) === controller) inFlight.delete(key);
+          return respond(id, taskBook.list(cursor));
+        } catch {
+          return fail(id, INVALID_PARAMS, "Invalid cursor: use a nextCursor from an earlier tasks/list");
         }
       }
       default:

@@ -412,6 +412,8 @@ export interface ToolDefinition {
   inputSchema: Record<string, unknown>;
   outputSchema: Record<string, unknown>;
   annotations: Record<string, boolean | string>;
+  /** MCP 2025-11-25 Tasks (§14): never "required", which plain callTool clients refuse. */
+  execution?: { taskSupport: "optional" };
 }
 
 export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
@@ -444,6 +446,7 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
       },
       outputSchema: JOB_REPORT_SCHEMA,
       annotations: { title: "Run Claude Code and wait", readOnlyHint: false, openWorldHint: true },
+      execution: { taskSupport: "optional" },
     },
     {
       name: "claude_start",
@@ -460,6 +463,7 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
       },
       outputSchema: JOB_REPORT_SCHEMA,
       annotations: { title: "Start a Claude Code job", readOnlyHint: false, openWorldHint: true },
+      execution: { taskSupport: "optional" },
     },
     {
       name: "claude_wait",

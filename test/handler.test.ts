@@ -173,7 +173,7 @@ test("initialize without protocolVersion is -32602", async () => {
 test("initialize reports tools capability, serverInfo and instructions", async () => {
   const h = handlerHarness();
   const result = resultOf(await rpc(h, "initialize", { protocolVersion: "2025-06-18" }));
-  assert.deepEqual(result.capabilities, { tools: { listChanged: false } });
+  assert.deepEqual(result.capabilities, { tools: { listChanged: false }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } });
   assert.deepEqual(result.serverInfo, { name: "claude-dispatch", version: "0.0.0-test" });
   assert.equal(result.instructions, SERVER_INSTRUCTIONS);
   assert.match(String(result.instructions), /claude_start/);

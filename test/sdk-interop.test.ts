@@ -92,6 +92,45 @@ describe("the official SDK client", { skip: process.platform !== "linux" && "the
     }
   });
 
+  test("Tasks through the SDK's task API: callToolStream, getTask, listTasks, cancelTask", async () => {
+    const client = await connect();
+    try {
+      const kinds: string[] = [];
+      let finalResult: ToolResult | undefined;
+      let taskId: string | undefined;
+      const stream = client.experimental.tasks.callToolStream({ name: "claude_run", arguments: { prompt: "@sleep 400\nvia a task", cwd: scratch } }, undefined, {
+        task: { ttl: 60_000 },
+      });
+      for await (const message of stream) {
+        kinds.push(message.type);
+        if (message.type === "taskCreated") taskId = message.task.taskId;
+        if (message.type === "result") finalResult = message.result as ToolResult;
+        if (message.type === "error") assert.fail(String(message.error));
+      }
+      assert.equal(kinds[0], "taskCreated");
+      assert.equal(kinds.at(-1), "result");
+      assert.equal(finalResult?.structuredContent?.result, "ECHO: @sleep 400\nvia a task");
+      assert.ok(taskId);
+      assert.equal((await client.experimental.tasks.getTask(taskId)).status, "completed");
+      assert.ok((await client.experimental.tasks.listTasks()).tasks.some((task) => task.taskId === taskId));
+
+      const pidFile = path.join(scratch, "task-cancel-pids");
+      const created = client.experimental.tasks.callToolStream({ name: "claude_start", arguments: { prompt: `@pid ${pidFile}\n@sleep 60000`, cwd: scratch } }, undefined, {
+        task: {},
+      });
+      const first = await created.next();
+      assert.equal(first.value?.type, "taskCreated");
+      const longTask = first.value?.type === "taskCreated" ? first.value.task.taskId : "";
+      await waitFor(() => readPids(pidFile).length === 1, "the task's agent");
+      const cancelled = await client.experimental.tasks.cancelTask(longTask);
+      assert.equal(cancelled.status, "cancelled");
+      await waitFor(() => readPids(pidFile).every((pid) => !isAlive(pid)), "the cancelled task's agent to die");
+      await created.return(undefined);
+    } finally {
+      await client.close();
+    }
+  });
+
   test("an AbortSignal cancels a claude_run: the SDK sends notifications/cancelled and the agent's whole tree dies", async () => {
     const client = await connect();
     try {
