@@ -219,6 +219,12 @@ export function classify(message, env) {
       const rawArgs = params.arguments;
       if (rawArgs !== undefined && rawArgs !== null && !isRecord(rawArgs)) return keyedError(id, INVALID_PARAMS, method);
       if (!TOOL_NAMES.includes(name)) return keyedError(id, INVALID_PARAMS, method);
+      // §14: `task` asks for a task; only claude_run and claude_start support it.
+      if (params.task !== undefined) {
+        const ttl = isRecord(params.task) ? params.task.ttl : undefined;
+        if (!isRecord(params.task) || (ttl !== undefined && !(typeof ttl === "number" && Number.isFinite(ttl) && ttl >= 0))) return keyedError(id, INVALID_PARAMS, method);
+        if (name !== "claude_run" && name !== "claude_start") return keyedError(id, METHOD_NOT_FOUND, method);
+      }
       const args = isRecord(rawArgs) ? rawArgs : {};
       const meta = isRecord(params._meta) ? params._meta : {};
       const check = toolOracle(name, args, env);
@@ -672,8 +678,8 @@ const KINDS = {
       [4, () => r.pick([[], [1], "args", 5, true, g.raw("1e400")])],
     ])();
     const extra = r.chance(0.1) ? { _meta: r.pick([{}, { progressToken: `t${g.fresh()}` }, { progressToken: g.fresh() }, { other: 1 }]) } : {};
-    // Members of params other than name, arguments and _meta mean nothing and are ignored.
-    if (r.chance(0.05)) extra[r.pick(["cursor", "foo", "Arguments", "task"])] = r.pick([1, "x", null, {}]);
+    // Members of params other than name, arguments, _meta and task mean nothing and are ignored; task is §14.
+    if (r.chance(0.05)) extra[r.pick(["cursor", "foo", "Arguments", "task"])] = r.pick([1, "x", null, {}, { ttl: -1 }, { ttl: 1000 }]);
     return g.toolCall(tool, args, extra);
   },
 

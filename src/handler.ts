@@ -351,7 +351,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       if (!isRecord(task) || (ttl !== undefined && !(typeof ttl === "number" && Number.isFinite(ttl) && ttl >= 0))) {
         return fail(id, INVALID_PARAMS, "params.task must be an object with an optional non-negative ttl");
       }
-      if (!TASK_TOOLS.includes(name)) return fail(id, METHOD_NOT_FOUND, `${name} cannot run as a task (it has no execution.taskSupport)`);
+      if (!TASK_TOOLS.includes(name)) return fail(id, METHOD_NOT_FOUND, `Method not found: ${name} cannot run as a task (it has no execution.taskSupport)`);
     }
     if (gated) return respond(id, renderFailure(new DispatchError("DEPTH_LIMIT", gateReason())));
     const args = isRecord(rawArgs) ? rawArgs : {};
