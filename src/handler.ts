@@ -25,7 +25,7 @@ import {
 } from "./jsonrpc.js";
 import type { Logger } from "./log.js";
 import { applyPolicy, type Policy } from "./policy.js";
-import { RELATED_TASK, TASK_TOOLS, TaskBook, describeTask, taskStatus, type TaskEntry } from "./tasks.js";
+import { TASK_TOOLS, createTaskMethods, type TaskTool } from "./tasks.js";
 import {
   activityLine,
   renderFailure,
@@ -114,8 +114,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
   const toolList = serializedOnce({ tools: gated ? [] : toolDefinitions(settings) });
   /** In-flight requests by id, so notifications/cancelled can abort them (§4). */
   const inFlight = new Map<string, AbortController>();
-  /** Tasks of this connection (§14); a task goes with its job. */
-  const taskBook = new TaskBook((job) => jobs.get(job.id) === job);
+
 
   function handleNotification(method: string, params: unknown): void {
     if (method === "notifications/cancelled") {
@@ -255,30 +254,6 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     return jobs.start({ prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options }, "start");
   }
 
-  /**
-   * A task-augmented call (§14): the job starts as usual and the answer is a
-   * CreateTaskResult at once. Its progress token stays valid until the job ends.
-   */
-  async function createTask(
-    name: "claude_run" | "claude_start",
-    args: Record<string, unknown>,
-    signal: AbortSignal,
-    progressToken: ProgressToken | undefined,
-  ): Promise<{ task: ReturnType<typeof describeTask> }> {
-    const job = await startJob(name, args, signal);
-    const entry: TaskEntry = {
-      job,
-      createdAt: clock.now(),
-      cancelledAt: undefined,
-      // What the call would have returned had it waited: claude_run's own result, or the job's final report.
-      result: job.done.then(() => renderJob(job, clock.now(), { forRun: name === "claude_run", maxResultChars: deps.maxResultChars })),
-    };
-    taskBook.add(entry);
-    if (progressToken !== undefined) void job.done.then(followProgress(progressToken, job));
-    void job.done.then(() => deps.notify({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...describeTask(entry) } }));
-    return { task: describeTask(entry) };
-  }
-
   async function runTool(
     name: ToolName,
     args: Record<string, unknown>,
@@ -331,6 +306,16 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     }
   }
 
+  /** Tasks of this connection (§14): a task is a job, and goes with it. */
+  const tasks = createTaskMethods({
+    jobs,
+    now: () => clock.now(),
+    logger,
+    notify: (notification) => deps.notify(notification),
+    finalResult: (job, tool) => renderJob(job, clock.now(), { forRun: tool === "claude_run", maxResultChars: deps.maxResultChars }),
+    followProgress,
+  });
+
   function gateReason(): string {
     const { current, max } = deps.depth;
     if (current === 0) return `CLAUDE_DISPATCH_MAX_DEPTH is ${max}: the operator turned dispatch off`;
@@ -358,7 +343,10 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     try {
       const meta = isRecord(params._meta) ? params._meta : {};
       const token = typeof meta.progressToken === "string" || typeof meta.progressToken === "number" ? meta.progressToken : undefined;
-      if (task !== undefined) return respond(id, await createTask(name as "claude_run" | "claude_start", args, signal, token));
+      if (task !== undefined) {
+        const tool = name as TaskTool;
+        return respond(id, tasks.adopt(await startJob(tool, args, signal), tool, token));
+      }
       return respond(id, await runTool(name, args, signal, token));
     } catch (error) {
       const classified = toDispatchError(error);
@@ -396,21 +384,6 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     }
   }
 
-  function findTask(id: RequestId, params: Record<string, unknown>): TaskEntry | JsonRpcResponse {
-    const taskId = params.taskId;
-    if (typeof taskId !== "string") return fail(id, INVALID_PARAMS, "params.taskId must be a string");
-    return taskBook.get(taskId) ?? fail(id, INVALID_PARAMS, `Failed to retrieve task: Task not found: ${taskId}`);
-  }
-
-  /** tasks/cancel (§14): a terminal task cannot be cancelled; otherwise it is cancelled before the answer, and its tree killed. */
-  async function cancelTask(id: RequestId, entry: TaskEntry): Promise<JsonRpcResponse> {
-    const status = taskStatus(entry);
-    if (status !== "working") return fail(id, INVALID_PARAMS, `Cannot cancel task ${entry.job.id}: it is already ${status}`);
-    entry.cancelledAt = clock.now();
-    await jobs.kill(entry.job.id, "cancelled").catch((error: unknown) => logger.warn(`tasks/cancel ${entry.job.id}: ${String(error)}`));
-    return respond(id, describeTask(entry));
-  }
-
   async function handleRequest(id: RequestId, method: string, message: Record<string, unknown>): Promise<JsonRpcResponse | null> {
     const problem = paramsProblem(message);
     if (problem) return fail(id, INVALID_PARAMS, problem);
@@ -428,28 +401,10 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
         return cancellable(id, (signal) => callTool(id, params, signal));
       }
       case "tasks/get":
+      case "tasks/result":
+      case "tasks/list":
       case "tasks/cancel":
-      case "tasks/result": {
-        const found = findTask(id, params);
-        if (!("job" in found)) return found;
-        if (method === "tasks/get") return respond(id, describeTask(found));
-        if (method === "tasks/cancel") return cancelTask(id, found);
-        return cancellable(id, async (signal) => {
-          const result = await Promise.race([found.result, new Promise<undefined>((resolve) => signal.addEventListener("abort", () => resolve(undefined), { once: true }))]);
-          // An aborted wait is answered by no one (cancellable drops it); the value here is never sent.
-          if (result === undefined) return fail(id, INTERNAL_ERROR, "cancelled");
-          return respond(id, { ...result, _meta: { [RELATED_TASK]: { taskId: found.job.id } } });
-        });
-      }
-      case "tasks/list": {
-        const cursor = params.cursor;
-        if (cursor !== undefined && typeof cursor !== "string") return fail(id, INVALID_PARAMS, "params.cursor must be a string");
-        try {
-          return respond(id, taskBook.list(cursor));
-        } catch {
-          return fail(id, INVALID_PARAMS, "Invalid cursor: use a nextCursor from an earlier tasks/list");
-        }
-      }
+        return cancellable(id, (signal) => tasks.handle(id, method, params, signal));
       default:
         return fail(id, METHOD_NOT_FOUND, `Method not found: ${method}`);
     }

@@ -3,7 +3,9 @@
  * of claude_run or claude_start creates a job, and the task is that job seen
  * through the Tasks vocabulary. The task id is the job id.
  */
-import { isUnfinished, type Job } from "./jobs.js";
+import { INVALID_PARAMS, fail, respond, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from "./jsonrpc.js";
+import { isUnfinished, type Job, type JobRegistry } from "./jobs.js";
+import type { Logger } from "./log.js";
 import type { CallToolResult } from "./results.js";
 
 export type TaskStatus = "working" | "completed" | "failed" | "cancelled";
@@ -96,3 +98,75 @@ export class TaskBook {
     return next < this.entries.size ? { tasks: page, nextCursor: Buffer.from(String(next), "utf8").toString("base64url") } : { tasks: page };
   }
 }
+
+export type TaskTool = "claude_run" | "claude_start";
+
+export const TASK_METHODS = ["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"] as const;
+
+export interface TaskMethodsDeps {
+  jobs: Pick<JobRegistry, "get" | "kill">;
+  now(): number;
+  logger: Logger;
+  notify(notification: JsonRpcNotification): void;
+  /** What the tools/call would have returned had it waited for the job. */
+  finalResult(job: Job, tool: TaskTool): CallToolResult<unknown>;
+  /** Starts progress notifications for the job; returns their stop. */
+  followProgress(token: string | number, job: Job): () => void;
+}
+
+/** The task side of one connection: adopting jobs as tasks, and the tasks/* methods. */
+export function createTaskMethods(deps: TaskMethodsDeps): {
+  adopt(job: Job, tool: TaskTool, progressToken: string | number | undefined): { task: Task };
+  handle(id: RequestId, method: (typeof TASK_METHODS)[number], params: Record<string, unknown>, signal: AbortSignal): Promise<JsonRpcResponse>;
+} {
+  const book = new TaskBook((job) => deps.jobs.get(job.id) === job);
+
+  function adopt(job: Job, tool: TaskTool, progressToken: string | number | undefined): { task: Task } {
+    const entry: TaskEntry = {
+      job,
+      createdAt: deps.now(),
+      cancelledAt: undefined,
+      result: job.done.then(() => deps.finalResult(job, tool)),
+    };
+    book.add(entry);
+    // The token stays valid until the task ends, not until the CreateTaskResult.
+    if (progressToken !== undefined) void job.done.then(deps.followProgress(progressToken, job));
+    void job.done.then(() => deps.notify({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...describeTask(entry) } }));
+    return { task: describeTask(entry) };
+  }
+
+  async function cancel(id: RequestId, entry: TaskEntry): Promise<JsonRpcResponse> {
+    const status = taskStatus(entry);
+    if (status !== "working") return fail(id, INVALID_PARAMS, `Cannot cancel task ${entry.job.id}: it is already ${status}`);
+    // Cancelled before the answer, as the spec requires, and before the kill, so the kill's outcome cannot change it.
+    entry.cancelledAt = deps.now();
+    await deps.jobs.kill(entry.job.id, "cancelled").catch((error: unknown) => deps.logger.warn(`tasks/cancel ${entry.job.id}: ${String(error)}`));
+    return respond(id, describeTask(entry));
+  }
+
+  async function handle(id: RequestId, method: (typeof TASK_METHODS)[number], params: Record<string, unknown>, signal: AbortSignal): Promise<JsonRpcResponse> {
+    if (method === "tasks/list") {
+      const cursor = params.cursor;
+      if (cursor !== undefined && typeof cursor !== "string") return fail(id, INVALID_PARAMS, "params.cursor must be a string");
+      try {
+        return respond(id, book.list(cursor));
+      } catch {
+        return fail(id, INVALID_PARAMS, "Invalid cursor: use a nextCursor from an earlier tasks/list");
+      }
+    }
+    const taskId = params.taskId;
+    if (typeof taskId !== "string") return fail(id, INVALID_PARAMS, "params.taskId must be a string");
+    const entry = book.get(taskId);
+    if (!entry) return fail(id, INVALID_PARAMS, `Failed to retrieve task: Task not found: ${taskId}`);
+    if (method === "tasks/get") return respond(id, describeTask(entry));
+    if (method === "tasks/cancel") return cancel(id, entry);
+    // tasks/result blocks until the task ends; a cancelled request stops waiting (its answer is dropped, §4).
+    const aborted = new Promise<undefined>((resolve) => signal.addEventListener("abort", () => resolve(undefined), { once: true }));
+    const result = await Promise.race([entry.result, aborted]);
+    if (result === undefined) return fail(id, INVALID_PARAMS, "the request was cancelled");
+    return respond(id, { ...result, _meta: { [RELATED_TASK]: { taskId: entry.job.id } } });
+  }
+
+  return { adopt, handle };
+}
+
