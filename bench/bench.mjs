@@ -43,6 +43,8 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SERVER_MAIN = path.join(ROOT, "dist", "main.js");
 const FAKE_CLAUDE = path.join(ROOT, "test", "fixtures", "fake-claude.mjs");
 const RUN_ID = randomUUID();
+const STATE_ROOT = fs.mkdtempSync(path.join(os.tmpdir(), "claude-dispatch-bench-state-"));
+process.on("exit", () => fs.rmSync(STATE_ROOT, { recursive: true, force: true }));
 const TAG = `BENCH_RUN_ID=${RUN_ID}`;
 /** Extra node flags for the server only, e.g. BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it. */
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
@@ -163,7 +165,9 @@ function baseEnv(extra = {}) {
     if (key.startsWith("CLAUDE_DISPATCH_") || key === "CLAUDECODE" || key === "CLAUDE_CODE_ENTRYPOINT" || DROPPED_ENV.includes(key)) continue;
     env[key] = value;
   }
-  return { ...env, BENCH_RUN_ID: RUN_ID, ...extra };
+  // Each server keeps jobs in a fresh state directory (a full one would slow its start), and kills its agents when it stops.
+  const stateDir = fs.mkdtempSync(path.join(STATE_ROOT, "s-"));
+  return { ...env, BENCH_RUN_ID: RUN_ID, CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "kill", ...extra };
 }
 
 /** Every live process carrying our tag (servers, agents, bare agents), except this one. */

@@ -1227,8 +1227,12 @@ class Session {
     this.stderrTail = "";
     this.errorLogs = [];
     this.aborted = false;
+    // A state directory of its own, removed when the server is gone; agents die with the server.
+    this.stateDir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-fuzz-state-"));
     const env = cleanEnvironment({
       CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE,
+      CLAUDE_DISPATCH_STATE_DIR: this.stateDir,
+      CLAUDE_DISPATCH_ON_EXIT: "kill",
       CLAUDE_DISPATCH_KILL_GRACE_MS: "500",
       CLAUDE_DISPATCH_LOG_LEVEL: logLevel,
       CLAUDE_DISPATCH_DEPTH: "0",
@@ -1250,6 +1254,7 @@ class Session {
       });
       this.child.once("close", (code, signal) => {
         this.exit = { code, signal };
+        rmSync(this.stateDir, { recursive: true, force: true });
         resolve();
         this.wake();
       });

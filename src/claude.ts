@@ -5,7 +5,7 @@
 import type { ErrorCode } from "./errors.js";
 import { isRecord } from "./jsonrpc.js";
 import { LineReader } from "./lines.js";
-import type { ChildExit, ChildHandle, SpawnRequest } from "./process.js";
+import type { AttachRequest, ChildExit, ChildHandle, OutputFiles, SpawnRequest } from "./process.js";
 import { Transcript } from "./transcript.js";
 
 export const DEFAULT_CLAUDE_BIN = "claude";
@@ -32,6 +32,8 @@ export interface AgentSpec {
   /** A validated UUID (§5): nothing else may reach argv. */
   resumeSessionId?: string;
   options?: AgentOptions;
+  /** Files for the agent's stdout and stderr (§15); pipes when absent. */
+  output?: OutputFiles;
 }
 
 /**
@@ -444,6 +446,11 @@ export function interpretExit(exit: ChildExit, stream: Pick<ClaudeStream, "overf
 
   const notFound = SESSION_NOT_FOUND.exec(exit.stderrTail);
   if (notFound) return { ok: false, code: "SESSION_NOT_FOUND", detail: sessionNotFound(notFound[1]) };
+  if (exit.unobserved) {
+    const stderr = clip(exit.stderrTail, 2000);
+    const detail = "claude ended while no server was watching it and printed no result";
+    return { ok: false, code: "AGENT_LOST", detail: stderr ? `${detail}; its stderr ends: ${stderr}` : detail };
+  }
   if (exit.exitCode !== 0) {
     const how = exit.exitCode === null ? `was killed by ${exit.signal ?? "a signal"}` : `exited with code ${exit.exitCode}`;
     const stderr = clip(exit.stderrTail, 2000);
@@ -460,6 +467,8 @@ function sessionNotFound(id: string | undefined): string {
 /** What the job registry needs from an agent: its outcome, its progress, and a way to stop it. */
 export interface AgentRun {
   readonly pid: number | undefined;
+  /** Who the agent is, for its record (§15.2). */
+  identity(): Promise<{ startTime: string | undefined; marker: string | undefined }>;
   readonly outcome: Promise<AgentOutcome>;
   kill(): Promise<{ survivors: number[] }>;
   live(): LiveSummary;
@@ -469,8 +478,19 @@ export interface AgentRun {
 
 export type AgentLauncher = (spec: AgentSpec) => AgentRun;
 
+/** An agent an earlier server started, as its record describes it (§15.3). */
+export interface AgentToAttach {
+  pid: number;
+  startTime: string | undefined;
+  marker: string | undefined;
+  output: OutputFiles;
+}
+
+export type AgentAttacher = (agent: AgentToAttach) => AgentRun;
+
 export interface ClaudeLauncherOptions {
   start(request: SpawnRequest): ChildHandle;
+  attach(request: AttachRequest): ChildHandle;
   bin: string;
   env: Readonly<Record<string, string | undefined>>;
   maxLineBytes: number;
@@ -479,8 +499,14 @@ export interface ClaudeLauncherOptions {
   onMalformedLine?(line: string): void;
 }
 
-export function createClaudeLauncher(options: ClaudeLauncherOptions): AgentLauncher {
-  return (spec) => {
+export interface ClaudeAgents {
+  launch: AgentLauncher;
+  attach: AgentAttacher;
+}
+
+export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents {
+  /** Reads one agent's output, whoever started it. */
+  const follow = (start: (onStdout: (chunk: Buffer) => void) => ChildHandle): AgentRun => {
     let handle: ChildHandle | undefined;
     const stream = new ClaudeStream({
       maxLineBytes: options.maxLineBytes,
@@ -489,18 +515,11 @@ export function createClaudeLauncher(options: ClaudeLauncherOptions): AgentLaunc
       onOverflow: () => void handle?.killTree(),
       ...(options.onMalformedLine ? { onMalformedLine: options.onMalformedLine } : {}),
     });
-    handle = options.start({
-      command: options.bin,
-      args: claudeArgs(spec),
-      cwd: spec.cwd,
-      env: options.env,
-      stdin: spec.prompt, // never argv: no quoting, no shell, no length limit
-      onStdout: (chunk) => stream.push(chunk),
-      stderrTailBytes: options.stderrTailBytes,
-    });
+    handle = start((chunk) => stream.push(chunk));
     const started = handle;
     return {
       pid: started.pid,
+      identity: () => started.identity(),
       outcome: started.exited.then((exit) => {
         stream.end();
         return interpretExit(exit, stream, options.bin);
@@ -511,4 +530,30 @@ export function createClaudeLauncher(options: ClaudeLauncherOptions): AgentLaunc
       transcript: stream.transcript,
     };
   };
+  return {
+    launch: (spec) =>
+      follow((onStdout) =>
+        options.start({
+          command: options.bin,
+          args: claudeArgs(spec),
+          cwd: spec.cwd,
+          env: options.env,
+          stdin: spec.prompt, // never argv: no quoting, no shell, no length limit
+          onStdout,
+          stderrTailBytes: options.stderrTailBytes,
+          ...(spec.output ? { output: spec.output } : {}),
+        }),
+      ),
+    attach: (agent) => follow((onStdout) => options.attach({ ...agent, onStdout, stderrTailBytes: options.stderrTailBytes })),
+  };
+}
+
+/** Only launching, for callers that never attach (the process tests). */
+export function createClaudeLauncher(options: Omit<ClaudeLauncherOptions, "attach">): AgentLauncher {
+  return createClaudeAgents({
+    ...options,
+    attach: () => {
+      throw new Error("this launcher does not attach");
+    },
+  }).launch;
 }

@@ -6,6 +6,7 @@ import { DEFAULT_CLAUDE_BIN, PERMISSION_MODES, type PermissionMode } from "./cla
 import { LOG_LEVELS, type LogLevel } from "./log.js";
 import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "./policy.js";
 import { MODEL_NAME } from "./tools.js";
+import { stateDirectory, StateError } from "./state.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./stdio.js";
 
 export interface Config {
@@ -28,7 +29,16 @@ export interface Config {
   roots: string[] | undefined;
   /** Agents running at once; later jobs queue (§8). */
   maxJobs: number;
+  /** Where jobs are kept (§15). */
+  stateDir: string;
+  /** Disk that finished jobs may use; the oldest are removed beyond it. */
+  stateMaxBytes: number;
+  /** What shutdown does to running agents and queued jobs (§3). */
+  onExit: OnExit;
 }
+
+export const ON_EXIT_POLICIES = ["keep", "kill"] as const;
+export type OnExit = (typeof ON_EXIT_POLICIES)[number];
 
 export const DEPTH_VARIABLE = "CLAUDE_DISPATCH_DEPTH";
 
@@ -88,7 +98,18 @@ function loadPolicy(env: Env): Omit<Policy, "roots"> {
   };
 }
 
-export function loadConfig(env: Env, pathDelimiter = ":", cpus = 2): Config {
+/** Where this machine keeps things: the path delimiter, the CPU count, the platform and the home directory. */
+export interface Host {
+  pathDelimiter: string;
+  cpus: number;
+  platform: string;
+  home: string;
+}
+
+const DEFAULT_HOST: Host = { pathDelimiter: ":", cpus: 2, platform: "linux", home: "/nonexistent" };
+
+export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
+  const { pathDelimiter, cpus, platform, home } = { ...DEFAULT_HOST, ...host };
   const logLevel = (env.CLAUDE_DISPATCH_LOG_LEVEL ?? "info").trim() || "info";
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`CLAUDE_DISPATCH_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel)}`);
@@ -101,16 +122,36 @@ export function loadConfig(env: Env, pathDelimiter = ":", cpus = 2): Config {
     maxLineBytes: integer(env, "CLAUDE_DISPATCH_MAX_LINE_BYTES", DEFAULT_MAX_LINE_BYTES, 1024, 1024 ** 3),
     maxOutputBytes: integer(env, "CLAUDE_DISPATCH_MAX_OUTPUT_BYTES", 64 * 1024 * 1024, 1024, 1024 ** 3),
     killGraceMs: integer(env, "CLAUDE_DISPATCH_KILL_GRACE_MS", 3000, 0, 60_000),
-    jobRetentionMs: integer(env, "CLAUDE_DISPATCH_JOB_RETENTION_MS", 10 * 60 * 1000, 0, 30 * 24 * 3600 * 1000),
+    jobRetentionMs: integer(env, "CLAUDE_DISPATCH_JOB_RETENTION_MS", 7 * 24 * 3600 * 1000, 0, 365 * 24 * 3600 * 1000),
     logLevel: logLevel as LogLevel,
     maxResultChars: integer(env, "CLAUDE_DISPATCH_MAX_RESULT_CHARS", 20_000, 1000, 10_000_000),
     heartbeatMs: integer(env, "CLAUDE_DISPATCH_HEARTBEAT_MS", 15_000, 1000, 600_000),
     // Each agent is a few hundred MB and busy; more than the CPUs only slows them all.
     maxJobs: integer(env, "CLAUDE_DISPATCH_MAX_JOBS", Math.max(2, cpus), 1, 1000),
+    stateDir: loadStateDir(env, platform, home),
+    stateMaxBytes: integer(env, "CLAUDE_DISPATCH_STATE_MAX_BYTES", 1024 ** 3, 1024 * 1024, 1024 ** 4),
+    onExit: loadOnExit(env),
     policy: loadPolicy(env),
     roots: optional(env, "CLAUDE_DISPATCH_ROOTS")
       ?.split(pathDelimiter)
       .map((root) => root.trim())
       .filter(Boolean),
   };
+}
+
+function loadStateDir(env: Env, platform: string, home: string): string {
+  try {
+    return stateDirectory(env, platform, home);
+  } catch (error) {
+    if (error instanceof StateError) throw new ConfigError(error.message);
+    throw error;
+  }
+}
+
+function loadOnExit(env: Env): OnExit {
+  const value = optional(env, "CLAUDE_DISPATCH_ON_EXIT") ?? "keep";
+  if (!(ON_EXIT_POLICIES as readonly string[]).includes(value)) {
+    throw new ConfigError(`CLAUDE_DISPATCH_ON_EXIT must be one of ${ON_EXIT_POLICIES.join(", ")}, got ${JSON.stringify(value)}`);
+  }
+  return value as OnExit;
 }

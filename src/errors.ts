@@ -15,9 +15,11 @@ export const ERROR_CODES = [
   "AGENT_EXITED",
   "BAD_OUTPUT",
   "OUTPUT_TOO_LARGE",
+  "AGENT_LOST",
   "TIMEOUT",
   "KILLED",
   "KILL_FAILED",
+  "STATE_ERROR",
   "INTERNAL_ERROR",
 ] as const;
 

@@ -7,16 +7,22 @@
  *   queued ──a slot frees──▶ running ──agent exits──▶ completed | failed
  *   queued | running ──kill (claude_kill, cancel, shutdown)──▶ killed
  *   queued | running ──timeout──▶ failed (TIMEOUT)
+ *   running (attached after a restart) ──agent gone, no result──▶ lost
+ *
+ * With a store (§15) every change is written to the job's record before the
+ * method returns, and a new registry can pick up where a dead server left off.
  */
-import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "./claude.js";
+import type { AgentAttacher, AgentLauncher, AgentOptions, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "./claude.js";
 import type { CancelTimer, Clock } from "./clock.js";
 import { DispatchError } from "./errors.js";
 import type { Logger } from "./log.js";
+import type { OutputFiles } from "./process.js";
+import type { JobRecord, ProcessIdentity, StoredOutcome } from "./state.js";
 import { Transcript } from "./transcript.js";
 
-export type JobStatus = "queued" | "running" | "completed" | "failed" | "killed";
+export type JobStatus = "queued" | "running" | "completed" | "failed" | "killed" | "lost";
 export type JobKind = "run" | "start";
-export type KillReason = "claude_kill" | "cancelled" | "timeout" | "shutdown";
+export type KillReason = "claude_kill" | "cancelled" | "timeout" | "shutdown" | "cli";
 
 /** Queued or running: the job has not finished yet. */
 export function isUnfinished(job: Pick<Job, "status">): boolean {
@@ -32,8 +38,13 @@ export interface Job {
   readonly startedAt: number;
   readonly status: JobStatus;
   readonly finishedAt: number | undefined;
-  /** Set when the job finishes. For a killed job it is whatever the agent left. */
+  /**
+   * Set when the job finishes. For a killed job it is whatever the agent left.
+   * A long result text is not kept here: resultText() reads it.
+   */
   readonly outcome: AgentOutcome | undefined;
+  /** The whole result text, from memory or from the job's result file. */
+  resultText(): string | undefined;
   /** Set before the kill is sent, so the exit that follows is read as a kill, not a crash. */
   readonly killReason: KillReason | undefined;
   /** Resolves when the job is finished; never rejects. */
@@ -58,6 +69,35 @@ export interface KillResult {
   survivors: number[];
 }
 
+/** What the registry needs of the state directory (§15). */
+export interface JobStore {
+  create(record: JobRecord, prompt: string): void;
+  write(record: JobRecord): void;
+  outputFiles(id: string): OutputFiles;
+  writeResult(id: string, text: string): void;
+  readResult(id: string): string | undefined;
+  readPrompt(id: string): string | undefined;
+  killRequested(id: string): boolean;
+  /** Bytes the job's folder uses. */
+  size(id: string): number;
+  remove(id: string): void;
+  claim(id: string, generation: number, claimer: ProcessIdentity, isStale: (holder: ProcessIdentity) => boolean): boolean;
+}
+
+export interface Persistence {
+  store: JobStore;
+  /** This server, as it appears in the records it owns. */
+  owner: ProcessIdentity;
+  attach: AgentAttacher;
+  /** Rebuilds the transcript of a job finished before this server started, from its output file. */
+  replayTranscript(id: string): Transcript;
+  /** Disk used by finished jobs; the oldest are removed beyond it. */
+  maxBytes: number;
+}
+
+/** Whether a process is alive, and the same one (start time) when a start time is known. */
+export type IsAlive = (process: ProcessIdentity) => Promise<boolean>;
+
 export interface JobRegistryOptions {
   launch: AgentLauncher;
   clock: Clock;
@@ -71,9 +111,13 @@ export interface JobRegistryOptions {
   finishedTranscriptChars: number;
   /** Agents running at once (§8); later jobs queue. */
   maxRunning: number;
+  /** Durable jobs (§15); without it jobs live in memory only. */
+  persistence?: Persistence;
 }
 
 const PREVIEW_CHARS = 80;
+/** Longer result texts are read from the job's result file when asked for, not held in memory. */
+const RESULT_CHARS_IN_MEMORY = 4096;
 const NO_TRANSCRIPT = new Transcript(0);
 
 function previewOf(prompt: string): string {
@@ -87,6 +131,15 @@ class JobEntry implements Job {
   outcome: AgentOutcome | undefined;
   killReason: KillReason | undefined;
   run: AgentRun | undefined;
+  /** Whole result text when it was too long to keep in memory: read from here. */
+  readResultFile: (() => string | undefined) | undefined;
+  /** For a job finished before this server started: its transcript, rebuilt on first use. */
+  replayTranscript: (() => Transcript) | undefined;
+  private replayed: Transcript | undefined;
+  submittedAt: number;
+  generation = 0;
+  agent: (ProcessIdentity & { tree_marker?: string }) | undefined;
+  resultChars: number | undefined;
   killing: Promise<{ survivors: number[] }> | undefined;
   cancelTimeout: CancelTimer | undefined;
   readonly done: Promise<void>;
@@ -102,7 +155,12 @@ class JobEntry implements Job {
     readonly timeoutMs: number | undefined,
     private readonly positionOf: (job: JobEntry) => number | undefined,
   ) {
+    this.submittedAt = startedAt;
     this.done = new Promise<void>((resolve) => (this.markDone = resolve));
+  }
+
+  resultText(): string | undefined {
+    return this.outcome?.result?.text ?? this.readResultFile?.();
   }
 
   get cwd(): string {
@@ -115,10 +173,12 @@ class JobEntry implements Job {
     return previewOf(this.spec.prompt);
   }
   get launched(): boolean {
-    return this.run !== undefined;
+    return this.run !== undefined || this.agent !== undefined;
   }
   get transcript(): Transcript {
-    return this.run?.transcript ?? NO_TRANSCRIPT;
+    if (this.run) return this.run.transcript;
+    if (this.replayTranscript) this.replayed ??= this.replayTranscript();
+    return this.replayed ?? NO_TRANSCRIPT;
   }
   queuePosition(): number | undefined {
     return this.status === "queued" ? this.positionOf(this) : undefined;
@@ -145,31 +205,36 @@ export class JobRegistry {
   private readonly jobs = new Map<string, JobEntry>();
   /** Finished job ids in finish order: reaping looks only at the head, never scans every job. */
   private readonly finishedOrder: string[] = [];
+  /** Disk used by each finished job's folder, when jobs are durable. */
+  private readonly finishedBytes = new Map<string, number>();
+  private totalFinishedBytes = 0;
   private readonly queue: JobEntry[] = [];
   private runningCount = 0;
   private closing = false;
 
   constructor(private readonly options: JobRegistryOptions) {}
 
-  /** Starts an agent, or queues it when maxRunning agents already run. Throws SHUTTING_DOWN once shutdown began. */
+  /**
+   * Starts an agent, or queues it when maxRunning agents already run. With a
+   * store, the job's record is on disk before this returns. Throws
+   * SHUTTING_DOWN once shutdown began, STATE_ERROR when the record cannot be written.
+   */
   start(spec: AgentSpec, kind: JobKind, timeoutMs?: number): Job {
     if (this.closing) throw new DispatchError("SHUTTING_DOWN", "the server is shutting down and starts no new jobs");
     this.reap();
     const { clock } = this.options;
     const job = new JobEntry(this.options.newId(), kind, spec, clock.now(), timeoutMs, (entry) => this.queue.indexOf(entry) + 1);
+    const persistence = this.options.persistence;
+    if (persistence) {
+      try {
+        persistence.store.create(this.recordOf(job), spec.prompt);
+      } catch (error) {
+        throw new DispatchError("STATE_ERROR", `cannot write the job's record: ${(error as Error).message}`);
+      }
+    }
     this.jobs.set(job.id, job);
-    // The timeout counts from submission: it is the caller's budget, queueing included.
-    if (timeoutMs !== undefined) {
-      job.cancelTimeout = clock.setTimer(() => {
-        this.kill(job.id, "timeout").catch((error: unknown) => this.options.logger.error(`timeout kill of job ${job.id}: ${String(error)}`));
-      }, timeoutMs);
-    }
-    if (this.runningCount < this.options.maxRunning) {
-      this.launch(job);
-    } else {
-      this.queue.push(job);
-      this.options.logger.info(`job ${job.id} queued (${kind}, position ${this.queue.length}) for ${spec.cwd}`);
-    }
+    this.armTimeout(job, timeoutMs);
+    this.enqueue(job);
     return job;
   }
 
@@ -226,14 +291,164 @@ export class JobRegistry {
     await Promise.all(running.map((job) => this.kill(job.id, "shutdown").catch(() => undefined)));
   }
 
+  /**
+   * Stops starting jobs and leaves the rest as they are (§3, CLAUDE_DISPATCH_ON_EXIT=keep):
+   * running agents keep running and queued jobs stay queued, on disk, for the next server.
+   */
+  leave(): void {
+    this.closing = true;
+    const running = this.running().length;
+    if (running + this.queue.length > 0) {
+      this.options.logger.info(`leaving ${running} running and ${this.queue.length} queued job(s) to the next server`);
+    }
+  }
+
+  /**
+   * Takes over the jobs of servers that are gone (§15.3), given every record
+   * in the state directory, oldest first: finished jobs become reachable
+   * again, queued ones queue here, and running ones are followed (or finished
+   * from their output, when their agent is gone too). Jobs of a server still
+   * alive are left to it.
+   */
+  async restore(records: readonly JobRecord[], isAlive: IsAlive): Promise<void> {
+    const persistence = this.options.persistence;
+    if (!persistence) return;
+    const { logger } = this.options;
+    const finished: JobRecord[] = [];
+    for (const record of records) {
+      if (this.jobs.has(record.id)) continue;
+      if (record.status !== "queued" && record.status !== "running") {
+        finished.push(record);
+        continue;
+      }
+      if (await isAlive(record.owner)) continue;
+      const generation = record.generation + 1;
+      if (!persistence.store.claim(record.id, generation, persistence.owner, (holder) => !sameProcess(holder, persistence.owner))) continue;
+      try {
+        this.adopt(record, generation);
+      } catch (error) {
+        logger.error(`cannot adopt job ${record.id}: ${(error as Error).message}`);
+      }
+    }
+    finished.sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
+    for (const record of finished) this.restoreFinished(record);
+    this.reap();
+    this.launchNext();
+  }
+
+  private adopt(record: JobRecord, generation: number): void {
+    const persistence = this.options.persistence as Persistence;
+    const { clock, logger } = this.options;
+    const prompt = persistence.store.readPrompt(record.id) ?? "";
+    const spec: AgentSpec = {
+      prompt,
+      cwd: record.cwd,
+      options: record.options,
+      ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}),
+    };
+    const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, (entry) => this.queue.indexOf(entry) + 1);
+    job.submittedAt = record.submitted_at;
+    job.generation = generation;
+    job.agent = record.agent;
+    this.jobs.set(job.id, job);
+    // The caller's budget counts from submission, across restarts.
+    const remaining = record.timeout_ms === undefined ? undefined : Math.max(0, record.timeout_ms - (clock.now() - record.submitted_at));
+    if (record.status === "queued") {
+      this.save(job);
+      logger.info(`job ${job.id} adopted: queued`);
+      this.armTimeout(job, remaining);
+      this.enqueue(job);
+      return;
+    }
+    const agent = record.agent;
+    job.status = "running";
+    this.runningCount += 1;
+    this.save(job);
+    if (!agent) {
+      // The server died between spawning and recording the pid: there is nothing to follow.
+      this.release();
+      this.finish(job, { ok: false, code: "AGENT_LOST", detail: "the server stopped before it recorded the agent's pid" });
+      return;
+    }
+    logger.info(`job ${job.id} adopted: following agent ${agent.pid}`);
+    this.armTimeout(job, remaining);
+    this.follow(
+      job,
+      persistence.attach({ pid: agent.pid, startTime: agent.start_time, marker: agent.tree_marker, output: persistence.store.outputFiles(job.id) }),
+    );
+  }
+
+  private restoreFinished(record: JobRecord): void {
+    const persistence = this.options.persistence as Persistence;
+    const spec: AgentSpec = { prompt: record.prompt_preview, cwd: record.cwd, options: record.options };
+    if (record.resume_session_id) spec.resumeSessionId = record.resume_session_id;
+    const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, () => undefined);
+    job.submittedAt = record.submitted_at;
+    job.status = record.status;
+    job.finishedAt = record.finished_at ?? record.submitted_at;
+    job.killReason = record.kill_reason as KillReason | undefined;
+    job.agent = record.agent;
+    job.generation = record.generation;
+    job.outcome = outcomeFrom(record.outcome);
+    if (record.outcome?.result_chars !== undefined) job.readResultFile = () => persistence.store.readResult(job.id);
+    job.replayTranscript = () => persistence.replayTranscript(job.id);
+    job.markDone();
+    this.jobs.set(job.id, job);
+    this.finishedOrder.push(job.id);
+    this.countBytes(job.id);
+  }
+
+  private armTimeout(job: JobEntry, timeoutMs: number | undefined): void {
+    if (timeoutMs === undefined) return;
+    job.cancelTimeout = this.options.clock.setTimer(() => {
+      this.kill(job.id, "timeout").catch((error: unknown) => this.options.logger.error(`timeout kill of job ${job.id}: ${String(error)}`));
+    }, timeoutMs);
+  }
+
+  private enqueue(job: JobEntry): void {
+    if (this.runningCount < this.options.maxRunning && !this.closing) {
+      this.launch(job);
+    } else {
+      this.queue.push(job);
+      this.options.logger.info(`job ${job.id} queued (${job.kind}, position ${this.queue.length}) for ${job.cwd}`);
+    }
+  }
+
   private launch(job: JobEntry): void {
     const { clock, logger } = this.options;
+    const persistence = this.options.persistence;
+    // A kill asked for from the command line while the job was queued.
+    if (persistence?.store.killRequested(job.id)) {
+      job.killReason = "cli";
+      this.finish(job, { ok: false, code: "KILLED", detail: "removed from the queue before it started" });
+      return;
+    }
     this.runningCount += 1;
     job.status = "running";
     job.startedAt = clock.now();
-    const run = this.options.launch(job.spec);
-    job.attach(run);
+    const spec = persistence ? { ...job.spec, output: persistence.store.outputFiles(job.id) } : job.spec;
+    const run = this.options.launch(spec);
+    if (run.pid !== undefined) job.agent = { pid: run.pid };
+    this.save(job);
     logger.info(`job ${job.id} started (${job.kind}, pid ${run.pid ?? "none"}) in ${job.cwd}`);
+    if (persistence && run.pid !== undefined) {
+      // The start time and tree marker let a later server recognise this agent (§15.3).
+      run
+        .identity()
+        .then(({ startTime, marker }) => {
+          if (job.status !== "running" || !job.agent) return;
+          if (startTime !== undefined) job.agent.start_time = startTime;
+          if (marker !== undefined) job.agent.tree_marker = marker;
+          this.save(job);
+        })
+        .catch((error: unknown) => logger.warn(`job ${job.id}: cannot record the agent's identity: ${String(error)}`));
+    }
+    this.follow(job, run);
+  }
+
+  /** Waits for the agent's outcome and finishes the job with it. */
+  private follow(job: JobEntry, run: AgentRun): void {
+    job.attach(run);
     run.outcome
       .catch((error: unknown): AgentOutcome => ({ ok: false, code: "INTERNAL_ERROR", detail: String(error) }))
       .then((outcome) => {
@@ -242,7 +457,7 @@ export class JobRegistry {
         this.release();
         this.finish(job, outcome);
       })
-      .catch((error: unknown) => logger.error(`job ${job.id}: ${String(error)}`));
+      .catch((error: unknown) => this.options.logger.error(`job ${job.id}: ${String(error)}`));
   }
 
   /** Frees a running slot and gives it to the next queued job, once the finished one is settled. */
@@ -259,9 +474,11 @@ export class JobRegistry {
 
   private finish(job: JobEntry, outcome: AgentOutcome): void {
     const { clock, logger } = this.options;
+    const persistence = this.options.persistence;
     job.cancelTimeout?.();
     job.cancelTimeout = undefined;
     job.finishedAt = clock.now();
+    if (!job.killReason && persistence?.store.killRequested(job.id)) job.killReason = "cli";
     if (job.killReason === "timeout") {
       job.status = "failed";
       const seconds = Math.round((job.timeoutMs ?? 0) / 1000);
@@ -276,14 +493,83 @@ export class JobRegistry {
       job.status = "killed";
       job.outcome = outcome;
     } else {
-      job.status = outcome.ok ? "completed" : "failed";
+      job.status = outcome.ok ? "completed" : outcome.code === "AGENT_LOST" ? "lost" : "failed";
       job.outcome = outcome;
     }
+    if (persistence) this.storeResult(job, persistence);
+    this.save(job);
     this.finishedOrder.push(job.id);
+    this.countBytes(job.id);
     logger.info(`job ${job.id} ${job.status}${outcome.ok ? "" : ` (${outcome.code})`}`);
     job.markDone();
     this.reap();
     this.boundTranscripts();
+  }
+
+  /** A long result text goes to the job's result file and leaves memory. */
+  private storeResult(job: JobEntry, persistence: Persistence): void {
+    const text = job.outcome?.result?.text;
+    if (text === undefined || !job.outcome?.result) return;
+    try {
+      persistence.store.writeResult(job.id, text);
+    } catch (error) {
+      this.options.logger.error(`job ${job.id}: cannot write its result file; keeping it in memory: ${(error as Error).message}`);
+      return;
+    }
+    job.readResultFile = () => persistence.store.readResult(job.id);
+    if (text.length > RESULT_CHARS_IN_MEMORY) {
+      const { text: _dropped, ...rest } = job.outcome.result;
+      job.outcome = { ...job.outcome, result: rest };
+    }
+    job.resultChars = text.length;
+  }
+
+  /** Writes the job's record; a failure is logged, the job goes on in memory. */
+  private save(job: JobEntry): void {
+    const persistence = this.options.persistence;
+    if (!persistence) return;
+    try {
+      persistence.store.write(this.recordOf(job));
+    } catch (error) {
+      this.options.logger.error(`job ${job.id}: cannot write its record: ${(error as Error).message}`);
+    }
+  }
+
+  private recordOf(job: JobEntry): JobRecord {
+    const persistence = this.options.persistence as Persistence;
+    const live = job.live();
+    const turns = job.outcome?.result?.numTurns ?? live.turns;
+    const cost = job.outcome?.result?.costUsd ?? live.costUsd;
+    const record: JobRecord = {
+      format: 1,
+      id: job.id,
+      kind: job.kind,
+      cwd: job.cwd,
+      prompt_preview: job.promptPreview,
+      options: job.spec.options ?? ({} as AgentOptions),
+      status: job.status,
+      submitted_at: job.submittedAt,
+      owner: persistence.owner,
+      generation: job.generation,
+    };
+    if (job.resumeSessionId !== undefined) record.resume_session_id = job.resumeSessionId;
+    if (job.timeoutMs !== undefined) record.timeout_ms = job.timeoutMs;
+    if (job.status !== "queued" && job.launched) record.started_at = job.startedAt;
+    if (job.finishedAt !== undefined) record.finished_at = job.finishedAt;
+    if (job.agent) record.agent = { ...job.agent };
+    if (job.killReason) record.kill_reason = job.killReason;
+    if (job.outcome) record.outcome = storedOutcome(job.outcome, job.resultChars);
+    if (turns > 0) record.turns = turns;
+    if (cost !== undefined) record.cost_usd = cost;
+    return record;
+  }
+
+  private countBytes(id: string): void {
+    const persistence = this.options.persistence;
+    if (!persistence) return;
+    const bytes = persistence.store.size(id);
+    this.finishedBytes.set(id, bytes);
+    this.totalFinishedBytes += bytes;
   }
 
   /** Finished jobs keep their results, but their transcripts share one budget, oldest dropped first. */
@@ -300,15 +586,54 @@ export class JobRegistry {
     }
   }
 
-  /** Drops finished jobs past retention, and the oldest beyond the count cap. */
+  /** Drops finished jobs past retention, and the oldest beyond the count and disk caps; from disk too. */
   private reap(): void {
     const { retentionMs, maxFinishedJobs } = this.options;
+    const persistence = this.options.persistence;
+    const maxBytes = persistence?.maxBytes ?? Number.POSITIVE_INFINITY;
     const now = this.options.clock.now();
     while (this.finishedOrder.length > 0) {
-      const oldest = this.jobs.get(this.finishedOrder[0] as string);
+      const oldestId = this.finishedOrder[0] as string;
+      const oldest = this.jobs.get(oldestId);
       const expired = oldest === undefined || now - (oldest.finishedAt ?? now) >= retentionMs;
-      if (!expired && this.finishedOrder.length <= maxFinishedJobs) break;
-      this.jobs.delete(this.finishedOrder.shift() as string);
+      if (!expired && this.finishedOrder.length <= maxFinishedJobs && this.totalFinishedBytes <= maxBytes) break;
+      this.finishedOrder.shift();
+      this.jobs.delete(oldestId);
+      this.totalFinishedBytes -= this.finishedBytes.get(oldestId) ?? 0;
+      this.finishedBytes.delete(oldestId);
+      if (persistence) {
+        try {
+          persistence.store.remove(oldestId);
+        } catch (error) {
+          this.options.logger.warn(`cannot remove job ${oldestId} from the state directory: ${(error as Error).message}`);
+        }
+      }
     }
   }
+}
+
+function sameProcess(a: ProcessIdentity, b: ProcessIdentity): boolean {
+  return a.pid === b.pid && a.start_time === b.start_time;
+}
+
+function storedOutcome(outcome: AgentOutcome, resultChars: number | undefined): StoredOutcome {
+  const stored: StoredOutcome = { ok: outcome.ok };
+  if (!outcome.ok) {
+    stored.code = outcome.code;
+    stored.detail = outcome.detail;
+  }
+  if (outcome.result) {
+    const { text, ...rest } = outcome.result;
+    stored.result = rest;
+    const chars = resultChars ?? text?.length;
+    if (chars !== undefined) stored.result_chars = chars;
+  }
+  return stored;
+}
+
+function outcomeFrom(stored: StoredOutcome | undefined): AgentOutcome {
+  if (!stored) return { ok: false, code: "AGENT_LOST", detail: "the record holds no outcome" };
+  const result = stored.result;
+  if (stored.ok) return { ok: true, result: result ?? {} };
+  return { ok: false, code: stored.code ?? "INTERNAL_ERROR", detail: stored.detail ?? "", ...(result ? { result } : {}) };
 }

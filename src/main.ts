@@ -1,21 +1,23 @@
 #!/usr/bin/env node
 /**
  * Wiring: the only file that touches process.* (argv, env, stdio, signals,
- * exit). It reads the configuration, builds the real dependencies, serves
- * stdio, and shuts down as PROTOCOL.md §3 describes.
+ * exit). With arguments it is the human CLI (§16); without, it reads the
+ * configuration, builds the real dependencies, takes over the jobs of dead
+ * servers, serves stdio, and shuts down as PROTOCOL.md §3 describes.
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
-import { agentEnvironment, createClaudeLauncher } from "./claude.js";
+import { agentEnvironment, ClaudeStream, createClaudeAgents } from "./claude.js";
 import { systemClock } from "./clock.js";
-import { DEPTH_VARIABLE, loadConfig } from "./config.js";
+import { DEPTH_VARIABLE, loadConfig, type Config } from "./config.js";
 import { checkDirectory, resolveRoots } from "./directory.js";
 import { createRequestHandler } from "./handler.js";
 import { JobRegistry } from "./jobs.js";
-import { createLogger } from "./log.js";
-import type { ChildHandle, Platform, ProcessControl, SpawnRequest } from "./process.js";
+import { createLogger, type Logger } from "./log.js";
+import type { AttachRequest, ChildHandle, Platform, ProcessControl, SpawnRequest } from "./process.js";
+import { StateError, StateStore, type ProcessIdentity } from "./state.js";
 import { createMessageWriter, serveStdio } from "./stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./version.js";
 
@@ -54,6 +56,15 @@ async function loadProcessControl(options: Omit<Parameters<typeof import("./proc
       },
       readTextFile: (file) => (existsSync(file) ? readFileSync(file, "utf8") : undefined),
       nodePath: process.execPath,
+      isRunning: (pid) => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch (error) {
+          // EPERM: it exists, it is just not ours to signal.
+          return (error as NodeJS.ErrnoException).code === "EPERM";
+        }
+      },
     };
   } else {
     const linux = process.platform === "linux";
@@ -74,6 +85,7 @@ async function loadProcessControl(options: Omit<Parameters<typeof import("./proc
 function deferredChild(pending: Promise<ChildHandle>): ChildHandle {
   return {
     pid: undefined,
+    identity: () => pending.then((handle) => handle.identity()),
     exited: pending.then((handle) => handle.exited),
     killTree: () => pending.then((handle) => handle.killTree()),
     settled: pending.then(
@@ -83,11 +95,83 @@ function deferredChild(pending: Promise<ChildHandle>): ChildHandle {
   };
 }
 
+/** The host as loadConfig needs it. */
+function hostFacts(): Parameters<typeof loadConfig>[1] {
+  return { pathDelimiter: path.delimiter, cpus: availableParallelism(), platform: process.platform, home: homedir() };
+}
+
+/**
+ * This server as its records name it. On Linux the start time comes from
+ * /proc, so a later server can tell it from a process that reused its pid.
+ */
+function ownIdentity(): ProcessIdentity {
+  if (process.platform !== "linux") return { pid: process.pid };
+  try {
+    const stat = readFileSync("/proc/self/stat", "latin1");
+    const startTime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    return startTime ? { pid: process.pid, start_time: startTime } : { pid: process.pid };
+  } catch {
+    return { pid: process.pid };
+  }
+}
+
+function replayTranscript(store: StateStore, config: Config, id: string): ClaudeStream["transcript"] {
+  const stream = new ClaudeStream({ maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS, onOverflow: () => undefined });
+  store.readChunks(id, "stdout.jsonl", (chunk) => stream.push(chunk));
+  stream.end();
+  return stream.transcript;
+}
+
+function openState(config: Config): StateStore {
+  const store = new StateStore(config.stateDir);
+  try {
+    store.open();
+  } catch (error) {
+    if (!(error instanceof StateError)) throw error;
+    process.stderr.write(`claude-dispatch: ${error.message}\n`);
+    process.exit(2);
+  }
+  return store;
+}
+
 async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  if (args.length > 0) {
+    const { runCli } = await import("./cli.js");
+    process.exitCode = await runCli(args, {
+      env: process.env,
+      host: hostFacts(),
+      stdout: process.stdout,
+      stderr: process.stderr,
+      clock: systemClock,
+      processControl: (logger) => loadProcessControl({ clock: systemClock, logger, killGraceMs: 3000 }),
+      // For the host configuration snippet `doctor` prints.
+      nodePath: process.execPath,
+      mainPath: path.resolve(process.argv[1] ?? "dist/main.js"),
+      runFile: async (file, fileArgs, timeoutMs) => {
+        const { execFile } = await import("node:child_process");
+        return new Promise((resolve) => {
+          execFile(file, fileArgs, { timeout: timeoutMs, windowsHide: true, maxBuffer: 1024 * 1024 }, (error, stdout, stderr) =>
+            resolve({ ok: !error, stdout, stderr, error: error?.message }),
+          );
+        });
+      },
+    });
+    return;
+  }
+  if (process.stdin.isTTY) {
+    process.stderr.write(
+      "claude-dispatch is an MCP server on stdio, started by an MCP host. Add it to one, e.g. `claude mcp add claude-dispatch -- claude-dispatch`; see `claude-dispatch --help` and `claude-dispatch doctor`.\n",
+    );
+  }
+  await serve();
+}
+
+async function serve(): Promise<void> {
   let config;
   let roots: string[] | undefined;
   try {
-    config = loadConfig(process.env, path.delimiter, availableParallelism());
+    config = loadConfig(process.env, hostFacts());
     roots = config.roots ? await resolveRoots(config.roots) : undefined;
   } catch (error) {
     if (!(error instanceof Error)) throw error;
@@ -95,18 +179,27 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const policy = { ...config.policy, roots };
+  const store = openState(config);
 
   const logger = createLogger(process.stderr, config.logLevel);
   const clock = systemClock;
   let processes: ProcessControl | undefined;
   let loadingProcesses: Promise<ProcessControl> | undefined;
+  const processControl = (): Promise<ProcessControl> => {
+    loadingProcesses ??= loadProcessControl({ clock, logger, killGraceMs: config.killGraceMs }).then((loaded) => (processes = loaded));
+    return loadingProcesses;
+  };
   const startChild = (request: SpawnRequest): ChildHandle => {
     if (processes) return processes.start(request);
-    loadingProcesses ??= loadProcessControl({ clock, logger, killGraceMs: config.killGraceMs }).then((loaded) => (processes = loaded));
-    return deferredChild(loadingProcesses.then((loaded) => loaded.start(request)));
+    return deferredChild(processControl().then((loaded) => loaded.start(request)));
   };
-  const launch = createClaudeLauncher({
+  const attachChild = (request: AttachRequest): ChildHandle => {
+    if (processes) return processes.attach(request);
+    return deferredChild(processControl().then((loaded) => loaded.attach(request)));
+  };
+  const agents = createClaudeAgents({
     start: startChild,
+    attach: attachChild,
     bin: config.claudeBin,
     // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
     env: agentEnvironment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),
@@ -116,7 +209,7 @@ async function main(): Promise<void> {
     onMalformedLine: (line) => logger.warn(`skipped a line of agent output that is not JSON: ${line.slice(0, 200)}`),
   });
   const jobs = new JobRegistry({
-    launch,
+    launch: agents.launch,
     clock,
     // The global Web Crypto: node:crypto is not loaded before a job needs an id.
     newId: () => crypto.randomUUID(),
@@ -125,7 +218,15 @@ async function main(): Promise<void> {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: FINISHED_TRANSCRIPT_CHARS,
     maxRunning: config.maxJobs,
+    persistence: {
+      store,
+      owner: ownIdentity(),
+      attach: agents.attach,
+      replayTranscript: (id) => replayTranscript(store, config, id),
+      maxBytes: config.stateMaxBytes,
+    },
   });
+  await restoreJobs(store, jobs, processControl, logger);
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({
     jobs,
@@ -161,7 +262,9 @@ async function main(): Promise<void> {
       process.exit(1);
     }, config.killGraceMs + SHUTDOWN_SLACK_MS + 1000).unref();
     process.stdin.pause();
-    await jobs.shutdown();
+    // keep: agents run on and the next server follows them (§15.3); kill: stop them all now.
+    if (config.onExit === "keep") jobs.leave();
+    else await jobs.shutdown();
     await (await loadingProcesses?.catch(() => undefined))?.idle();
     // Runs and waits on the killed jobs now answer; give their responses a moment to be written.
     let cancelSlack = (): void => undefined;
@@ -175,13 +278,26 @@ async function main(): Promise<void> {
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.on(signal, () => void shutdown(signal));
   }
-  // A bug must not leave detached agents running with nobody to stop them: kill them, then exit.
+  // A bug ends this server, not the agents: with ON_EXIT=keep the next server follows them, else they are killed.
   const crash = (error: unknown): void => {
     logger.error(`internal error: ${(error as Error)?.stack ?? String(error)}`);
     void shutdown("internal error", 1);
   };
   process.on("uncaughtException", crash);
   process.on("unhandledRejection", crash);
+}
+
+/**
+ * Takes over what servers that are gone left in the state directory (§15.3),
+ * before the first request is read: claude_wait on an old job id must find it.
+ */
+async function restoreJobs(store: StateStore, jobs: JobRegistry, processControl: () => Promise<ProcessControl>, logger: Logger): Promise<void> {
+  const { records, skipped } = store.loadAll();
+  for (const { id, reason } of skipped) logger.warn(`state: job ${id} skipped: ${reason}`);
+  const unfinished = records.some((record) => record.status === "queued" || record.status === "running");
+  // The process layer loads only when some record needs a liveness check (BENCHMARKS.md (a)).
+  const control = unfinished ? await processControl() : undefined;
+  await jobs.restore(records, async (owner) => (control ? control.isAlive(owner.pid, owner.start_time) : false));
 }
 
 void main();

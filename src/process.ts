@@ -13,6 +13,7 @@
 import type { ChildProcess, SpawnOptions } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { closeSync, existsSync, openSync, readFileSync, readSync, readdirSync } from "node:fs";
+import { open as openFile, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 
 import { sleep, type CancelTimer, type Clock } from "./clock.js";
@@ -52,6 +53,8 @@ export interface WindowsPlatform {
   readTextFile(file: string): string | undefined;
   /** The node binary running this server, used for npm shims that wrap a script. */
   nodePath: string;
+  /** Whether a process with this pid exists. Windows offers no start time to tell a reused pid apart. */
+  isRunning(pid: number): boolean;
 }
 
 export type Platform = PosixPlatform | WindowsPlatform;
@@ -66,11 +69,36 @@ export interface SpawnRequest {
   /** Receives stdout as it arrives; the reader bounds what it keeps. */
   onStdout(chunk: Buffer): void;
   stderrTailBytes: number;
+  /**
+   * Where the agent writes stdout and stderr itself (§15). It then needs no
+   * pipe to this server, so it outlives the server, and its output is kept;
+   * stdout is followed from the file. Without it, both are pipes.
+   */
+  output?: OutputFiles;
+}
+
+export interface OutputFiles {
+  stdoutPath: string;
+  stderrPath: string;
+}
+
+/** An agent started by an earlier server, to be followed and killed as if it were ours (§15.3). */
+export interface AttachRequest {
+  pid: number;
+  /** The start time recorded when it was spawned; a process with another start time is not it. */
+  startTime: string | undefined;
+  /** The tree marker value recorded when it was spawned. */
+  marker: string | undefined;
+  output: OutputFiles;
+  onStdout(chunk: Buffer): void;
+  stderrTailBytes: number;
 }
 
 export interface ChildExit {
   /** The process never started. Node reports a missing cwd as ENOENT too; `missingCwd` tells them apart. */
   spawnError?: { code: string | undefined; message: string; missingCwd?: true };
+  /** An attached agent: it was not our child, so how it exited is unknown; exitCode and signal are null. */
+  unobserved?: true;
   exitCode: number | null;
   signal: string | null;
   stderrTail: string;
@@ -85,6 +113,8 @@ export interface KillReport {
 
 export interface ChildHandle {
   readonly pid: number | undefined;
+  /** Who the agent is, for its record: its start time once the process table showed it, and its tree marker. */
+  identity(): Promise<{ startTime: string | undefined; marker: string | undefined }>;
   /** Resolves once the agent itself exited and its output drained; never rejects. */
   readonly exited: Promise<ChildExit>;
   /** Kills the whole tree: SIGTERM, grace, SIGKILL, verify. Idempotent. */
@@ -105,10 +135,18 @@ export interface ProcessControlOptions {
   exitDrainMs?: number;
   /** Poll interval while waiting for a tree to die. */
   killPollMs?: number;
+  /** How often an output file is read for new lines. */
+  followMs?: number;
+  /** First and longest interval between liveness checks of an attached agent. */
+  livenessMs?: { first: number; max: number };
 }
 
 export interface ProcessControl {
   start(request: SpawnRequest): ChildHandle;
+  /** Follows an agent that an earlier server started; its exit is noticed by liveness polling. */
+  attach(request: AttachRequest): ChildHandle;
+  /** Whether pid is alive and, when startTime is given, still the process that had that start time. */
+  isAlive(pid: number, startTime: string | undefined): Promise<boolean>;
   /** Resolves when every child has settled. */
   idle(): Promise<void>;
 }
@@ -128,11 +166,23 @@ export function createProcessControl(options: ProcessControlOptions): ProcessCon
     return handle;
   }
 
+  function attach(request: AttachRequest): ChildHandle {
+    const handle = platform.kind === "posix" && tracker ? attachPosix(tracker, request, options) : attachWindows(platform as WindowsPlatform, request, options);
+    const settled = handle.settled.finally(() => pending.delete(settled));
+    pending.add(settled);
+    return handle;
+  }
+
+  async function isAlive(pid: number, startTime: string | undefined): Promise<boolean> {
+    if (platform.kind === "windows") return platform.isRunning(pid);
+    return (await tracker?.identify(pid, startTime)) ?? false;
+  }
+
   async function idle(): Promise<void> {
     while (pending.size > 0) await Promise.allSettled([...pending]);
   }
 
-  return { start, idle };
+  return { start, attach, isAlive, idle };
 }
 
 /* ------------------------------------------------------------------ *
@@ -150,6 +200,7 @@ interface Collected {
  * exits, even if a grandchild still holds stdout: we drain briefly, then stop.
  */
 function collect(child: ChildProcess, request: SpawnRequest, options: ProcessControlOptions, onExit: () => void): Collected {
+  if (request.output) return collectFromFiles(child, request, request.output, options, onExit);
   const drainMs = options.exitDrainMs ?? 250;
   let stderrTail = Buffer.alloc(0);
   let exitInfo: { code: number | null; signal: string | null } | undefined;
@@ -209,6 +260,128 @@ function collect(child: ChildProcess, request: SpawnRequest, options: ProcessCon
   return { exited, hasExited: () => exitedFlag };
 }
 
+/**
+ * The agent writes its output to files: the exit is the end, and what the
+ * file holds by then is the whole output. A grandchild still writing later
+ * changes nothing, so there is no drain to wait for.
+ */
+function collectFromFiles(child: ChildProcess, request: SpawnRequest, output: OutputFiles, options: ProcessControlOptions, onExit: () => void): Collected {
+  let exitedFlag = false;
+  const follower = new FileFollower(output.stdoutPath, request.onStdout, options);
+  child.stdin?.on("error", (error: Error) => options.logger.debug(`agent pipe: ${error.message}`));
+  const exited = new Promise<ChildExit>((resolve) => {
+    let finishing = false;
+    const finish = (exit: Omit<ChildExit, "stderrTail">): void => {
+      if (finishing) return;
+      finishing = true;
+      exitedFlag = true;
+      onExit();
+      void follower
+        .finish()
+        .then(() => readTail(output.stderrPath, request.stderrTailBytes))
+        .then((stderrTail) => resolve({ ...exit, stderrTail }));
+    };
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) finish({ spawnError: describeSpawnError(error, request.cwd), exitCode: null, signal: null });
+      else if (!exitedFlag) options.logger.warn(`agent ${child.pid}: ${error.message}`);
+    });
+    child.once("exit", (code, signal) => finish({ exitCode: code, signal }));
+  });
+  follower.start();
+  child.stdin?.end(request.stdin);
+  return { exited, hasExited: () => exitedFlag };
+}
+
+const FOLLOW_CHUNK_BYTES = 64 * 1024;
+
+/** Reads a file as it grows, from the start, handing each new chunk on. */
+class FileFollower {
+  private offset = 0;
+  private handle: FileHandle | undefined;
+  private cancelTimer: CancelTimer | undefined;
+  private reading: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly file: string,
+    private readonly onChunk: (chunk: Buffer) => void,
+    private readonly options: ProcessControlOptions,
+  ) {}
+
+  start(): void {
+    if (this.stopped || this.cancelTimer) return;
+    this.cancelTimer = this.options.clock.setTimer(() => {
+      this.cancelTimer = undefined;
+      this.reading = this.readAvailable().finally(() => {
+        this.reading = undefined;
+        this.start();
+      });
+    }, this.options.followMs ?? 100);
+  }
+
+  /** Reads to the end of the file once more, then closes it. */
+  async finish(): Promise<void> {
+    this.stopped = true;
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    await this.reading;
+    await this.readAvailable();
+    await this.handle?.close().catch(() => undefined);
+    this.handle = undefined;
+  }
+
+  private async readAvailable(): Promise<void> {
+    try {
+      this.handle ??= await openFile(this.file, "r");
+      for (;;) {
+        const buffer = Buffer.allocUnsafe(FOLLOW_CHUNK_BYTES);
+        const { bytesRead } = await this.handle.read(buffer, 0, FOLLOW_CHUNK_BYTES, this.offset);
+        if (bytesRead === 0) return;
+        this.offset += bytesRead;
+        // A short read is copied, so a partial line kept by the reader does not pin the whole buffer.
+        this.onChunk(bytesRead === FOLLOW_CHUNK_BYTES ? buffer : Buffer.from(buffer.subarray(0, bytesRead)));
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") this.options.logger.warn(`reading ${this.file}: ${(error as Error).message}`);
+    }
+  }
+}
+
+/** The last `bytes` of a file as text; empty when there is none. */
+async function readTail(file: string, bytes: number): Promise<string> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await openFile(file, "r");
+    const { size } = await handle.stat();
+    const length = Math.min(size, bytes);
+    const buffer = Buffer.alloc(length);
+    await handle.read(buffer, 0, length, size - length);
+    return buffer.toString("utf8");
+  } catch {
+    return "";
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+/** The agent's ends of its output files; the server closes its copies once the agent has them. */
+function openOutputs(output: OutputFiles | undefined): { stdout: number; stderr: number } | undefined {
+  if (!output) return undefined;
+  const stdout = openSync(output.stdoutPath, "a", 0o600);
+  try {
+    return { stdout, stderr: openSync(output.stderrPath, "a", 0o600) };
+  } catch (error) {
+    closeSync(stdout);
+    throw error;
+  }
+}
+
+function closeOutputs(fds: { stdout: number; stderr: number } | undefined): void {
+  if (!fds) return;
+  closeSync(fds.stdout);
+  closeSync(fds.stderr);
+}
+
 function describeSpawnError(error: NodeJS.ErrnoException, cwd: string): NonNullable<ChildExit["spawnError"]> {
   if (error.code === "ENOENT" && !existsSync(cwd)) {
     return { code: error.code, message: `the working directory ${cwd} does not exist (any more)`, missingCwd: true };
@@ -225,6 +398,7 @@ function spawnFailure(error: unknown, cwd: string): ChildHandle {
   };
   return {
     pid: undefined,
+    identity: async () => ({ startTime: undefined, marker: undefined }),
     exited: Promise.resolve(exit),
     killTree: async () => ({ signalled: 0, survivors: [] }),
     settled: Promise.resolve(),
@@ -244,19 +418,24 @@ function startPosix(
   let child: ChildProcess;
   // Every descendant inherits this variable unless it scrubs its environment,
   // which finds the ones that escaped the tree before a snapshot saw them.
-  const marker = `${TREE_MARKER_VARIABLE}=${randomUUID()}`;
+  const markerValue = randomUUID();
+  const marker = `${TREE_MARKER_VARIABLE}=${markerValue}`;
+  let fds: { stdout: number; stderr: number } | undefined;
   try {
+    fds = openOutputs(request.output);
     // detached: the agent leads a new session and process group, so a group
     // signal never reaches this server.
     child = platform.spawn(request.command, request.args, {
       cwd: request.cwd,
-      env: { ...request.env, [TREE_MARKER_VARIABLE]: marker.slice(TREE_MARKER_VARIABLE.length + 1) } as NodeJS.ProcessEnv,
-      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...request.env, [TREE_MARKER_VARIABLE]: markerValue } as NodeJS.ProcessEnv,
+      stdio: ["pipe", fds?.stdout ?? "pipe", fds?.stderr ?? "pipe"],
       detached: true,
       windowsHide: true,
     });
   } catch (error) {
     return spawnFailure(error, request.cwd);
+  } finally {
+    closeOutputs(fds);
   }
 
   const pid = child.pid;
@@ -288,7 +467,63 @@ function startPosix(
     }
   });
 
-  return { pid, exited: collected.exited, killTree, settled };
+  const identity = async (): Promise<{ startTime: string | undefined; marker: string | undefined }> => ({
+    startTime: tree ? await tracker.startTimeOf(tree) : undefined,
+    marker: markerValue,
+  });
+  return { pid, identity, exited: collected.exited, killTree, settled };
+}
+
+/**
+ * Follows an agent an earlier server started: its output from the file, its
+ * exit by polling the process table (it is not our child, so no exit event
+ * comes), and its tree for kills, marker included.
+ */
+function attachPosix(tracker: TreeTracker, request: AttachRequest, options: ProcessControlOptions): ChildHandle {
+  // Without a recorded marker, one that no process carries.
+  const marker = `${TREE_MARKER_VARIABLE}=${request.marker ?? `none-${randomUUID()}`}`;
+  const tree = tracker.track(request.pid, marker, request.startTime);
+  let killing: Promise<KillReport> | undefined;
+  let killed: () => void = () => undefined;
+  const killedSignal = new Promise<void>((resolve) => (killed = resolve));
+  const killTree = (): Promise<KillReport> => {
+    killing ??= tracker.kill(tree).finally(killed);
+    return killing;
+  };
+  const exited = followUntilGone(request, options, () => tracker.identify(request.pid, request.startTime), killedSignal).then((exit) => {
+    tree.markRootExited();
+    return exit;
+  });
+  const settled = exited.then(async () => {
+    try {
+      if (killing) await killing;
+      else if (await tracker.hasLiveMembers(tree)) await killTree();
+    } finally {
+      tracker.untrack(tree);
+    }
+  });
+  return { pid: request.pid, identity: async () => ({ startTime: request.startTime, marker: request.marker }), exited, killTree, settled };
+}
+
+/** Polls liveness with a backoff (and at once after a kill), then reads the rest of the output. */
+async function followUntilGone(
+  request: AttachRequest,
+  options: ProcessControlOptions,
+  isAlive: () => Promise<boolean>,
+  killed: Promise<void>,
+): Promise<ChildExit> {
+  const follower = new FileFollower(request.output.stdoutPath, request.onStdout, options);
+  follower.start();
+  const { first, max } = options.livenessMs ?? { first: 500, max: 2000 };
+  let wait = first;
+  while (await isAlive()) {
+    let cancel: CancelTimer = () => undefined;
+    await Promise.race([new Promise<void>((resolve) => (cancel = options.clock.setTimer(resolve, wait))), killed]);
+    cancel();
+    wait = Math.min(max, Math.round(wait * 1.5));
+  }
+  await follower.finish();
+  return { unobserved: true, exitCode: null, signal: null, stderrTail: await readTail(request.output.stderrPath, request.stderrTailBytes) };
 }
 
 const SHARED_SNAPSHOT_MS = 25;
@@ -363,8 +598,10 @@ class TreeTracker {
     private readonly options: ProcessControlOptions,
   ) {}
 
-  track(rootPid: number, marker: string): TrackedTree {
+  track(rootPid: number, marker: string, rootStartTime?: string): TrackedTree {
     const tree = new TrackedTree(rootPid, marker);
+    // Known for an attached agent: a process with this pid but another start time is not it.
+    tree.rootStartTime = rootStartTime;
     this.trees.add(tree);
     void this.recentSnapshot(SHARED_SNAPSHOT_MS).catch(() => undefined);
     this.scheduleRefresh();
@@ -377,6 +614,18 @@ class TreeTracker {
       this.cancelRefresh?.();
       this.cancelRefresh = undefined;
     }
+  }
+
+  /** The agent's start time, once a snapshot has shown it. */
+  async startTimeOf(tree: TrackedTree): Promise<string | undefined> {
+    if (tree.rootStartTime === undefined) await this.recentSnapshot(SHARED_SNAPSHOT_MS);
+    return tree.rootStartTime;
+  }
+
+  /** Whether pid is a live process with that start time (any start time when none is given). */
+  async identify(pid: number, startTime: string | undefined): Promise<boolean> {
+    const info = (await this.recentSnapshot(SHARED_SNAPSHOT_MS))?.byPid.get(pid);
+    return info !== undefined && !info.zombie && (startTime === undefined || info.startTime === startTime);
   }
 
   async hasLiveMembers(tree: TrackedTree): Promise<boolean> {
@@ -733,17 +982,21 @@ export function parseNpmShimTarget(shim: string, shimDirectory: string): string 
 
 function startWindows(platform: WindowsPlatform, request: SpawnRequest, options: ProcessControlOptions): ChildHandle {
   let child: ChildProcess;
+  let fds: { stdout: number; stderr: number } | undefined;
   try {
     const invocation = resolveWindowsInvocation(request.command, request.args, platform);
+    fds = openOutputs(request.output);
     child = platform.spawn(invocation.command, invocation.args, {
       cwd: request.cwd,
       env: request.env as NodeJS.ProcessEnv,
-      stdio: ["pipe", "pipe", "pipe"],
+      stdio: ["pipe", fds?.stdout ?? "pipe", fds?.stderr ?? "pipe"],
       windowsHide: true,
       windowsVerbatimArguments: invocation.verbatim,
     });
   } catch (error) {
     return spawnFailure(error, request.cwd);
+  } finally {
+    closeOutputs(fds);
   }
 
   const pid = child.pid;
@@ -757,7 +1010,26 @@ function startWindows(platform: WindowsPlatform, request: SpawnRequest, options:
   const settled = collected.exited.then(async () => {
     if (killing) await killing;
   });
-  return { pid, exited: collected.exited, killTree, settled };
+  return { pid, identity: async () => ({ startTime: undefined, marker: undefined }), exited: collected.exited, killTree, settled };
+}
+
+function attachWindows(platform: WindowsPlatform, request: AttachRequest, options: ProcessControlOptions): ChildHandle {
+  let killing: Promise<KillReport> | undefined;
+  let gone = false;
+  let killed: () => void = () => undefined;
+  const killedSignal = new Promise<void>((resolve) => (killed = resolve));
+  const killTree = (): Promise<KillReport> => {
+    killing ??= killWindowsTree(platform, request.pid, () => gone, options).finally(killed);
+    return killing;
+  };
+  const exited = followUntilGone(request, options, async () => platform.isRunning(request.pid), killedSignal).then((exit) => {
+    gone = true;
+    return exit;
+  });
+  const settled = exited.then(async () => {
+    if (killing) await killing;
+  });
+  return { pid: request.pid, identity: async () => ({ startTime: undefined, marker: undefined }), exited, killTree, settled };
 }
 
 /** taskkill /T walks the tree by parent pid; /F because console agents ignore a polite close. */

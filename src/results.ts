@@ -43,10 +43,10 @@ function elapsedSeconds(job: Job, now: number): number {
   return Math.max(0, Math.round(((job.finishedAt ?? now) - job.startedAt) / 1000));
 }
 
-function withAgentResult(report: Report, result: AgentResult | undefined): Report {
+function withAgentResult(report: Report, result: AgentResult | undefined, text: string | undefined): Report {
   if (!result) return report;
   if (result.sessionId !== undefined) report.session_id = result.sessionId;
-  if (result.text !== undefined) report.result = result.text;
+  if (text !== undefined) report.result = text;
   if (result.costUsd !== undefined) report.cost_usd = result.costUsd;
   if (result.numTurns !== undefined) report.num_turns = Math.round(result.numTurns);
   if (result.durationMs !== undefined) report.duration_ms = Math.round(result.durationMs);
@@ -86,14 +86,14 @@ export function jobReport(job: Job, now: number, maxResultChars = Number.POSITIV
     }
     return report;
   }
-  withAgentResult(report, outcome.result);
+  withAgentResult(report, outcome.result, job.resultText());
   // Hosts drop replies past ~25k tokens; the rest stays readable through claude_output (§5.7).
   if (report.result !== undefined && report.result.length > maxResultChars) {
     report.result_chars = report.result.length;
     report.result = report.result.slice(0, maxResultChars);
     report.truncated = true;
   }
-  if (!outcome.ok && job.status === "failed") report.error = { code: outcome.code, detail: outcome.detail };
+  if (!outcome.ok && (job.status === "failed" || job.status === "lost")) report.error = { code: outcome.code, detail: outcome.detail };
   return report;
 }
 
@@ -116,6 +116,7 @@ const REASON_TEXT = {
   cancelled: "because its request was cancelled",
   shutdown: "because the server shut down",
   timeout: "at its timeout",
+  cli: "from the command line (claude-dispatch kill)",
 } as const;
 
 function truncationText(report: Report, jobId: string): string {
@@ -158,7 +159,8 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
         false,
       );
     }
-    case "failed": {
+    case "failed":
+    case "lost": {
       const error = report.error ?? { code: "INTERNAL_ERROR" as const, detail: "failed without a reason" };
       const line = facts(report);
       return toolResult(
@@ -215,7 +217,7 @@ export function renderFailure(error: DispatchError, jobId?: string): CallToolRes
 export interface ListedJob {
   job_id: string;
   kind: "run" | "start";
-  status: "queued" | "running" | "completed" | "failed" | "killed";
+  status: Job["status"];
   cwd: string;
   elapsed_s: number;
   num_turns: number;
@@ -261,7 +263,7 @@ export function renderOutputPage(job: Job, view: "result" | "transcript", offset
     if (offset < slice.start) note = `[The first ${slice.start} characters were dropped to keep the transcript small; starting at ${slice.start}.]\n`;
     if (slice.offset + slice.text.length < slice.end) page.next_offset = slice.offset + slice.text.length;
   } else {
-    const whole = job.outcome?.result?.text ?? "";
+    const whole = job.resultText() ?? "";
     const from = Math.min(offset, whole.length);
     const text = whole.slice(from, from + limit);
     page = { status: job.status, job_id: job.id, view, offset: from, text, total_chars: whole.length };

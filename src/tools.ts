@@ -323,7 +323,7 @@ function agentOptionSchemas(settings: ToolSettings): Record<string, unknown> {
   };
 }
 
-export const JOB_STATUSES = ["queued", "running", "completed", "failed", "killed", "error"] as const;
+export const JOB_STATUSES = ["queued", "running", "completed", "failed", "killed", "lost", "error"] as const;
 export type ReportStatus = (typeof JOB_STATUSES)[number];
 
 const ERROR_SCHEMA = {
@@ -375,7 +375,7 @@ export const LIST_SCHEMA = {
         properties: {
           job_id: { type: "string" },
           kind: { type: "string", enum: ["run", "start"] },
-          status: { type: "string", enum: ["queued", "running", "completed", "failed", "killed"] },
+          status: { type: "string", enum: ["queued", "running", "completed", "failed", "killed", "lost"] },
           cwd: { type: "string" },
           elapsed_s: { type: "integer" },
           num_turns: { type: "integer" },

@@ -3,6 +3,9 @@
  * spoken to in raw JSON lines on stdin/stdout.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const SERVER_MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
@@ -21,17 +24,32 @@ export class ServerProcess {
   readonly lines: string[] = [];
   stderr = "";
   readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /** The server's state directory: the one given in env, else a fresh one removed by dispose(). */
+  readonly stateDir: string;
+  private readonly ownsStateDir: boolean;
   private buffer = "";
   private nextId = 1;
   private readonly waiting = new Map<string, (response: RpcResponse) => void>();
 
   /**
    * `env` is laid over `baseEnv` (the test runner's environment unless given),
-   * after defaults that point the server at the fake agent.
+   * after defaults that point the server at the fake agent, at a state
+   * directory of its own, and that kill agents at shutdown, so a test leaves
+   * nothing running (tests of CLAUDE_DISPATCH_ON_EXIT=keep say so).
    */
   constructor(env: Record<string, string> = {}, baseEnv: Readonly<Record<string, string | undefined>> = process.env) {
+    this.ownsStateDir = env.CLAUDE_DISPATCH_STATE_DIR === undefined;
+    this.stateDir = env.CLAUDE_DISPATCH_STATE_DIR ?? mkdtempSync(path.join(tmpdir(), "cd-state-"));
     this.child = spawn(process.execPath, [SERVER_MAIN], {
-      env: { ...baseEnv, CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE, CLAUDE_DISPATCH_KILL_GRACE_MS: "500", CLAUDE_DISPATCH_LOG_LEVEL: "debug", ...env },
+      env: {
+        ...baseEnv,
+        CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE,
+        CLAUDE_DISPATCH_KILL_GRACE_MS: "500",
+        CLAUDE_DISPATCH_LOG_LEVEL: "debug",
+        CLAUDE_DISPATCH_STATE_DIR: this.stateDir,
+        CLAUDE_DISPATCH_ON_EXIT: "kill",
+        ...env,
+      },
       stdio: ["pipe", "pipe", "pipe"],
     });
     this.child.stdout.setEncoding("utf8");
@@ -98,5 +116,6 @@ export class ServerProcess {
   /** Always safe to call: kills the server if a test left it running. */
   dispose(): void {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
+    if (this.ownsStateDir) rmSync(this.stateDir, { recursive: true, force: true });
   }
 }

@@ -1,0 +1,395 @@
+/**
+ * The state directory (PROTOCOL.md §15): one folder per job holding its
+ * record, its prompt, the agent's stdout and stderr, and its result. The
+ * server and the human CLI both read it through this file. Records are
+ * replaced atomically (temporary file, then rename), so a reader sees the old
+ * record or the new one, never half of one.
+ *
+ *   <state>/jobs/<id>/record.json   what PROTOCOL.md §15.2 lists
+ *   <state>/jobs/<id>/prompt.txt    the whole prompt, so a queued job can start after a restart
+ *   <state>/jobs/<id>/stdout.jsonl  the agent's stdout, written by the agent itself
+ *   <state>/jobs/<id>/stderr.log    the agent's stderr, likewise
+ *   <state>/jobs/<id>/result.txt    the final answer, whole
+ *   <state>/jobs/<id>/claim.N       who adopted the job after restart N (created exclusively)
+ *   <state>/jobs/<id>/kill          a kill asked for by the CLI
+ */
+import {
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import path from "node:path";
+
+import type { AgentOptions, AgentResult } from "./claude.js";
+import type { ErrorCode } from "./errors.js";
+import { isRecord } from "./jsonrpc.js";
+
+export const STATE_FORMAT = 1;
+
+export type RecordStatus = "queued" | "running" | "completed" | "failed" | "killed" | "lost";
+
+/** A process, identified so that a reused pid is not taken for it. */
+export interface ProcessIdentity {
+  pid: number;
+  /** From the process table (Linux: /proc/<pid>/stat field 22); absent where unknown. */
+  start_time?: string;
+}
+
+export interface StoredOutcome {
+  ok: boolean;
+  code?: ErrorCode;
+  detail?: string;
+  /** The result event, without its text: that is in result.txt. */
+  result?: Omit<AgentResult, "text">;
+  /** Length of result.txt's text in UTF-16 characters, when there is a result text. */
+  result_chars?: number;
+}
+
+export interface JobRecord {
+  format: typeof STATE_FORMAT;
+  id: string;
+  kind: "run" | "start";
+  cwd: string;
+  prompt_preview: string;
+  options: AgentOptions;
+  resume_session_id?: string;
+  timeout_ms?: number;
+  status: RecordStatus;
+  /** Milliseconds since the epoch. */
+  submitted_at: number;
+  started_at?: number;
+  finished_at?: number;
+  /** The server that owns the job: only it starts, follows and finishes it. */
+  owner: ProcessIdentity;
+  /** Bumped by each server that adopts the job after its owner died. */
+  generation: number;
+  agent?: ProcessIdentity & { pgid?: number; tree_marker?: string };
+  kill_reason?: string;
+  outcome?: StoredOutcome;
+  /** Last known progress, for the CLI's table. */
+  turns?: number;
+  cost_usd?: number;
+}
+
+export class StateError extends Error {}
+
+const CHUNK_BYTES = 64 * 1024;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Where state lives: CLAUDE_DISPATCH_STATE_DIR, else $XDG_STATE_HOME/claude-dispatch,
+ * else ~/.local/state/claude-dispatch; on Windows %LOCALAPPDATA%\claude-dispatch.
+ */
+export function stateDirectory(env: Env, platform: string, home: string): string {
+  const explicit = env.CLAUDE_DISPATCH_STATE_DIR?.trim();
+  if (explicit) {
+    if (!path.isAbsolute(explicit)) throw new StateError(`CLAUDE_DISPATCH_STATE_DIR must be an absolute path, got ${JSON.stringify(explicit)}`);
+    return path.resolve(explicit);
+  }
+  if (platform === "win32") {
+    const local = env.LOCALAPPDATA?.trim();
+    if (local && path.win32.isAbsolute(local)) return path.win32.join(local, "claude-dispatch");
+    return path.win32.join(home, "AppData", "Local", "claude-dispatch");
+  }
+  // The XDG spec says a relative XDG_STATE_HOME is invalid and must be ignored.
+  const xdg = env.XDG_STATE_HOME?.trim();
+  if (xdg && path.isAbsolute(xdg)) return path.join(xdg, "claude-dispatch");
+  if (!home) throw new StateError("no home directory: set CLAUDE_DISPATCH_STATE_DIR");
+  return path.join(home, ".local", "state", "claude-dispatch");
+}
+
+const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Job ids become folder names: only a UUID may. */
+export function isJobId(value: string): boolean {
+  return JOB_ID.test(value);
+}
+
+export interface LoadedRecords {
+  records: JobRecord[];
+  /** Folders whose record is missing or unreadable, with why. */
+  skipped: { id: string; reason: string }[];
+}
+
+export class StateStore {
+  readonly jobsDir: string;
+
+  constructor(readonly root: string) {
+    this.jobsDir = path.join(root, "jobs");
+  }
+
+  /** Creates the directory, private to this user (0700), or checks it is usable. Throws StateError. */
+  open(): void {
+    try {
+      mkdirSync(this.jobsDir, { recursive: true, mode: 0o700 });
+      // mkdir's mode is filtered by the umask and leaves an existing folder as it was.
+      chmodSync(this.root, 0o700);
+      chmodSync(this.jobsDir, 0o700);
+    } catch (error) {
+      throw new StateError(`cannot use the state directory ${this.root}: ${(error as Error).message}; set CLAUDE_DISPATCH_STATE_DIR to a writable folder`);
+    }
+  }
+
+  jobDir(id: string): string {
+    if (!isJobId(id)) throw new StateError(`not a job id: ${JSON.stringify(id)}`);
+    return path.join(this.jobsDir, id);
+  }
+
+  outputFiles(id: string): { stdoutPath: string; stderrPath: string } {
+    return { stdoutPath: this.file(id, "stdout.jsonl"), stderrPath: this.file(id, "stderr.log") };
+  }
+
+  file(id: string, name: "record.json" | "prompt.txt" | "stdout.jsonl" | "stderr.log" | "result.txt" | "kill"): string {
+    return path.join(this.jobDir(id), name);
+  }
+
+  /** Makes the job's folder and stores its prompt; then its first record. */
+  create(record: JobRecord, prompt: string): void {
+    mkdirSync(this.jobDir(record.id), { mode: 0o700 });
+    writeAtomically(this.file(record.id, "prompt.txt"), prompt);
+    this.write(record);
+  }
+
+  write(record: JobRecord): void {
+    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`);
+  }
+
+  read(id: string): JobRecord | undefined {
+    let text: string;
+    try {
+      text = readFileSync(this.file(id, "record.json"), "utf8");
+    } catch {
+      return undefined;
+    }
+    return parseRecord(text, id);
+  }
+
+  readPrompt(id: string): string | undefined {
+    return readOptional(this.file(id, "prompt.txt"));
+  }
+
+  writeResult(id: string, text: string): void {
+    writeAtomically(this.file(id, "result.txt"), text);
+  }
+
+  readResult(id: string): string | undefined {
+    return readOptional(this.file(id, "result.txt"));
+  }
+
+  /** Hands a job's file to onChunk piece by piece, so a large output is never read whole. */
+  readChunks(id: string, name: "stdout.jsonl" | "stderr.log", onChunk: (chunk: Buffer) => void, from = 0): void {
+    let fd: number;
+    try {
+      fd = openSync(this.file(id, name), "r");
+    } catch {
+      return;
+    }
+    try {
+      for (let position = from; ; ) {
+        const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+        const read = readSync(fd, buffer, 0, CHUNK_BYTES, position);
+        if (read === 0) return;
+        position += read;
+        onChunk(read === CHUNK_BYTES ? buffer : Buffer.from(buffer.subarray(0, read)));
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Every job folder's record. Leftover temporary files are never read: a torn write is ignored. */
+  loadAll(): LoadedRecords {
+    const records: JobRecord[] = [];
+    const skipped: LoadedRecords["skipped"] = [];
+    let names: string[];
+    try {
+      names = readdirSync(this.jobsDir);
+    } catch {
+      return { records, skipped };
+    }
+    for (const name of names) {
+      if (!isJobId(name)) continue;
+      let text: string;
+      try {
+        text = readFileSync(path.join(this.jobsDir, name, "record.json"), "utf8");
+      } catch {
+        skipped.push({ id: name, reason: "no record.json" });
+        continue;
+      }
+      const record = parseRecord(text, name);
+      if (record) records.push(record);
+      else skipped.push({ id: name, reason: "record.json is not a valid record" });
+    }
+    records.sort(bySubmission);
+    return { records, skipped };
+  }
+
+  /**
+   * Claims a job for the server adopting it after restart number `generation`.
+   * The claim file is created exclusively, so of two servers starting at once
+   * only one adopts the job. A claim left by a claimer that died before
+   * writing the record is stale: `isStale` says so, and it is taken over once.
+   */
+  claim(id: string, generation: number, claimer: ProcessIdentity, isStale: (holder: ProcessIdentity) => boolean): boolean {
+    const file = path.join(this.jobDir(id), `claim.${generation}`);
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      try {
+        const fd = openSync(file, "wx", 0o600);
+        try {
+          writeSync(fd, JSON.stringify(claimer));
+        } finally {
+          closeSync(fd);
+        }
+        return true;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+        const holder = parseIdentity(readOptional(file));
+        if (attempt > 0 || !holder || !isStale(holder)) return false;
+        try {
+          unlinkSync(file);
+        } catch {
+          return false;
+        }
+      }
+    }
+    return false;
+  }
+
+  /** Records that a kill was asked for outside the owning server (the CLI). */
+  requestKill(id: string, by: string, at: number): void {
+    writeAtomically(this.file(id, "kill"), `${JSON.stringify({ by, at })}\n`);
+  }
+
+  killRequested(id: string): boolean {
+    return readOptional(this.file(id, "kill")) !== undefined;
+  }
+
+  /** Bytes used by one job's folder. */
+  size(id: string): number {
+    let total = 0;
+    try {
+      for (const name of readdirSync(this.jobDir(id))) {
+        try {
+          total += statSync(path.join(this.jobDir(id), name)).size;
+        } catch {
+          // Removed meanwhile.
+        }
+      }
+    } catch {
+      return 0;
+    }
+    return total;
+  }
+
+  remove(id: string): void {
+    rmSync(this.jobDir(id), { recursive: true, force: true });
+  }
+}
+
+export function isFinishedStatus(status: RecordStatus): boolean {
+  return status !== "queued" && status !== "running";
+}
+
+/**
+ * Which finished jobs to delete: those finished longer than retentionMs ago,
+ * then the oldest until the rest fit in maxBytes. Unfinished jobs are never chosen.
+ */
+export function choosePrunable(
+  jobs: readonly { id: string; status: RecordStatus; finished_at?: number; bytes: number }[],
+  now: number,
+  retentionMs: number,
+  maxBytes: number,
+): string[] {
+  const chosen = new Set<string>();
+  let total = jobs.reduce((sum, job) => sum + job.bytes, 0);
+  const finished = jobs.filter((job) => isFinishedStatus(job.status)).sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
+  for (const job of finished) {
+    const expired = now - (job.finished_at ?? 0) >= retentionMs;
+    if (!expired && total <= maxBytes) break;
+    chosen.add(job.id);
+    total -= job.bytes;
+  }
+  return [...chosen];
+}
+
+function bySubmission(a: JobRecord, b: JobRecord): number {
+  return a.submitted_at - b.submitted_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+function readOptional(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Temporary file in the same folder, flushed, then renamed over the target. */
+function writeAtomically(file: string, text: string): void {
+  // A random name: two writers (the server and the CLI) never share a temporary file.
+  const temporary = `${file}.${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}.tmp`;
+  try {
+    const fd = openSync(temporary, "w", 0o600);
+    try {
+      writeFileSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temporary, file);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
+}
+
+const STATUSES: readonly string[] = ["queued", "running", "completed", "failed", "killed", "lost"];
+
+function parseIdentity(text: string | undefined): ProcessIdentity | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    if (isRecord(value) && Number.isSafeInteger(value.pid)) {
+      return { pid: value.pid as number, ...(typeof value.start_time === "string" ? { start_time: value.start_time } : {}) };
+    }
+  } catch {
+    // Torn or foreign: not an identity.
+  }
+  return undefined;
+}
+
+/** A record is trusted only when its shape is right and it names its own folder. */
+export function parseRecord(text: string, id: string): JobRecord | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(value)) return undefined;
+  const ok =
+    value.format === STATE_FORMAT &&
+    value.id === id &&
+    (value.kind === "run" || value.kind === "start") &&
+    typeof value.cwd === "string" &&
+    typeof value.prompt_preview === "string" &&
+    isRecord(value.options) &&
+    typeof value.status === "string" &&
+    STATUSES.includes(value.status) &&
+    Number.isFinite(value.submitted_at) &&
+    Number.isSafeInteger(value.generation) &&
+    parseIdentity(JSON.stringify(value.owner)) !== undefined;
+  return ok ? (value as unknown as JobRecord) : undefined;
+}
