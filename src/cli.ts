@@ -1,0 +1,3 @@
+export async function runCli(_args: string[], _io: unknown): Promise<number> {
+  return 2;
+}
