@@ -5,7 +5,7 @@
 import type { ErrorCode } from "./errors.js";
 import { isRecord } from "./jsonrpc.js";
 import { LineReader } from "./lines.js";
-import type { AttachRequest, ChildExit, ChildHandle, OutputFiles, SpawnRequest } from "./process.js";
+import type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, OutputFiles, SpawnRequest } from "./process.js";
 import { Transcript } from "./transcript.js";
 
 export const DEFAULT_CLAUDE_BIN = "claude";
@@ -468,7 +468,7 @@ function sessionNotFound(id: string | undefined): string {
 export interface AgentRun {
   readonly pid: number | undefined;
   /** Who the agent is, for its record (§15.2). */
-  identity(): Promise<{ startTime: string | undefined; marker: string | undefined }>;
+  identity(): Promise<AgentIdentity>;
   readonly outcome: Promise<AgentOutcome>;
   kill(): Promise<{ survivors: number[] }>;
   live(): LiveSummary;

@@ -7,6 +7,16 @@
 import type { AgentOptions } from "./claude.js";
 import { sleep, type CancelTimer, type Clock } from "./clock.js";
 import type { DirectoryCheck } from "./directory.js";
+import {
+  LEGACY_PROTOCOL_VERSIONS,
+  MODERN_PROTOCOL_VERSIONS,
+  PROTOCOL_VERSION_KEY,
+  TASKS_EXTENSION,
+  modernResult,
+  readEnvelope,
+  type ModernRequest,
+  type ModernResultType,
+} from "./eras.js";
 import { DispatchError, toDispatchError } from "./errors.js";
 import { isUnfinished, type Job, type JobRegistry } from "./jobs.js";
 import {
@@ -14,6 +24,7 @@ import {
   INVALID_PARAMS,
   INVALID_REQUEST,
   METHOD_NOT_FOUND,
+  MISSING_REQUIRED_CLIENT_CAPABILITY,
   fail,
   isRecord,
   isRequestId,
@@ -26,6 +37,7 @@ import {
 import type { Logger } from "./log.js";
 import { applyPolicy, type Policy } from "./policy.js";
 import { TASK_TOOLS, createTaskMethods, type TaskTool } from "./tasks.js";
+import { becomesTask, createTaskExtension, type TaskExtensionMethod } from "./tasks-extension.js";
 import {
   activityLine,
   renderFailure,
@@ -45,19 +57,25 @@ import {
   parseStartInput,
   parseWaitInput,
   toolDefinitions,
+  type ToolDefinition,
   type ToolName,
   type ToolSettings,
 } from "./tools.js";
 
-/** Newest first; the first is what we answer when a client asks for a version we do not know (§2). */
-export const SUPPORTED_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] as const;
+/** The versions initialize negotiates, newest first; the first is what we answer when a client asks for a version we do not know (§2). */
+export const SUPPORTED_PROTOCOL_VERSIONS = LEGACY_PROTOCOL_VERSIONS;
 export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
 
+/** For the model, in initialize and server/discover alike. */
 export const SERVER_INSTRUCTIONS =
-  "claude-dispatch runs Claude Code headless in a project directory. Use claude_run for short tasks that " +
-  "finish within about two minutes. For longer work use claude_start, then call claude_wait with the job_id " +
-  "until it is no longer queued or running; claude_kill stops a job. Every result carries a session_id: pass it back " +
-  "to continue the same conversation with its context.";
+  "claude-dispatch runs Claude Code headless in a project directory. Use claude_run for a question or a small edit " +
+  "that finishes within about two minutes: it waits and returns the answer. For longer work use claude_start, then " +
+  "call claude_wait with the job_id until the job is no longer queued or running. claude_kill stops a job and its " +
+  "whole process tree, claude_list finds a job_id again, and claude_output pages a long result or shows what a job " +
+  "did. Every result carries a session_id: pass it back to continue the same conversation with its context.";
+
+/** server/discover and tools/list never change while the process lives; an hour bounds trust across a reconfigured restart (§16.2). */
+export const LISTING_TTL_MS = 3_600_000;
 
 /** Echo a version we support; otherwise offer our latest and let the client decide (§2). */
 export function negotiateVersion(requested: string): string {
@@ -101,6 +119,18 @@ const PROGRESS_MIN_GAP_MS = 500;
 
 type ProgressToken = string | number;
 
+/** "12s · turn 2 · Bash · npm test", or "3s · queued at position 2": progress (§5.8) and a working task's statusMessage (§16.4). */
+function describeActivity(job: Job, now: number): string {
+  const elapsed = Math.max(0, Math.round((now - job.startedAt) / 1000));
+  return job.status === "queued" ? `${elapsed}s · queued at position ${job.queuePosition() ?? "?"}` : activityLine(job.live(), elapsed);
+}
+
+/** execution.taskSupport is 2025-11-25 vocabulary: in 2026-07-28 the server alone decides what becomes a task (§16.4). */
+function withoutExecution(tool: ToolDefinition): Omit<ToolDefinition, "execution"> {
+  const { execution: _decidedByTheServer, ...rest } = tool;
+  return rest;
+}
+
 export function createRequestHandler(deps: HandlerDeps): RequestHandler {
   const { jobs, clock, logger } = deps;
   const settings: ToolSettings = {
@@ -110,8 +140,23 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
   };
 
   const gated = deps.depth.current >= deps.depth.max;
-  // tools/list is asked often and never changes: its JSON is built once (BENCHMARKS.md (c)).
-  const toolList = serializedOnce({ tools: gated ? [] : toolDefinitions(settings) });
+  const definitions = gated ? [] : toolDefinitions(settings);
+  const instructions = gated ? `claude-dispatch offers no tools here: ${gateReason()}.` : SERVER_INSTRUCTIONS;
+  const forModernEra = (result: object, resultType?: ModernResultType): Record<string, unknown> => modernResult(result, deps.server, resultType);
+  // tools/list is asked often and never changes: its JSON is built once (BENCHMARKS.md (c)); so is server/discover's.
+  const toolList = serializedOnce({ tools: definitions });
+  const cacheable = { ttlMs: LISTING_TTL_MS, cacheScope: "public" } as const;
+  const modernToolList = serializedOnce(forModernEra({ tools: definitions.map(withoutExecution), ...cacheable }));
+  const discovery = serializedOnce(
+    forModernEra({
+      supportedVersions: [...MODERN_PROTOCOL_VERSIONS],
+      capabilities: gated ? { tools: { listChanged: false } } : { tools: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } },
+      instructions,
+      ...cacheable,
+    }),
+  );
+  /** When each job was submitted: a queued job's startedAt moves when it starts, a task's createdAt must not. */
+  const submittedAt = new WeakMap<Job, number>();
   /** In-flight requests by id, so notifications/cancelled can abort them (§4). */
   const inFlight = new Map<string, AbortController>();
 
@@ -145,7 +190,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
         ? { tools: { listChanged: false } }
         : { tools: { listChanged: false }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
       serverInfo: { name: deps.server.name, version: deps.server.version },
-      instructions: gated ? `claude-dispatch offers no tools here: ${gateReason()}.` : SERVER_INSTRUCTIONS,
+      instructions,
     });
   }
 
@@ -189,8 +234,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       if (stopped || !isUnfinished(job)) return;
       progress += 1;
       lastSentAt = clock.now();
-      const elapsed = Math.max(0, Math.round((lastSentAt - job.startedAt) / 1000));
-      const message = job.status === "queued" ? `${elapsed}s · queued at position ${job.queuePosition() ?? "?"}` : activityLine(job.live(), elapsed);
+      const message = describeActivity(job, lastSentAt);
       deps.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress, message } });
       cancelTimer = clock.setTimer(send, deps.heartbeatMs);
     };
@@ -243,15 +287,32 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
   }
 
   /** Validates a claude_run or claude_start call and starts its job (or queues it). */
-  async function startJob(name: "claude_run" | "claude_start", args: Record<string, unknown>, signal: AbortSignal): Promise<Job> {
-    if (name === "claude_run") {
-      const input = parseRunInput(args, settings);
-      const { cwd, options } = await prepareAgent(input.cwd, input.options, signal);
-      return jobs.start({ prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options }, "run", input.timeoutMs);
-    }
-    const input = parseStartInput(args, settings);
+  async function startJob(name: TaskTool, args: Record<string, unknown>, signal: AbortSignal): Promise<Job> {
+    const run = name === "claude_run" ? parseRunInput(args, settings) : undefined;
+    const input = run ?? parseStartInput(args, settings);
     const { cwd, options } = await prepareAgent(input.cwd, input.options, signal);
-    return jobs.start({ prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options }, "start");
+    const spec = { prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options };
+    const job = run ? jobs.start(spec, "run", run.timeoutMs) : jobs.start(spec, "start");
+    submittedAt.set(job, clock.now());
+    return job;
+  }
+
+  /** Waits for a claude_run's job and returns its result; a cancelled run is killed, as nobody is left to read it. */
+  async function awaitRun(job: Job, signal: AbortSignal, progressToken: ProgressToken | undefined): Promise<CallToolResult<unknown>> {
+    let onCancel = (): void => undefined;
+    const cancelled = new Promise<void>((resolve) => {
+      onCancel = (): void => {
+        void jobs.kill(job.id, "cancelled").catch(() => undefined);
+        resolve();
+      };
+    });
+    signal.addEventListener("abort", onCancel, { once: true });
+    try {
+      await withProgress(progressToken, job, () => Promise.race([job.done, cancelled]));
+    } finally {
+      signal.removeEventListener("abort", onCancel);
+    }
+    return renderJob(job, clock.now(), { forRun: true, maxResultChars: deps.maxResultChars });
   }
 
   async function runTool(
@@ -262,24 +323,8 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
   ): Promise<CallToolResult<unknown>> {
     const now = (): number => clock.now();
     switch (name) {
-      case "claude_run": {
-        const job = await startJob(name, args, signal);
-        // A cancelled run is killed: nobody is left to read its result, or to hear its progress.
-        let onCancel = (): void => undefined;
-        const cancelled = new Promise<void>((resolve) => {
-          onCancel = (): void => {
-            void jobs.kill(job.id, "cancelled").catch(() => undefined);
-            resolve();
-          };
-        });
-        signal.addEventListener("abort", onCancel, { once: true });
-        try {
-          await withProgress(progressToken, job, () => Promise.race([job.done, cancelled]));
-        } finally {
-          signal.removeEventListener("abort", onCancel);
-        }
-        return renderJob(job, now(), { forRun: true, maxResultChars: deps.maxResultChars });
-      }
+      case "claude_run":
+        return awaitRun(await startJob(name, args, signal), signal, progressToken);
       case "claude_start": {
         return renderStarted(await startJob(name, args, signal), now());
       }
@@ -306,14 +351,30 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     }
   }
 
+  /** What a claude_run or claude_start call would have returned had it waited for its job to end. */
+  const finalResult = (job: Job): CallToolResult<unknown> =>
+    renderJob(job, clock.now(), { forRun: job.kind === "run", maxResultChars: deps.maxResultChars });
+
   /** Tasks of this connection (§14): a task is a job, and goes with it. */
   const tasks = createTaskMethods({
     jobs,
     now: () => clock.now(),
     logger,
     notify: (notification) => deps.notify(notification),
-    finalResult: (job, tool) => renderJob(job, clock.now(), { forRun: tool === "claude_run", maxResultChars: deps.maxResultChars }),
+    finalResult,
     followProgress,
+  });
+
+  /** The 2026-07-28 tasks extension (§16.4): stateless, it reads the jobs themselves. */
+  const taskExtension = createTaskExtension({
+    jobs,
+    now: () => clock.now(),
+    logger,
+    retentionMs: deps.jobRetentionMs,
+    submittedAt: (job) => submittedAt.get(job) ?? job.startedAt,
+    activity: (job) => describeActivity(job, clock.now()),
+    finalResult: (job) => forModernEra(finalResult(job)),
+    shape: forModernEra,
   });
 
   function gateReason(): string {
@@ -322,7 +383,8 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     return `this server runs inside an agent that claude-dispatch started (depth ${current}, limit ${max}); nested dispatch is off to prevent runaway recursion`;
   }
 
-  async function callTool(id: RequestId, params: Record<string, unknown>, signal: AbortSignal): Promise<JsonRpcResponse> {
+  /** `modern` is the request's 2026-07-28 envelope, or undefined for a legacy request. */
+  async function callTool(id: RequestId, params: Record<string, unknown>, signal: AbortSignal, modern: ModernRequest | undefined): Promise<JsonRpcResponse> {
     const name = params.name;
     if (typeof name !== "string") return fail(id, INVALID_PARAMS, "tools/call requires params.name (a string)");
     const rawArgs = params.arguments;
@@ -330,7 +392,8 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       return fail(id, INVALID_PARAMS, "tools/call params.arguments must be an object");
     }
     if (!isToolName(name)) return fail(id, INVALID_PARAMS, `Unknown tool: ${name}`);
-    const task = params.task;
+    // 2025-11-25 task augmentation; a 2026-07-28 client cannot ask for a task, the server decides (§16.4).
+    const task = modern ? undefined : params.task;
     if (task !== undefined) {
       const ttl = isRecord(task) ? task.ttl : undefined;
       if (!isRecord(task) || (ttl !== undefined && !(typeof ttl === "number" && Number.isFinite(ttl) && ttl >= 0))) {
@@ -338,21 +401,27 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       }
       if (!TASK_TOOLS.includes(name)) return fail(id, METHOD_NOT_FOUND, `Method not found: ${name} cannot run as a task (it has no execution.taskSupport)`);
     }
-    if (gated) return respond(id, renderFailure(new DispatchError("DEPTH_LIMIT", gateReason())));
+    const answer = (result: CallToolResult<unknown>): JsonRpcResponse => respond(id, modern ? forModernEra(result) : result);
+    if (gated) return answer(renderFailure(new DispatchError("DEPTH_LIMIT", gateReason())));
     const args = isRecord(rawArgs) ? rawArgs : {};
     try {
       const meta = isRecord(params._meta) ? params._meta : {};
       const token = typeof meta.progressToken === "string" || typeof meta.progressToken === "number" ? meta.progressToken : undefined;
       if (task !== undefined) {
-        const tool = name as TaskTool;
-        return respond(id, tasks.adopt(await startJob(tool, args, signal), tool, token));
+        return respond(id, tasks.adopt(await startJob(name as TaskTool, args, signal), token));
       }
-      return respond(id, await runTool(name, args, signal, token));
+      if (modern?.tasksExtension && (name === "claude_run" || name === "claude_start")) {
+        const job = await startJob(name, args, signal);
+        // No progress follows a task: its token dies with this response (§16.4).
+        if (becomesTask(job)) return respond(id, taskExtension.created(job));
+        return answer(await awaitRun(job, signal, token));
+      }
+      return answer(await runTool(name, args, signal, token));
     } catch (error) {
       const classified = toDispatchError(error);
       if (classified.code === "INTERNAL_ERROR") logger.error(`${name}: ${classified.message}`);
       const aboutJob = (name === "claude_wait" || name === "claude_kill" || name === "claude_output") && typeof args.job_id === "string";
-      return respond(id, renderFailure(classified, aboutJob ? (args.job_id as string) : undefined));
+      return answer(renderFailure(classified, aboutJob ? (args.job_id as string) : undefined));
     }
   }
 
@@ -384,10 +453,39 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     }
   }
 
+  /** A 2026-07-28 request (§16): only its own envelope counts, and only that era's methods exist. */
+  async function handleModernRequest(id: RequestId, method: string, params: Record<string, unknown>, modern: ModernRequest): Promise<JsonRpcResponse | null> {
+    switch (method) {
+      case "server/discover":
+        return respond(id, discovery);
+      case "tools/list":
+        return respond(id, modernToolList);
+      case "tools/call":
+        return cancellable(id, (signal) => callTool(id, params, signal, modern));
+      case "tasks/get":
+      case "tasks/update":
+      case "tasks/cancel": {
+        if (!modern.tasksExtension) {
+          return fail(id, MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability", {
+            requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+          });
+        }
+        const taskMethod: TaskExtensionMethod = method;
+        return cancellable(id, () => taskExtension.handle(id, taskMethod, params));
+      }
+      default:
+        // initialize, ping, tasks/result and tasks/list belong to the legacy era only.
+        return fail(id, METHOD_NOT_FOUND, `Method not found: ${method} (in protocol version ${modern.version})`);
+    }
+  }
+
   async function handleRequest(id: RequestId, method: string, message: Record<string, unknown>): Promise<JsonRpcResponse | null> {
     const problem = paramsProblem(message);
     if (problem) return fail(id, INVALID_PARAMS, problem);
     const params = isRecord(message.params) ? message.params : {};
+    const envelope = readEnvelope(params);
+    if (envelope.era === "refused") return fail(id, envelope.code, envelope.message, envelope.data);
+    if (envelope.era === "modern") return handleModernRequest(id, method, params, envelope.request);
 
     switch (method) {
       case "initialize":
@@ -398,13 +496,16 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
         return respond(id, toolList);
       case "tools/call": {
         if (!isRecord(message.params)) return fail(id, INVALID_PARAMS, "tools/call requires params");
-        return cancellable(id, (signal) => callTool(id, params, signal));
+        return cancellable(id, (signal) => callTool(id, params, signal, undefined));
       }
       case "tasks/get":
       case "tasks/result":
       case "tasks/list":
       case "tasks/cancel":
         return cancellable(id, (signal) => tasks.handle(id, method, params, signal));
+      case "server/discover":
+        // Only a 2026-07-28 method, and such a request must say so in _meta (§16.1).
+        return fail(id, INVALID_PARAMS, `server/discover requires params._meta["${PROTOCOL_VERSION_KEY}"]`);
       default:
         return fail(id, METHOD_NOT_FOUND, `Method not found: ${method}`);
     }

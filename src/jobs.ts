@@ -431,12 +431,13 @@ export class JobRegistry {
     if (run.pid !== undefined) job.agent = { pid: run.pid };
     this.save(job);
     logger.info(`job ${job.id} started (${job.kind}, pid ${run.pid ?? "none"}) in ${job.cwd}`);
-    if (persistence && run.pid !== undefined) {
-      // The start time and tree marker let a later server recognise this agent (§15.3).
+    if (persistence) {
+      // The pid, start time and tree marker let a later server recognise this agent (§15.3).
       run
         .identity()
-        .then(({ startTime, marker }) => {
-          if (job.status !== "running" || !job.agent) return;
+        .then(({ pid, startTime, marker }) => {
+          if (job.status !== "running" || pid === undefined) return;
+          job.agent = { pid };
           if (startTime !== undefined) job.agent.start_time = startTime;
           if (marker !== undefined) job.agent.tree_marker = marker;
           this.save(job);

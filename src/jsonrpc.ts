@@ -5,6 +5,9 @@ export const INVALID_REQUEST = -32600;
 export const METHOD_NOT_FOUND = -32601;
 export const INVALID_PARAMS = -32602;
 export const INTERNAL_ERROR = -32603;
+/** MCP 2026-07-28 codes, from the part of the server-error range the spec reserves for itself (§16). */
+export const MISSING_REQUIRED_CLIENT_CAPABILITY = -32021;
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 
 export type RequestId = string | number;
 
@@ -50,8 +53,8 @@ export function respond(id: RequestId, result: unknown): JsonRpcSuccess {
   return { jsonrpc: "2.0", id, result };
 }
 
-export function fail(id: RequestId | null, code: number, message: string): JsonRpcFailure {
-  return { jsonrpc: "2.0", id, error: { code, message } };
+export function fail(id: RequestId | null, code: number, message: string, data?: unknown): JsonRpcFailure {
+  return { jsonrpc: "2.0", id, error: data === undefined ? { code, message } : { code, message, data } };
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

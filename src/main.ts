@@ -263,9 +263,12 @@ async function serve(): Promise<void> {
     }, config.killGraceMs + SHUTDOWN_SLACK_MS + 1000).unref();
     process.stdin.pause();
     // keep: agents run on and the next server follows them (§15.3); kill: stop them all now.
-    if (config.onExit === "keep") jobs.leave();
-    else await jobs.shutdown();
-    await (await loadingProcesses?.catch(() => undefined))?.idle();
+    if (config.onExit === "keep") {
+      jobs.leave();
+    } else {
+      await jobs.shutdown();
+      await (await loadingProcesses?.catch(() => undefined))?.idle();
+    }
     // Runs and waits on the killed jobs now answer; give their responses a moment to be written.
     let cancelSlack = (): void => undefined;
     await Promise.race([server.idle(), new Promise<void>((resolve) => (cancelSlack = clock.setTimer(resolve, SHUTDOWN_SLACK_MS)))]);

@@ -111,10 +111,17 @@ export interface KillReport {
   survivors: number[];
 }
 
+/** Who an agent is, as its record keeps it: a pid alone may be reused. */
+export interface AgentIdentity {
+  pid: number | undefined;
+  startTime: string | undefined;
+  marker: string | undefined;
+}
+
 export interface ChildHandle {
   readonly pid: number | undefined;
   /** Who the agent is, for its record: its start time once the process table showed it, and its tree marker. */
-  identity(): Promise<{ startTime: string | undefined; marker: string | undefined }>;
+  identity(): Promise<AgentIdentity>;
   /** Resolves once the agent itself exited and its output drained; never rejects. */
   readonly exited: Promise<ChildExit>;
   /** Kills the whole tree: SIGTERM, grace, SIGKILL, verify. Idempotent. */
@@ -398,7 +405,7 @@ function spawnFailure(error: unknown, cwd: string): ChildHandle {
   };
   return {
     pid: undefined,
-    identity: async () => ({ startTime: undefined, marker: undefined }),
+    identity: async () => ({ pid: undefined, startTime: undefined, marker: undefined }),
     exited: Promise.resolve(exit),
     killTree: async () => ({ signalled: 0, survivors: [] }),
     settled: Promise.resolve(),
@@ -467,7 +474,8 @@ function startPosix(
     }
   });
 
-  const identity = async (): Promise<{ startTime: string | undefined; marker: string | undefined }> => ({
+  const identity = async (): Promise<AgentIdentity> => ({
+    pid,
     startTime: tree ? await tracker.startTimeOf(tree) : undefined,
     marker: markerValue,
   });
@@ -502,7 +510,7 @@ function attachPosix(tracker: TreeTracker, request: AttachRequest, options: Proc
       tracker.untrack(tree);
     }
   });
-  return { pid: request.pid, identity: async () => ({ startTime: request.startTime, marker: request.marker }), exited, killTree, settled };
+  return { pid: request.pid, identity: async () => ({ pid: request.pid, startTime: request.startTime, marker: request.marker }), exited, killTree, settled };
 }
 
 /** Polls liveness with a backoff (and at once after a kill), then reads the rest of the output. */
@@ -1010,7 +1018,7 @@ function startWindows(platform: WindowsPlatform, request: SpawnRequest, options:
   const settled = collected.exited.then(async () => {
     if (killing) await killing;
   });
-  return { pid, identity: async () => ({ startTime: undefined, marker: undefined }), exited: collected.exited, killTree, settled };
+  return { pid, identity: async () => ({ pid, startTime: undefined, marker: undefined }), exited: collected.exited, killTree, settled };
 }
 
 function attachWindows(platform: WindowsPlatform, request: AttachRequest, options: ProcessControlOptions): ChildHandle {
@@ -1029,7 +1037,7 @@ function attachWindows(platform: WindowsPlatform, request: AttachRequest, option
   const settled = exited.then(async () => {
     if (killing) await killing;
   });
-  return { pid: request.pid, identity: async () => ({ startTime: undefined, marker: undefined }), exited, killTree, settled };
+  return { pid: request.pid, identity: async () => ({ pid: request.pid, startTime: undefined, marker: undefined }), exited, killTree, settled };
 }
 
 /** taskkill /T walks the tree by parent pid; /F because console agents ignore a polite close. */

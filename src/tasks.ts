@@ -59,10 +59,25 @@ export function describeTask(entry: TaskEntry): Task {
     ttl: null,
     pollInterval: TASK_POLL_INTERVAL_MS,
   };
-  if (status === "cancelled") task.statusMessage = "The task was cancelled.";
+  if (status === "cancelled") task.statusMessage = TASK_CANCELLED_MESSAGE;
   else if (job.status === "queued") task.statusMessage = `Queued at position ${job.queuePosition() ?? "?"}.`;
-  else if (status === "failed" && job.outcome && !job.outcome.ok) task.statusMessage = `${job.outcome.code}: ${job.outcome.detail}`;
+  else if (status === "failed") {
+    const failure = failureLine(job);
+    if (failure !== undefined) task.statusMessage = failure;
+  }
   return task;
+}
+
+export const TASK_CANCELLED_MESSAGE = "The task was cancelled.";
+
+/** "CODE: detail" for a job that ended in failure; undefined otherwise. Both eras' statusMessage. */
+export function failureLine(job: Pick<Job, "outcome">): string | undefined {
+  return job.outcome && !job.outcome.ok ? `${job.outcome.code}: ${job.outcome.detail}` : undefined;
+}
+
+/** Both eras answer an unknown or forgotten task id with -32602 and this text. */
+export function taskNotFound(taskId: string): string {
+  return `Failed to retrieve task: Task not found: ${taskId}`;
 }
 
 /** The tasks of one connection, in creation order; a task goes when its job is forgotten (§8). */
@@ -109,24 +124,24 @@ export interface TaskMethodsDeps {
   logger: Logger;
   notify(notification: JsonRpcNotification): void;
   /** What the tools/call would have returned had it waited for the job. */
-  finalResult(job: Job, tool: TaskTool): CallToolResult<unknown>;
+  finalResult(job: Job): CallToolResult<unknown>;
   /** Starts progress notifications for the job; returns their stop. */
   followProgress(token: string | number, job: Job): () => void;
 }
 
 /** The task side of one connection: adopting jobs as tasks, and the tasks/* methods. */
 export function createTaskMethods(deps: TaskMethodsDeps): {
-  adopt(job: Job, tool: TaskTool, progressToken: string | number | undefined): { task: Task };
+  adopt(job: Job, progressToken: string | number | undefined): { task: Task };
   handle(id: RequestId, method: (typeof TASK_METHODS)[number], params: Record<string, unknown>, signal: AbortSignal): Promise<JsonRpcResponse>;
 } {
   const book = new TaskBook((job) => deps.jobs.get(job.id) === job);
 
-  function adopt(job: Job, tool: TaskTool, progressToken: string | number | undefined): { task: Task } {
+  function adopt(job: Job, progressToken: string | number | undefined): { task: Task } {
     const entry: TaskEntry = {
       job,
       createdAt: deps.now(),
       cancelledAt: undefined,
-      result: job.done.then(() => deps.finalResult(job, tool)),
+      result: job.done.then(() => deps.finalResult(job)),
     };
     book.add(entry);
     // The token stays valid until the task ends, not until the CreateTaskResult.
@@ -157,7 +172,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
     const taskId = params.taskId;
     if (typeof taskId !== "string") return fail(id, INVALID_PARAMS, "params.taskId must be a string");
     const entry = book.get(taskId);
-    if (!entry) return fail(id, INVALID_PARAMS, `Failed to retrieve task: Task not found: ${taskId}`);
+    if (!entry) return fail(id, INVALID_PARAMS, taskNotFound(taskId));
     if (method === "tasks/get") return respond(id, describeTask(entry));
     if (method === "tasks/cancel") return cancel(id, entry);
     // tasks/result blocks until the task ends; a cancelled request stops waiting (its answer is dropped, §4).

@@ -12,7 +12,7 @@ test("defaults", () => {
     maxLineBytes: 16 * 1024 * 1024,
     maxOutputBytes: 64 * 1024 * 1024,
     killGraceMs: 3000,
-    jobRetentionMs: 600_000,
+    jobRetentionMs: 7 * 24 * 3600 * 1000,
     logLevel: "info",
     maxResultChars: 20_000,
     heartbeatMs: 15_000,
@@ -26,9 +26,12 @@ test("defaults", () => {
     },
     roots: undefined,
     maxJobs: 2,
+    stateDir: "/nonexistent/.local/state/claude-dispatch",
+    stateMaxBytes: 1024 ** 3,
+    onExit: "keep",
   });
-  assert.equal(loadConfig({}, ":", 8).maxJobs, 8, "one agent per CPU");
-  assert.equal(loadConfig({}, ":", 1).maxJobs, 2, "but at least two");
+  assert.equal(loadConfig({}, { cpus: 8 }).maxJobs, 8, "one agent per CPU");
+  assert.equal(loadConfig({}, { cpus: 1 }).maxJobs, 2, "but at least two");
   assert.equal(loadConfig({ CLAUDE_DISPATCH_MAX_JOBS: "5" }).maxJobs, 5);
   assert.ok(!DEFAULT_PERMISSION_MODES.includes("bypassPermissions"), "bypassPermissions must be opted into");
 });
@@ -46,7 +49,7 @@ test("the operator policy is read, and roots split on the platform's delimiter",
       CLAUDE_DISPATCH_MAX_RESULT_CHARS: "5000",
       CLAUDE_DISPATCH_HEARTBEAT_MS: "2000",
     },
-    ";",
+    { pathDelimiter: ";" },
   );
   assert.deepEqual(config.policy, {
     permissionModes: ["default", "acceptEdits", "bypassPermissions"],
@@ -74,7 +77,7 @@ test("values are read and trimmed; empty means default", () => {
   assert.equal(config.depth, 2);
   assert.equal(config.maxDepth, 3);
   assert.equal(config.killGraceMs, 0);
-  assert.equal(config.jobRetentionMs, 600_000);
+  assert.equal(config.jobRetentionMs, 7 * 24 * 3600 * 1000);
   assert.equal(config.logLevel, "debug");
 });
 
@@ -99,8 +102,22 @@ test("invalid values are errors that name the variable, never silent fallbacks",
     ["CLAUDE_DISPATCH_MAX_RESULT_CHARS", "10"],
     ["CLAUDE_DISPATCH_HEARTBEAT_MS", "0"],
     ["CLAUDE_DISPATCH_MAX_JOBS", "0"],
+    ["CLAUDE_DISPATCH_STATE_DIR", "relative/state"],
+    ["CLAUDE_DISPATCH_STATE_MAX_BYTES", "1024"],
+    ["CLAUDE_DISPATCH_ON_EXIT", "detach"],
   ];
   for (const [name, value] of cases) {
     assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message.includes(name), `${name}=${value}`);
   }
+});
+
+test("the state directory: explicit, else XDG_STATE_HOME, else ~/.local/state; %LOCALAPPDATA% on Windows", () => {
+  const home = { home: "/home/ada" };
+  assert.equal(loadConfig({ CLAUDE_DISPATCH_STATE_DIR: "/srv/state/" }, home).stateDir, "/srv/state");
+  assert.equal(loadConfig({ XDG_STATE_HOME: "/xdg" }, home).stateDir, "/xdg/claude-dispatch");
+  assert.equal(loadConfig({ XDG_STATE_HOME: "relative" }, home).stateDir, "/home/ada/.local/state/claude-dispatch", "a relative XDG_STATE_HOME is ignored, as the XDG spec says");
+  assert.equal(loadConfig({}, home).stateDir, "/home/ada/.local/state/claude-dispatch");
+  const windows = { platform: "win32", home: "C:\\Users\\ada" };
+  assert.equal(loadConfig({ LOCALAPPDATA: "C:\\Users\\ada\\AppData\\Local", XDG_STATE_HOME: "/xdg" }, windows).stateDir, "C:\\Users\\ada\\AppData\\Local\\claude-dispatch");
+  assert.equal(loadConfig({ CLAUDE_DISPATCH_ON_EXIT: "kill" }).onExit, "kill");
 });

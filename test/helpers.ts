@@ -1,4 +1,5 @@
 /** Shared fakes: a manual clock and a scriptable agent launcher. No module mocking. */
+import type { AgentIdentity } from "../src/process.js";
 import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../src/claude.js";
 import type { CancelTimer, Clock } from "../src/clock.js";
 import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/handler.js";
@@ -64,6 +65,10 @@ export class FakeAgent implements AgentRun {
 
   constructor(readonly spec: AgentSpec) {
     this.outcome = new Promise((resolve) => (this.resolveOutcome = resolve));
+  }
+
+  async identity(): Promise<AgentIdentity> {
+    return { pid: this.pid, startTime: "fake-start", marker: "fake-marker" };
   }
 
   live(): LiveSummary {

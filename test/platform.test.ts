@@ -307,6 +307,7 @@ function fakeWindows(files: Record<string, string>, calls: SpawnCall[] = [], tas
   const lower = new Map(Object.entries(files).map(([name, text]) => [name.toLowerCase(), text]));
   return {
     kind: "windows",
+    isRunning: () => false,
     spawn: recordingSpawn(calls, 4321),
     runFile: async (file, args) => {
       taskkill.push([file, ...args]);

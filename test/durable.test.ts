@@ -1,0 +1,234 @@
+/**
+ * Durable jobs through the real server (PROTOCOL.md §15): a server killed
+ * with SIGKILL, a new one on the same state directory, and the jobs carry on.
+ * The fake agent waits for a gate file, so nothing here depends on timing.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+
+import { isAlive, readPids, waitFor } from "./processes.js";
+import { ServerProcess } from "./server-process.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-durable-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+let counter = 0;
+/** A fresh state dir, work dir, gate file and pid file for one test. */
+function fixture(): { stateDir: string; cwd: string; gate: string; pids: string } {
+  counter += 1;
+  const base = path.join(scratch, `t${counter}`);
+  const cwd = path.join(base, "work");
+  mkdirSync(cwd, { recursive: true });
+  return { stateDir: path.join(base, "state"), cwd, gate: path.join(base, "gate"), pids: path.join(base, "pids") };
+}
+
+const servers: ServerProcess[] = [];
+after(() => {
+  for (const server of servers) server.dispose();
+});
+
+async function startServer(stateDir: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const server = new ServerProcess({ CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "keep", ...env });
+  servers.push(server);
+  await server.initialize();
+  return server;
+}
+
+function readRecord(stateDir: string, id: string): Record<string, any> {
+  return JSON.parse(readFileSync(path.join(stateDir, "jobs", id, "record.json"), "utf8")) as Record<string, any>;
+}
+
+async function startJob(server: ServerProcess, prompt: string, cwd: string): Promise<string> {
+  const started = await server.callTool("claude_start", { prompt, cwd });
+  const id = started.result?.structuredContent?.job_id as string | undefined;
+  assert.ok(id, JSON.stringify(started));
+  return id;
+}
+
+async function crash(server: ServerProcess): Promise<void> {
+  server.child.kill("SIGKILL");
+  await server.exited;
+}
+
+/** The agent is recorded with its start time, so a later server can recognise it. */
+async function agentRecorded(stateDir: string, id: string): Promise<void> {
+  await waitFor(() => {
+    try {
+      return readRecord(stateDir, id).agent?.start_time !== undefined;
+    } catch {
+      return false;
+    }
+  }, "the agent's start time in the record");
+}
+
+async function waitResult(server: ServerProcess, id: string): Promise<Record<string, any>> {
+  const waited = await server.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
+  return waited.result?.structuredContent as Record<string, any>;
+}
+
+describe("durable jobs through the real server", { skip: process.platform !== "linux" && "the liveness checks read /proc" }, () => {
+  test("SIGKILL the server mid-job: a new server follows the agent and claude_wait gets the result; nothing is duplicated or orphaned", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const first = await startServer(stateDir);
+    const id = await startJob(first, `@pid ${pids}\n@tools 2\n@wait-file ${gate}\nsurvive a crash`, cwd);
+    await waitFor(() => readPids(pids).length === 1, "the agent to start");
+    await agentRecorded(stateDir, id);
+    const [agent] = readPids(pids) as [number];
+    await crash(first);
+    assert.ok(isAlive(agent), "the agent outlives the server that started it");
+
+    const second = await startServer(stateDir);
+    const running = await second.callTool("claude_wait", { job_id: id, hold_ms: 300 });
+    assert.equal(running.result?.structuredContent?.status, "running", "the new server follows the old job");
+    assert.equal(running.result?.structuredContent?.num_turns, 2, "what the agent did before the crash is read back from its output file");
+    writeFileSync(gate, "");
+    const report = await waitResult(second, id);
+    assert.equal(report.status, "completed");
+    assert.match(String(report.result), /^ECHO: .*survive a crash/s);
+    assert.ok(report.session_id, "the session id is known, so the conversation can be resumed");
+    assert.deepEqual(readPids(pids), [agent], "the agent was never started twice");
+    await waitFor(() => !isAlive(agent), "the agent to be gone");
+    assert.equal(readRecord(stateDir, id).status, "completed");
+
+    const listed = await second.callTool("claude_list", {});
+    assert.equal(listed.result?.structuredContent?.jobs.filter((job: { job_id: string }) => job.job_id === id).length, 1);
+    second.endInput();
+    await second.exited;
+  });
+
+  test("the agent finishes while no server runs: the next server finishes the job from its output file", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const first = await startServer(stateDir);
+    const id = await startJob(first, `@pid ${pids}\n@wait-file ${gate}\nfinish alone`, cwd);
+    await waitFor(() => readPids(pids).length === 1, "the agent to start");
+    await agentRecorded(stateDir, id);
+    await crash(first);
+    writeFileSync(gate, "");
+    const [agent] = readPids(pids) as [number];
+    await waitFor(() => !isAlive(agent), "the agent to finish on its own");
+
+    const second = await startServer(stateDir);
+    const report = await waitResult(second, id);
+    assert.equal(report.status, "completed");
+    assert.match(String(report.result), /finish alone/);
+    const output = await second.callTool("claude_output", { job_id: id, view: "transcript" });
+    assert.match(output.result?.structuredContent?.text, /session/, "the transcript is rebuilt from the output file");
+    second.endInput();
+    await second.exited;
+  });
+
+  test("an agent that died with no result while no server ran is lost, with a clear code", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const first = await startServer(stateDir);
+    const id = await startJob(first, `@pid ${pids}\n@wait-file ${gate}\nnever answers`, cwd);
+    await waitFor(() => readPids(pids).length === 1, "the agent to start");
+    await agentRecorded(stateDir, id);
+    await crash(first);
+    const [agent] = readPids(pids) as [number];
+    process.kill(agent, "SIGKILL");
+    await waitFor(() => !isAlive(agent), "the agent to die");
+
+    const second = await startServer(stateDir);
+    const waited = await second.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
+    assert.equal(waited.result?.structuredContent?.status, "lost");
+    assert.equal(waited.result?.structuredContent?.error?.code, "AGENT_LOST");
+    assert.equal(waited.result?.isError, true);
+    assert.equal(readRecord(stateDir, id).status, "lost");
+    second.endInput();
+    await second.exited;
+  });
+
+  test("a reused pid with another start time is not taken for the agent, and is not killed", async () => {
+    const { stateDir, cwd } = fixture();
+    // Any live process stands in for the one that reused the agent's pid.
+    const stranger = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+    try {
+      const id = "0f0f0f0f-1111-4222-8333-444455556666";
+      const dir = path.join(stateDir, "jobs", id);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, "prompt.txt"), "hello");
+      const record = {
+        format: 1,
+        id,
+        kind: "start",
+        cwd,
+        prompt_preview: "hello",
+        options: {},
+        status: "running",
+        submitted_at: Date.now() - 1000,
+        started_at: Date.now() - 1000,
+        owner: { pid: 99_999_999, start_time: "1" },
+        generation: 0,
+        agent: { pid: stranger.pid, start_time: "1", tree_marker: "not-this-one" },
+      };
+      writeFileSync(path.join(dir, "record.json"), JSON.stringify(record));
+      // A torn write left behind by a crash, and a folder whose record is garbage: both ignored.
+      writeFileSync(path.join(dir, "record.json.k2j3.tmp"), '{"format":1,"id":"0f0f');
+      const garbage = path.join(stateDir, "jobs", "1f1f1f1f-1111-4222-8333-444455556666");
+      mkdirSync(garbage);
+      writeFileSync(path.join(garbage, "record.json"), "{not json");
+
+      const server = await startServer(stateDir);
+      const waited = await server.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
+      assert.equal(waited.result?.structuredContent?.status, "lost", "the stranger is not the agent");
+      assert.ok(isAlive(stranger.pid as number), "the stranger was not signalled");
+      assert.match(server.stderr, /1f1f1f1f-1111-4222-8333-444455556666 skipped: record.json is not a valid record/);
+      server.endInput();
+      await server.exited;
+    } finally {
+      stranger.kill("SIGKILL");
+    }
+  });
+
+  test("the queue survives a restart, in order, and the limit still holds", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const first = await startServer(stateDir, { CLAUDE_DISPATCH_MAX_JOBS: "1" });
+    const ids: string[] = [];
+    for (const name of ["one", "two", "three"]) ids.push(await startJob(first, `@pid ${pids}\n@wait-file ${gate}\njob ${name}`, cwd));
+    await waitFor(() => readPids(pids).length === 1, "the first agent to start");
+    await agentRecorded(stateDir, ids[0] as string);
+    assert.deepEqual(
+      ids.map((id) => readRecord(stateDir, id).status),
+      ["running", "queued", "queued"],
+    );
+    await crash(first);
+
+    const second = await startServer(stateDir, { CLAUDE_DISPATCH_MAX_JOBS: "1" });
+    const queued = await second.callTool("claude_wait", { job_id: ids[2] as string, hold_ms: 0 });
+    assert.equal(queued.result?.structuredContent?.status, "queued");
+    assert.equal(queued.result?.structuredContent?.queue_position, 2);
+    writeFileSync(gate, "");
+    for (const [index, id] of ids.entries()) {
+      const report = await waitResult(second, id);
+      assert.equal(report.status, "completed", `job ${index + 1}`);
+      assert.match(String(report.result), new RegExp(`job ${["one", "two", "three"][index]}`));
+    }
+    assert.equal(readPids(pids).length, 3, "each job ran exactly once");
+    second.endInput();
+    await second.exited;
+  });
+
+  test("CLAUDE_DISPATCH_ON_EXIT=keep: closing stdin leaves the agent running for the next server; kill stops it", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const first = await startServer(stateDir);
+    const id = await startJob(first, `@pid ${pids}\n@wait-file ${gate}\nkeep me`, cwd);
+    await waitFor(() => readPids(pids).length === 1, "the agent to start");
+    await agentRecorded(stateDir, id);
+    first.endInput();
+    assert.equal((await first.exited).code, 0);
+    const [agent] = readPids(pids) as [number];
+    assert.ok(isAlive(agent), "keep leaves the agent running");
+
+    const second = await startServer(stateDir, { CLAUDE_DISPATCH_ON_EXIT: "kill" });
+    const killed = await second.callTool("claude_kill", { job_id: id });
+    assert.equal(killed.result?.structuredContent?.status, "killed", JSON.stringify(killed));
+    assert.ok(!isAlive(agent), "the adopted agent's tree is killed like any other");
+    assert.equal(readRecord(stateDir, id).status, "killed");
+    second.endInput();
+    await second.exited;
+  });
+});
