@@ -13,6 +13,7 @@ import { after, describe, test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
+import { SERVER_INSTRUCTIONS } from "../src/handler.js";
 import { isAlive, readPids, waitFor } from "./processes.js";
 import { FAKE_CLAUDE, SERVER_MAIN } from "./server-process.js";
 
@@ -23,7 +24,15 @@ async function connect(env: Record<string, string> = {}): Promise<Client> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [SERVER_MAIN],
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE, CLAUDE_DISPATCH_KILL_GRACE_MS: "500", ...env },
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE,
+      CLAUDE_DISPATCH_KILL_GRACE_MS: "500",
+      // Each client gets a server with a fresh state directory, whose agents die with it.
+      CLAUDE_DISPATCH_STATE_DIR: mkdtempSync(path.join(scratch, "state-")),
+      CLAUDE_DISPATCH_ON_EXIT: "kill",
+      ...env,
+    },
     stderr: "ignore",
   });
   const client = new Client({ name: "sdk-interop-test", version: "1.0.0" });
@@ -38,6 +47,9 @@ describe("the official SDK client", { skip: process.platform !== "linux" && "the
     const client = await connect();
     try {
       assert.equal(client.getServerVersion()?.name, "claude-dispatch");
+      // SDK 1.32.2 speaks only the legacy era: initialize at 2025-11-25, no server/discover probe (PROTOCOL.md §2, §16).
+      assert.equal(client.getInstructions(), SERVER_INSTRUCTIONS);
+      assert.ok(client.getServerCapabilities()?.tasks, "the 2025-11-25 Tasks capability");
       const { tools } = await client.listTools();
       assert.deepEqual(
         tools.map((tool) => tool.name),
