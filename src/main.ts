@@ -156,6 +156,8 @@ async function main(): Promise<void> {
           );
         });
       },
+      // Names the CLI in a claim file when `kill` finishes the record of a dead server.
+      identity: ownIdentity,
     });
     return;
   }

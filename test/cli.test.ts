@@ -1,0 +1,802 @@
+/**
+ * The human CLI (§16) against state directories prepared here: runCli in
+ * process with fake io (captured output, a fixed clock, a process layer whose
+ * liveness the test decides), real process trees killed on Linux, and the
+ * built binary for `jobs --json`, `--version` and `--help`.
+ */
+import assert from "node:assert/strict";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+import { runCli, type CliIo, type RunFileResult } from "../src/cli.js";
+import { systemClock, type Clock } from "../src/clock.js";
+import {
+  createProcessControl,
+  listLinuxProcesses,
+  parseProcStat,
+  readLinuxEnvironment,
+  type AttachRequest,
+  type ChildHandle,
+  type ProcessControl,
+} from "../src/process.js";
+import { StateStore, type JobRecord } from "../src/state.js";
+import { SERVER_VERSION } from "../src/version.js";
+import { RecordingLogger } from "./helpers.js";
+import { isAlive, waitFor } from "./processes.js";
+import { SERVER_MAIN } from "./server-process.js";
+
+const isLinux = process.platform === "linux";
+const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-cli-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+const NOW = Date.parse("2025-06-01T12:00:00.000Z");
+const HOME = "/home/tester";
+const OWNER = { pid: 4242, start_time: "100" };
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** Verbatim Claude Code 2.1.332 output: three tool turns, then the result (3 turns, $0.0018). */
+const TOOLS_STREAM = readFileSync(fileURLToPath(new URL("./fixtures/cli/stream-tools-2.1.332.ndjson", import.meta.url)), "utf8");
+/** The same run while still going: everything before its result event. */
+const TOOLS_STREAM_SO_FAR = TOOLS_STREAM.split("\n")
+  .filter((line) => line !== "" && (JSON.parse(line) as { type: string }).type !== "result")
+  .map((line) => `${line}\n`)
+  .join("");
+
+/** Answers liveness from a set the test fills, and records what the CLI asks of it. */
+class FakeProcesses implements ProcessControl {
+  readonly alive = new Set<number>();
+  readonly attached: AttachRequest[] = [];
+  readonly killed: number[] = [];
+  survivors: number[] = [];
+  idleCalls = 0;
+
+  start(): ChildHandle {
+    throw new Error("the CLI never starts a process");
+  }
+
+  attach(request: AttachRequest): ChildHandle {
+    this.attached.push(request);
+    return {
+      pid: request.pid,
+      identity: async () => ({ pid: request.pid, startTime: request.startTime, marker: request.marker }),
+      exited: new Promise(() => undefined),
+      settled: Promise.resolve(),
+      killTree: async () => {
+        this.killed.push(request.pid);
+        if (this.survivors.length === 0) this.alive.delete(request.pid);
+        return { signalled: 2, survivors: this.survivors };
+      },
+    };
+  }
+
+  async isAlive(pid: number): Promise<boolean> {
+    return this.alive.has(pid);
+  }
+
+  async idle(): Promise<void> {
+    this.idleCalls += 1;
+  }
+}
+
+interface Setup {
+  stateDir: string;
+  env?: Record<string, string>;
+  processes?: ProcessControl;
+  clock?: Clock;
+  runFile?: (file: string, args: string[], timeoutMs: number) => Promise<RunFileResult>;
+}
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const fixedClock: Clock = { now: () => NOW, setTimer: systemClock.setTimer };
+const CLI_IDENTITY = { pid: 31337, start_time: "777" };
+
+async function cli(args: string[], setup: Setup): Promise<Run> {
+  let stdout = "";
+  let stderr = "";
+  const io: CliIo = {
+    // Built from nothing: the runner's own environment never leaks in.
+    env: { CLAUDE_DISPATCH_STATE_DIR: setup.stateDir, PATH: "", ...setup.env },
+    host: { pathDelimiter: ":", cpus: 2, platform: "linux", home: HOME },
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    clock: setup.clock ?? fixedClock,
+    processControl: async () => setup.processes ?? new FakeProcesses(),
+    nodePath: "/usr/bin/node",
+    mainPath: "/opt/claude dispatch/dist/main.js",
+    runFile: setup.runFile ?? (async () => ({ ok: true, stdout: "2.1.332 (Claude Code)\n", stderr: "" })),
+    identity: () => CLI_IDENTITY,
+  };
+  const code = await runCli(args, io);
+  return { code, stdout, stderr };
+}
+
+function newState(): { dir: string; store: StateStore } {
+  const dir = mkdtempSync(path.join(scratch, "state-"));
+  const store = new StateStore(dir);
+  store.open();
+  return { dir, store };
+}
+
+function record(overrides: Partial<JobRecord> = {}): JobRecord {
+  return {
+    format: 1,
+    id: randomUUID(),
+    kind: "start",
+    cwd: `${HOME}/src/app`,
+    prompt_preview: "fix the failing tests",
+    options: {},
+    status: "completed",
+    submitted_at: NOW - 10 * MINUTE,
+    owner: OWNER,
+    generation: 0,
+    ...overrides,
+  };
+}
+
+function finished(overrides: Partial<JobRecord> = {}): JobRecord {
+  return record({
+    started_at: NOW - 10 * MINUTE,
+    finished_at: NOW - 5 * MINUTE,
+    turns: 3,
+    cost_usd: 0.0018,
+    outcome: { ok: true, result: { sessionId: "9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50", numTurns: 3, costUsd: 0.0018 }, result_chars: 5 },
+    ...overrides,
+  });
+}
+
+function running(overrides: Partial<JobRecord> = {}): JobRecord {
+  return record({
+    status: "running",
+    started_at: NOW - 2 * HOUR,
+    submitted_at: NOW - 2 * HOUR,
+    agent: { pid: 5151, start_time: "200", tree_marker: "marker-5151" },
+    ...overrides,
+  });
+}
+
+function add(store: StateStore, job: JobRecord, prompt = job.prompt_preview): JobRecord {
+  store.create(job, prompt);
+  return job;
+}
+
+function writeJobFile(store: StateStore, id: string, name: "stdout.jsonl" | "stderr.log", text: string): void {
+  writeFileSync(store.file(id, name), text);
+}
+
+describe("usage", () => {
+  const { dir } = newState();
+
+  test("--version and -V print the version", async () => {
+    for (const flag of ["--version", "-V"]) {
+      const run = await cli([flag], { stateDir: dir });
+      assert.deepEqual(run, { code: 0, stdout: `claude-dispatch ${SERVER_VERSION}\n`, stderr: "" });
+    }
+    const json = await cli(["--version", "--json"], { stateDir: dir });
+    assert.deepEqual(JSON.parse(json.stdout), { name: "claude-dispatch", version: SERVER_VERSION });
+  });
+
+  test("--help, -h, help and COMMAND --help describe every command", async () => {
+    for (const args of [["--help"], ["-h"], ["help"], ["kill", "--help"]]) {
+      const run = await cli(args, { stateDir: dir });
+      assert.equal(run.code, 0, args.join(" "));
+      assert.equal(run.stderr, "");
+      for (const command of ["jobs [--all]", "show ID", "kill ID", "prune [--older-than AGE]", "doctor", "--version", "--json"]) {
+        assert.ok(run.stdout.includes(command), `${args.join(" ")} mentions ${command}`);
+      }
+    }
+  });
+
+  test("unknown commands, options and arguments are usage errors: exit 2, a message and a short usage on stderr", async () => {
+    const cases: [string[], string][] = [
+      [["frobnicate"], 'unknown command "frobnicate"'],
+      [["--frobnicate"], "unknown option --frobnicate"],
+      [["jobs", "--bogus"], "unknown option --bogus for jobs"],
+      [["show", "--all", randomUUID()], "unknown option --all for show"],
+      [["jobs", "extra"], 'jobs takes no arguments, got "extra"'],
+      [["jobs", "--json=yes"], "--json takes no value"],
+      [["show"], "show needs exactly one job id"],
+      [["kill", randomUUID(), randomUUID()], "kill needs exactly one job id"],
+      [["prune", "--older-than"], "--older-than needs an age"],
+      [["prune", "--older-than", "7 days"], 'not an age: "7 days"'],
+      [["--version", "jobs"], "--version takes no arguments"],
+    ];
+    for (const [args, message] of cases) {
+      const run = await cli(args, { stateDir: dir });
+      assert.equal(run.code, 2, args.join(" "));
+      assert.equal(run.stdout, "", args.join(" "));
+      assert.ok(run.stderr.includes(message), `${args.join(" ")}: ${run.stderr}`);
+      assert.ok(run.stderr.includes("Usage: claude-dispatch"), args.join(" "));
+    }
+  });
+
+  test("an id that is not a UUID never reaches a path", async () => {
+    const outside = path.join(dir, "outside");
+    mkdirSync(outside);
+    writeFileSync(path.join(outside, "record.json"), "{}");
+    for (const command of ["show", "kill"]) {
+      for (const id of ["../outside", "abc", `${randomUUID()}/..`, "\u001b[31m"]) {
+        const run = await cli([command, id], { stateDir: dir });
+        assert.equal(run.code, 2, `${command} ${id}`);
+        assert.ok(run.stderr.includes("not a job id"), run.stderr);
+        assert.ok(!run.stderr.includes("\u001b"), "a terminal escape is printed escaped");
+      }
+    }
+    assert.ok(!existsSync(path.join(outside, "kill")), "no kill marker outside the jobs folder");
+  });
+});
+
+describe("jobs", () => {
+  const { dir, store } = newState();
+  const active = add(store, running({ prompt_preview: "refactor the parser into modules, keeping the public API exactly as it is today" }));
+  writeJobFile(store, active.id, "stdout.jsonl", TOOLS_STREAM_SO_FAR);
+  const queued = add(store, record({ status: "queued", submitted_at: NOW - 30_000, cwd: "/srv/other" }));
+  // 22 finished, 5 days old: the 20 that finished last are listed without --all.
+  const done: JobRecord[] = [];
+  for (let i = 0; i < 22; i += 1) {
+    done.push(add(store, finished({ submitted_at: NOW - 5 * DAY - i, finished_at: NOW - i * MINUTE, cost_usd: i === 0 ? 0.0123 : 1.5 })));
+  }
+
+  test("a table of unfinished jobs and the 20 most recently finished, columns fitted to their content", async () => {
+    const run = await cli(["jobs"], { stateDir: dir });
+    assert.equal(run.code, 0);
+    assert.equal(run.stderr, "");
+    const lines = run.stdout.trimEnd().split("\n");
+    const header = lines[0] ?? "";
+    assert.match(header, /^ID {36}STATUS +AGE +CWD +TURNS +COST +PROMPT$/);
+    assert.equal(lines.length, 1 + 2 + 20 + 1);
+    assert.equal(lines.at(-1), "(2 older finished jobs not shown; --all lists every job)");
+    const rows = lines.slice(1, -1);
+    const column = (name: string): number => header.indexOf(name);
+    const rowOf = (id: string): string => rows.find((row) => row.startsWith(id)) ?? assert.fail(`no row for ${id}`);
+    for (const row of rows) {
+      assert.match(row.slice(column("STATUS")), /^(running|queued|completed) /, "statuses line up under STATUS");
+      assert.equal(row, row.trimEnd(), "no trailing spaces");
+    }
+    const activeRow = rowOf(active.id);
+    assert.match(activeRow.slice(column("AGE")), /^2h +~\/src\/app +3 +- +refactor the parser into modules, keeping the public API ex…$/);
+    assert.match(rowOf(queued.id).slice(column("AGE")), /^30s +\/srv\/other +0 +- +fix the failing tests$/);
+    assert.match(rowOf(done[0]?.id ?? "").slice(column("AGE")), /^5d +~\/src\/app +3 +\$0\.0123 /);
+    assert.match(rowOf(done[1]?.id ?? "").slice(column("TURNS")), /^ {4}3 {4}\$1\.50  fix/, "numbers are right-aligned under TURNS and COST");
+    assert.ok(!run.stdout.includes(done[20]?.id ?? "-"), "the oldest finished jobs are left out");
+    assert.ok(!run.stdout.includes(HOME), "the home directory is shown as ~");
+  });
+
+  test("--all lists every job, oldest first", async () => {
+    const run = await cli(["jobs", "--all"], { stateDir: dir });
+    assert.equal(run.code, 0);
+    const rows = run.stdout.trimEnd().split("\n").slice(1);
+    assert.equal(rows.length, 24);
+    assert.ok(rows[0]?.startsWith(done[21]?.id ?? "-"), "submitted first, listed first");
+    assert.ok(!run.stdout.includes("not shown"));
+  });
+
+  test("--json: one document with the same rows, live turns for a running job", async () => {
+    const run = await cli(["jobs", "--json"], { stateDir: dir });
+    assert.equal(run.code, 0);
+    const document = JSON.parse(run.stdout) as { state_dir: string; jobs: Record<string, unknown>[]; hidden_finished: number; skipped: unknown[] };
+    assert.equal(document.state_dir, dir);
+    assert.equal(document.jobs.length, 22);
+    assert.equal(document.hidden_finished, 2);
+    assert.deepEqual(document.skipped, []);
+    const row = document.jobs.find((job) => job.id === active.id);
+    assert.deepEqual(row, {
+      id: active.id,
+      kind: "start",
+      status: "running",
+      cwd: `${HOME}/src/app`,
+      submitted_at: NOW - 2 * HOUR,
+      started_at: NOW - 2 * HOUR,
+      age_s: 7200,
+      turns: 3,
+      prompt_preview: active.prompt_preview,
+    });
+    assert.equal(document.jobs.find((job) => job.id === done[0]?.id)?.cost_usd, 0.0123);
+  });
+
+  test("an empty or missing state directory has no jobs; a broken record is skipped and named", async () => {
+    const empty = newState();
+    assert.deepEqual(await cli(["jobs"], { stateDir: empty.dir }), { code: 0, stdout: `No jobs in ${empty.dir}.\n`, stderr: "" });
+    const missing = path.join(scratch, "never-created");
+    assert.equal((await cli(["jobs"], { stateDir: missing })).stdout, `No jobs in ${missing}.\n`);
+    assert.ok(!existsSync(missing), "listing creates nothing");
+    const torn = randomUUID();
+    mkdirSync(path.join(empty.dir, "jobs", torn));
+    writeFileSync(path.join(empty.dir, "jobs", torn, "record.json"), '{"format":1,');
+    const run = await cli(["jobs"], { stateDir: empty.dir });
+    assert.ok(run.stdout.includes(`(skipped ${torn}: record.json is not a valid record)`), run.stdout);
+  });
+
+  test("a state directory that is not absolute is a failure, not a crash", async () => {
+    const run = await cli(["jobs"], { stateDir: "relative/state" });
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /CLAUDE_DISPATCH_STATE_DIR must be an absolute path/);
+    const json = await cli(["jobs", "--json"], { stateDir: "relative/state" });
+    assert.equal((JSON.parse(json.stdout) as { error: { code: string } }).error.code, "STATE_ERROR");
+  });
+});
+
+describe("show", () => {
+  const { dir, store } = newState();
+  const prompt = "Fix the failing tests.\nThen run the whole suite\nand report.";
+  const result = `${"r".repeat(2500)}THE END`;
+  const job = add(
+    store,
+    finished({
+      options: { model: "sonnet", permissionMode: "acceptEdits", allowedTools: ["Bash(npm test)", "Edit"] },
+      timeout_ms: 120_000,
+      outcome: { ok: true, result: { sessionId: "9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50", numTurns: 3, costUsd: 0.0018 }, result_chars: result.length },
+    }),
+    prompt,
+  );
+  store.writeResult(job.id, result);
+  writeJobFile(store, job.id, "stdout.jsonl", TOOLS_STREAM);
+  writeJobFile(store, job.id, "stderr.log", Array.from({ length: 30 }, (_, i) => `stderr line ${i + 1}`).join("\n"));
+
+  test("the record, the whole prompt, the result clipped with where the rest is, and the tail of its output", async () => {
+    const run = await cli(["show", job.id], { stateDir: dir });
+    assert.equal(run.code, 0, run.stderr);
+    const text = run.stdout;
+    assert.ok(text.startsWith(`job ${job.id}\n`));
+    for (const line of [
+      /^ {2}status +completed$/m,
+      /^ {2}kind +start$/m,
+      /^ {2}cwd +~\/src\/app$/m,
+      /^ {2}submitted +2025-06-01T11:50:00\.000Z \(10m ago\)$/m,
+      /^ {2}finished +2025-06-01T11:55:00\.000Z \(took 5m\)$/m,
+      /^ {2}owner +server pid 4242 \(not running\)$/m,
+      /^ {2}session +9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50$/m,
+      /^ {2}turns +3$/m,
+      /^ {2}cost +\$0\.0018$/m,
+      /^ {2}timeout +2m$/m,
+      /^ {2}options +model=sonnet permissionMode=acceptEdits allowedTools=Bash\(npm test\),Edit$/m,
+    ]) {
+      assert.match(text, line);
+    }
+    assert.ok(text.includes("prompt:\n  Fix the failing tests.\n  Then run the whole suite\n  and report.\n"));
+    assert.ok(text.includes(`result (${result.length} characters):\n  ${"r".repeat(2000)}\n`));
+    assert.ok(!text.includes("THE END"), "the result is clipped");
+    assert.ok(text.includes(`[…507 more characters; the whole result is in ${store.file(job.id, "result.txt")}]`));
+    assert.match(text, /transcript \(last \d+ lines\):\n[\s\S]*tool: Bash · [\s\S]*\[done: success\]\n/);
+    assert.ok(text.includes("stderr (last 10 lines):\n  stderr line 21\n"));
+    assert.ok(text.endsWith("  stderr line 30\n"));
+    assert.ok(!text.includes("stderr line 20\n"));
+  });
+
+  test("--json has the record, the whole result and the tails", async () => {
+    const run = await cli(["show", job.id, "--json"], { stateDir: dir });
+    assert.equal(run.code, 0);
+    const document = JSON.parse(run.stdout) as Record<string, unknown>;
+    assert.deepEqual(document.record, job);
+    assert.equal(document.prompt, prompt);
+    assert.equal(document.result, result);
+    assert.equal(document.result_path, store.file(job.id, "result.txt"));
+    assert.equal(document.owner_alive, false);
+    assert.equal(document.session_id, "9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50");
+    assert.equal(document.turns, 3);
+    assert.equal(document.cost_usd, 0.0018);
+    assert.equal((document.stderr_tail as string[]).length, 10);
+    assert.equal((document.transcript_tail as string[]).at(-1), "[done: success]");
+  });
+
+  test("a running job: live progress, its server and agent alive, output escapes made harmless", async () => {
+    const active = add(store, running(), "watch \u001b]0;owned\u0007 this");
+    writeJobFile(store, active.id, "stdout.jsonl", TOOLS_STREAM_SO_FAR);
+    const processes = new FakeProcesses();
+    processes.alive.add(OWNER.pid).add(5151);
+    const run = await cli(["show", active.id], { stateDir: dir, processes });
+    assert.equal(run.code, 0);
+    assert.match(run.stdout, /^ {2}owner +server pid 4242 \(running\)$/m);
+    assert.match(run.stdout, /^ {2}agent +pid 5151, start time 200 \(running\)$/m);
+    assert.match(run.stdout, /^ {2}turns +3$/m);
+    assert.match(run.stdout, /^ {2}last tool +Bash · /m);
+    assert.ok(!run.stdout.includes("\u001b") && !run.stdout.includes("\u0007"), "no terminal escape reaches the terminal");
+    assert.ok(!/result \(/.test(run.stdout), "no result yet");
+    assert.equal(processes.idleCalls, 1);
+
+    processes.alive.clear();
+    const orphan = await cli(["show", active.id, "--json"], { stateDir: dir, processes });
+    const document = JSON.parse(orphan.stdout) as Record<string, unknown>;
+    assert.equal(document.owner_alive, false);
+    assert.equal(document.agent_alive, false);
+    assert.equal(document.result, null);
+    const text = await cli(["show", active.id], { stateDir: dir, processes });
+    assert.match(text.stdout, /owner +server pid 4242 \(not running: the next server to start adopts this job\)/);
+  });
+
+  test("an unknown id: exit 1 and where it was looked for", async () => {
+    const id = randomUUID();
+    const run = await cli(["show", id], { stateDir: dir });
+    assert.deepEqual(run, { code: 1, stdout: "", stderr: `claude-dispatch: no job ${id} in ${dir}\n` });
+    const json = await cli(["show", id, "--json"], { stateDir: dir });
+    assert.equal(json.code, 1);
+    assert.deepEqual(JSON.parse(json.stdout), { error: { code: "JOB_NOT_FOUND", message: `no job ${id} in ${dir}` } });
+  });
+});
+
+describe("kill", () => {
+  test("a finished job: nothing is signalled or written", async () => {
+    const { dir, store } = newState();
+    const job = add(store, finished({ status: "failed" }));
+    const processes = new FakeProcesses();
+    const run = await cli(["kill", job.id], { stateDir: dir, processes });
+    assert.deepEqual(run, { code: 0, stdout: `Job ${job.id} had already finished (failed); nothing was killed.\n`, stderr: "" });
+    assert.equal(store.killRequested(job.id), false);
+    assert.deepEqual(store.read(job.id), job);
+    assert.deepEqual(processes.attached, []);
+  });
+
+  test("a queued job of a live server: the marker is left for that server, which drops the job", async () => {
+    const { dir, store } = newState();
+    const job = add(store, record({ status: "queued" }));
+    const processes = new FakeProcesses();
+    processes.alive.add(OWNER.pid);
+    const run = await cli(["kill", job.id, "--json"], { stateDir: dir, processes });
+    assert.equal(run.code, 0);
+    assert.deepEqual(JSON.parse(run.stdout), {
+      id: job.id,
+      status: "queued",
+      already_finished: false,
+      kill_requested: true,
+      signalled: 0,
+      survivors: [],
+      finished_by: "server",
+    });
+    assert.deepEqual(JSON.parse(readFileSync(store.file(job.id, "kill"), "utf8")), { by: "cli", at: NOW });
+    assert.deepEqual(store.read(job.id), job, "the server finishes the record");
+    assert.deepEqual(processes.attached, []);
+    assert.equal(processes.idleCalls, 1);
+  });
+
+  test("a running job of a live server: its tree is killed and the server records it", async () => {
+    const { dir, store } = newState();
+    const job = add(store, running());
+    const processes = new FakeProcesses();
+    processes.alive.add(OWNER.pid).add(5151);
+    const run = await cli(["kill", job.id], { stateDir: dir, processes });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(
+      run.stdout,
+      `Killed job ${job.id}'s process tree: 2 processes signalled, none left.\nIts server (pid ${OWNER.pid}) records it as killed.\n`,
+    );
+    assert.equal(processes.attached.length, 1);
+    const request = processes.attached[0] as AttachRequest;
+    assert.deepEqual(
+      { pid: request.pid, startTime: request.startTime, marker: request.marker, output: request.output, tail: request.stderrTailBytes },
+      { pid: 5151, startTime: "200", marker: "marker-5151", output: store.outputFiles(job.id), tail: 0 },
+    );
+    assert.deepEqual(processes.killed, [5151]);
+    assert.ok(store.killRequested(job.id));
+    assert.equal(store.read(job.id)?.status, "running", "the server writes the final record");
+  });
+
+  test("a job whose server is gone: the CLI claims it and writes the final record", async () => {
+    const { dir, store } = newState();
+    const job = add(store, running({ generation: 2 }));
+    writeJobFile(store, job.id, "stdout.jsonl", TOOLS_STREAM_SO_FAR);
+    const processes = new FakeProcesses();
+    processes.alive.add(5151);
+    const run = await cli(["kill", job.id], { stateDir: dir, processes });
+    assert.equal(run.code, 0, run.stderr);
+    assert.ok(run.stdout.endsWith(`Its server (pid ${OWNER.pid}) is gone, so the record was finished here: killed.\n`), run.stdout);
+    assert.deepEqual(processes.killed, [5151]);
+    assert.deepEqual(store.read(job.id), {
+      ...job,
+      status: "killed",
+      kill_reason: "cli",
+      finished_at: NOW,
+      generation: 3,
+      turns: 3,
+      outcome: { ok: false, code: "KILLED", detail: "killed from the command line" },
+    });
+    assert.deepEqual(JSON.parse(readFileSync(path.join(store.jobDir(job.id), "claim.3"), "utf8")), CLI_IDENTITY);
+  });
+
+  test("a queued job whose server is gone is finished as killed; its agent was never there to signal", async () => {
+    const { dir, store } = newState();
+    const job = add(store, record({ status: "queued" }));
+    const processes = new FakeProcesses();
+    const run = await cli(["kill", job.id, "--json"], { stateDir: dir, processes });
+    assert.equal(run.code, 0);
+    assert.equal((JSON.parse(run.stdout) as { finished_by: string; status: string }).finished_by, "cli");
+    assert.equal(store.read(job.id)?.status, "killed");
+    assert.deepEqual(processes.attached, []);
+  });
+
+  test("a claim held by a live server is left to it; a dead claimer's claim is taken over", async () => {
+    const { dir, store } = newState();
+    const adopting = { pid: 6060, start_time: "300" };
+    const job = add(store, running());
+    assert.ok(store.claim(job.id, 1, adopting, () => false));
+    const processes = new FakeProcesses();
+    processes.alive.add(adopting.pid);
+    const run = await cli(["kill", job.id, "--json"], { stateDir: dir, processes });
+    assert.equal(run.code, 0);
+    assert.equal((JSON.parse(run.stdout) as { finished_by: string }).finished_by, "adopting server");
+    assert.equal(store.read(job.id)?.status, "running", "the adopting server writes the record");
+
+    processes.alive.clear();
+    const again = await cli(["kill", job.id], { stateDir: dir, processes });
+    assert.equal(again.code, 0);
+    assert.equal(store.read(job.id)?.status, "killed");
+    assert.deepEqual(JSON.parse(readFileSync(path.join(store.jobDir(job.id), "claim.1"), "utf8")), CLI_IDENTITY);
+  });
+
+  test("survivors: exit 1, and a record finished here says KILL_FAILED", async () => {
+    const { dir, store } = newState();
+    const job = add(store, running());
+    const processes = new FakeProcesses();
+    processes.alive.add(5151);
+    processes.survivors = [5151, 5152];
+    const run = await cli(["kill", job.id], { stateDir: dir, processes });
+    assert.equal(run.code, 1);
+    assert.ok(run.stdout.startsWith(`KILL_FAILED: job ${job.id}: processes 5151, 5152 survived SIGKILL.\n`), run.stdout);
+    const final = store.read(job.id);
+    assert.equal(final?.status, "killed");
+    assert.deepEqual(final?.outcome, { ok: false, code: "KILL_FAILED", detail: "processes 5151, 5152 survived SIGKILL" });
+  });
+
+  test("an unknown job: exit 1, nothing written", async () => {
+    const { dir, store } = newState();
+    const id = randomUUID();
+    const run = await cli(["kill", id], { stateDir: dir });
+    assert.equal(run.code, 1);
+    assert.equal(run.stderr, `claude-dispatch: no job ${id} in ${dir}\n`);
+    assert.ok(!existsSync(path.join(store.jobsDir, id)));
+  });
+});
+
+describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => {
+  const children: ChildProcess[] = [];
+  after(() => {
+    for (const child of children) child.kill("SIGKILL");
+  });
+
+  /** An "agent" in a session of its own, with a child in yet another session, as Claude Code's Bash tool makes. */
+  async function startAgent(marker: string): Promise<{ agentPid: number; startTime: string; grandchildPid: number }> {
+    const pidFile = path.join(scratch, `grandchild-${randomUUID()}`);
+    const script = `
+      const { spawn } = require("node:child_process");
+      const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { detached: true, stdio: "ignore" });
+      require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(child.pid));
+      setInterval(() => {}, 1000);`;
+    const agent = spawn(process.execPath, ["-e", script], { detached: true, stdio: "ignore", env: { ...process.env, CLAUDE_DISPATCH_TREE: marker } });
+    children.push(agent);
+    const agentPid = agent.pid ?? assert.fail("the agent did not start");
+    const startTime = parseProcStat(readFileSync(`/proc/${agentPid}/stat`, "latin1"))?.startTime ?? assert.fail("no start time");
+    await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8") !== "", "the agent's child");
+    const grandchildPid = Number(readFileSync(pidFile, "utf8"));
+    assert.ok(isAlive(agentPid) && isAlive(grandchildPid));
+    return { agentPid, startTime, grandchildPid };
+  }
+
+  // This test process, with a start time it never had: an owner that is certainly gone.
+  const deadOwner = { pid: process.pid, start_time: "1" };
+
+  test("in process, with the real process layer: the whole tree dies and the record becomes killed", async () => {
+    const { dir, store } = newState();
+    const marker = randomUUID();
+    const { agentPid, startTime, grandchildPid } = await startAgent(marker);
+    const job = add(store, running({ owner: deadOwner, agent: { pid: agentPid, start_time: startTime, tree_marker: marker } }));
+    writeJobFile(store, job.id, "stdout.jsonl", TOOLS_STREAM_SO_FAR);
+    const processes = createProcessControl({
+      platform: {
+        kind: "posix",
+        spawn,
+        listProcesses: () => listLinuxProcesses(),
+        signal: (pid, signal) => void process.kill(pid, signal),
+        selfPid: process.pid,
+        readEnvironment: (pid) => readLinuxEnvironment(pid),
+      },
+      clock: systemClock,
+      logger: new RecordingLogger(),
+      killGraceMs: 500,
+      killPollMs: 50,
+    });
+    const run = await cli(["kill", job.id], { stateDir: dir, processes, clock: systemClock });
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /^Killed job .*'s process tree: \d+ processes signalled, none left\.\n/);
+    await waitFor(() => !isAlive(agentPid) && !isAlive(grandchildPid), "the agent and its child to die");
+    const final = store.read(job.id);
+    assert.equal(final?.status, "killed");
+    assert.equal(final?.kill_reason, "cli");
+    assert.equal(final?.turns, 3);
+    assert.deepEqual(final?.outcome, { ok: false, code: "KILLED", detail: "killed from the command line" });
+  });
+
+  test("the built binary kills the tree and exits", async () => {
+    const { dir, store } = newState();
+    const marker = randomUUID();
+    const { agentPid, startTime, grandchildPid } = await startAgent(marker);
+    const job = add(store, running({ owner: deadOwner, agent: { pid: agentPid, start_time: startTime, tree_marker: marker } }));
+    const run = await runBuilt(["kill", job.id, "--json"], dir);
+    assert.equal(run.code, 0, run.stderr);
+    const document = JSON.parse(run.stdout) as { status: string; finished_by: string; survivors: number[] };
+    assert.deepEqual([document.status, document.finished_by, document.survivors], ["killed", "cli", []]);
+    await waitFor(() => !isAlive(agentPid) && !isAlive(grandchildPid), "the agent and its child to die");
+    const claimer = JSON.parse(readFileSync(path.join(store.jobDir(job.id), "claim.1"), "utf8")) as { pid: number };
+    assert.notEqual(claimer.pid, process.pid, "the claim names the CLI process");
+    assert.equal(store.read(job.id)?.status, "killed");
+  });
+});
+
+describe("prune", () => {
+  function prepared(): { dir: string; store: StateStore; old: JobRecord; recent: JobRecord; active: JobRecord; queued: JobRecord } {
+    const { dir, store } = newState();
+    const old = add(store, finished({ finished_at: NOW - 2 * HOUR }));
+    store.writeResult(old.id, "x".repeat(1000));
+    const recent = add(store, finished({ status: "killed", finished_at: NOW - 30 * MINUTE }));
+    const active = add(store, running());
+    writeJobFile(store, active.id, "stdout.jsonl", TOOLS_STREAM_SO_FAR);
+    const queued = add(store, record({ status: "queued" }));
+    return { dir, store, old, recent, active, queued };
+  }
+
+  test("removes every finished job and never an unfinished one, saying how much it freed", async () => {
+    const { dir, store, old, recent, active, queued } = prepared();
+    const bytes = store.size(old.id) + store.size(recent.id);
+    const run = await cli(["prune", "--json"], { stateDir: dir });
+    assert.equal(run.code, 0);
+    const document = JSON.parse(run.stdout) as { removed: string[]; bytes_freed: number; kept: number };
+    assert.deepEqual(document.removed.sort(), [old.id, recent.id].sort());
+    assert.equal(document.bytes_freed, bytes);
+    assert.equal(document.kept, 2);
+    assert.ok(!existsSync(store.jobDir(old.id)) && !existsSync(store.jobDir(recent.id)));
+    assert.deepEqual(store.read(active.id), active);
+    assert.deepEqual(store.read(queued.id), queued);
+
+    const again = await cli(["prune"], { stateDir: dir });
+    assert.equal(again.stdout, `Removed 0 finished jobs from ${dir}, freeing 0 B.\nKept 2 (2 queued or running).\n`);
+  });
+
+  test("--older-than keeps jobs finished more recently", async () => {
+    const { dir, store, old, recent } = prepared();
+    const run = await cli(["prune", "--older-than", "1h"], { stateDir: dir });
+    assert.equal(run.code, 0);
+    assert.match(run.stdout, /^Removed 1 finished job from .*, freeing 1\.\d KiB\.\nKept 3 \(2 queued or running, and those finished within 1h\)\.\n$/);
+    assert.ok(!existsSync(store.jobDir(old.id)));
+    assert.ok(existsSync(store.jobDir(recent.id)));
+    assert.equal((await cli(["prune", "--older-than=2d"], { stateDir: dir })).stdout.split("\n")[0], `Removed 0 finished jobs from ${dir}, freeing 0 B.`);
+  });
+});
+
+describe("doctor", () => {
+  const binDir = mkdtempSync(path.join(scratch, "bin-"));
+  const claude = path.join(binDir, "claude");
+  writeFileSync(claude, "#!/bin/sh\necho 2.1.332\n");
+  chmodSync(claude, 0o755);
+
+  function healthyState(): string {
+    const { dir, store } = newState();
+    add(store, finished());
+    add(store, running());
+    return dir;
+  }
+
+  test("a healthy install: ok lines, claude found on PATH and run without a shell, and the host config", async () => {
+    const stateDir = healthyState();
+    const runs: unknown[][] = [];
+    const run = await cli(["doctor"], {
+      stateDir,
+      env: { PATH: `relative/bin:${path.join(scratch, "nothing")}:${binDir}`, ANTHROPIC_API_KEY: "sk-ant-do-not-print", CLAUDE_DISPATCH_ROOTS: scratch },
+      runFile: async (file, args, timeoutMs) => {
+        runs.push([file, args, timeoutMs]);
+        return { ok: true, stdout: "2.1.332 (Claude Code)\n", stderr: "" };
+      },
+    });
+    assert.equal(run.code, 0, run.stdout);
+    assert.deepEqual(runs, [[claude, ["--version"], 10_000]]);
+    const text = run.stdout;
+    for (const line of [
+      /^ok {4}configuration: /m,
+      new RegExp(`^ok {4}claude: ${claude} \\(2\\.1\\.332 \\(Claude Code\\)\\)$`, "m"),
+      new RegExp(`^ok {4}state directory: ${stateDir} \\(writable, mode 0700\\)$`, "m"),
+      /^ok {4}jobs: 2 \(1 running, 0 queued\), \d+ B$/m,
+      /^ok {4}permission modes: default, acceptEdits, plan, auto, dontAsk; default: none/m,
+      /^ok {4}agent defaults: model Claude Code's default, max turns no cap, max budget no cap, claude_run timeout 2m$/m,
+      /^ok {4}roots: \//m,
+      /^ok {4}depth: 0, below CLAUDE_DISPATCH_MAX_DEPTH 1: tools are offered$/m,
+      /^ok {4}on exit: keep .*; finished jobs kept 7d, at most 1\.0 GiB$/m,
+    ]) {
+      assert.match(text, line);
+    }
+    assert.ok(text.includes(JSON.stringify({ mcpServers: { "claude-dispatch": { command: "/usr/bin/node", args: ["/opt/claude dispatch/dist/main.js"] } } }, null, 2).replaceAll("\n", "\n  ")));
+    assert.ok(text.includes("  claude mcp add claude-dispatch -- /usr/bin/node '/opt/claude dispatch/dist/main.js'\n"));
+    assert.ok(!text.includes("sk-ant"), "no secret is printed");
+    assert.deepEqual(readdirSync(stateDir), ["jobs"], "the write probe is removed");
+  });
+
+  test("problems are warn and fail lines, and any fail is exit 1", async () => {
+    const { dir } = newState();
+    chmodSync(dir, 0o755);
+    const run = await cli(["doctor", "--json"], {
+      stateDir: dir,
+      env: { PATH: path.join(scratch, "nothing"), CLAUDE_DISPATCH_DEPTH: "1", CLAUDE_DISPATCH_PERMISSION_MODES: "default,bypassPermissions" },
+    });
+    assert.equal(run.code, 1);
+    const document = JSON.parse(run.stdout) as { ok: boolean; checks: { name: string; status: string; detail: string }[]; claude_mcp_add: string };
+    assert.equal(document.ok, false);
+    const status = (name: string): string | undefined => document.checks.find((check) => check.name === name)?.status;
+    assert.equal(status("claude"), "fail");
+    assert.match(document.checks.find((check) => check.name === "claude")?.detail ?? "", /claude not found on PATH; set CLAUDE_DISPATCH_CLAUDE_BIN/);
+    assert.equal(status("state directory"), "warn", "mode 0755 is not private");
+    assert.equal(status("depth"), "warn", "no tools would be offered");
+    assert.equal(status("permission modes"), "warn", "bypassPermissions is allowed");
+    assert.equal(status("roots"), "warn");
+    assert.equal(document.claude_mcp_add, "claude mcp add claude-dispatch -- /usr/bin/node '/opt/claude dispatch/dist/main.js'");
+  });
+
+  test("claude that fails to run, roots that do not exist, a missing state directory", async () => {
+    const stateDir = path.join(scratch, `doctor-missing-${randomUUID()}`);
+    const run = await cli(["doctor"], {
+      stateDir,
+      env: { CLAUDE_DISPATCH_CLAUDE_BIN: claude, CLAUDE_DISPATCH_ROOTS: path.join(scratch, "no-such-root") },
+      runFile: async () => ({ ok: false, stdout: "", stderr: "", error: "Command failed: spawn EACCES" }),
+    });
+    assert.equal(run.code, 1);
+    assert.match(run.stdout, new RegExp(`^fail  claude: ${claude} --version: Command failed: spawn EACCES$`, "m"));
+    assert.match(run.stdout, /^fail  roots: CLAUDE_DISPATCH_ROOTS entry does not exist: .*; the server will not start$/m);
+    assert.match(run.stdout, /^warn  state directory: .* does not exist yet; the server creates it \(mode 0700\) when it starts$/m);
+    assert.ok(!existsSync(stateDir), "doctor creates nothing");
+  });
+
+  test("an invalid configuration is a fail line, not a crash", async () => {
+    const { dir } = newState();
+    const run = await cli(["doctor"], { stateDir: dir, env: { PATH: binDir, CLAUDE_DISPATCH_MAX_TURNS: "lots" } });
+    assert.equal(run.code, 1);
+    assert.equal(run.stderr, "");
+    assert.match(run.stdout, /^fail  configuration: CLAUDE_DISPATCH_MAX_TURNS must be an integer from 1 to 10000, got "lots"; the server will not start$/m);
+    assert.match(run.stdout, /^ok {4}claude: /m, "what can be checked still is");
+    assert.match(run.stdout, /^ok {4}state directory: /m);
+    assert.ok(run.stdout.includes("claude mcp add claude-dispatch"));
+  });
+});
+
+/** Runs dist/main.js (built by `npm test` before the tests) with an environment built from nothing. */
+function runBuilt(args: string[], stateDir: string): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [SERVER_MAIN, ...args],
+      { env: { PATH: process.env.PATH ?? "", CLAUDE_DISPATCH_STATE_DIR: stateDir }, timeout: 30_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe("the built binary", () => {
+  const { dir, store } = newState();
+  const job = add(store, finished());
+
+  test("jobs --json reads the state directory it is given", async () => {
+    const run = await runBuilt(["jobs", "--json"], dir);
+    assert.equal(run.code, 0, run.stderr);
+    const document = JSON.parse(run.stdout) as { state_dir: string; jobs: { id: string; status: string }[] };
+    assert.equal(document.state_dir, dir);
+    assert.deepEqual(
+      document.jobs.map((row) => [row.id, row.status]),
+      [[job.id, "completed"]],
+    );
+  });
+
+  test("--version and --help", async () => {
+    assert.deepEqual(await runBuilt(["--version"], dir), { code: 0, stdout: `claude-dispatch ${SERVER_VERSION}\n`, stderr: "" });
+    const help = await runBuilt(["--help"], dir);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^Usage: claude-dispatch/);
+    const usage = await runBuilt(["nonsense"], dir);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /unknown command "nonsense"/);
+  });
+});
