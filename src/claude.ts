@@ -4,6 +4,7 @@
  */
 import type { ErrorCode } from "./errors.js";
 import { isRecord } from "./jsonrpc.js";
+import { parseStreamingMember } from "./json-stream.js";
 import { LineReader } from "./lines.js";
 import type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, OutputFiles, SpawnRequest } from "./process.js";
 import { Transcript } from "./transcript.js";
@@ -87,6 +88,8 @@ export interface PermissionDenial {
 export interface AgentResult {
   sessionId?: string;
   text?: string;
+  /** The text was written to the job's result file (§15.4) instead: its length. */
+  textChars?: number;
   costUsd?: number;
   numTurns?: number;
   durationMs?: number;
@@ -237,7 +240,24 @@ export interface ClaudeStreamOptions {
   transcriptChars: number;
   onOverflow(): void;
   onMalformedLine?(line: string): void;
+  /**
+   * The output as a file that can be read again (§15). Then lines over
+   * DEFERRED_LINE_BYTES are not held while they stream by: a long final
+   * result is read back from the file once, when the agent has ended.
+   */
+  source?: OutputSource;
 }
+
+/** The agent's output file, read again, and where a long result's text is written (§15.4). */
+export interface OutputSource {
+  read(offset: number, length: number): Buffer | undefined;
+  /** Starts the result file afresh; returns how to add text to it and close it. */
+  createResult(): { write(text: string): void; close(): void };
+}
+
+/** Lines longer than this are left in the output file until the end, when only a result line is read back. */
+const DEFERRED_LINE_BYTES = 256 * 1024;
+const DEFERRED_HEAD_BYTES = 2048;
 
 /** While stdout stays this small it is also kept whole, for output that is one pretty-printed object. */
 const RAW_KEEP_BYTES = 1024 * 1024;
@@ -260,12 +280,18 @@ export class ClaudeStream {
   private readonly messageIds = new Set<string>();
   private readonly listeners = new Set<() => void>();
   private result: ResultEvent | undefined;
+  /** Where a result line too long to hold while streaming is, to be read back at the end. */
+  private deferredResult: { offset: number; length: number } | undefined;
+  /** Set when the result's text was streamed to the result file instead of being held: its length. */
+  private streamedChars: number | undefined;
   private head = "";
-  private raw: Buffer[] | undefined = [];
+  private raw: Buffer[] | undefined;
   private rawBytes = 0;
 
   constructor(private readonly options: ClaudeStreamOptions) {
     this.transcript = new Transcript(options.transcriptChars);
+    // With a file to read back from, nothing is kept for the fallback: the file is read instead.
+    this.raw = options.source ? undefined : [];
     this.reader = new LineReader(
       options.maxLineBytes,
       (line) => this.onLine(line),
@@ -273,13 +299,16 @@ export class ClaudeStream {
         this.overflow = true;
         options.onOverflow();
       },
+      options.source
+        ? { overBytes: DEFERRED_LINE_BYTES, headBytes: DEFERRED_HEAD_BYTES, onDeferredLine: (head, offset, length) => this.onDeferredLine(head, offset, length) }
+        : undefined,
     );
   }
 
   push(chunk: Buffer): void {
     if (this.head.length < 300) this.head += chunk.toString("utf8", 0, Math.min(chunk.length, 300));
+    this.rawBytes += chunk.length;
     if (this.raw) {
-      this.rawBytes += chunk.length;
       if (this.rawBytes <= RAW_KEEP_BYTES) this.raw.push(chunk);
       else this.raw = undefined;
     }
@@ -287,13 +316,70 @@ export class ClaudeStream {
   }
 
   /**
-   * The output ended: a last line without a newline still counts, and output
-   * that was not line-delimited is searched whole. Then the raw copy goes.
+   * The output ended: a last line without a newline still counts, a long
+   * result line is read back, and output that was not line-delimited is
+   * searched whole. Then the raw copy goes.
    */
   end(): void {
     this.reader.finish();
+    const source = this.options.source;
+    if (!this.result && this.deferredResult && source) this.readDeferredResult(source, this.deferredResult);
     if (!this.result && this.raw) this.result = findResultEvent(Buffer.concat(this.raw).toString("utf8"));
+    if (!this.result && source && this.rawBytes <= RAW_KEEP_BYTES) {
+      const whole = source.read(0, this.rawBytes);
+      if (whole) this.result = findResultEvent(whole.toString("utf8"));
+    }
     this.raw = undefined;
+  }
+
+  /** The result's text went straight to the result file; this is its length in UTF-16 characters. */
+  streamedResultChars(): number | undefined {
+    return this.streamedChars;
+  }
+
+  /** A result line too long to hold: its text is streamed into the result file, the rest parsed. */
+  private readDeferredResult(source: OutputSource, { offset, length }: { offset: number; length: number }): void {
+    this.deferredResult = undefined;
+    const sink = source.createResult();
+    let parsed: ReturnType<typeof parseStreamingMember>;
+    try {
+      parsed = parseStreamingMember((at, size) => source.read(at, size), offset, length, "result", (text) => sink.write(text));
+    } finally {
+      sink.close();
+    }
+    if (!parsed) {
+      this.options.onMalformedLine?.(`a ${length}-byte line that is not one JSON object`);
+      return;
+    }
+    this.onEvent(parsed.rest);
+    if (this.result && parsed.chars !== undefined) this.streamedChars = parsed.chars;
+  }
+
+  /** Lets go of the result event, whose text may be megabytes, once the outcome holds what is needed of it. */
+  forgetResult(): void {
+    this.result = undefined;
+  }
+
+  /**
+   * A line too long to hold while streaming (§15.4). Its first bytes say what
+   * it is: a result is read back at the end; anything else is only counted.
+   */
+  private onDeferredLine(head: Buffer, offset: number, length: number): void {
+    const start = head.toString("utf8");
+    const type = /"type"\s*:\s*"([a-z_]+)"/.exec(start)?.[1] ?? "unknown";
+    this.summary.events += 1;
+    if (type === "result") {
+      this.result = undefined;
+      this.deferredResult = { offset, length };
+    } else {
+      const messageId = type === "assistant" ? /"id"\s*:\s*"(msg[^"]*)"/.exec(start)?.[1] : undefined;
+      if (messageId !== undefined && !this.messageIds.has(messageId)) {
+        this.messageIds.add(messageId);
+        this.summary.turns = this.messageIds.size;
+      }
+      this.transcript.append(`[${type} event of ${length} bytes, too long to show here]`);
+    }
+    for (const listener of this.listeners) listener();
   }
 
   live(): LiveSummary {
@@ -357,6 +443,7 @@ export class ClaudeStream {
       case "result":
         if (isResultEvent(event)) {
           this.result = event;
+          this.deferredResult = undefined;
           const cost = num(event.total_cost_usd);
           if (cost !== undefined) this.summary.costUsd = cost;
           const turns = num(event.num_turns);
@@ -415,7 +502,11 @@ function textBlocks(content: unknown): string {
  * the output is read before the exit code. `subtype` may say "success" on such
  * failures: only `is_error` is trusted.
  */
-export function interpretExit(exit: ChildExit, stream: Pick<ClaudeStream, "overflow" | "resultEvent" | "printedStart">, bin: string): AgentOutcome {
+export function interpretExit(
+  exit: ChildExit,
+  stream: Pick<ClaudeStream, "overflow" | "resultEvent" | "printedStart"> & Partial<Pick<ClaudeStream, "streamedResultChars">>,
+  bin: string,
+): AgentOutcome {
   if (exit.spawnError) {
     if (exit.spawnError.code === "ENOENT" && !exit.spawnError.missingCwd) {
       const detail =
@@ -433,6 +524,11 @@ export function interpretExit(exit: ChildExit, stream: Pick<ClaudeStream, "overf
   const event = stream.resultEvent();
   if (event) {
     const result = toAgentResult(event);
+    const streamedChars = stream.streamedResultChars?.();
+    if (streamedChars !== undefined) {
+      delete result.text;
+      result.textChars = streamedChars;
+    }
     if (event.is_error === true) {
       const message = errorMessage(event);
       // With stream-json an unknown --resume id is an error result rather than only stderr.
@@ -491,6 +587,11 @@ export type AgentAttacher = (agent: AgentToAttach) => AgentRun;
 export interface ClaudeLauncherOptions {
   start(request: SpawnRequest): ChildHandle;
   attach(request: AttachRequest): ChildHandle;
+  /** Reads the output files again, for a long result line (§15.4); without it, long lines are held in memory. */
+  files?: {
+    readRange(file: string, offset: number, length: number): Buffer | undefined;
+    create(file: string): { write(text: string): void; close(): void };
+  };
   bin: string;
   env: Readonly<Record<string, string | undefined>>;
   maxLineBytes: number;
@@ -506,14 +607,23 @@ export interface ClaudeAgents {
 
 export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents {
   /** Reads one agent's output, whoever started it. */
-  const follow = (start: (onStdout: (chunk: Buffer) => void) => ChildHandle): AgentRun => {
+  const follow = (output: OutputFiles | undefined, start: (onStdout: (chunk: Buffer) => void) => ChildHandle): AgentRun => {
     let handle: ChildHandle | undefined;
+    const files = options.files;
     const stream = new ClaudeStream({
       maxLineBytes: options.maxLineBytes,
       transcriptChars: options.transcriptChars,
       // An agent printing a line this long is broken; stop it rather than buffer more.
       onOverflow: () => void handle?.killTree(),
       ...(options.onMalformedLine ? { onMalformedLine: options.onMalformedLine } : {}),
+      ...(output?.resultPath && files
+        ? {
+            source: {
+              read: (offset: number, length: number) => files.readRange(output.stdoutPath, offset, length),
+              createResult: () => files.create(output.resultPath as string),
+            },
+          }
+        : {}),
     });
     handle = start((chunk) => stream.push(chunk));
     const started = handle;
@@ -522,7 +632,9 @@ export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents
       identity: () => started.identity(),
       outcome: started.exited.then((exit) => {
         stream.end();
-        return interpretExit(exit, stream, options.bin);
+        const outcome = interpretExit(exit, stream, options.bin);
+        stream.forgetResult();
+        return outcome;
       }),
       kill: () => started.killTree(),
       live: () => stream.live(),
@@ -532,7 +644,7 @@ export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents
   };
   return {
     launch: (spec) =>
-      follow((onStdout) =>
+      follow(spec.output, (onStdout) =>
         options.start({
           command: options.bin,
           args: claudeArgs(spec),
@@ -544,7 +656,7 @@ export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents
           ...(spec.output ? { output: spec.output } : {}),
         }),
       ),
-    attach: (agent) => follow((onStdout) => options.attach({ ...agent, onStdout, stderrTailBytes: options.stderrTailBytes })),
+    attach: (agent) => follow(agent.output, (onStdout) => options.attach({ ...agent, onStdout, stderrTailBytes: options.stderrTailBytes })),
   };
 }
 

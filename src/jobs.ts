@@ -45,6 +45,8 @@ export interface Job {
   readonly outcome: AgentOutcome | undefined;
   /** The whole result text, from memory or from the job's result file. */
   resultText(): string | undefined;
+  /** The result text's first maxChars characters and its whole length, reading no more of its file than needed. */
+  resultHead(maxChars: number): { text: string; chars: number } | undefined;
   /** Set before the kill is sent, so the exit that follows is read as a kill, not a crash. */
   readonly killReason: KillReason | undefined;
   /** Resolves when the job is finished; never rejects. */
@@ -76,12 +78,14 @@ export interface JobStore {
   outputFiles(id: string): OutputFiles;
   writeResult(id: string, text: string): void;
   readResult(id: string): string | undefined;
+  readResultHead(id: string, maxChars: number): string | undefined;
   readPrompt(id: string): string | undefined;
   killRequested(id: string): boolean;
   /** Bytes the job's folder uses. */
   size(id: string): number;
   remove(id: string): void;
-  claim(id: string, generation: number, claimer: ProcessIdentity, isStale: (holder: ProcessIdentity) => boolean): boolean;
+  claim(id: string, generation: number, claimer: ProcessIdentity, replaceStale?: boolean): boolean;
+  claimHolder(id: string, generation: number): ProcessIdentity | undefined;
 }
 
 export interface Persistence {
@@ -133,6 +137,7 @@ class JobEntry implements Job {
   run: AgentRun | undefined;
   /** Whole result text when it was too long to keep in memory: read from here. */
   readResultFile: (() => string | undefined) | undefined;
+  readResultHead: ((maxChars: number) => string | undefined) | undefined;
   /** For a job finished before this server started: its transcript, rebuilt on first use. */
   replayTranscript: (() => Transcript) | undefined;
   private replayed: Transcript | undefined;
@@ -161,6 +166,15 @@ class JobEntry implements Job {
 
   resultText(): string | undefined {
     return this.outcome?.result?.text ?? this.readResultFile?.();
+  }
+
+  resultHead(maxChars: number): { text: string; chars: number } | undefined {
+    const inMemory = this.outcome?.result?.text;
+    if (inMemory !== undefined) return { text: inMemory.slice(0, maxChars), chars: inMemory.length };
+    const chars = this.outcome?.result?.textChars;
+    if (chars === undefined || !this.readResultHead) return undefined;
+    const text = this.readResultHead(maxChars);
+    return text === undefined ? undefined : { text, chars };
   }
 
   get cwd(): string {
@@ -322,8 +336,8 @@ export class JobRegistry {
         continue;
       }
       if (await isAlive(record.owner)) continue;
+      if (!(await this.claim(record, isAlive))) continue;
       const generation = record.generation + 1;
-      if (!persistence.store.claim(record.id, generation, persistence.owner, (holder) => !sameProcess(holder, persistence.owner))) continue;
       try {
         this.adopt(record, generation);
       } catch (error) {
@@ -334,6 +348,16 @@ export class JobRegistry {
     for (const record of finished) this.restoreFinished(record);
     this.reap();
     this.launchNext();
+  }
+
+  /** Claims the job for this server; a claim whose holder died before it rewrote the record is replaced. */
+  private async claim(record: JobRecord, isAlive: IsAlive): Promise<boolean> {
+    const { store, owner } = this.options.persistence as Persistence;
+    const generation = record.generation + 1;
+    if (store.claim(record.id, generation, owner)) return true;
+    const holder = store.claimHolder(record.id, generation);
+    if (!holder || (await isAlive(holder))) return false;
+    return store.claim(record.id, generation, owner, true);
   }
 
   private adopt(record: JobRecord, generation: number): void {
@@ -390,7 +414,10 @@ export class JobRegistry {
     job.agent = record.agent;
     job.generation = record.generation;
     job.outcome = outcomeFrom(record.outcome);
-    if (record.outcome?.result_chars !== undefined) job.readResultFile = () => persistence.store.readResult(job.id);
+    if (record.outcome?.result_chars !== undefined) {
+      job.readResultFile = () => persistence.store.readResult(job.id);
+      job.readResultHead = (maxChars) => persistence.store.readResultHead(job.id, maxChars);
+    }
     job.replayTranscript = () => persistence.replayTranscript(job.id);
     job.markDone();
     this.jobs.set(job.id, job);
@@ -507,22 +534,31 @@ export class JobRegistry {
     this.boundTranscripts();
   }
 
-  /** A long result text goes to the job's result file and leaves memory. */
+  /** A long result text goes to the job's result file (if the agent's reader did not put it there already) and leaves memory. */
   private storeResult(job: JobEntry, persistence: Persistence): void {
-    const text = job.outcome?.result?.text;
-    if (text === undefined || !job.outcome?.result) return;
+    const result = job.outcome?.result;
+    if (!job.outcome || !result) return;
+    if (result.text === undefined) {
+      if (result.textChars === undefined) return;
+      job.resultChars = result.textChars;
+      job.readResultFile = () => persistence.store.readResult(job.id);
+      job.readResultHead = (maxChars) => persistence.store.readResultHead(job.id, maxChars);
+      return;
+    }
+    const text = result.text;
     try {
       persistence.store.writeResult(job.id, text);
     } catch (error) {
       this.options.logger.error(`job ${job.id}: cannot write its result file; keeping it in memory: ${(error as Error).message}`);
       return;
     }
-    job.readResultFile = () => persistence.store.readResult(job.id);
-    if (text.length > RESULT_CHARS_IN_MEMORY) {
-      const { text: _dropped, ...rest } = job.outcome.result;
-      job.outcome = { ...job.outcome, result: rest };
-    }
     job.resultChars = text.length;
+    job.readResultFile = () => persistence.store.readResult(job.id);
+    job.readResultHead = (maxChars) => persistence.store.readResultHead(job.id, maxChars);
+    if (text.length > RESULT_CHARS_IN_MEMORY) {
+      const { text: _inFile, ...rest } = result;
+      job.outcome = { ...job.outcome, result: { ...rest, textChars: text.length } };
+    }
   }
 
   /** Writes the job's record; a failure is logged, the job goes on in memory. */
@@ -613,10 +649,6 @@ export class JobRegistry {
   }
 }
 
-function sameProcess(a: ProcessIdentity, b: ProcessIdentity): boolean {
-  return a.pid === b.pid && a.start_time === b.start_time;
-}
-
 function storedOutcome(outcome: AgentOutcome, resultChars: number | undefined): StoredOutcome {
   const stored: StoredOutcome = { ok: outcome.ok };
   if (!outcome.ok) {
@@ -624,9 +656,9 @@ function storedOutcome(outcome: AgentOutcome, resultChars: number | undefined): 
     stored.detail = outcome.detail;
   }
   if (outcome.result) {
-    const { text, ...rest } = outcome.result;
+    const { text, textChars, ...rest } = outcome.result;
     stored.result = rest;
-    const chars = resultChars ?? text?.length;
+    const chars = resultChars ?? textChars ?? text?.length;
     if (chars !== undefined) stored.result_chars = chars;
   }
   return stored;
@@ -634,7 +666,7 @@ function storedOutcome(outcome: AgentOutcome, resultChars: number | undefined): 
 
 function outcomeFrom(stored: StoredOutcome | undefined): AgentOutcome {
   if (!stored) return { ok: false, code: "AGENT_LOST", detail: "the record holds no outcome" };
-  const result = stored.result;
+  const result = stored.result && stored.result_chars !== undefined ? { ...stored.result, textChars: stored.result_chars } : stored.result;
   if (stored.ok) return { ok: true, result: result ?? {} };
   return { ok: false, code: stored.code ?? "INTERNAL_ERROR", detail: stored.detail ?? "", ...(result ? { result } : {}) };
 }

@@ -9,15 +9,29 @@ const NEWLINE = 0x0a;
  * maxLineBytes is dropped as it arrives (never buffered whole), reported
  * once, and reading resumes after its newline.
  */
+export interface DeferredLines {
+  /** Lines longer than this are not buffered; their place in the stream is reported instead. */
+  overBytes: number;
+  /** The line's first bytes (at most headBytes), its offset in the stream and its length, without the newline. */
+  onDeferredLine(head: Buffer, offset: number, length: number): void;
+  headBytes: number;
+}
+
 export class LineReader {
   private parts: Buffer[] = [];
   private size = 0;
   private discarding = false;
+  /** Bytes of the stream before the current chunk. */
+  private streamOffset = 0;
+  private lineStart = 0;
+  /** Set while a long line is being skipped for later reading. */
+  private deferredHead: Buffer | undefined;
 
   constructor(
     private readonly maxLineBytes: number,
     private readonly onLine: (line: string) => void,
     private readonly onOversizedLine: () => void,
+    private readonly deferred?: DeferredLines,
   ) {}
 
   push(chunk: Buffer): void {
@@ -26,15 +40,17 @@ export class LineReader {
       const newline = chunk.indexOf(NEWLINE, start);
       const end = newline === -1 ? chunk.length : newline;
       this.append(chunk.subarray(start, end));
-      if (newline === -1) return;
+      if (newline === -1) break;
       this.completeLine();
       start = newline + 1;
+      this.lineStart = this.streamOffset + start;
     }
+    this.streamOffset += chunk.length;
   }
 
   /** At end of input a final line without a newline still counts. */
   finish(): void {
-    if (this.size > 0 && !this.discarding) this.completeLine();
+    if ((this.size > 0 || this.deferredHead) && !this.discarding) this.completeLine();
     this.reset();
   }
 
@@ -46,13 +62,26 @@ export class LineReader {
       this.onOversizedLine();
       return;
     }
-    this.parts.push(part);
     this.size += part.length;
+    if (this.deferredHead) return;
+    this.parts.push(part);
+    if (this.deferred && this.size > this.deferred.overBytes) {
+      const joined = Buffer.concat(this.parts);
+      this.deferredHead = Buffer.from(joined.subarray(0, this.deferred.headBytes));
+      this.parts = [];
+    }
   }
 
   private completeLine(): void {
     if (this.discarding) {
       this.discarding = false;
+      return;
+    }
+    if (this.deferredHead) {
+      const head = this.deferredHead;
+      const length = this.size;
+      this.reset();
+      this.deferred?.onDeferredLine(head, this.lineStart, length);
       return;
     }
     const bytes = this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts, this.size);
@@ -66,5 +95,6 @@ export class LineReader {
     this.parts = [];
     this.size = 0;
     this.discarding = false;
+    this.deferredHead = undefined;
   }
 }

@@ -17,7 +17,7 @@ import { createRequestHandler } from "./handler.js";
 import { JobRegistry } from "./jobs.js";
 import { createLogger, type Logger } from "./log.js";
 import type { AttachRequest, ChildHandle, Platform, ProcessControl, SpawnRequest } from "./process.js";
-import { StateError, StateStore, type ProcessIdentity } from "./state.js";
+import { createTextFile, readFileRange, StateError, StateStore, type ProcessIdentity } from "./state.js";
 import { createMessageWriter, serveStdio } from "./stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./version.js";
 
@@ -202,6 +202,7 @@ async function serve(): Promise<void> {
   const agents = createClaudeAgents({
     start: startChild,
     attach: attachChild,
+    files: { readRange: readFileRange, create: createTextFile },
     bin: config.claudeBin,
     // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
     env: agentEnvironment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),

@@ -80,6 +80,8 @@ export interface SpawnRequest {
 export interface OutputFiles {
   stdoutPath: string;
   stderrPath: string;
+  /** Where a result too long to hold in memory is written (§15.4). */
+  resultPath?: string;
 }
 
 /** An agent started by an earlier server, to be followed and killed as if it were ours (§15.3). */

@@ -86,11 +86,11 @@ export function jobReport(job: Job, now: number, maxResultChars = Number.POSITIV
     }
     return report;
   }
-  withAgentResult(report, outcome.result, job.resultText());
+  const head = job.resultHead(Number.isFinite(maxResultChars) ? maxResultChars : Number.MAX_SAFE_INTEGER);
+  withAgentResult(report, outcome.result, head?.text);
   // Hosts drop replies past ~25k tokens; the rest stays readable through claude_output (§5.7).
-  if (report.result !== undefined && report.result.length > maxResultChars) {
-    report.result_chars = report.result.length;
-    report.result = report.result.slice(0, maxResultChars);
+  if (head !== undefined && head.chars > maxResultChars) {
+    report.result_chars = head.chars;
     report.truncated = true;
   }
   if (!outcome.ok && (job.status === "failed" || job.status === "lost")) report.error = { code: outcome.code, detail: outcome.detail };

@@ -16,6 +16,7 @@
 import {
   chmodSync,
   closeSync,
+  fstatSync,
   fsyncSync,
   mkdirSync,
   openSync,
@@ -25,7 +26,6 @@ import {
   renameSync,
   rmSync,
   statSync,
-  unlinkSync,
   writeFileSync,
   writeSync,
 } from "node:fs";
@@ -147,8 +147,8 @@ export class StateStore {
     return path.join(this.jobsDir, id);
   }
 
-  outputFiles(id: string): { stdoutPath: string; stderrPath: string } {
-    return { stdoutPath: this.file(id, "stdout.jsonl"), stderrPath: this.file(id, "stderr.log") };
+  outputFiles(id: string): { stdoutPath: string; stderrPath: string; resultPath: string } {
+    return { stdoutPath: this.file(id, "stdout.jsonl"), stderrPath: this.file(id, "stderr.log"), resultPath: this.file(id, "result.txt") };
   }
 
   file(id: string, name: "record.json" | "prompt.txt" | "stdout.jsonl" | "stderr.log" | "result.txt" | "kill"): string {
@@ -186,6 +186,13 @@ export class StateStore {
 
   readResult(id: string): string | undefined {
     return readOptional(this.file(id, "result.txt"));
+  }
+
+  /** The result's first maxChars UTF-16 characters, reading at most 4 bytes for each. */
+  readResultHead(id: string, maxChars: number): string | undefined {
+    // Each UTF-16 unit takes at most 3 bytes of UTF-8 (a surrogate pair: 4 bytes for 2), so this many bytes hold maxChars.
+    const bytes = readFileRange(this.file(id, "result.txt"), 0, maxChars * 3 + 4);
+    return bytes?.toString("utf8").slice(0, maxChars);
   }
 
   /** Hands a job's file to onChunk piece by piece, so a large output is never read whole. */
@@ -240,9 +247,9 @@ export class StateStore {
    * Claims a job for the server adopting it after restart number `generation`.
    * The claim file is created exclusively, so of two servers starting at once
    * only one adopts the job. A claim left by a claimer that died before
-   * writing the record is stale: `isStale` says so, and it is taken over once.
+   * writing the record is stale: with `replaceStale`, it is replaced once.
    */
-  claim(id: string, generation: number, claimer: ProcessIdentity, isStale: (holder: ProcessIdentity) => boolean): boolean {
+  claim(id: string, generation: number, claimer: ProcessIdentity, replaceStale = false): boolean {
     const file = path.join(this.jobDir(id), `claim.${generation}`);
     for (let attempt = 0; attempt < 2; attempt += 1) {
       try {
@@ -254,17 +261,16 @@ export class StateStore {
         }
         return true;
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-        const holder = parseIdentity(readOptional(file));
-        if (attempt > 0 || !holder || !isStale(holder)) return false;
-        try {
-          unlinkSync(file);
-        } catch {
-          return false;
-        }
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0 || !replaceStale) return false;
+        rmSync(file, { force: true });
       }
     }
     return false;
+  }
+
+  /** Who holds the claim for restart number `generation`, if anyone does. */
+  claimHolder(id: string, generation: number): ProcessIdentity | undefined {
+    return parseIdentity(readOptional(path.join(this.jobDir(id), `claim.${generation}`)));
   }
 
   /** Records that a kill was asked for outside the owning server (the CLI). */
@@ -322,6 +328,31 @@ export function choosePrunable(
     total -= job.bytes;
   }
   return [...chosen];
+}
+
+/** Bytes [offset, offset + length) of a file, or undefined when it cannot be read. */
+export function readFileRange(file: string, offset: number, length: number): Buffer | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, "r");
+    const available = Math.max(0, Math.min(length, fstatSync(fd).size - offset));
+    const buffer = Buffer.alloc(available);
+    const read = available === 0 ? 0 : readSync(fd, buffer, 0, available, offset);
+    return read === available ? buffer : buffer.subarray(0, read);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** A file written from the start in pieces, private to this user. */
+export function createTextFile(file: string): { write(text: string): void; close(): void } {
+  const fd = openSync(file, "w", 0o600);
+  return {
+    write: (text) => void writeSync(fd, text),
+    close: () => closeSync(fd),
+  };
 }
 
 function bySubmission(a: JobRecord, b: JobRecord): number {

@@ -1,0 +1,330 @@
+/**
+ * The state directory (PROTOCOL.md §15) and the job registry on top of it,
+ * with fake agents and a fake clock: records, atomic writes, claims, taking
+ * jobs over, retention on disk, and long results kept out of memory.
+ */
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+
+import type { AgentToAttach } from "../src/claude.js";
+import { JobRegistry, type IsAlive } from "../src/jobs.js";
+import { parseStreamingMember } from "../src/json-stream.js";
+import { LineReader } from "../src/lines.js";
+import { isJobId, StateStore, type JobRecord } from "../src/state.js";
+import { Transcript } from "../src/transcript.js";
+import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-state-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+let dirs = 0;
+function freshStore(): StateStore {
+  dirs += 1;
+  const store = new StateStore(path.join(scratch, `s${dirs}`));
+  store.open();
+  return store;
+}
+
+const OWNER = { pid: 1000, start_time: "500" };
+let ids = 0;
+function nextId(): string {
+  ids += 1;
+  return `00000000-0000-4000-8000-${String(ids).padStart(12, "0")}`;
+}
+
+interface Harness {
+  jobs: JobRegistry;
+  launcher: FakeLauncher;
+  attached: AgentToAttach[];
+  attachedAgents: FakeAgent[];
+  clock: FakeClock;
+  store: StateStore;
+}
+
+function harness(store: StateStore, options: { maxRunning?: number; retentionMs?: number; maxBytes?: number; owner?: typeof OWNER } = {}): Harness {
+  const clock = new FakeClock();
+  const launcher = new FakeLauncher();
+  const attached: AgentToAttach[] = [];
+  const attachedAgents: FakeAgent[] = [];
+  const jobs = new JobRegistry({
+    launch: launcher.launch,
+    clock,
+    newId: nextId,
+    logger: new RecordingLogger(),
+    retentionMs: options.retentionMs ?? 7 * 24 * 3600 * 1000,
+    maxFinishedJobs: 1000,
+    finishedTranscriptChars: 1_000_000,
+    maxRunning: options.maxRunning ?? 1000,
+    persistence: {
+      store,
+      owner: options.owner ?? OWNER,
+      attach: (agent) => {
+        attached.push(agent);
+        const run = new FakeAgent({ prompt: "", cwd: "/" });
+        attachedAgents.push(run);
+        return run;
+      },
+      replayTranscript: () => new Transcript(1000),
+      maxBytes: options.maxBytes ?? 1024 ** 3,
+    },
+  });
+  return { jobs, launcher, attached, attachedAgents, clock, store };
+}
+
+const nobodyAlive: IsAlive = async () => false;
+
+describe("StateStore", () => {
+  test("a record is replaced atomically and no temporary file is left behind", () => {
+    const store = freshStore();
+    const record: JobRecord = {
+      format: 1,
+      id: nextId(),
+      kind: "start",
+      cwd: "/w",
+      prompt_preview: "hi",
+      options: {},
+      status: "queued",
+      submitted_at: 1,
+      owner: OWNER,
+      generation: 0,
+    };
+    store.create(record, "hi there");
+    store.write({ ...record, status: "running" });
+    assert.equal(store.read(record.id)?.status, "running");
+    assert.equal(store.readPrompt(record.id), "hi there");
+    assert.deepEqual(readdirSync(store.jobDir(record.id)).sort(), ["prompt.txt", "record.json"]);
+    if (process.platform !== "win32") {
+      assert.equal(statSync(store.root).mode & 0o777, 0o700, "the state directory is private");
+      assert.equal(statSync(store.file(record.id, "record.json")).mode & 0o777, 0o600);
+    }
+  });
+
+  test("a torn temporary file, a garbage record and a record naming another job are ignored", () => {
+    const store = freshStore();
+    const good = nextId();
+    store.create({ format: 1, id: good, kind: "run", cwd: "/w", prompt_preview: "", options: {}, status: "completed", submitted_at: 1, owner: OWNER, generation: 0 }, "");
+    writeFileSync(`${store.file(good, "record.json")}.x1y2.tmp`, '{"format":1,"id":"');
+    const garbage = nextId();
+    mkdirSync(store.jobDir(garbage));
+    writeFileSync(store.file(garbage, "record.json"), "{not json");
+    const impostor = nextId();
+    mkdirSync(store.jobDir(impostor));
+    writeFileSync(store.file(impostor, "record.json"), JSON.stringify({ ...store.read(good), id: good }));
+    mkdirSync(path.join(store.jobsDir, "not-a-job"));
+    const { records, skipped } = store.loadAll();
+    assert.deepEqual(records.map((record) => record.id), [good]);
+    assert.deepEqual(skipped.map((entry) => entry.id).sort(), [garbage, impostor].sort());
+  });
+
+  test("only a UUID names a job folder", () => {
+    const store = freshStore();
+    assert.ok(isJobId("0f0f0f0f-1111-4222-8333-444455556666"));
+    for (const bad of ["../etc", "0F0F0F0F-1111-4222-8333-444455556666/..", "", "a".repeat(36)]) {
+      assert.equal(isJobId(bad), false, bad);
+      assert.throws(() => store.jobDir(bad));
+    }
+  });
+
+  test("a claim is exclusive; a stale claim can be replaced", () => {
+    const store = freshStore();
+    const id = nextId();
+    mkdirSync(store.jobDir(id));
+    assert.equal(store.claim(id, 1, { pid: 1 }), true);
+    assert.equal(store.claim(id, 1, { pid: 2 }), false, "the second claimant loses");
+    assert.deepEqual(store.claimHolder(id, 1), { pid: 1 });
+    assert.equal(store.claim(id, 1, { pid: 3 }, true), true, "the first claimant died before finishing: stale");
+    assert.equal(JSON.parse(readFileSync(path.join(store.jobDir(id), "claim.1"), "utf8")).pid, 3);
+  });
+
+  test("the head of a result is read without reading the whole file, multi-byte text included", () => {
+    const store = freshStore();
+    const id = nextId();
+    mkdirSync(store.jobDir(id));
+    const text = `${"é😀".repeat(1000)}end`;
+    store.writeResult(id, text);
+    assert.equal(store.readResultHead(id, 7), text.slice(0, 7));
+    assert.equal(store.readResultHead(id, 10_000_000), text, "a cap beyond the file reads it whole");
+  });
+});
+
+describe("the job registry with a state directory", () => {
+  test("every change is on disk before the call returns; a long result leaves memory for result.txt", async () => {
+    const store = freshStore();
+    const { jobs, launcher } = harness(store, { maxRunning: 1 });
+    const first = jobs.start({ prompt: "first\nline two", cwd: "/w", options: { model: "sonnet" } }, "start");
+    const second = jobs.start({ prompt: "second", cwd: "/w" }, "run", 60_000);
+    assert.equal(store.read(first.id)?.status, "running");
+    assert.equal(store.read(second.id)?.status, "queued");
+    assert.equal(store.read(second.id)?.timeout_ms, 60_000);
+    assert.equal(store.readPrompt(first.id), "first\nline two");
+    await settle();
+    assert.deepEqual(store.read(first.id)?.agent, { pid: 4242, start_time: "fake-start", tree_marker: "fake-marker" });
+
+    const long = "r".repeat(10_000);
+    launcher.last.succeed(long);
+    await settle();
+    const record = store.read(first.id);
+    assert.equal(record?.status, "completed");
+    assert.equal(record?.outcome?.result_chars, 10_000);
+    assert.equal(record?.turns, 3);
+    assert.equal(store.readResult(first.id), long);
+    assert.equal(jobs.get(first.id)?.outcome?.result?.text, undefined, "not held in memory");
+    assert.equal(jobs.get(first.id)?.resultText(), long);
+    assert.deepEqual(jobs.get(first.id)?.resultHead(5), { text: "rrrrr", chars: 10_000 });
+    assert.equal(store.read(second.id)?.status, "running", "the queued job started and says so");
+  });
+
+  test("a new registry takes over a dead server's jobs: finished, queued in order, running by attaching", async () => {
+    const store = freshStore();
+    const old = harness(store, { maxRunning: 1, owner: { pid: 77, start_time: "1" } });
+    const done = old.jobs.start({ prompt: "done", cwd: "/w" }, "start");
+    old.launcher.last.succeed("the old answer");
+    await settle();
+    const running = old.jobs.start({ prompt: "running", cwd: "/w" }, "start");
+    const queuedA = old.jobs.start({ prompt: "queued a", cwd: "/w" }, "start");
+    const queuedB = old.jobs.start({ prompt: "queued b", cwd: "/w", resumeSessionId: "8f01635f-202a-449c-ab8a-05f75520788e" }, "start");
+    await settle();
+    // The old server dies here: nothing more happens to its registry.
+
+    const fresh = harness(store, { maxRunning: 1 });
+    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    assert.equal(fresh.jobs.get(done.id)?.status, "completed");
+    assert.equal(fresh.jobs.get(done.id)?.resultText(), "the old answer");
+    assert.deepEqual(fresh.attached.map((agent) => [agent.pid, agent.startTime, agent.marker]), [[4242, "fake-start", "fake-marker"]]);
+    assert.equal(fresh.attached[0]?.output.stdoutPath, store.file(running.id, "stdout.jsonl"));
+    assert.equal(fresh.jobs.get(running.id)?.status, "running");
+    assert.equal(fresh.launcher.agents.length, 0, "the limit holds: the adopted agent fills the one slot");
+    assert.equal(fresh.jobs.get(queuedB.id)?.queuePosition(), 2);
+    assert.equal(store.read(running.id)?.generation, 1);
+    assert.deepEqual(store.read(running.id)?.owner, OWNER);
+
+    fresh.attachedAgents[0]?.succeed("followed to the end");
+    await settle();
+    assert.equal(fresh.jobs.get(running.id)?.status, "completed");
+    assert.equal(fresh.launcher.last.spec.prompt, "queued a", "FIFO across the restart, with the whole prompt");
+    fresh.launcher.last.succeed();
+    await settle();
+    assert.equal(fresh.launcher.last.spec.resumeSessionId, "8f01635f-202a-449c-ab8a-05f75520788e");
+    assert.equal(fresh.jobs.get(queuedA.id)?.status, "completed");
+  });
+
+  test("jobs of a live server are left to it, and two registries never both take a job", async () => {
+    const store = freshStore();
+    const old = harness(store, { owner: { pid: 77, start_time: "1" } });
+    const job = old.jobs.start({ prompt: "mine", cwd: "/w" }, "start");
+    await settle();
+    const polite = harness(store);
+    await polite.jobs.restore(store.loadAll().records, async (owner) => owner.pid === 77);
+    assert.equal(polite.jobs.get(job.id), undefined, "its owner is alive");
+
+    const records = store.loadAll().records;
+    const a = harness(store, { owner: { pid: 5, start_time: "5" } });
+    const b = harness(store, { owner: { pid: 6, start_time: "6" } });
+    const onlyTheyLive: IsAlive = async (owner) => owner.pid === 5 || owner.pid === 6;
+    await Promise.all([a.jobs.restore(records, onlyTheyLive), b.jobs.restore(records, onlyTheyLive)]);
+    assert.equal(a.attached.length + b.attached.length, 1, "exactly one of them follows the agent");
+    const late = harness(store, { owner: { pid: 8, start_time: "8" } });
+    await late.jobs.restore(records, async () => false);
+    assert.equal(late.attached.length, 1, "a claim whose holder died before rewriting the record is stale and replaced");
+  });
+
+  test("a queued job's timeout counts from submission across the restart", async () => {
+    const store = freshStore();
+    const old = harness(store, { maxRunning: 1, owner: { pid: 77, start_time: "1" } });
+    old.jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
+    const run = old.jobs.start({ prompt: "waits", cwd: "/w" }, "run", 5_000);
+    const fresh = harness(store, { maxRunning: 1 });
+    await fresh.clock.advance(6_000);
+    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    await fresh.clock.advance(0);
+    const outcome = fresh.jobs.get(run.id)?.outcome;
+    assert.equal(fresh.jobs.get(run.id)?.status, "failed");
+    assert.equal(outcome?.ok === false ? outcome.code : "ok", "TIMEOUT");
+  });
+
+  test("a kill asked for from the command line drops a queued job when its turn comes", async () => {
+    const store = freshStore();
+    const { jobs, launcher } = harness(store, { maxRunning: 1 });
+    jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
+    const queued = jobs.start({ prompt: "unwanted", cwd: "/w" }, "start");
+    store.requestKill(queued.id, "cli", 0);
+    launcher.last.succeed();
+    await settle();
+    assert.equal(jobs.get(queued.id)?.status, "killed");
+    assert.equal(jobs.get(queued.id)?.killReason, "cli");
+    assert.equal(launcher.agents.length, 1, "it never started");
+    assert.equal(store.read(queued.id)?.kill_reason, "cli");
+  });
+
+  test("finished jobs past retention, or beyond the disk cap, are deleted from disk, oldest first", async () => {
+    const store = freshStore();
+    const { jobs, launcher, clock } = harness(store, { retentionMs: 60_000, maxBytes: 3000 });
+    const made: string[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      made.push(jobs.start({ prompt: `job ${i}`, cwd: "/w" }, "start").id);
+      launcher.last.succeed("x".repeat(900));
+      await settle();
+    }
+    assert.ok(!existsSync(store.jobDir(made[0] as string)), "the oldest went to stay under the cap");
+    assert.ok(existsSync(store.jobDir(made[2] as string)));
+    await clock.advance(60_000);
+    jobs.list();
+    assert.deepEqual(readdirSync(store.jobsDir), [], "retention deleted the rest");
+
+    const later = harness(store, { retentionMs: 60_000 });
+    const stale = later.jobs.start({ prompt: "old", cwd: "/w" }, "start");
+    later.launcher.last.succeed();
+    await settle();
+    const restarted = harness(store, { retentionMs: 60_000 });
+    await restarted.clock.advance(120_000);
+    await restarted.jobs.restore(store.loadAll().records, nobodyAlive);
+    assert.equal(restarted.jobs.get(stale.id), undefined);
+    assert.ok(!existsSync(store.jobDir(stale.id)), "a restart prunes what expired while no server ran");
+  });
+});
+
+describe("reading long lines back from the output file", () => {
+  /** A source that hands out at most `step` bytes per read, so every boundary is crossed. */
+  const reader = (bytes: Buffer, step: number) => (offset: number, length: number) => bytes.subarray(offset, offset + Math.min(length, step));
+
+  test("the streamed member equals what JSON.parse gives, whatever the chunk boundaries", () => {
+    const text = 'a "quoted" \\ back\nslash \u00e9 \ud83d\ude00 \u2028 tab\t end';
+    const event = { type: "result", nested: { result: "not this one", list: [1, "}", { a: "\\" }] }, result: text, after: [true, null, 1.5] };
+    const bytes = Buffer.from(JSON.stringify(event));
+    for (const step of [1, 2, 3, 5, 7, 64]) {
+      const pieces: string[] = [];
+      const parsed = parseStreamingMember(reader(bytes, step), 0, bytes.length, "result", (piece) => pieces.push(piece));
+      assert.equal(pieces.join(""), text, `step ${step}`);
+      assert.equal(parsed?.chars, text.length);
+      assert.deepEqual(parsed?.rest, { ...event, result: "" });
+      for (const piece of pieces) assert.ok(Buffer.from(piece).toString() === piece, "each piece is valid UTF-16 on its own");
+    }
+  });
+
+  test("no such member, or not one JSON object: said so", () => {
+    const plain = Buffer.from('{"type":"result","is_error":true}');
+    assert.deepEqual(parseStreamingMember(reader(plain, 4), 0, plain.length, "result", () => undefined), { rest: { type: "result", is_error: true }, chars: undefined });
+    for (const bad of ['{"result":"unterminated', "[1,2]", '{"a":1}}', "nope"]) {
+      const bytes = Buffer.from(bad);
+      assert.equal(parseStreamingMember(reader(bytes, 3), 0, bytes.length, "result", () => undefined), undefined, bad);
+    }
+  });
+
+  test("the line reader reports a long line's place instead of holding it", () => {
+    const lines: string[] = [];
+    const deferred: Array<[string, number, number]> = [];
+    const input = Buffer.from(`short\n${"L".repeat(50)}\nafter\n`);
+    const splitter = new LineReader(1000, (line) => lines.push(line), () => assert.fail("not oversized"), {
+      overBytes: 20,
+      headBytes: 4,
+      onDeferredLine: (head, offset, length) => deferred.push([head.toString(), offset, length]),
+    });
+    for (let i = 0; i < input.length; i += 7) splitter.push(input.subarray(i, i + 7));
+    splitter.finish();
+    assert.deepEqual(lines, ["short", "after"]);
+    assert.deepEqual(deferred, [["LLLL", 6, 50]]);
+  });
+});
