@@ -1,5 +1,5 @@
 /**
- * The command line for humans (§16): `jobs`, `show`, `kill`, `prune` and
+ * The command line for humans: `jobs`, `show`, `kill`, `prune` and
  * `doctor`. It reads the state directory through state.ts, as the server
  * does, and gets everything else (environment, streams, clock, the process
  * layer, running a program) from main.ts.
@@ -531,15 +531,11 @@ async function finishRecord(context: Context, control: ProcessControl, record: J
   const { store, io } = context;
   const generation = record.generation + 1;
   const self = io.identity();
-  const seen: { holder?: ProcessIdentity } = {};
-  let claimed = store.claim(record.id, generation, self, (holder) => {
-    seen.holder = holder;
-    return false;
-  });
-  if (!claimed && seen.holder && !(await control.isAlive(seen.holder.pid, seen.holder.start_time))) {
-    claimed = store.claim(record.id, generation, self, () => true);
+  if (!store.claim(record.id, generation, self)) {
+    const holder = store.claimHolder(record.id, generation);
+    if (!holder || (await control.isAlive(holder.pid, holder.start_time))) return undefined;
+    if (!store.claim(record.id, generation, self, true)) return undefined;
   }
-  if (!claimed) return undefined;
   const current = store.read(record.id) ?? record;
   if (isFinishedStatus(current.status)) return current;
   const live = replayOutput(store, record.id, 1).live();

@@ -1,5 +1,5 @@
 /**
- * The human CLI (§16) against state directories prepared here: runCli in
+ * The human CLI against state directories prepared here: runCli in
  * process with fake io (captured output, a fixed clock, a process layer whose
  * liveness the test decides), real process trees killed on Linux, and the
  * built binary for `jobs --json`, `--version` and `--help`.
@@ -518,7 +518,7 @@ describe("kill", () => {
     const { dir, store } = newState();
     const adopting = { pid: 6060, start_time: "300" };
     const job = add(store, running());
-    assert.ok(store.claim(job.id, 1, adopting, () => false));
+    assert.ok(store.claim(job.id, 1, adopting));
     const processes = new FakeProcesses();
     processes.alive.add(adopting.pid);
     const run = await cli(["kill", job.id, "--json"], { stateDir: dir, processes });
