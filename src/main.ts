@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Wiring: the only file that touches process.* (argv, env, stdio, signals,
- * exit). With arguments it is the human CLI (§16); without, it reads the
+ * exit). With arguments it is the human CLI (§17); without, it reads the
  * configuration, builds the real dependencies, takes over the jobs of dead
  * servers, serves stdio, and shuts down as PROTOCOL.md §3 describes.
  */
@@ -159,6 +159,8 @@ async function main(): Promise<void> {
       // Names the CLI in a claim file when `kill` finishes the record of a dead server.
       identity: ownIdentity,
     });
+    // A command is done when it returns, even if processes that survived a kill are still being watched.
+    setTimeout(() => process.exit(), 1000).unref();
     return;
   }
   if (process.stdin.isTTY) {

@@ -17,9 +17,7 @@ import { runCli, type CliIo, type RunFileResult } from "../src/cli.js";
 import { systemClock, type Clock } from "../src/clock.js";
 import {
   createProcessControl,
-  listLinuxProcesses,
   parseProcStat,
-  readLinuxEnvironment,
   type AttachRequest,
   type ChildHandle,
   type ProcessControl,
@@ -27,7 +25,7 @@ import {
 import { StateStore, type JobRecord } from "../src/state.js";
 import { SERVER_VERSION } from "../src/version.js";
 import { RecordingLogger } from "./helpers.js";
-import { isAlive, waitFor } from "./processes.js";
+import { isAlive, LINUX_PLATFORM, waitFor } from "./processes.js";
 import { SERVER_MAIN } from "./server-process.js";
 
 const isLinux = process.platform === "linux";
@@ -591,14 +589,7 @@ describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => 
     const job = add(store, running({ owner: deadOwner, agent: { pid: agentPid, start_time: startTime, tree_marker: marker } }));
     writeJobFile(store, job.id, "stdout.jsonl", TOOLS_STREAM_SO_FAR);
     const processes = createProcessControl({
-      platform: {
-        kind: "posix",
-        spawn,
-        listProcesses: () => listLinuxProcesses(),
-        signal: (pid, signal) => void process.kill(pid, signal),
-        selfPid: process.pid,
-        readEnvironment: (pid) => readLinuxEnvironment(pid),
-      },
+      platform: LINUX_PLATFORM,
       clock: systemClock,
       logger: new RecordingLogger(),
       killGraceMs: 500,

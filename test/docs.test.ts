@@ -40,7 +40,7 @@ test("every tool is documented in PROTOCOL.md and README.md", () => {
 });
 
 test("every CLAUDE_DISPATCH_ variable the code reads or sets is documented, and none that it does not", () => {
-  const code = ["config.ts", "claude.ts", "main.ts", "process.ts"].map((file) => read(`src/${file}`)).join("\n");
+  const code = ["config.ts", "claude.ts", "main.ts", "process.ts", "state.ts", "cli.ts"].map((file) => read(`src/${file}`)).join("\n");
   const used = new Set(code.match(/CLAUDE_DISPATCH_[A-Z_]+/g));
   for (const document of ["PROTOCOL.md", "README.md"]) {
     const mentioned = new Set(read(document).match(/CLAUDE_DISPATCH_[A-Z_]+/g));

@@ -14,9 +14,9 @@ import { fileURLToPath } from "node:url";
 
 import { agentEnvironment, createClaudeLauncher, type AgentOutcome } from "../src/claude.js";
 import { systemClock } from "../src/clock.js";
-import { createProcessControl, listLinuxProcesses, readLinuxEnvironment, type PosixPlatform, type ProcessControl } from "../src/process.js";
+import { createProcessControl, type PosixPlatform, type ProcessControl } from "../src/process.js";
 import { RecordingLogger } from "./helpers.js";
-import { isAlive, readPids, waitFor } from "./processes.js";
+import { isAlive, LINUX_PLATFORM, readPids, waitFor } from "./processes.js";
 
 const FAKE_CLAUDE = fileURLToPath(new URL("./fixtures/fake-claude.mjs", import.meta.url));
 const isLinux = process.platform === "linux";
@@ -29,14 +29,7 @@ function scratchFile(name: string): string {
   return path.join(scratch, `${name}-${fileCounter}`);
 }
 
-const platform: PosixPlatform = {
-  kind: "posix",
-  spawn,
-  listProcesses: () => listLinuxProcesses(),
-  signal: (pid, signal) => void process.kill(pid, signal),
-  selfPid: process.pid,
-  readEnvironment: (pid) => readLinuxEnvironment(pid),
-};
+const platform: PosixPlatform = LINUX_PLATFORM;
 
 function control(overrides: { killGraceMs?: number; maxLineBytes?: number } = {}): {
   processes: ProcessControl;

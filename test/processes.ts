@@ -1,5 +1,18 @@
 /** Helpers for tests that watch real processes (Linux /proc). */
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+
+import { listLinuxProcesses, readLinuxEnvironment, type PosixPlatform } from "../src/process.js";
+
+/** The real process layer's platform on Linux, as src/main.ts builds it. */
+export const LINUX_PLATFORM: PosixPlatform = {
+  kind: "posix",
+  spawn,
+  listProcesses: () => listLinuxProcesses(),
+  signal: (pid, signal) => void process.kill(pid, signal),
+  selfPid: process.pid,
+  readEnvironment: (pid) => readLinuxEnvironment(pid),
+};
 
 /** Alive and not a zombie: a killed orphan may linger as a zombie until init reaps it. */
 export function isAlive(pid: number): boolean {
