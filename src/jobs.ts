@@ -363,9 +363,9 @@ export class JobRegistry {
   private adopt(record: JobRecord, generation: number): void {
     const persistence = this.options.persistence as Persistence;
     const { clock, logger } = this.options;
-    const prompt = persistence.store.readPrompt(record.id) ?? "";
+    const prompt = persistence.store.readPrompt(record.id);
     const spec: AgentSpec = {
-      prompt,
+      prompt: prompt ?? "",
       cwd: record.cwd,
       options: record.options,
       ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}),
@@ -378,6 +378,11 @@ export class JobRegistry {
     // The caller's budget counts from submission, across restarts.
     const remaining = record.timeout_ms === undefined ? undefined : Math.max(0, record.timeout_ms - (clock.now() - record.submitted_at));
     if (record.status === "queued") {
+      if (prompt === undefined) {
+        // Starting it with no prompt would spend money on nothing.
+        this.finish(job, { ok: false, code: "STATE_ERROR", detail: "its prompt.txt is missing from the state directory; it was not started" });
+        return;
+      }
       this.save(job);
       logger.info(`job ${job.id} adopted: queued`);
       this.armTimeout(job, remaining);

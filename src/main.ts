@@ -101,17 +101,24 @@ function hostFacts(): Parameters<typeof loadConfig>[1] {
 }
 
 /**
- * This server as its records name it. On Linux the start time comes from
- * /proc, so a later server can tell it from a process that reused its pid.
+ * This server as its records name it, with its start time so that a later
+ * server can tell it from a process that reused its pid: from /proc on Linux,
+ * from the process table (ps) elsewhere on POSIX, none on Windows.
  */
-function ownIdentity(): ProcessIdentity {
-  if (process.platform !== "linux") return { pid: process.pid };
+async function ownIdentity(processControl: () => Promise<ProcessControl>): Promise<ProcessIdentity> {
+  if (process.platform === "win32") return { pid: process.pid };
+  const startTime = linuxStartTime() ?? (await (await processControl()).startTimeOf(process.pid));
+  return startTime ? { pid: process.pid, start_time: startTime } : { pid: process.pid };
+}
+
+/** This process's start time from /proc (field 22 of stat), without loading the process layer. */
+function linuxStartTime(): string | undefined {
+  if (process.platform !== "linux") return undefined;
   try {
     const stat = readFileSync("/proc/self/stat", "latin1");
-    const startTime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    return startTime ? { pid: process.pid, start_time: startTime } : { pid: process.pid };
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
   } catch {
-    return { pid: process.pid };
+    return undefined;
   }
 }
 
@@ -157,7 +164,10 @@ async function main(): Promise<void> {
         });
       },
       // Names the CLI in a claim file when `kill` finishes the record of a dead server.
-      identity: ownIdentity,
+      identity: () => {
+        const startTime = linuxStartTime();
+        return startTime ? { pid: process.pid, start_time: startTime } : { pid: process.pid };
+      },
     });
     // A command is done when it returns, even if processes that survived a kill are still being watched.
     setTimeout(() => process.exit(), 1000).unref();
@@ -225,7 +235,7 @@ async function serve(): Promise<void> {
     maxRunning: config.maxJobs,
     persistence: {
       store,
-      owner: ownIdentity(),
+      owner: await ownIdentity(processControl),
       attach: agents.attach,
       replayTranscript: (id) => replayTranscript(store, config, id),
       maxBytes: config.stateMaxBytes,

@@ -156,6 +156,8 @@ export interface ProcessControl {
   attach(request: AttachRequest): ChildHandle;
   /** Whether pid is alive and, when startTime is given, still the process that had that start time. */
   isAlive(pid: number, startTime: string | undefined): Promise<boolean>;
+  /** A live process's start time as the process table shows it; undefined on Windows or when it is gone. */
+  startTimeOf(pid: number): Promise<string | undefined>;
   /** Resolves when every child has settled. */
   idle(): Promise<void>;
 }
@@ -191,7 +193,11 @@ export function createProcessControl(options: ProcessControlOptions): ProcessCon
     while (pending.size > 0) await Promise.allSettled([...pending]);
   }
 
-  return { start, attach, isAlive, idle };
+  async function startTimeOf(pid: number): Promise<string | undefined> {
+    return platform.kind === "posix" ? tracker?.startTimeOfPid(pid) : undefined;
+  }
+
+  return { start, attach, isAlive, startTimeOf, idle };
 }
 
 /* ------------------------------------------------------------------ *
@@ -630,6 +636,10 @@ class TreeTracker {
   async startTimeOf(tree: TrackedTree): Promise<string | undefined> {
     if (tree.rootStartTime === undefined) await this.recentSnapshot(SHARED_SNAPSHOT_MS);
     return tree.rootStartTime;
+  }
+
+  async startTimeOfPid(pid: number): Promise<string | undefined> {
+    return (await this.recentSnapshot(SHARED_SNAPSHOT_MS))?.byPid.get(pid)?.startTime;
   }
 
   /** Whether pid is a live process with that start time (any start time when none is given). */

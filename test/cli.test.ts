@@ -59,6 +59,10 @@ class FakeProcesses implements ProcessControl {
     throw new Error("the CLI never starts a process");
   }
 
+  async startTimeOf(): Promise<string | undefined> {
+    return undefined;
+  }
+
   attach(request: AttachRequest): ChildHandle {
     this.attached.push(request);
     return {

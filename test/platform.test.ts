@@ -5,7 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import path from "node:path";
 import { PassThrough } from "node:stream";
 import { test } from "node:test";
 import type { ChildProcess, SpawnOptions } from "node:child_process";
@@ -398,4 +400,35 @@ test("Windows: kill runs taskkill /T /F by its absolute System32 path; 'not foun
   const exit = await handle.exited;
   assert.equal(exit.exitCode, 0);
   await control.idle();
+});
+
+test("Windows: an agent of an earlier server is followed from its output file until its pid is gone, and killed with taskkill", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-attach-"));
+  try {
+    const output = { stdoutPath: path.join(dir, "stdout.jsonl"), stderrPath: path.join(dir, "stderr.log") };
+    writeFileSync(output.stdoutPath, `${JSON.stringify({ type: "result", is_error: false, result: "done while away" })}\n`);
+    writeFileSync(output.stderrPath, "a warning\n");
+    const taskkill: Array<readonly string[]> = [];
+    let running = true;
+    const platform: WindowsPlatform = { ...fakeWindows({}, [], taskkill, 0), isRunning: (pid) => pid === 777 && running };
+    const clock = new FakeClock();
+    const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 0, followMs: 10 });
+    const chunks: Buffer[] = [];
+    const handle = control.attach({ pid: 777, startTime: undefined, marker: undefined, output, onStdout: (chunk) => chunks.push(chunk), stderrTailBytes: 100 });
+    let exited = false;
+    void handle.exited.then(() => (exited = true));
+    await clock.advance(5000);
+    assert.equal(exited, false, "alive: still followed");
+    const report = await handle.killTree();
+    assert.deepEqual(taskkill, [["C:\\Windows\\System32\\taskkill.exe", "/pid", "777", "/T", "/F"]]);
+    assert.deepEqual(report.survivors, []);
+    running = false;
+    await clock.advance(2000);
+    const exit = await handle.exited;
+    assert.deepEqual([exit.unobserved, exit.exitCode, exit.stderrTail], [true, null, "a warning\n"]);
+    assert.match(Buffer.concat(chunks).toString(), /done while away/);
+    await control.idle();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

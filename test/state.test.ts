@@ -231,6 +231,20 @@ describe("the job registry with a state directory", () => {
     assert.equal(late.attached.length, 1, "a claim whose holder died before rewriting the record is stale and replaced");
   });
 
+  test("a queued job whose prompt file is gone is not started with an empty prompt", async () => {
+    const store = freshStore();
+    const old = harness(store, { maxRunning: 1, owner: { pid: 77, start_time: "1" } });
+    old.jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
+    const queued = old.jobs.start({ prompt: "precious", cwd: "/w" }, "start");
+    rmSync(store.file(queued.id, "prompt.txt"));
+    const fresh = harness(store, { maxRunning: 1 });
+    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    const outcome = fresh.jobs.get(queued.id)?.outcome;
+    assert.equal(fresh.jobs.get(queued.id)?.status, "failed");
+    assert.equal(outcome?.ok === false ? outcome.code : "ok", "STATE_ERROR");
+    assert.equal(fresh.launcher.agents.length, 0);
+  });
+
   test("a queued job's timeout counts from submission across the restart", async () => {
     const store = freshStore();
     const old = harness(store, { maxRunning: 1, owner: { pid: 77, start_time: "1" } });
