@@ -155,8 +155,6 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       ...cacheable,
     }),
   );
-  /** When each job was submitted: a queued job's startedAt moves when it starts, a task's createdAt must not. */
-  const submittedAt = new WeakMap<Job, number>();
   /** In-flight requests by id, so notifications/cancelled can abort them (§4). */
   const inFlight = new Map<string, AbortController>();
 
@@ -292,9 +290,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     const input = run ?? parseStartInput(args, settings);
     const { cwd, options } = await prepareAgent(input.cwd, input.options, signal);
     const spec = { prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options };
-    const job = run ? jobs.start(spec, "run", run.timeoutMs) : jobs.start(spec, "start");
-    submittedAt.set(job, clock.now());
-    return job;
+    return run ? jobs.start(spec, "run", run.timeoutMs) : jobs.start(spec, "start");
   }
 
   /** Waits for a claude_run's job and returns its result; a cancelled run is killed, as nobody is left to read it. */
@@ -371,7 +367,6 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     now: () => clock.now(),
     logger,
     retentionMs: deps.jobRetentionMs,
-    submittedAt: (job) => submittedAt.get(job) ?? job.startedAt,
     activity: (job) => describeActivity(job, clock.now()),
     finalResult: (job) => forModernEra(finalResult(job)),
     shape: forModernEra,

@@ -36,6 +36,8 @@ export interface Job {
   readonly resumeSessionId: string | undefined;
   /** When the job was submitted, then when its agent started. */
   readonly startedAt: number;
+  /** When the job was submitted; unlike startedAt, it never moves, across restarts too. */
+  readonly submittedAt: number;
   readonly status: JobStatus;
   readonly finishedAt: number | undefined;
   /**
@@ -143,7 +145,7 @@ class JobEntry implements Job {
   private replayed: Transcript | undefined;
   submittedAt: number;
   generation = 0;
-  agent: (ProcessIdentity & { tree_marker?: string }) | undefined;
+  agent: (ProcessIdentity & { pgid?: number; tree_marker?: string }) | undefined;
   resultChars: number | undefined;
   killing: Promise<{ survivors: number[] }> | undefined;
   cancelTimeout: CancelTimer | undefined;
@@ -467,9 +469,10 @@ export class JobRegistry {
       // The pid, start time and tree marker let a later server recognise this agent (§15.3).
       run
         .identity()
-        .then(({ pid, startTime, marker }) => {
+        .then(({ pid, pgid, startTime, marker }) => {
           if (job.status !== "running" || pid === undefined) return;
           job.agent = { pid };
+          if (pgid !== undefined) job.agent.pgid = pgid;
           if (startTime !== undefined) job.agent.start_time = startTime;
           if (marker !== undefined) job.agent.tree_marker = marker;
           this.save(job);

@@ -116,6 +116,8 @@ export interface KillReport {
 /** Who an agent is, as its record keeps it: a pid alone may be reused. */
 export interface AgentIdentity {
   pid: number | undefined;
+  /** Its process group: on POSIX the agent leads its own (it is spawned detached). */
+  pgid?: number;
   startTime: string | undefined;
   marker: string | undefined;
 }
@@ -484,6 +486,7 @@ function startPosix(
 
   const identity = async (): Promise<AgentIdentity> => ({
     pid,
+    ...(pid === undefined ? {} : { pgid: pid }),
     startTime: tree ? await tracker.startTimeOf(tree) : undefined,
     marker: markerValue,
   });

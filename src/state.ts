@@ -155,15 +155,23 @@ export class StateStore {
     return path.join(this.jobDir(id), name);
   }
 
-  /** Makes the job's folder and stores its prompt; then its first record. */
+  /**
+   * Makes the job's folder and stores its prompt, then its first record, both
+   * flushed to disk: the caller is told the job exists only after this.
+   */
   create(record: JobRecord, prompt: string): void {
     mkdirSync(this.jobDir(record.id), { mode: 0o700 });
-    writeAtomically(this.file(record.id, "prompt.txt"), prompt);
-    this.write(record);
+    writeAtomically(this.file(record.id, "prompt.txt"), prompt, true);
+    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, true);
   }
 
+  /**
+   * Replaces the record. Not flushed: a crash of the server loses nothing
+   * (the rename is atomic), and a running job's end is in its output file
+   * anyway; only a power failure might keep an older record.
+   */
   write(record: JobRecord): void {
-    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`);
+    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, false);
   }
 
   read(id: string): JobRecord | undefined {
@@ -181,7 +189,7 @@ export class StateStore {
   }
 
   writeResult(id: string, text: string): void {
-    writeAtomically(this.file(id, "result.txt"), text);
+    writeAtomically(this.file(id, "result.txt"), text, false);
   }
 
   readResult(id: string): string | undefined {
@@ -275,7 +283,7 @@ export class StateStore {
 
   /** Records that a kill was asked for outside the owning server (the CLI). */
   requestKill(id: string, by: string, at: number): void {
-    writeAtomically(this.file(id, "kill"), `${JSON.stringify({ by, at })}\n`);
+    writeAtomically(this.file(id, "kill"), `${JSON.stringify({ by, at })}\n`, true);
   }
 
   killRequested(id: string): boolean {
@@ -367,15 +375,15 @@ function readOptional(file: string): string | undefined {
   }
 }
 
-/** Temporary file in the same folder, flushed, then renamed over the target. */
-function writeAtomically(file: string, text: string): void {
+/** Temporary file in the same folder, flushed if asked, then renamed over the target. */
+function writeAtomically(file: string, text: string, flush: boolean): void {
   // A random name: two writers (the server and the CLI) never share a temporary file.
   const temporary = `${file}.${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}.tmp`;
   try {
     const fd = openSync(temporary, "w", 0o600);
     try {
       writeFileSync(fd, text);
-      fsyncSync(fd);
+      if (flush) fsyncSync(fd);
     } finally {
       closeSync(fd);
     }

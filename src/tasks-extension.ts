@@ -47,8 +47,6 @@ export interface TaskExtensionDeps {
   logger: Logger;
   /** How long a finished job stays known (§8), for ttlMs. */
   retentionMs: number;
-  /** When the job was submitted; its startedAt moves when a queued job starts. */
-  submittedAt(job: Job): number;
   /** What the job is doing, as progress notifications say it (§5.8). */
   activity(job: Job): string;
   /** The job's final tools/call result, as a synchronous 2026-07-28 call would have returned it. */
@@ -64,7 +62,7 @@ export function createTaskExtension(deps: TaskExtensionDeps): {
 } {
   function describe(job: Job, detailed: boolean): ExtensionTask {
     const status: ExtensionTaskStatus = isUnfinished(job) ? "working" : job.status === "killed" ? "cancelled" : "completed";
-    const createdAt = deps.submittedAt(job);
+    const createdAt = job.submittedAt;
     const task: ExtensionTask = {
       taskId: job.id,
       status,

@@ -78,6 +78,9 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     await waitFor(() => readPids(pids).length === 1, "the agent to start");
     await agentRecorded(stateDir, id);
     const [agent] = readPids(pids) as [number];
+    const recorded = readRecord(stateDir, id);
+    assert.deepEqual([recorded.status, recorded.agent.pid, recorded.agent.pgid], ["running", agent, agent], "the agent leads its own process group");
+    assert.match(recorded.agent.tree_marker, /^[0-9a-f-]{36}$/);
     await crash(first);
     assert.ok(isAlive(agent), "the agent outlives the server that started it");
 
