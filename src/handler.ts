@@ -35,7 +35,7 @@ import {
   type RequestId,
 } from "./jsonrpc.js";
 import type { Logger } from "./log.js";
-import { applyPolicy, type Policy } from "./policy.js";
+import { admitAgent, type Policy } from "./policy.js";
 import { TASK_TOOLS, createTaskMethods, type TaskTool } from "./tasks.js";
 import { becomesTask, createTaskExtension, type TaskExtensionMethod } from "./tasks-extension.js";
 import {
@@ -192,12 +192,6 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     });
   }
 
-  async function requireDirectory(dir: string, label: string): Promise<string> {
-    const check = await deps.checkDirectory(dir);
-    if (!check.ok) throw new DispatchError(check.code, `"${label}" ${check.problem}`);
-    return check.path;
-  }
-
   /**
    * Applies the policy and checks every directory, then whether the request was
    * cancelled meanwhile: a job started after its request was cancelled would run
@@ -205,15 +199,9 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
    * cancelled request gets no response.)
    */
   async function prepareAgent(cwd: string, requested: AgentOptions, signal: AbortSignal): Promise<{ cwd: string; options: AgentOptions }> {
-    const options = applyPolicy(requested, deps.policy);
-    const resolvedCwd = await requireDirectory(cwd, "cwd");
-    if (options.addDirs) {
-      const resolved: string[] = [];
-      for (const [index, dir] of options.addDirs.entries()) resolved.push(await requireDirectory(dir, `add_dirs[${index}]`));
-      options.addDirs = resolved;
-    }
+    const admitted = await admitAgent(cwd, requested, deps.policy, deps.checkDirectory);
     if (signal.aborted) throw new DispatchError("INVALID_ARGUMENT", "the request was cancelled before the job started");
-    return { cwd: resolvedCwd, options };
+    return admitted;
   }
 
   /**

@@ -14,7 +14,7 @@
  */
 import type { AgentAttacher, AgentLauncher, AgentOptions, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "./claude.js";
 import type { CancelTimer, Clock } from "./clock.js";
-import { DispatchError } from "./errors.js";
+import { DispatchError, toDispatchError } from "./errors.js";
 import type { Logger } from "./log.js";
 import type { OutputFiles } from "./process.js";
 import type { JobRecord, ProcessIdentity, StoredOutcome } from "./state.js";
@@ -99,6 +99,11 @@ export interface Persistence {
   replayTranscript(id: string): Transcript;
   /** Disk used by finished jobs; the oldest are removed beyond it. */
   maxBytes: number;
+  /**
+   * Checks a queued job taken over after a restart against today's policy and
+   * directories, as a new call would be (§15.3); throws DispatchError to refuse it.
+   */
+  admit(spec: AgentSpec): Promise<AgentSpec>;
 }
 
 /** Whether a process is alive, and the same one (start time) when a start time is known. */
@@ -341,7 +346,16 @@ export class JobRegistry {
       if (!(await this.claim(record, isAlive))) continue;
       const generation = record.generation + 1;
       try {
-        this.adopt(record, generation);
+        const spec = this.specOf(record);
+        let refusal: DispatchError | undefined;
+        if (record.status === "queued" && spec) {
+          try {
+            Object.assign(spec, await persistence.admit(spec));
+          } catch (error) {
+            refusal = toDispatchError(error);
+          }
+        }
+        this.adopt(record, generation, spec, refusal);
       } catch (error) {
         logger.error(`cannot adopt job ${record.id}: ${(error as Error).message}`);
       }
@@ -362,16 +376,17 @@ export class JobRegistry {
     return store.claim(record.id, generation, owner, true);
   }
 
-  private adopt(record: JobRecord, generation: number): void {
+  /** What the job asked for, its whole prompt included; undefined when prompt.txt is gone. */
+  private specOf(record: JobRecord): AgentSpec | undefined {
+    const prompt = (this.options.persistence as Persistence).store.readPrompt(record.id);
+    if (prompt === undefined) return undefined;
+    return { prompt, cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
+  }
+
+  private adopt(record: JobRecord, generation: number, found: AgentSpec | undefined, refusal: DispatchError | undefined): void {
     const persistence = this.options.persistence as Persistence;
     const { clock, logger } = this.options;
-    const prompt = persistence.store.readPrompt(record.id);
-    const spec: AgentSpec = {
-      prompt: prompt ?? "",
-      cwd: record.cwd,
-      options: record.options,
-      ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}),
-    };
+    const spec = found ?? { prompt: "", cwd: record.cwd, options: record.options };
     const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, (entry) => this.queue.indexOf(entry) + 1);
     job.submittedAt = record.submitted_at;
     job.generation = generation;
@@ -380,9 +395,13 @@ export class JobRegistry {
     // The caller's budget counts from submission, across restarts.
     const remaining = record.timeout_ms === undefined ? undefined : Math.max(0, record.timeout_ms - (clock.now() - record.submitted_at));
     if (record.status === "queued") {
-      if (prompt === undefined) {
+      if (!found) {
         // Starting it with no prompt would spend money on nothing.
         this.finish(job, { ok: false, code: "STATE_ERROR", detail: "its prompt.txt is missing from the state directory; it was not started" });
+        return;
+      }
+      if (refusal) {
+        this.finish(job, { ok: false, code: refusal.code, detail: `not started after the restart: ${refusal.message}` });
         return;
       }
       this.save(job);

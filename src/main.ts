@@ -16,6 +16,7 @@ import { checkDirectory, resolveRoots } from "./directory.js";
 import { createRequestHandler } from "./handler.js";
 import { JobRegistry } from "./jobs.js";
 import { createLogger, type Logger } from "./log.js";
+import { admitAgent } from "./policy.js";
 import type { AttachRequest, ChildHandle, Platform, ProcessControl, SpawnRequest } from "./process.js";
 import { createTextFile, readFileRange, StateError, StateStore, type ProcessIdentity } from "./state.js";
 import { createMessageWriter, serveStdio } from "./stdio.js";
@@ -239,6 +240,7 @@ async function serve(): Promise<void> {
       attach: agents.attach,
       replayTranscript: (id) => replayTranscript(store, config, id),
       maxBytes: config.stateMaxBytes,
+      admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
     },
   });
   await restoreJobs(store, jobs, processControl, logger);

@@ -4,6 +4,7 @@
  * changed; what a call leaves out is filled from the operator's defaults.
  */
 import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "./claude.js";
+import type { DirectoryCheck } from "./directory.js";
 import { DispatchError } from "./errors.js";
 
 export interface Policy {
@@ -57,4 +58,31 @@ export function applyPolicy(requested: AgentOptions, policy: Policy): AgentOptio
   if (maxTurns !== undefined) options.maxTurns = maxTurns;
   if (maxBudgetUsd !== undefined) options.maxBudgetUsd = maxBudgetUsd;
   return options;
+}
+
+/**
+ * Applies the policy and checks cwd and every add_dirs entry (§5, §5.6):
+ * for a new call, and again for a queued job taken over after a restart,
+ * since the operator may have tightened the policy meanwhile (§15.3).
+ * Returns the options and directories the agent gets; throws DispatchError.
+ */
+export async function admitAgent(
+  cwd: string,
+  requested: AgentOptions,
+  policy: Policy,
+  checkDirectory: (dir: string) => Promise<DirectoryCheck>,
+): Promise<{ cwd: string; options: AgentOptions }> {
+  const require = async (dir: string, label: string): Promise<string> => {
+    const check = await checkDirectory(dir);
+    if (!check.ok) throw new DispatchError(check.code, `"${label}" ${check.problem}`);
+    return check.path;
+  };
+  const options = applyPolicy(requested, policy);
+  const resolvedCwd = await require(cwd, "cwd");
+  if (options.addDirs) {
+    const resolved: string[] = [];
+    for (const [index, dir] of options.addDirs.entries()) resolved.push(await require(dir, `add_dirs[${index}]`));
+    options.addDirs = resolved;
+  }
+  return { cwd: resolvedCwd, options };
 }

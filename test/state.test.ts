@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import type { AgentToAttach } from "../src/claude.js";
+import type { AgentSpec, AgentToAttach } from "../src/claude.js";
+import { DispatchError } from "../src/errors.js";
 import { JobRegistry, type IsAlive } from "../src/jobs.js";
 import { parseStreamingMember } from "../src/json-stream.js";
 import { LineReader } from "../src/lines.js";
@@ -44,7 +45,10 @@ interface Harness {
   store: StateStore;
 }
 
-function harness(store: StateStore, options: { maxRunning?: number; retentionMs?: number; maxBytes?: number; owner?: typeof OWNER } = {}): Harness {
+function harness(
+  store: StateStore,
+  options: { maxRunning?: number; retentionMs?: number; maxBytes?: number; owner?: typeof OWNER; admit?: (spec: AgentSpec) => Promise<AgentSpec> } = {},
+): Harness {
   const clock = new FakeClock();
   const launcher = new FakeLauncher();
   const attached: AgentToAttach[] = [];
@@ -69,6 +73,7 @@ function harness(store: StateStore, options: { maxRunning?: number; retentionMs?
       },
       replayTranscript: () => new Transcript(1000),
       maxBytes: options.maxBytes ?? 1024 ** 3,
+      admit: options.admit ?? (async (spec) => spec),
     },
   });
   return { jobs, launcher, attached, attachedAgents, clock, store };
@@ -243,6 +248,27 @@ describe("the job registry with a state directory", () => {
     assert.equal(fresh.jobs.get(queued.id)?.status, "failed");
     assert.equal(outcome?.ok === false ? outcome.code : "ok", "STATE_ERROR");
     assert.equal(fresh.launcher.agents.length, 0);
+  });
+
+  test("a queued job taken over is checked against today's policy; one it breaks is refused, not started", async () => {
+    const store = freshStore();
+    const old = harness(store, { maxRunning: 1, owner: { pid: 77, start_time: "1" } });
+    old.jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
+    const risky = old.jobs.start({ prompt: "risky", cwd: "/w", options: { permissionMode: "bypassPermissions" } }, "start");
+    const fine = old.jobs.start({ prompt: "fine", cwd: "/w" }, "start");
+    const fresh = harness(store, {
+      maxRunning: 2,
+      admit: async (spec) => {
+        if (spec.options?.permissionMode === "bypassPermissions") throw new DispatchError("POLICY_DENIED", "bypassPermissions is not allowed here");
+        return { ...spec, cwd: "/real/w" };
+      },
+    });
+    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    const outcome = fresh.jobs.get(risky.id)?.outcome;
+    assert.equal(outcome?.ok === false ? outcome.code : "ok", "POLICY_DENIED");
+    assert.match(outcome?.ok === false ? outcome.detail : "", /not started after the restart/);
+    assert.deepEqual(fresh.launcher.agents.map((agent) => [agent.spec.prompt, agent.spec.cwd]), [["fine", "/real/w"]], "the admitted job runs where the check resolved it");
+    assert.equal(fresh.jobs.get(fine.id)?.status, "running");
   });
 
   test("a queued job's timeout counts from submission across the restart", async () => {
