@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -375,5 +375,37 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
     assert.equal(exit.code, 0);
     assert.ok(Date.now() - startedAt < 6000, "the server took too long to exit");
     for (const info of tree) assert.equal(isAlive(info.pid), false, `pid ${info.pid} survived shutdown`);
+  });
+
+  test("11. the server is SIGKILLed while a real agent runs a tool: the next server takes the job over and gets its result", async () => {
+    const stateDir = mkdtempSync(path.join(scratch, "state-"));
+    const gate = path.join(stateDir, "gate");
+    const token = `crash-${Date.now()}`;
+    const first = startServer({ env: { CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "keep" } });
+    await first.initialize();
+    const started = await first.callTool("claude_start", {
+      prompt: `MOCK:BASH echo ${token}; while [ ! -e ${gate} ]; do sleep 0.05; done; echo released-${token}`,
+      cwd: project,
+    });
+    const jobId = report(started).job_id as string;
+    const { agent, tool } = await waitForToolProcess(first, token);
+    const recordFile = path.join(stateDir, "jobs", jobId, "record.json");
+    await waitFor(() => JSON.parse(readFileSync(recordFile, "utf8")).agent?.start_time !== undefined, "the agent's identity in its record");
+    first.child.kill("SIGKILL");
+    await first.exited;
+    assert.ok(isAlive(agent) && isAlive(tool), "the agent and its tool outlive the server (its output goes to a file, not a pipe)");
+
+    const second = startServer({ env: { CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "kill" } });
+    await second.initialize();
+    const following = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 200 });
+    assert.equal(report(following).status, "running", text(following));
+    assert.match(report(following).last_activity, /Bash/, "what the agent did before the crash is read back from its output file");
+    writeFileSync(gate, "");
+    let waited = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
+    while (report(waited).status === "running") waited = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
+    assert.equal(report(waited).status, "completed", text(waited));
+    assert.match(report(waited).result, new RegExp(`released-${token}`));
+    assert.match(report(waited).session_id, /^[0-9a-f-]{36}$/);
+    await waitFor(() => !isAlive(agent) && !isAlive(tool), "the agent and its tool to be gone");
   });
 });
