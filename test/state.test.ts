@@ -285,6 +285,33 @@ describe("the job registry with a state directory", () => {
     assert.equal(outcome?.ok === false ? outcome.code : "ok", "TIMEOUT");
   });
 
+  test("50 concurrent starts with a limit of 3: the limit holds, on disk too, and jobs start in submission order", async () => {
+    const store = freshStore();
+    const { jobs, launcher } = harness(store, { maxRunning: 3 });
+    const started = Array.from({ length: 50 }, (_, i) => jobs.start({ prompt: `job ${i}`, cwd: "/w" }, "start"));
+    const statuses = (): string[] => started.map((job) => store.read(job.id)?.status ?? "missing");
+    assert.deepEqual([statuses().filter((s) => s === "running").length, statuses().filter((s) => s === "queued").length], [3, 47]);
+    const killed = started[10] as (typeof started)[number];
+    await jobs.kill(killed.id, "claude_kill");
+    assert.equal(store.read(killed.id)?.status, "killed");
+    const finished = new Set<FakeAgent>();
+    while (launcher.agents.some((agent) => !finished.has(agent))) {
+      const running = launcher.agents.filter((agent) => !finished.has(agent));
+      assert.ok(running.length <= 3, "never more than the limit");
+      for (const agent of running) {
+        finished.add(agent);
+        agent.succeed();
+      }
+      await settle();
+    }
+    assert.deepEqual(
+      launcher.agents.map((agent) => agent.spec.prompt),
+      started.filter((job) => job !== killed).map((job) => `job ${started.indexOf(job)}`),
+      "FIFO, and the killed job never started",
+    );
+    assert.equal(statuses().filter((s) => s === "completed").length, 49);
+  });
+
   test("a kill asked for from the command line drops a queued job when its turn comes", async () => {
     const store = freshStore();
     const { jobs, launcher } = harness(store, { maxRunning: 1 });
