@@ -251,8 +251,8 @@ export interface ClaudeStreamOptions {
 /** The agent's output file, read again, and where a long result's text is written (§15.4). */
 export interface OutputSource {
   read(offset: number, length: number): Buffer | undefined;
-  /** Starts the result file afresh; returns how to add text to it and close it. */
-  createResult(): { write(text: string): void; close(): void };
+  /** Starts the result file afresh; returns how to add text to it and close it. Without it (a replay), a long result's text is skipped. */
+  createResult?(): { write(text: string): void; close(): void };
 }
 
 /** Lines longer than this are left in the output file until the end, when only a result line is read back. */
@@ -340,12 +340,12 @@ export class ClaudeStream {
   /** A result line too long to hold: its text is streamed into the result file, the rest parsed. */
   private readDeferredResult(source: OutputSource, { offset, length }: { offset: number; length: number }): void {
     this.deferredResult = undefined;
-    const sink = source.createResult();
+    const sink = source.createResult?.();
     let parsed: ReturnType<typeof parseStreamingMember>;
     try {
-      parsed = parseStreamingMember((at, size) => source.read(at, size), offset, length, "result", (text) => sink.write(text));
+      parsed = parseStreamingMember((at, size) => source.read(at, size), offset, length, "result", (text) => sink?.write(text));
     } finally {
-      sink.close();
+      sink?.close();
     }
     if (!parsed) {
       this.options.onMalformedLine?.(`a ${length}-byte line that is not one JSON object`);
@@ -544,7 +544,7 @@ export function interpretExit(
   if (notFound) return { ok: false, code: "SESSION_NOT_FOUND", detail: sessionNotFound(notFound[1]) };
   if (exit.unobserved) {
     const stderr = clip(exit.stderrTail, 2000);
-    const detail = "claude ended while no server was watching it and printed no result";
+    const detail = "claude ended without printing a result; it was started by an earlier server, so its exit status is unknown";
     return { ok: false, code: "AGENT_LOST", detail: stderr ? `${detail}; its stderr ends: ${stderr}` : detail };
   }
   if (exit.exitCode !== 0) {

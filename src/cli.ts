@@ -324,10 +324,7 @@ function progressOf(store: StateStore, record: JobRecord): { turns: number; cost
 
 /** Reads a job's stdout.jsonl through the same parser the server uses. */
 function replayOutput(store: StateStore, id: string, transcriptChars: number): ClaudeStream {
-  const stream = new ClaudeStream({ maxLineBytes: MAX_OUTPUT_LINE_BYTES, transcriptChars, onOverflow: () => undefined });
-  store.readChunks(id, "stdout.jsonl", (chunk) => stream.push(chunk));
-  stream.end();
-  return stream;
+  return store.replay(id, { maxLineBytes: MAX_OUTPUT_LINE_BYTES, transcriptChars });
 }
 
 /* ------------------------------------------------------------------ *
@@ -531,11 +528,7 @@ async function finishRecord(context: Context, control: ProcessControl, record: J
   const { store, io } = context;
   const generation = record.generation + 1;
   const self = io.identity();
-  if (!store.claim(record.id, generation, self)) {
-    const holder = store.claimHolder(record.id, generation);
-    if (!holder || (await control.isAlive(holder.pid, holder.start_time))) return undefined;
-    if (!store.claim(record.id, generation, self, true)) return undefined;
-  }
+  if (!(await store.claimJob(record.id, generation, self, (holder) => control.isAlive(holder.pid, holder.start_time)))) return undefined;
   const current = store.read(record.id) ?? record;
   if (isFinishedStatus(current.status)) return current;
   const live = replayOutput(store, record.id, 1).live();

@@ -132,10 +132,7 @@ export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
     stateMaxBytes: integer(env, "CLAUDE_DISPATCH_STATE_MAX_BYTES", 1024 ** 3, 1024 * 1024, 1024 ** 4),
     onExit: loadOnExit(env),
     policy: loadPolicy(env),
-    roots: optional(env, "CLAUDE_DISPATCH_ROOTS")
-      ?.split(pathDelimiter)
-      .map((root) => root.trim())
-      .filter(Boolean),
+    roots: loadRoots(env, pathDelimiter),
   };
 }
 
@@ -154,4 +151,16 @@ function loadOnExit(env: Env): OnExit {
     throw new ConfigError(`CLAUDE_DISPATCH_ON_EXIT must be one of ${ON_EXIT_POLICIES.join(", ")}, got ${JSON.stringify(value)}`);
   }
   return value as OnExit;
+}
+
+/** Set but naming no directory (say ":") would refuse every call: that is a mistake, not a policy. */
+function loadRoots(env: Env, pathDelimiter: string): string[] | undefined {
+  const raw = optional(env, "CLAUDE_DISPATCH_ROOTS");
+  if (raw === undefined) return undefined;
+  const roots = raw
+    .split(pathDelimiter)
+    .map((root) => root.trim())
+    .filter(Boolean);
+  if (roots.length === 0) throw new ConfigError(`CLAUDE_DISPATCH_ROOTS names no directory: ${JSON.stringify(raw)}`);
+  return roots;
 }

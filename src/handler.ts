@@ -107,7 +107,8 @@ export type RequestHandler = (message: unknown) => Promise<JsonRpcResponse | nul
 function describeDuration(ms: number): string {
   if (ms < 120_000) return `${Math.round(ms / 1000)} seconds`;
   if (ms < 2 * 3_600_000) return `${Math.round(ms / 60_000)} minutes`;
-  return `${Math.round(ms / 3_600_000)} hours`;
+  if (ms < 2 * 86_400_000) return `${Math.round(ms / 3_600_000)} hours`;
+  return `${Math.round(ms / 86_400_000)} days`;
 }
 
 function requestKey(id: RequestId): string {
@@ -244,7 +245,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     if (job) return job;
     throw new DispatchError(
       "JOB_NOT_FOUND",
-      `no job with id ${jobId}; finished jobs are forgotten ${describeDuration(deps.jobRetentionMs)} after they end, and jobs do not survive a server restart`,
+      `no job with id ${jobId}; finished jobs are forgotten ${describeDuration(deps.jobRetentionMs)} after they end, and a job another running claude-dispatch server owns is served by that server (claude-dispatch jobs lists every job)`,
     );
   }
 
@@ -254,11 +255,13 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     const stop = new AbortController();
     const onCancel = (): void => stop.abort();
     signal.addEventListener("abort", onCancel, { once: true });
-    void job.done.then(onCancel);
+    // A listener dropped when the hold ends: a job polled for days does not collect one per call.
+    const stopWatching = job.whenDone(onCancel);
     try {
       await sleep(clock, holdMs, stop.signal);
     } finally {
       signal.removeEventListener("abort", onCancel);
+      stopWatching();
     }
   }
 

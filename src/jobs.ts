@@ -62,6 +62,8 @@ export interface Job {
   queuePosition(): number | undefined;
   /** What the agent has done so far (§5.3). */
   live(): LiveSummary;
+  /** Calls listener once when the job finishes (at once if it has); returns the unsubscribe. */
+  whenDone(listener: () => void): () => void;
   /** Calls listener whenever the job starts or its agent reports something; returns the unsubscribe. */
   onActivity(listener: () => void): () => void;
   readonly transcript: Transcript;
@@ -86,8 +88,7 @@ export interface JobStore {
   /** Bytes the job's folder uses. */
   size(id: string): number;
   remove(id: string): void;
-  claim(id: string, generation: number, claimer: ProcessIdentity, replaceStale?: boolean): boolean;
-  claimHolder(id: string, generation: number): ProcessIdentity | undefined;
+  claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean>): Promise<boolean>;
 }
 
 export interface Persistence {
@@ -106,8 +107,8 @@ export interface Persistence {
   admit(spec: AgentSpec): Promise<AgentSpec>;
 }
 
-/** Whether a process is alive, and the same one (start time) when a start time is known. */
-export type IsAlive = (process: ProcessIdentity) => Promise<boolean>;
+/** Whether a process is still the one a record names: same start time, or else carrying the tree marker. */
+export type IsAlive = (process: ProcessIdentity & { tree_marker?: string }) => Promise<boolean>;
 
 export interface JobRegistryOptions {
   launch: AgentLauncher;
@@ -155,7 +156,8 @@ class JobEntry implements Job {
   killing: Promise<{ survivors: number[] }> | undefined;
   cancelTimeout: CancelTimer | undefined;
   readonly done: Promise<void>;
-  markDone!: () => void;
+  private resolveDone!: () => void;
+  private readonly doneListeners = new Set<() => void>();
   /** Each listener, with its subscription to the agent once there is one. */
   private readonly listeners = new Map<() => void, (() => void) | undefined>();
 
@@ -168,11 +170,26 @@ class JobEntry implements Job {
     private readonly positionOf: (job: JobEntry) => number | undefined,
   ) {
     this.submittedAt = startedAt;
-    this.done = new Promise<void>((resolve) => (this.markDone = resolve));
+    this.done = new Promise<void>((resolve) => (this.resolveDone = resolve));
   }
 
   resultText(): string | undefined {
     return this.outcome?.result?.text ?? this.readResultFile?.();
+  }
+
+  markDone(): void {
+    this.resolveDone();
+    for (const listener of [...this.doneListeners]) listener();
+    this.doneListeners.clear();
+  }
+
+  whenDone(listener: () => void): () => void {
+    if (this.finishedAt !== undefined) {
+      listener();
+      return () => undefined;
+    }
+    this.doneListeners.add(listener);
+    return () => this.doneListeners.delete(listener);
   }
 
   resultHead(maxChars: number): { text: string; chars: number } | undefined {
@@ -232,6 +249,8 @@ export class JobRegistry {
   private readonly queue: JobEntry[] = [];
   private runningCount = 0;
   private closing = false;
+  /** Agent identities being written to their records: shutdown with keep waits for them. */
+  private readonly recording = new Set<Promise<void>>();
 
   constructor(private readonly options: JobRegistryOptions) {}
 
@@ -290,7 +309,11 @@ export class JobRegistry {
       return { killed: true, survivors: [] };
     }
     if (job.status !== "running" || !job.run) return { killed: false, survivors: [] };
-    job.killReason ??= reason;
+    if (job.killReason === undefined) {
+      job.killReason = reason;
+      // On disk before any signal: a server that stops mid-kill leaves the kill to the next one (§15.3).
+      this.save(job);
+    }
     job.killing ??= job.run.kill();
     const { survivors } = await job.killing;
     if (survivors.length === 0) {
@@ -316,12 +339,14 @@ export class JobRegistry {
    * Stops starting jobs and leaves the rest as they are (§3, CLAUDE_DISPATCH_ON_EXIT=keep):
    * running agents keep running and queued jobs stay queued, on disk, for the next server.
    */
-  leave(): void {
+  async leave(): Promise<void> {
     this.closing = true;
     const running = this.running().length;
     if (running + this.queue.length > 0) {
       this.options.logger.info(`leaving ${running} running and ${this.queue.length} queued job(s) to the next server`);
     }
+    // An agent whose identity is not on disk yet could be neither followed nor killed by the next server.
+    await Promise.allSettled([...this.recording]);
   }
 
   /**
@@ -335,16 +360,14 @@ export class JobRegistry {
     const persistence = this.options.persistence;
     if (!persistence) return;
     const { logger } = this.options;
-    const finished: JobRecord[] = [];
+    // Finished jobs first, in finish order, so that jobs ending during the takeover come after them (reaping reads that order).
+    const finished = records.filter((record) => !this.jobs.has(record.id) && record.status !== "queued" && record.status !== "running");
+    finished.sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
+    for (const record of finished) this.restoreFinished(record);
     for (const record of records) {
-      if (this.jobs.has(record.id)) continue;
-      if (record.status !== "queued" && record.status !== "running") {
-        finished.push(record);
-        continue;
-      }
+      if (this.jobs.has(record.id) || (record.status !== "queued" && record.status !== "running")) continue;
       if (await isAlive(record.owner)) continue;
-      if (!(await this.claim(record, isAlive))) continue;
-      const generation = record.generation + 1;
+      if (!(await persistence.store.claimJob(record.id, record.generation + 1, persistence.owner, isAlive))) continue;
       try {
         const spec = this.specOf(record);
         let refusal: DispatchError | undefined;
@@ -355,25 +378,14 @@ export class JobRegistry {
             refusal = toDispatchError(error);
           }
         }
-        this.adopt(record, generation, spec, refusal);
+        const agentAlive = record.status === "running" && record.agent !== undefined && (await isAlive(record.agent));
+        this.adopt(record, { spec, refusal, agentAlive });
       } catch (error) {
         logger.error(`cannot adopt job ${record.id}: ${(error as Error).message}`);
       }
     }
-    finished.sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
-    for (const record of finished) this.restoreFinished(record);
     this.reap();
     this.launchNext();
-  }
-
-  /** Claims the job for this server; a claim whose holder died before it rewrote the record is replaced. */
-  private async claim(record: JobRecord, isAlive: IsAlive): Promise<boolean> {
-    const { store, owner } = this.options.persistence as Persistence;
-    const generation = record.generation + 1;
-    if (store.claim(record.id, generation, owner)) return true;
-    const holder = store.claimHolder(record.id, generation);
-    if (!holder || (await isAlive(holder))) return false;
-    return store.claim(record.id, generation, owner, true);
   }
 
   /** What the job asked for, its whole prompt included; undefined when prompt.txt is gone. */
@@ -383,31 +395,34 @@ export class JobRegistry {
     return { prompt, cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
   }
 
-  private adopt(record: JobRecord, generation: number, found: AgentSpec | undefined, refusal: DispatchError | undefined): void {
+  private adopt(record: JobRecord, found: { spec: AgentSpec | undefined; refusal: DispatchError | undefined; agentAlive: boolean }): void {
     const persistence = this.options.persistence as Persistence;
     const { clock, logger } = this.options;
-    const spec = found ?? { prompt: "", cwd: record.cwd, options: record.options };
+    const spec = found.spec ?? { prompt: "", cwd: record.cwd, options: record.options };
     const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, (entry) => this.queue.indexOf(entry) + 1);
     job.submittedAt = record.submitted_at;
-    job.generation = generation;
+    job.generation = record.generation + 1;
     job.agent = record.agent;
+    job.killReason = record.kill_reason as KillReason | undefined;
     this.jobs.set(job.id, job);
     // The caller's budget counts from submission, across restarts.
     const remaining = record.timeout_ms === undefined ? undefined : Math.max(0, record.timeout_ms - (clock.now() - record.submitted_at));
     if (record.status === "queued") {
-      if (!found) {
+      if (!found.spec) {
         // Starting it with no prompt would spend money on nothing.
         this.finish(job, { ok: false, code: "STATE_ERROR", detail: "its prompt.txt is missing from the state directory; it was not started" });
-        return;
+      } else if (found.refusal) {
+        this.finish(job, { ok: false, code: found.refusal.code, detail: `not started after the restart: ${found.refusal.message}` });
+      } else if (remaining === 0) {
+        // Its time ran out while no server ran: it is not started only to be killed.
+        job.killReason = "timeout";
+        this.finish(job, { ok: false, code: "TIMEOUT", detail: "" });
+      } else {
+        this.save(job);
+        logger.info(`job ${job.id} adopted: queued`);
+        this.armTimeout(job, remaining);
+        this.enqueue(job);
       }
-      if (refusal) {
-        this.finish(job, { ok: false, code: refusal.code, detail: `not started after the restart: ${refusal.message}` });
-        return;
-      }
-      this.save(job);
-      logger.info(`job ${job.id} adopted: queued`);
-      this.armTimeout(job, remaining);
-      this.enqueue(job);
       return;
     }
     const agent = record.agent;
@@ -420,12 +435,19 @@ export class JobRegistry {
       this.finish(job, { ok: false, code: "AGENT_LOST", detail: "the server stopped before it recorded the agent's pid" });
       return;
     }
-    logger.info(`job ${job.id} adopted: following agent ${agent.pid}`);
-    this.armTimeout(job, remaining);
+    logger.info(`job ${job.id} adopted: ${found.agentAlive ? `following agent ${agent.pid}` : "its agent is gone; reading its output"}`);
     this.follow(
       job,
       persistence.attach({ pid: agent.pid, startTime: agent.start_time, marker: agent.tree_marker, output: persistence.store.outputFiles(job.id) }),
     );
+    // An agent already gone is finished from its output, result and all: no timeout applies to it.
+    if (!found.agentAlive) return;
+    // A kill under way when the last server stopped is carried out now.
+    if (job.killReason !== undefined) {
+      this.kill(job.id, job.killReason).catch((error: unknown) => logger.error(`kill of adopted job ${job.id}: ${String(error)}`));
+      return;
+    }
+    this.armTimeout(job, remaining);
   }
 
   private restoreFinished(record: JobRecord): void {
@@ -459,7 +481,8 @@ export class JobRegistry {
   }
 
   private enqueue(job: JobEntry): void {
-    if (this.runningCount < this.options.maxRunning && !this.closing) {
+    // A slot just freed belongs to the oldest queued job, not to this newcomer.
+    if (this.runningCount < this.options.maxRunning && this.queue.length === 0 && !this.closing) {
       this.launch(job);
     } else {
       this.queue.push(job);
@@ -486,7 +509,7 @@ export class JobRegistry {
     logger.info(`job ${job.id} started (${job.kind}, pid ${run.pid ?? "none"}) in ${job.cwd}`);
     if (persistence) {
       // The pid, start time and tree marker let a later server recognise this agent (§15.3).
-      run
+      const recorded = run
         .identity()
         .then(({ pid, pgid, startTime, marker }) => {
           if (job.status !== "running" || pid === undefined) return;
@@ -497,6 +520,8 @@ export class JobRegistry {
           this.save(job);
         })
         .catch((error: unknown) => logger.warn(`job ${job.id}: cannot record the agent's identity: ${String(error)}`));
+      this.recording.add(recorded);
+      void recorded.finally(() => this.recording.delete(recorded));
     }
     this.follow(job, run);
   }
@@ -553,11 +578,12 @@ export class JobRegistry {
     }
     if (persistence) this.storeResult(job, persistence);
     this.save(job);
+    // Older jobs are forgotten now; this one only at a later lookup, so whoever waits on it still reads its result.
+    this.reap();
     this.finishedOrder.push(job.id);
     this.countBytes(job.id);
     logger.info(`job ${job.id} ${job.status}${outcome.ok ? "" : ` (${outcome.code})`}`);
     job.markDone();
-    this.reap();
     this.boundTranscripts();
   }
 

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
-import { agentEnvironment, ClaudeStream, createClaudeAgents } from "./claude.js";
+import { agentEnvironment, createClaudeAgents } from "./claude.js";
 import { systemClock } from "./clock.js";
 import { DEPTH_VARIABLE, loadConfig, type Config } from "./config.js";
 import { checkDirectory, resolveRoots } from "./directory.js";
@@ -96,6 +96,15 @@ function deferredChild(pending: Promise<ChildHandle>): ChildHandle {
   };
 }
 
+/** The command line reads the kill grace like the server, but an invalid configuration must not stop a kill. */
+function cliKillGraceMs(): number {
+  try {
+    return loadConfig(process.env, hostFacts()).killGraceMs;
+  } catch {
+    return 3000;
+  }
+}
+
 /** The host as loadConfig needs it. */
 function hostFacts(): Parameters<typeof loadConfig>[1] {
   return { pathDelimiter: path.delimiter, cpus: availableParallelism(), platform: process.platform, home: homedir() };
@@ -123,12 +132,6 @@ function linuxStartTime(): string | undefined {
   }
 }
 
-function replayTranscript(store: StateStore, config: Config, id: string): ClaudeStream["transcript"] {
-  const stream = new ClaudeStream({ maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS, onOverflow: () => undefined });
-  store.readChunks(id, "stdout.jsonl", (chunk) => stream.push(chunk));
-  stream.end();
-  return stream.transcript;
-}
 
 function openState(config: Config): StateStore {
   const store = new StateStore(config.stateDir);
@@ -152,7 +155,7 @@ async function main(): Promise<void> {
       stdout: process.stdout,
       stderr: process.stderr,
       clock: systemClock,
-      processControl: (logger) => loadProcessControl({ clock: systemClock, logger, killGraceMs: 3000 }),
+      processControl: (logger) => loadProcessControl({ clock: systemClock, logger, killGraceMs: cliKillGraceMs() }),
       // For the host configuration snippet `doctor` prints.
       nodePath: process.execPath,
       mainPath: path.resolve(process.argv[1] ?? "dist/main.js"),
@@ -238,7 +241,7 @@ async function serve(): Promise<void> {
       store,
       owner: await ownIdentity(processControl),
       attach: agents.attach,
-      replayTranscript: (id) => replayTranscript(store, config, id),
+      replayTranscript: (id) => store.replay(id, { maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS }).transcript,
       maxBytes: config.stateMaxBytes,
       admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
     },
@@ -281,7 +284,7 @@ async function serve(): Promise<void> {
     process.stdin.pause();
     // keep: agents run on and the next server follows them (§15.3); kill: stop them all now.
     if (config.onExit === "keep") {
-      jobs.leave();
+      await jobs.leave();
     } else {
       await jobs.shutdown();
       await (await loadingProcesses?.catch(() => undefined))?.idle();
@@ -317,7 +320,7 @@ async function restoreJobs(store: StateStore, jobs: JobRegistry, processControl:
   const unfinished = records.some((record) => record.status === "queued" || record.status === "running");
   // The process layer loads only when some record needs a liveness check (BENCHMARKS.md (a)).
   const control = unfinished ? await processControl() : undefined;
-  await jobs.restore(records, async (owner) => (control ? control.isAlive(owner.pid, owner.start_time) : false));
+  await jobs.restore(records, async (named) => (control ? control.isAlive(named.pid, named.start_time, named.tree_marker) : false));
 }
 
 void main();

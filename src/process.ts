@@ -156,8 +156,12 @@ export interface ProcessControl {
   start(request: SpawnRequest): ChildHandle;
   /** Follows an agent that an earlier server started; its exit is noticed by liveness polling. */
   attach(request: AttachRequest): ChildHandle;
-  /** Whether pid is alive and, when startTime is given, still the process that had that start time. */
-  isAlive(pid: number, startTime: string | undefined): Promise<boolean>;
+  /**
+   * Whether pid is still the process a record names: same start time, or,
+   * without one, carrying the tree marker (Linux). Windows has neither and
+   * goes by the pid alone.
+   */
+  isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean>;
   /** A live process's start time as the process table shows it; undefined on Windows or when it is gone. */
   startTimeOf(pid: number): Promise<string | undefined>;
   /** Resolves when every child has settled. */
@@ -186,9 +190,9 @@ export function createProcessControl(options: ProcessControlOptions): ProcessCon
     return handle;
   }
 
-  async function isAlive(pid: number, startTime: string | undefined): Promise<boolean> {
+  async function isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean> {
     if (platform.kind === "windows") return platform.isRunning(pid);
-    return (await tracker?.identify(pid, startTime)) ?? false;
+    return (await tracker?.identify(pid, startTime, marker === undefined ? undefined : `${TREE_MARKER_VARIABLE}=${marker}`)) ?? false;
   }
 
   async function idle(): Promise<void> {
@@ -501,7 +505,9 @@ function startPosix(
 function attachPosix(tracker: TreeTracker, request: AttachRequest, options: ProcessControlOptions): ChildHandle {
   // Without a recorded marker, one that no process carries.
   const marker = `${TREE_MARKER_VARIABLE}=${request.marker ?? `none-${randomUUID()}`}`;
-  const tree = tracker.track(request.pid, marker, request.startTime);
+  // Without a recorded start time the pid itself is never taken into the tree (no start time
+  // matches this one): only processes carrying the marker are, so a reused pid is never signalled.
+  const tree = tracker.track(request.pid, marker, request.startTime ?? UNKNOWN_START_TIME);
   let killing: Promise<KillReport> | undefined;
   let killed: () => void = () => undefined;
   const killedSignal = new Promise<void>((resolve) => (killed = resolve));
@@ -509,7 +515,7 @@ function attachPosix(tracker: TreeTracker, request: AttachRequest, options: Proc
     killing ??= tracker.kill(tree).finally(killed);
     return killing;
   };
-  const exited = followUntilGone(request, options, () => tracker.identify(request.pid, request.startTime), killedSignal).then((exit) => {
+  const exited = followUntilGone(request, options, () => tracker.identify(request.pid, request.startTime, marker), killedSignal).then((exit) => {
     tree.markRootExited();
     return exit;
   });
@@ -546,6 +552,8 @@ async function followUntilGone(
 }
 
 const SHARED_SNAPSHOT_MS = 25;
+/** Stands for a start time nobody recorded; equal to no real one. */
+const UNKNOWN_START_TIME = "unknown";
 
 /** Set in each agent's environment; its value is unique per agent. */
 export const TREE_MARKER_VARIABLE = "CLAUDE_DISPATCH_TREE";
@@ -635,20 +643,38 @@ class TreeTracker {
     }
   }
 
-  /** The agent's start time, once a snapshot has shown it. */
+  /**
+   * The agent's start time. A shared snapshot may have been read just before
+   * the spawn, so when it does not show the agent a fresh one is read.
+   */
   async startTimeOf(tree: TrackedTree): Promise<string | undefined> {
     if (tree.rootStartTime === undefined) await this.recentSnapshot(SHARED_SNAPSHOT_MS);
+    if (tree.rootStartTime === undefined && !tree.rootExited) await this.freshSnapshot();
     return tree.rootStartTime;
   }
 
   async startTimeOfPid(pid: number): Promise<string | undefined> {
-    return (await this.recentSnapshot(SHARED_SNAPSHOT_MS))?.byPid.get(pid)?.startTime;
+    return (await this.freshSnapshot())?.byPid.get(pid)?.startTime;
   }
 
-  /** Whether pid is a live process with that start time (any start time when none is given). */
-  async identify(pid: number, startTime: string | undefined): Promise<boolean> {
+  /**
+   * Whether pid is still the process a record names. With a start time, it
+   * must match. Without one, a pid alone may name any process by now: only
+   * the tree marker in its environment (Linux) can vouch for it, and where
+   * there is none to read, it is not taken for ours.
+   */
+  async identify(pid: number, startTime: string | undefined, marker?: string): Promise<boolean> {
     const info = (await this.recentSnapshot(SHARED_SNAPSHOT_MS))?.byPid.get(pid);
-    return info !== undefined && !info.zombie && (startTime === undefined || info.startTime === startTime);
+    if (info === undefined || info.zombie) return false;
+    if (startTime !== undefined) return info.startTime === startTime;
+    if (marker === undefined) return false;
+    const environment = this.platform.readEnvironment?.(pid);
+    return environment !== undefined && hasVariable(environment, marker);
+  }
+
+  private freshSnapshot(): Promise<ProcessTable | undefined> {
+    this.shared = { at: this.options.clock.now(), table: this.snapshot() };
+    return this.shared.table;
   }
 
   async hasLiveMembers(tree: TrackedTree): Promise<boolean> {

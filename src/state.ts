@@ -10,7 +10,7 @@
  *   <state>/jobs/<id>/stdout.jsonl  the agent's stdout, written by the agent itself
  *   <state>/jobs/<id>/stderr.log    the agent's stderr, likewise
  *   <state>/jobs/<id>/result.txt    the final answer, whole
- *   <state>/jobs/<id>/claim.N       who adopted the job after restart N (created exclusively)
+ *   <state>/jobs/<id>/claim.N[.S]   who adopted the job after restart N (slot S; created exclusively)
  *   <state>/jobs/<id>/kill          a kill asked for by the CLI
  */
 import {
@@ -18,6 +18,7 @@ import {
   closeSync,
   fstatSync,
   fsyncSync,
+  linkSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -31,7 +32,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 
-import type { AgentOptions, AgentResult } from "./claude.js";
+import { ClaudeStream, type AgentOptions, type AgentResult } from "./claude.js";
 import type { ErrorCode } from "./errors.js";
 import { isRecord } from "./jsonrpc.js";
 
@@ -85,6 +86,8 @@ export interface JobRecord {
 export class StateError extends Error {}
 
 const CHUNK_BYTES = 64 * 1024;
+/** Claim slots tried per restart before a job is left alone: each needs a holder that is gone before it. */
+const MAX_CLAIM_SLOTS = 8;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -203,6 +206,23 @@ export class StateStore {
     return bytes?.toString("utf8").slice(0, maxChars);
   }
 
+  /**
+   * Reads a job's output again through the stream-json reader, for its
+   * transcript and progress: a piece at a time, long lines left in the file
+   * (§15.4), and nothing written.
+   */
+  replay(id: string, limits: { maxLineBytes: number; transcriptChars: number }): ClaudeStream {
+    const stdoutPath = this.file(id, "stdout.jsonl");
+    const stream = new ClaudeStream({
+      ...limits,
+      onOverflow: () => undefined,
+      source: { read: (offset, length) => readFileRange(stdoutPath, offset, length) },
+    });
+    this.readChunks(id, "stdout.jsonl", (chunk) => stream.push(chunk));
+    stream.end();
+    return stream;
+  }
+
   /** Hands a job's file to onChunk piece by piece, so a large output is never read whole. */
   readChunks(id: string, name: "stdout.jsonl" | "stderr.log", onChunk: (chunk: Buffer) => void, from = 0): void {
     let fd: number;
@@ -252,33 +272,49 @@ export class StateStore {
   }
 
   /**
-   * Claims a job for the server adopting it after restart number `generation`.
-   * The claim file is created exclusively, so of two servers starting at once
-   * only one adopts the job. A claim left by a claimer that died before
-   * writing the record is stale: with `replaceStale`, it is replaced once.
+   * Claims a job for the server (or CLI) taking it over after restart number
+   * `generation` (§15.3): the first claim slot it can take, where a later slot
+   * is tried only while every earlier one is held by a process that is gone.
+   * Of two claimants at once, exactly one gets the job.
    */
-  claim(id: string, generation: number, claimer: ProcessIdentity, replaceStale = false): boolean {
-    const file = path.join(this.jobDir(id), `claim.${generation}`);
-    for (let attempt = 0; attempt < 2; attempt += 1) {
-      try {
-        const fd = openSync(file, "wx", 0o600);
-        try {
-          writeSync(fd, JSON.stringify(claimer));
-        } finally {
-          closeSync(fd);
-        }
-        return true;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0 || !replaceStale) return false;
-        rmSync(file, { force: true });
-      }
+  async claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean>): Promise<boolean> {
+    for (let slot = 0; slot < MAX_CLAIM_SLOTS; slot += 1) {
+      if (this.claim(id, generation, slot, claimer)) return true;
+      const holder = this.claimHolder(id, generation, slot);
+      if (holder && (await isAlive(holder))) return false;
     }
     return false;
   }
 
-  /** Who holds the claim for restart number `generation`, if anyone does. */
-  claimHolder(id: string, generation: number): ProcessIdentity | undefined {
-    return parseIdentity(readOptional(path.join(this.jobDir(id), `claim.${generation}`)));
+  /**
+   * Claims a job in claim slot `slot` for restart number `generation`. The
+   * claim file is written whole under a temporary name and then linked into
+   * place, which fails if the slot is taken: exactly one claimant gets each
+   * slot, and no one ever sees a claim without its holder. The caller tries a
+   * later slot only when the holder of this one is gone (§15.3).
+   */
+  claim(id: string, generation: number, slot: number, claimer: ProcessIdentity): boolean {
+    const file = this.claimFile(id, generation, slot);
+    const temporary = `${file}.${randomSuffix()}.tmp`;
+    writeFileSync(temporary, JSON.stringify(claimer), { mode: 0o600 });
+    try {
+      linkSync(temporary, file);
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+      throw error;
+    } finally {
+      rmSync(temporary, { force: true });
+    }
+  }
+
+  /** Who holds a claim slot, if anyone does. */
+  claimHolder(id: string, generation: number, slot: number): ProcessIdentity | undefined {
+    return parseIdentity(readOptional(this.claimFile(id, generation, slot)));
+  }
+
+  private claimFile(id: string, generation: number, slot: number): string {
+    return path.join(this.jobDir(id), slot === 0 ? `claim.${generation}` : `claim.${generation}.${slot}`);
   }
 
   /** Records that a kill was asked for outside the owning server (the CLI). */
@@ -375,10 +411,14 @@ function readOptional(file: string): string | undefined {
   }
 }
 
+function randomSuffix(): string {
+  return `${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
+}
+
 /** Temporary file in the same folder, flushed if asked, then renamed over the target. */
 function writeAtomically(file: string, text: string, flush: boolean): void {
   // A random name: two writers (the server and the CLI) never share a temporary file.
-  const temporary = `${file}.${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}.tmp`;
+  const temporary = `${file}.${randomSuffix()}.tmp`;
   try {
     const fd = openSync(temporary, "w", 0o600);
     try {

@@ -520,7 +520,7 @@ describe("kill", () => {
     const { dir, store } = newState();
     const adopting = { pid: 6060, start_time: "300" };
     const job = add(store, running());
-    assert.ok(store.claim(job.id, 1, adopting));
+    assert.ok(store.claim(job.id, 1, 0, adopting));
     const processes = new FakeProcesses();
     processes.alive.add(adopting.pid);
     const run = await cli(["kill", job.id, "--json"], { stateDir: dir, processes });
@@ -532,7 +532,7 @@ describe("kill", () => {
     const again = await cli(["kill", job.id], { stateDir: dir, processes });
     assert.equal(again.code, 0);
     assert.equal(store.read(job.id)?.status, "killed");
-    assert.deepEqual(JSON.parse(readFileSync(path.join(store.jobDir(job.id), "claim.1"), "utf8")), CLI_IDENTITY);
+    assert.deepEqual(store.claimHolder(job.id, 1, 1), CLI_IDENTITY, "the next claim slot, past the dead claimer");
   });
 
   test("survivors: exit 1, and a record finished here says KILL_FAILED", async () => {

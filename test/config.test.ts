@@ -105,6 +105,7 @@ test("invalid values are errors that name the variable, never silent fallbacks",
     ["CLAUDE_DISPATCH_STATE_DIR", "relative/state"],
     ["CLAUDE_DISPATCH_STATE_MAX_BYTES", "1024"],
     ["CLAUDE_DISPATCH_ON_EXIT", "detach"],
+    ["CLAUDE_DISPATCH_ROOTS", " : "],
   ];
   for (const [name, value] of cases) {
     assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message.includes(name), `${name}=${value}`);

@@ -234,4 +234,26 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     second.endInput();
     await second.exited;
   });
+
+  test("a burst of starts, then stdin closed at once (keep): every agent is on record with its start time, and the next server finishes them all", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const first = await startServer(stateDir, { CLAUDE_DISPATCH_MAX_JOBS: "3" });
+    const ids = await Promise.all([1, 2, 3].map((n) => startJob(first, `@pid ${pids}\n@wait-file ${gate}\nburst ${n}`, cwd)));
+    first.endInput();
+    assert.equal((await first.exited).code, 0);
+    for (const id of ids) {
+      const agent = readRecord(stateDir, id).agent;
+      assert.ok(agent?.pid && agent.start_time && agent.tree_marker, `job ${id} was left without its agent's identity: ${JSON.stringify(agent)}`);
+    }
+    const second = await startServer(stateDir);
+    writeFileSync(gate, "");
+    for (const [index, id] of ids.entries()) {
+      const report = await waitResult(second, id);
+      assert.equal(report.status, "completed");
+      assert.match(String(report.result), new RegExp(`burst ${index + 1}`));
+    }
+    assert.equal(readPids(pids).length, 3, "each agent ran once");
+    second.endInput();
+    await second.exited;
+  });
 });

@@ -133,15 +133,20 @@ describe("StateStore", () => {
     }
   });
 
-  test("a claim is exclusive; a stale claim can be replaced", () => {
+  test("a claim slot is taken exactly once, whole; a later slot only past holders that are gone", async () => {
     const store = freshStore();
     const id = nextId();
     mkdirSync(store.jobDir(id));
-    assert.equal(store.claim(id, 1, { pid: 1 }), true);
-    assert.equal(store.claim(id, 1, { pid: 2 }), false, "the second claimant loses");
-    assert.deepEqual(store.claimHolder(id, 1), { pid: 1 });
-    assert.equal(store.claim(id, 1, { pid: 3 }, true), true, "the first claimant died before finishing: stale");
-    assert.equal(JSON.parse(readFileSync(path.join(store.jobDir(id), "claim.1"), "utf8")).pid, 3);
+    assert.equal(store.claim(id, 1, 0, { pid: 1 }), true);
+    assert.equal(store.claim(id, 1, 0, { pid: 2 }), false, "the second claimant loses");
+    assert.deepEqual(store.claimHolder(id, 1, 0), { pid: 1 });
+    assert.deepEqual(readdirSync(store.jobDir(id)), ["claim.1"], "no temporary file is left");
+    const alive = new Set([1]);
+    assert.equal(await store.claimJob(id, 1, { pid: 3 }, async (holder) => alive.has(holder.pid)), false, "its holder is alive");
+    alive.clear();
+    const both = await Promise.all([4, 5].map((pid) => store.claimJob(id, 1, { pid }, async (holder) => alive.has(holder.pid) || holder.pid >= 4)));
+    assert.deepEqual(both.sort(), [false, true], "of two claimants past a dead holder, one gets the job");
+    assert.ok([4, 5].includes(store.claimHolder(id, 1, 1)?.pid ?? 0));
   });
 
   test("the head of a result is read without reading the whole file, multi-byte text included", () => {
@@ -283,6 +288,39 @@ describe("the job registry with a state directory", () => {
     const outcome = fresh.jobs.get(run.id)?.outcome;
     assert.equal(fresh.jobs.get(run.id)?.status, "failed");
     assert.equal(outcome?.ok === false ? outcome.code : "ok", "TIMEOUT");
+    assert.equal(fresh.launcher.agents.length, 0, "it is not started only to be killed");
+  });
+
+  test("a run whose agent finished while no server ran is completed from its output, even past its timeout", async () => {
+    const store = freshStore();
+    const old = harness(store, { owner: { pid: 77, start_time: "1" } });
+    const run = old.jobs.start({ prompt: "quick", cwd: "/w" }, "run", 5_000);
+    await settle();
+    const fresh = harness(store);
+    await fresh.clock.advance(3_600_000);
+    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    await fresh.clock.advance(0);
+    fresh.attachedAgents[0]?.succeed("answered in time");
+    await settle();
+    assert.equal(fresh.jobs.get(run.id)?.status, "completed");
+    assert.equal(fresh.jobs.get(run.id)?.resultText(), "answered in time");
+  });
+
+  test("a kill under way when the server stopped is on disk, and the next server carries it out", async () => {
+    const store = freshStore();
+    const old = harness(store, { owner: { pid: 77, start_time: "1" } });
+    const job = old.jobs.start({ prompt: "stubborn", cwd: "/w" }, "start");
+    await settle();
+    old.launcher.last.exitsOnKill = false;
+    void old.jobs.kill(job.id, "claude_kill");
+    await settle();
+    assert.equal(store.read(job.id)?.kill_reason, "claude_kill", "recorded before any signal");
+    const fresh = harness(store);
+    await fresh.jobs.restore(store.loadAll().records, async (named) => named.pid === 4242);
+    await settle();
+    assert.equal(fresh.attachedAgents[0]?.killCalls, 1, "the adopted agent is killed at once");
+    assert.equal(fresh.jobs.get(job.id)?.status, "killed");
+    assert.equal(store.read(job.id)?.status, "killed");
   });
 
   test("50 concurrent starts with a limit of 3: the limit holds, on disk too, and jobs start in submission order", async () => {
@@ -326,6 +364,18 @@ describe("the job registry with a state directory", () => {
     assert.equal(store.read(queued.id)?.kill_reason, "cli");
   });
 
+  test("with retention 0 the waiting call still reads a long result; the job is forgotten at the next lookup", async () => {
+    const store = freshStore();
+    const { jobs, launcher } = harness(store, { retentionMs: 0 });
+    const job = jobs.start({ prompt: "long answer", cwd: "/w" }, "run");
+    const long = "z".repeat(50_000);
+    launcher.last.succeed(long);
+    await job.done;
+    assert.equal(job.resultText(), long, "the waiter reads it from result.txt");
+    assert.equal(jobs.get(job.id), undefined);
+    assert.ok(!existsSync(store.jobDir(job.id)));
+  });
+
   test("finished jobs past retention, or beyond the disk cap, are deleted from disk, oldest first", async () => {
     const store = freshStore();
     const { jobs, launcher, clock } = harness(store, { retentionMs: 60_000, maxBytes: 3000 });
@@ -335,21 +385,29 @@ describe("the job registry with a state directory", () => {
       launcher.last.succeed("x".repeat(900));
       await settle();
     }
+    assert.ok(existsSync(store.jobDir(made[2] as string)), "the job that just finished is kept until its waiters have read it");
+    jobs.list();
     assert.ok(!existsSync(store.jobDir(made[0] as string)), "the oldest went to stay under the cap");
     assert.ok(existsSync(store.jobDir(made[2] as string)));
     await clock.advance(60_000);
     jobs.list();
     assert.deepEqual(readdirSync(store.jobsDir), [], "retention deleted the rest");
 
-    const later = harness(store, { retentionMs: 60_000 });
+    const later = harness(store, { retentionMs: 60_000, owner: { pid: 77, start_time: "1" } });
     const stale = later.jobs.start({ prompt: "old", cwd: "/w" }, "start");
     later.launcher.last.succeed();
     await settle();
+    const unrecorded = later.jobs.start({ prompt: "its pid never reached the record", cwd: "/w" }, "start");
+    await settle();
+    const record = store.read(unrecorded.id) as JobRecord;
+    delete record.agent;
+    store.write(record);
     const restarted = harness(store, { retentionMs: 60_000 });
     await restarted.clock.advance(120_000);
     await restarted.jobs.restore(store.loadAll().records, nobodyAlive);
+    assert.equal(restarted.jobs.get(unrecorded.id)?.status, "lost", "it ends during the takeover");
     assert.equal(restarted.jobs.get(stale.id), undefined);
-    assert.ok(!existsSync(store.jobDir(stale.id)), "a restart prunes what expired while no server ran");
+    assert.ok(!existsSync(store.jobDir(stale.id)), "a restart prunes what expired while no server ran, even behind a job that ended during the takeover");
   });
 });
 
