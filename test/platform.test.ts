@@ -432,3 +432,42 @@ test("Windows: an agent of an earlier server is followed from its output file un
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("attaching without a recorded start time: a pid that does not carry the agent's marker is neither followed nor signalled", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-attach-"));
+  try {
+    const output = { stdoutPath: path.join(dir, "stdout.jsonl"), stderrPath: path.join(dir, "stderr.log") };
+    writeFileSync(output.stdoutPath, "");
+    // 700 reused the agent's pid (a stranger, with a child 701); 800 is a real agent with the recorded marker.
+    const table = [proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(700, 1, "7000"), proc(701, 700, "7001"), proc(800, 1, "8000")];
+    const { platform, signals } = fakePosix(table);
+    platform.readEnvironment = (pid) => (pid === 800 ? `CLAUDE_DISPATCH_TREE=the-marker\0` : `CLAUDE_DISPATCH_TREE=other\0`);
+    const clock = new FakeClock();
+    const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50, followMs: 10 });
+    const attach = (pid: number, marker: string) => control.attach({ pid, startTime: undefined, marker, output, onStdout: () => undefined, stderrTailBytes: 10 });
+
+    assert.equal(await control.isAlive(700, undefined, "the-marker"), false);
+    assert.equal(await control.isAlive(800, undefined, "the-marker"), true);
+    // The record of an agent that is gone, whose pid 700 now names a stranger.
+    const stranger = attach(700, "a-gone-agent");
+    await clock.advance(100);
+    const exit = await stranger.exited;
+    assert.equal(exit.unobserved, true, "taken for gone at once");
+    const killingStranger = stranger.killTree();
+    await clock.advance(2000);
+    const report = await killingStranger;
+    assert.deepEqual([report.signalled, report.survivors, signals], [0, [], []], "the stranger and its child were never signalled");
+
+    const agent = attach(800, "the-marker");
+    await clock.advance(600);
+    const killing = agent.killTree();
+    await clock.advance(2000);
+    assert.deepEqual((await killing).survivors, []);
+    assert.ok(signals.some(([pid]) => pid === 800), "the marked agent was killed");
+    await clock.advance(3000);
+    await agent.exited;
+    await control.idle();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
