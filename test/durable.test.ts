@@ -14,17 +14,29 @@ import { isAlive, readPids, waitFor } from "./processes.js";
 import { ServerProcess } from "./server-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-durable-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
 
 let counter = 0;
+const fixtures: Array<{ gate: string; pids: string }> = [];
 /** A fresh state dir, work dir, gate file and pid file for one test. */
 function fixture(): { stateDir: string; cwd: string; gate: string; pids: string } {
   counter += 1;
   const base = path.join(scratch, `t${counter}`);
   const cwd = path.join(base, "work");
   mkdirSync(cwd, { recursive: true });
-  return { stateDir: path.join(base, "state"), cwd, gate: path.join(base, "gate"), pids: path.join(base, "pids") };
+  const made = { stateDir: path.join(base, "state"), cwd, gate: path.join(base, "gate"), pids: path.join(base, "pids") };
+  fixtures.push(made);
+  return made;
 }
+
+// A test that failed half-way leaves agents waiting on their gate, and servers run with ON_EXIT=keep: stop them all.
+after(() => {
+  for (const { pids } of fixtures) {
+    for (const pid of readPids(pids)) {
+      if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    }
+  }
+  rmSync(scratch, { recursive: true, force: true });
+});
 
 const servers: ServerProcess[] = [];
 after(() => {

@@ -389,23 +389,29 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
     });
     const jobId = report(started).job_id as string;
     const { agent, tool } = await waitForToolProcess(first, token);
-    const recordFile = path.join(stateDir, "jobs", jobId, "record.json");
-    await waitFor(() => JSON.parse(readFileSync(recordFile, "utf8")).agent?.start_time !== undefined, "the agent's identity in its record");
-    first.child.kill("SIGKILL");
-    await first.exited;
-    assert.ok(isAlive(agent) && isAlive(tool), "the agent and its tool outlive the server (its output goes to a file, not a pipe)");
+    try {
+      const recordFile = path.join(stateDir, "jobs", jobId, "record.json");
+      await waitFor(() => JSON.parse(readFileSync(recordFile, "utf8")).agent?.start_time !== undefined, "the agent's identity in its record");
+      first.child.kill("SIGKILL");
+      await first.exited;
+      assert.ok(isAlive(agent) && isAlive(tool), "the agent and its tool outlive the server (its output goes to a file, not a pipe)");
 
-    const second = startServer({ env: { CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "kill" } });
-    await second.initialize();
-    const following = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 200 });
-    assert.equal(report(following).status, "running", text(following));
-    assert.match(report(following).last_activity, /Bash/, "what the agent did before the crash is read back from its output file");
-    writeFileSync(gate, "");
-    let waited = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
-    while (report(waited).status === "running") waited = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
-    assert.equal(report(waited).status, "completed", text(waited));
-    assert.match(report(waited).result, new RegExp(`released-${token}`));
-    assert.match(report(waited).session_id, /^[0-9a-f-]{36}$/);
-    await waitFor(() => !isAlive(agent) && !isAlive(tool), "the agent and its tool to be gone");
+      const second = startServer({ env: { CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "kill" } });
+      await second.initialize();
+      const following = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 200 });
+      assert.equal(report(following).status, "running", text(following));
+      assert.match(report(following).last_activity, /Bash/, "what the agent did before the crash is read back from its output file");
+      writeFileSync(gate, "");
+      let waited = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
+      while (report(waited).status === "running") waited = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
+      assert.equal(report(waited).status, "completed", text(waited));
+      assert.match(report(waited).result, new RegExp(`released-${token}`));
+      assert.match(report(waited).session_id, /^[0-9a-f-]{36}$/);
+      await waitFor(() => !isAlive(agent) && !isAlive(tool), "the agent and its tool to be gone");
+    } finally {
+      // On failure too: nothing may be left waiting on the gate.
+      writeFileSync(gate, "");
+      for (const pid of [tool, agent]) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    }
   });
 });
