@@ -211,6 +211,8 @@ export function classify(message, env) {
     case "ping":
       return keyedResult(id, { r: "ping" }, method);
     case "tools/list":
+      // The server issues no cursor, so any cursor is an invalid one (§2).
+      if (params.cursor !== undefined) return keyedError(id, INVALID_PARAMS, method);
       return keyedResult(id, { r: "tools/list" }, method);
     case "tools/call": {
       if (!hasOwn(message, "params")) return keyedError(id, INVALID_PARAMS, method);

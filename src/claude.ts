@@ -508,6 +508,7 @@ export function interpretExit(
   bin: string,
 ): AgentOutcome {
   if (exit.spawnError) {
+    if (exit.spawnError.outputFiles) return { ok: false, code: "STATE_ERROR", detail: exit.spawnError.message };
     if (exit.spawnError.code === "ENOENT" && !exit.spawnError.missingCwd) {
       const detail =
         bin === DEFAULT_CLAUDE_BIN

@@ -340,7 +340,7 @@ async function showJob(context: Context, id: string): Promise<number> {
   const control = await io.processControl(createLogger(io.stderr, "warn"));
   const ownerAlive = await control.isAlive(record.owner.pid, record.owner.start_time);
   // A finished job's agent pid may name another process by now: only a running job's is checked.
-  const agentAlive = record.status === "running" && record.agent ? await control.isAlive(record.agent.pid, record.agent.start_time) : undefined;
+  const agentAlive = record.status === "running" && record.agent ? await control.isAlive(record.agent.pid, record.agent.start_time, record.agent.tree_marker) : undefined;
   await settle(control, io.clock);
 
   const prompt = store.readPrompt(id);
@@ -474,7 +474,8 @@ async function killJob(context: Context, id: string): Promise<number> {
   let status = record.status;
   try {
     tree = await killAgent(control, store, record);
-    if (await control.isAlive(record.owner.pid, record.owner.start_time)) {
+    // A server that may be alive (unknown counts) finishes its own record.
+    if ((await control.isAlive(record.owner.pid, record.owner.start_time)) !== false) {
       finishedBy = "server";
     } else {
       // Nobody else will finish this record: unless a live server is adopting the job right now.
@@ -506,7 +507,8 @@ async function killJob(context: Context, id: string): Promise<number> {
 /** Kills a running job's whole tree, if its agent (the same process: pid and start time) is alive. */
 async function killAgent(control: ProcessControl, store: StateStore, record: JobRecord): Promise<KillReport | undefined> {
   const agent = record.agent;
-  if (record.status !== "running" || !agent || !(await control.isAlive(agent.pid, agent.start_time))) return undefined;
+  // Signalled only when it is certainly the agent: same start time, or its tree marker.
+  if (record.status !== "running" || !agent || (await control.isAlive(agent.pid, agent.start_time, agent.tree_marker)) !== true) return undefined;
   const handle = control.attach({
     pid: agent.pid,
     startTime: agent.start_time,

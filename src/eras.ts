@@ -41,8 +41,8 @@ export function readEnvelope(params: Record<string, unknown>): Envelope {
     return { era: "refused", code: INVALID_PARAMS, message: `params._meta["${PROTOCOL_VERSION_KEY}"] must be a string` };
   }
   if (!(MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
-    // Every version we serve, legacy ones too, as the spec's example lists them; the client picks one it speaks.
-    const supported = [...MODERN_PROTOCOL_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS];
+    // Only versions a request envelope may name: after -32022 a client must not fall back to initialize (stdio transport rules).
+    const supported = [...MODERN_PROTOCOL_VERSIONS];
     return { era: "refused", code: UNSUPPORTED_PROTOCOL_VERSION, message: "Unsupported protocol version", data: { supported, requested: version } };
   }
   const capabilities = meta[CLIENT_CAPABILITIES_KEY];

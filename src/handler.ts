@@ -36,7 +36,7 @@ import {
 } from "./jsonrpc.js";
 import type { Logger } from "./log.js";
 import { admitAgent, type Policy } from "./policy.js";
-import { TASK_TOOLS, createTaskMethods, type TaskTool } from "./tasks.js";
+import { RELATED_TASK, TASK_TOOLS, createTaskMethods, type TaskTool } from "./tasks.js";
 import { becomesTask, createTaskExtension, type TaskExtensionMethod } from "./tasks-extension.js";
 import {
   activityLine,
@@ -210,7 +210,9 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
    * on agent activity (coalesced), and a heartbeat after every quiet spell.
    * The returned stop must run before the response, so none follows it.
    */
-  function followProgress(token: ProgressToken, job: Job): () => void {
+  function followProgress(token: ProgressToken, job: Job, relatedTask = false): () => void {
+    // 2025-11-25: every message about a task names it (its related-task _meta).
+    const meta = relatedTask ? { _meta: { [RELATED_TASK]: { taskId: job.id } } } : {};
     let progress = 0;
     let stopped = false;
     let lastSentAt = Number.NEGATIVE_INFINITY;
@@ -222,7 +224,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       progress += 1;
       lastSentAt = clock.now();
       const message = describeActivity(job, lastSentAt);
-      deps.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress, message } });
+      deps.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress, message, ...meta } });
       cancelTimer = clock.setTimer(send, deps.heartbeatMs);
     };
     const unsubscribe = job.onActivity(() => {
@@ -349,7 +351,8 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     logger,
     notify: (notification) => deps.notify(notification),
     finalResult,
-    followProgress,
+    followProgress: (token, job) => followProgress(token, job, true),
+    retentionMs: deps.jobRetentionMs,
   });
 
   /** The 2026-07-28 tasks extension (§16.4): stateless, it reads the jobs themselves. */
@@ -379,7 +382,8 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     }
     if (!isToolName(name)) return fail(id, INVALID_PARAMS, `Unknown tool: ${name}`);
     // 2025-11-25 task augmentation; a 2026-07-28 client cannot ask for a task, the server decides (§16.4).
-    const task = modern ? undefined : params.task;
+    // Under the recursion guard no tasks capability is declared, so the augmentation is ignored, as the spec requires.
+    const task = modern || gated ? undefined : params.task;
     if (task !== undefined) {
       const ttl = isRecord(task) ? task.ttl : undefined;
       if (!isRecord(task) || (ttl !== undefined && !(typeof ttl === "number" && Number.isFinite(ttl) && ttl >= 0))) {
@@ -445,6 +449,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       case "server/discover":
         return respond(id, discovery);
       case "tools/list":
+        if (params.cursor !== undefined) return fail(id, INVALID_PARAMS, "tools/list: unknown cursor (this server lists every tool in one page)");
         return respond(id, modernToolList);
       case "tools/call":
         return cancellable(id, (signal) => callTool(id, params, signal, modern));
@@ -479,6 +484,8 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       case "ping":
         return respond(id, {});
       case "tools/list":
+        // One page, no cursor ever issued: a cursor can only be invalid.
+        if (params.cursor !== undefined) return fail(id, INVALID_PARAMS, "tools/list: unknown cursor (this server lists every tool in one page)");
         return respond(id, toolList);
       case "tools/call": {
         if (!isRecord(message.params)) return fail(id, INVALID_PARAMS, "tools/call requires params");

@@ -88,7 +88,8 @@ export interface JobStore {
   /** Bytes the job's folder uses. */
   size(id: string): number;
   remove(id: string): void;
-  claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean>): Promise<boolean>;
+  claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean | undefined>): Promise<boolean>;
+  read(id: string): JobRecord | undefined;
 }
 
 export interface Persistence {
@@ -107,8 +108,11 @@ export interface Persistence {
   admit(spec: AgentSpec): Promise<AgentSpec>;
 }
 
-/** Whether a process is still the one a record names: same start time, or else carrying the tree marker. */
-export type IsAlive = (process: ProcessIdentity & { tree_marker?: string }) => Promise<boolean>;
+/**
+ * Whether a process is still the one a record names: same start time, or else
+ * carrying the tree marker. Undefined when it cannot be told (no process table).
+ */
+export type IsAlive = (process: ProcessIdentity & { tree_marker?: string }) => Promise<boolean | undefined>;
 
 export interface JobRegistryOptions {
   launch: AgentLauncher;
@@ -212,6 +216,10 @@ class JobEntry implements Job {
   }
   get launched(): boolean {
     return this.run !== undefined || this.agent !== undefined;
+  }
+  /** The transcript if it is in memory; never rebuilds one from the output file. */
+  heldTranscript(): Transcript | undefined {
+    return this.run?.transcript ?? this.replayed;
   }
   get transcript(): Transcript {
     if (this.run) return this.run.transcript;
@@ -364,11 +372,15 @@ export class JobRegistry {
     const finished = records.filter((record) => !this.jobs.has(record.id) && record.status !== "queued" && record.status !== "running");
     finished.sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
     for (const record of finished) this.restoreFinished(record);
-    for (const record of records) {
-      if (this.jobs.has(record.id) || (record.status !== "queued" && record.status !== "running")) continue;
-      if (await isAlive(record.owner)) continue;
-      if (!(await persistence.store.claimJob(record.id, record.generation + 1, persistence.owner, isAlive))) continue;
+    for (const loaded of records) {
+      if (this.jobs.has(loaded.id) || (loaded.status !== "queued" && loaded.status !== "running")) continue;
       try {
+        // An owner that may be alive (unknown counts: the process table could not be read) keeps its job.
+        if ((await isAlive(loaded.owner)) !== false) continue;
+        if (!(await persistence.store.claimJob(loaded.id, loaded.generation + 1, persistence.owner, isAlive))) continue;
+        // Read again now that it is ours: another server may have taken it over, or finished it, since the directory was read.
+        const record = persistence.store.read(loaded.id);
+        if (!record || record.generation !== loaded.generation || (record.status !== "queued" && record.status !== "running")) continue;
         const spec = this.specOf(record);
         let refusal: DispatchError | undefined;
         if (record.status === "queued" && spec) {
@@ -378,10 +390,12 @@ export class JobRegistry {
             refusal = toDispatchError(error);
           }
         }
-        const agentAlive = record.status === "running" && record.agent !== undefined && (await isAlive(record.agent));
+        // Unknown counts as alive: it is followed, and its liveness polled until it can be told.
+        const agentAlive = record.status === "running" && record.agent !== undefined && (await isAlive(record.agent)) !== false;
         this.adopt(record, { spec, refusal, agentAlive });
       } catch (error) {
-        logger.error(`cannot adopt job ${record.id}: ${(error as Error).message}`);
+        // One unreadable folder must not stop the server: the job is left where it is.
+        logger.error(`cannot take over job ${loaded.id}: ${(error as Error).message}`);
       }
     }
     this.reap();
@@ -421,13 +435,15 @@ export class JobRegistry {
         this.save(job);
         logger.info(`job ${job.id} adopted: queued`);
         this.armTimeout(job, remaining);
-        this.enqueue(job);
+        // Only queued here: restore starts the queue once every running job is counted.
+        this.queue.push(job);
       }
       return;
     }
     const agent = record.agent;
     job.status = "running";
     this.runningCount += 1;
+    if (job.killReason === undefined && persistence.store.killRequested(job.id)) job.killReason = "cli";
     this.save(job);
     if (!agent) {
       // The server died between spawning and recording the pid: there is nothing to follow.
@@ -524,6 +540,10 @@ export class JobRegistry {
       void recorded.finally(() => this.recording.delete(recorded));
     }
     this.follow(job, run);
+    // The command line writes its marker, then reads the record; here the record was written, then the marker is read: one of the two sees the other.
+    if (persistence?.store.killRequested(job.id)) {
+      this.kill(job.id, "cli").catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
+    }
   }
 
   /** Waits for the agent's outcome and finishes the job with it. */
@@ -666,12 +686,13 @@ export class JobRegistry {
   private boundTranscripts(): void {
     let total = 0;
     for (let i = this.finishedOrder.length - 1; i >= 0; i -= 1) {
-      const job = this.jobs.get(this.finishedOrder[i] as string);
-      if (!job) continue;
-      total += job.transcript.size;
+      // Only transcripts in memory count: one not rebuilt from its file yet costs nothing, and is not rebuilt to be measured.
+      const transcript = this.jobs.get(this.finishedOrder[i] as string)?.heldTranscript();
+      if (!transcript) continue;
+      total += transcript.size;
       if (total > this.options.finishedTranscriptChars) {
-        total -= job.transcript.size;
-        job.transcript.release();
+        total -= transcript.size;
+        transcript.release();
       }
     }
   }

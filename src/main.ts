@@ -323,4 +323,8 @@ async function restoreJobs(store: StateStore, jobs: JobRegistry, processControl:
   await jobs.restore(records, async (named) => (control ? control.isAlive(named.pid, named.start_time, named.tree_marker) : false));
 }
 
-void main();
+main().catch((error: unknown) => {
+  // Before the handlers of serve() exist (say, the takeover at startup failed): say why, exit 1.
+  process.stderr.write(`claude-dispatch: ${(error as Error)?.stack ?? String(error)}\n`);
+  process.exit(1);
+});

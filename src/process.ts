@@ -98,7 +98,7 @@ export interface AttachRequest {
 
 export interface ChildExit {
   /** The process never started. Node reports a missing cwd as ENOENT too; `missingCwd` tells them apart. */
-  spawnError?: { code: string | undefined; message: string; missingCwd?: true };
+  spawnError?: { code: string | undefined; message: string; missingCwd?: true; outputFiles?: true };
   /** An attached agent: it was not our child, so how it exited is unknown; exitCode and signal are null. */
   unobserved?: true;
   exitCode: number | null;
@@ -159,9 +159,10 @@ export interface ProcessControl {
   /**
    * Whether pid is still the process a record names: same start time, or,
    * without one, carrying the tree marker (Linux). Windows has neither and
-   * goes by the pid alone.
+   * goes by the pid alone. Undefined when the process table could not be
+   * read: callers must neither take the process for gone nor signal it.
    */
-  isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean>;
+  isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean | undefined>;
   /** A live process's start time as the process table shows it; undefined on Windows or when it is gone. */
   startTimeOf(pid: number): Promise<string | undefined>;
   /** Resolves when every child has settled. */
@@ -190,9 +191,9 @@ export function createProcessControl(options: ProcessControlOptions): ProcessCon
     return handle;
   }
 
-  async function isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean> {
+  async function isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean | undefined> {
     if (platform.kind === "windows") return platform.isRunning(pid);
-    return (await tracker?.identify(pid, startTime, marker === undefined ? undefined : `${TREE_MARKER_VARIABLE}=${marker}`)) ?? false;
+    return tracker?.identify(pid, startTime, marker === undefined ? undefined : `${TREE_MARKER_VARIABLE}=${marker}`);
   }
 
   async function idle(): Promise<void> {
@@ -410,9 +411,19 @@ function describeSpawnError(error: NodeJS.ErrnoException, cwd: string): NonNulla
   return { code: error.code, message: error.message };
 }
 
+/** The job's output files could not be opened (the state directory is gone, or full): nothing was started. */
+function outputFailure(error: unknown): ChildHandle {
+  const { code } = error as NodeJS.ErrnoException;
+  return failedStart({ code, message: `cannot open the job's output files: ${(error as Error).message}`, outputFiles: true });
+}
+
 function spawnFailure(error: unknown, cwd: string): ChildHandle {
+  return failedStart(describeSpawnError(error instanceof Error ? (error as NodeJS.ErrnoException) : new Error(String(error)), cwd));
+}
+
+function failedStart(spawnError: NonNullable<ChildExit["spawnError"]>): ChildHandle {
   const exit: ChildExit = {
-    spawnError: describeSpawnError(error instanceof Error ? (error as NodeJS.ErrnoException) : new Error(String(error)), cwd),
+    spawnError,
     exitCode: null,
     signal: null,
     stderrTail: "",
@@ -444,6 +455,10 @@ function startPosix(
   let fds: { stdout: number; stderr: number } | undefined;
   try {
     fds = openOutputs(request.output);
+  } catch (error) {
+    return outputFailure(error);
+  }
+  try {
     // detached: the agent leads a new session and process group, so a group
     // signal never reaches this server.
     child = platform.spawn(request.command, request.args, {
@@ -508,6 +523,7 @@ function attachPosix(tracker: TreeTracker, request: AttachRequest, options: Proc
   // Without a recorded start time the pid itself is never taken into the tree (no start time
   // matches this one): only processes carrying the marker are, so a reused pid is never signalled.
   const tree = tracker.track(request.pid, marker, request.startTime ?? UNKNOWN_START_TIME);
+  tree.attached = true;
   let killing: Promise<KillReport> | undefined;
   let killed: () => void = () => undefined;
   const killedSignal = new Promise<void>((resolve) => (killed = resolve));
@@ -534,16 +550,20 @@ function attachPosix(tracker: TreeTracker, request: AttachRequest, options: Proc
 async function followUntilGone(
   request: AttachRequest,
   options: ProcessControlOptions,
-  isAlive: () => Promise<boolean>,
+  isAlive: () => Promise<boolean | undefined>,
   killed: Promise<void>,
 ): Promise<ChildExit> {
   const follower = new FileFollower(request.output.stdoutPath, request.onStdout, options);
   follower.start();
   const { first, max } = options.livenessMs ?? { first: 500, max: 2000 };
   let wait = first;
-  while (await isAlive()) {
+  // The kill cuts one wait short, once: an agent that survives it is then polled at the usual pace, not in a busy loop.
+  let kill: Promise<void> | undefined = killed.then(() => (kill = undefined));
+  // Unknown (the process table could not be read) counts as alive: a healthy agent is never taken for gone.
+  while ((await isAlive()) !== false) {
     let cancel: CancelTimer = () => undefined;
-    await Promise.race([new Promise<void>((resolve) => (cancel = options.clock.setTimer(resolve, wait))), killed]);
+    const timer = new Promise<void>((resolve) => (cancel = options.clock.setTimer(resolve, wait)));
+    await (kill ? Promise.race([timer, kill]) : timer);
     cancel();
     wait = Math.min(max, Math.round(wait * 1.5));
   }
@@ -561,6 +581,8 @@ export const TREE_MARKER_VARIABLE = "CLAUDE_DISPATCH_TREE";
 class TrackedTree {
   rootStartTime: string | undefined;
   rootExited = false;
+  /** Followed after a restart, not spawned here: its pid is only as good as the process table says. */
+  attached = false;
   /** Every descendant seen alive, by pid, with the start time it had then. */
   readonly members = new Map<number, ProcessInfo>();
 
@@ -663,8 +685,11 @@ class TreeTracker {
    * the tree marker in its environment (Linux) can vouch for it, and where
    * there is none to read, it is not taken for ours.
    */
-  async identify(pid: number, startTime: string | undefined, marker?: string): Promise<boolean> {
-    const info = (await this.recentSnapshot(SHARED_SNAPSHOT_MS))?.byPid.get(pid);
+  async identify(pid: number, startTime: string | undefined, marker?: string): Promise<boolean | undefined> {
+    const table = await this.recentSnapshot(SHARED_SNAPSHOT_MS);
+    // No process table this time: neither alive nor gone.
+    if (!table) return undefined;
+    const info = table.byPid.get(pid);
     if (info === undefined || info.zombie) return false;
     if (startTime !== undefined) return info.startTime === startTime;
     if (marker === undefined) return false;
@@ -692,6 +717,10 @@ class TreeTracker {
     const signalled = new Set<number>();
 
     let table = await this.snapshot();
+    if (!table && tree.attached) {
+      // An agent an earlier server started cannot be told from a process that reused its pid without the table: signal nothing.
+      return { signalled: 0, survivors: [tree.rootPid] };
+    }
     if (!table) {
       // No process table: the group signal is the best we can do, and only the agent can be checked.
       this.trySignal(-tree.rootPid, "SIGTERM");
@@ -1034,7 +1063,11 @@ function startWindows(platform: WindowsPlatform, request: SpawnRequest, options:
   let fds: { stdout: number; stderr: number } | undefined;
   try {
     const invocation = resolveWindowsInvocation(request.command, request.args, platform);
-    fds = openOutputs(request.output);
+    try {
+      fds = openOutputs(request.output);
+    } catch (error) {
+      return outputFailure(error);
+    }
     child = platform.spawn(invocation.command, invocation.args, {
       cwd: request.cwd,
       env: request.env as NodeJS.ProcessEnv,

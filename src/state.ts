@@ -163,7 +163,8 @@ export class StateStore {
    * flushed to disk: the caller is told the job exists only after this.
    */
   create(record: JobRecord, prompt: string): void {
-    mkdirSync(this.jobDir(record.id), { mode: 0o700 });
+    // Recursive: the state directory may have been removed while the server ran.
+    mkdirSync(this.jobDir(record.id), { recursive: true, mode: 0o700 });
     writeAtomically(this.file(record.id, "prompt.txt"), prompt, true);
     writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, true);
   }
@@ -277,11 +278,12 @@ export class StateStore {
    * is tried only while every earlier one is held by a process that is gone.
    * Of two claimants at once, exactly one gets the job.
    */
-  async claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean>): Promise<boolean> {
+  async claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean | undefined>): Promise<boolean> {
     for (let slot = 0; slot < MAX_CLAIM_SLOTS; slot += 1) {
       if (this.claim(id, generation, slot, claimer)) return true;
       const holder = this.claimHolder(id, generation, slot);
-      if (holder && (await isAlive(holder))) return false;
+      // A holder that may be alive (unknown counts) keeps the job.
+      if (holder && (await isAlive(holder)) !== false) return false;
     }
     return false;
   }
@@ -436,11 +438,26 @@ function writeAtomically(file: string, text: string, flush: boolean): void {
 
 const STATUSES: readonly string[] = ["queued", "running", "completed", "failed", "killed", "lost"];
 
+/** A pid we may ever signal: never 0, -1 or 1, which would address a group, everything, or init. */
+function isProcessId(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) > 1;
+}
+
+function isAgent(value: unknown): boolean {
+  return (
+    isRecord(value) &&
+    isProcessId(value.pid) &&
+    (value.start_time === undefined || typeof value.start_time === "string") &&
+    (value.tree_marker === undefined || typeof value.tree_marker === "string") &&
+    (value.pgid === undefined || isProcessId(value.pgid))
+  );
+}
+
 function parseIdentity(text: string | undefined): ProcessIdentity | undefined {
   if (text === undefined) return undefined;
   try {
     const value: unknown = JSON.parse(text);
-    if (isRecord(value) && Number.isSafeInteger(value.pid)) {
+    if (isRecord(value) && isProcessId(value.pid)) {
       return { pid: value.pid as number, ...(typeof value.start_time === "string" ? { start_time: value.start_time } : {}) };
     }
   } catch {
@@ -469,6 +486,7 @@ export function parseRecord(text: string, id: string): JobRecord | undefined {
     STATUSES.includes(value.status) &&
     Number.isFinite(value.submitted_at) &&
     Number.isSafeInteger(value.generation) &&
-    parseIdentity(JSON.stringify(value.owner)) !== undefined;
+    parseIdentity(JSON.stringify(value.owner)) !== undefined &&
+    (value.agent === undefined || isAgent(value.agent));
   return ok ? (value as unknown as JobRecord) : undefined;
 }

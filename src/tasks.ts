@@ -36,8 +36,8 @@ export interface Task {
   statusMessage?: string;
   createdAt: string;
   lastUpdatedAt: string;
-  /** Null: a task lives while its job runs and for the job retention after it ends, not a fixed time from creation. */
-  ttl: null;
+  /** Null while the job runs (the task lives as long); once it ends, the time from creation until the job is forgotten. */
+  ttl: number | null;
   pollInterval: number;
 }
 
@@ -47,7 +47,7 @@ export function taskStatus(entry: Pick<TaskEntry, "job" | "cancelledAt">): TaskS
   return entry.job.status === "completed" ? "completed" : "failed";
 }
 
-export function describeTask(entry: TaskEntry): Task {
+export function describeTask(entry: TaskEntry, retentionMs: number): Task {
   const { job } = entry;
   const status = taskStatus(entry);
   const lastUpdated = entry.cancelledAt ?? job.finishedAt ?? job.startedAt;
@@ -56,7 +56,7 @@ export function describeTask(entry: TaskEntry): Task {
     status,
     createdAt: new Date(entry.createdAt).toISOString(),
     lastUpdatedAt: new Date(Math.max(lastUpdated, entry.createdAt)).toISOString(),
-    ttl: null,
+    ttl: job.finishedAt === undefined ? null : Math.max(0, Math.round(job.finishedAt - entry.createdAt + retentionMs)),
     pollInterval: TASK_POLL_INTERVAL_MS,
   };
   if (status === "cancelled") task.statusMessage = TASK_CANCELLED_MESSAGE;
@@ -127,6 +127,8 @@ export interface TaskMethodsDeps {
   finalResult(job: Job): CallToolResult<unknown>;
   /** Starts progress notifications for the job; returns their stop. */
   followProgress(token: string | number, job: Job): () => void;
+  /** How long a finished job stays reachable, which is how long its task does (§8). */
+  retentionMs: number;
 }
 
 /** The task side of one connection: adopting jobs as tasks, and the tasks/* methods. */
@@ -146,8 +148,8 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
     book.add(entry);
     // The token stays valid until the task ends, not until the CreateTaskResult.
     if (progressToken !== undefined) void job.done.then(deps.followProgress(progressToken, job));
-    void job.done.then(() => deps.notify({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...describeTask(entry) } }));
-    return { task: describeTask(entry) };
+    void job.done.then(() => deps.notify({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...describeTask(entry, deps.retentionMs) } }));
+    return { task: describeTask(entry, deps.retentionMs) };
   }
 
   async function cancel(id: RequestId, entry: TaskEntry): Promise<JsonRpcResponse> {
@@ -156,7 +158,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
     // Cancelled before the answer, as the spec requires, and before the kill, so the kill's outcome cannot change it.
     entry.cancelledAt = deps.now();
     await deps.jobs.kill(entry.job.id, "cancelled").catch((error: unknown) => deps.logger.warn(`tasks/cancel ${entry.job.id}: ${String(error)}`));
-    return respond(id, describeTask(entry));
+    return respond(id, describeTask(entry, deps.retentionMs));
   }
 
   async function handle(id: RequestId, method: (typeof TASK_METHODS)[number], params: Record<string, unknown>, signal: AbortSignal): Promise<JsonRpcResponse> {
@@ -173,7 +175,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
     if (typeof taskId !== "string") return fail(id, INVALID_PARAMS, "params.taskId must be a string");
     const entry = book.get(taskId);
     if (!entry) return fail(id, INVALID_PARAMS, taskNotFound(taskId));
-    if (method === "tasks/get") return respond(id, describeTask(entry));
+    if (method === "tasks/get") return respond(id, describeTask(entry, deps.retentionMs));
     if (method === "tasks/cancel") return cancel(id, entry);
     // tasks/result blocks until the task ends; a cancelled request stops waiting (its answer is dropped, §4).
     const aborted = new Promise<undefined>((resolve) => signal.addEventListener("abort", () => resolve(undefined), { once: true }));

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { LEGACY_PROTOCOL_VERSIONS, SERVER_INFO_KEY, TASKS_EXTENSION } from "../src/eras.js";
+import { SERVER_INFO_KEY, TASKS_EXTENSION } from "../src/eras.js";
 import { LISTING_TTL_MS, SERVER_INSTRUCTIONS } from "../src/handler.js";
 import type { JsonRpcResponse } from "../src/jsonrpc.js";
 import { SYNCHRONOUS_RUN_MAX_TIMEOUT_MS } from "../src/tasks-extension.js";
@@ -75,7 +75,7 @@ test("an unsupported version is -32022 with the versions we serve, on every meth
     for (const requested of ["1900-01-01", "2025-11-25", "2026-07-28 "]) {
       const refused = error(await send(h, method, { ...params, _meta: envelope({ version: requested, tasks: true }) }), -32022);
       assert.equal(refused.message, "Unsupported protocol version");
-      assert.deepEqual(refused.data, { supported: [VERSION, ...LEGACY_PROTOCOL_VERSIONS], requested }, `${method} ${requested}`);
+      assert.deepEqual(refused.data, { supported: [VERSION], requested }, `${method} ${requested}: only versions an envelope may name`);
     }
   }
   assert.equal(h.launcher.agents.length, 0);

@@ -471,3 +471,48 @@ test("attaching without a recorded start time: a pid that does not carry the age
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("an attached agent that survives its kill is still polled at the usual pace, and a failed table read does not make it gone", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-attach-"));
+  try {
+    const output = { stdoutPath: path.join(dir, "stdout.jsonl"), stderrPath: path.join(dir, "stderr.log") };
+    writeFileSync(output.stdoutPath, "");
+    const table = [proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(900, 1, "9000")];
+    const { platform } = fakePosix(table);
+    // 900 is stuck in the kernel: no signal removes it.
+    platform.signal = () => undefined;
+    let reads = 0;
+    let failNextRead = false;
+    platform.listProcesses = async () => {
+      reads += 1;
+      if (failNextRead) {
+        failNextRead = false;
+        throw Object.assign(new Error("EMFILE: too many open files"), { code: "EMFILE" });
+      }
+      return table.map((info) => ({ ...info }));
+    };
+    const clock = new FakeClock();
+    const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50, followMs: 10, livenessMs: { first: 500, max: 2000 } });
+    const handle = control.attach({ pid: 900, startTime: "9000", marker: undefined, output, onStdout: () => undefined, stderrTailBytes: 10 });
+    let exited = false;
+    void handle.exited.then(() => (exited = true));
+    await clock.advance(1000);
+    failNextRead = true;
+    await clock.advance(3000);
+    assert.equal(exited, false, "one failed read of the process table is not taken for the agent's death");
+
+    const killing = handle.killTree();
+    await clock.advance(3000);
+    assert.deepEqual((await killing).survivors, [900]);
+    const before = reads;
+    await clock.advance(10_000);
+    assert.ok(reads - before < 40, `after the kill, liveness is polled at the usual pace, not in a busy loop (${reads - before} reads in 10 s)`);
+    assert.equal(exited, false);
+    table.splice(table.findIndex((info) => info.pid === 900), 1);
+    await clock.advance(3000);
+    await handle.exited;
+    await control.idle();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

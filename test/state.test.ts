@@ -47,14 +47,26 @@ interface Harness {
 
 function harness(
   store: StateStore,
-  options: { maxRunning?: number; retentionMs?: number; maxBytes?: number; owner?: typeof OWNER; admit?: (spec: AgentSpec) => Promise<AgentSpec> } = {},
+  options: {
+    maxRunning?: number;
+    retentionMs?: number;
+    maxBytes?: number;
+    owner?: typeof OWNER;
+    admit?: (spec: AgentSpec) => Promise<AgentSpec>;
+    /** Runs inside each launch, as something else might act while the agent is being spawned. */
+    onLaunch?: () => void;
+    replays?: string[];
+  } = {},
 ): Harness {
   const clock = new FakeClock();
   const launcher = new FakeLauncher();
   const attached: AgentToAttach[] = [];
   const attachedAgents: FakeAgent[] = [];
   const jobs = new JobRegistry({
-    launch: launcher.launch,
+    launch: (spec) => {
+      options.onLaunch?.();
+      return launcher.launch(spec);
+    },
     clock,
     newId: nextId,
     logger: new RecordingLogger(),
@@ -71,7 +83,10 @@ function harness(
         attachedAgents.push(run);
         return run;
       },
-      replayTranscript: () => new Transcript(1000),
+      replayTranscript: (id) => {
+        options.replays?.push(id);
+        return new Transcript(1000);
+      },
       maxBytes: options.maxBytes ?? 1024 ** 3,
       admit: options.admit ?? (async (spec) => spec),
     },
@@ -137,14 +152,15 @@ describe("StateStore", () => {
     const store = freshStore();
     const id = nextId();
     mkdirSync(store.jobDir(id));
-    assert.equal(store.claim(id, 1, 0, { pid: 1 }), true);
-    assert.equal(store.claim(id, 1, 0, { pid: 2 }), false, "the second claimant loses");
-    assert.deepEqual(store.claimHolder(id, 1, 0), { pid: 1 });
+    assert.equal(store.claim(id, 1, 0, { pid: 11 }), true);
+    assert.equal(store.claim(id, 1, 0, { pid: 12 }), false, "the second claimant loses");
+    assert.deepEqual(store.claimHolder(id, 1, 0), { pid: 11 });
     assert.deepEqual(readdirSync(store.jobDir(id)), ["claim.1"], "no temporary file is left");
-    const alive = new Set([1]);
-    assert.equal(await store.claimJob(id, 1, { pid: 3 }, async (holder) => alive.has(holder.pid)), false, "its holder is alive");
+    const alive = new Set([11]);
+    assert.equal(await store.claimJob(id, 1, { pid: 13 }, async (holder) => alive.has(holder.pid)), false, "its holder is alive");
+    assert.equal(await store.claimJob(id, 1, { pid: 13 }, async () => undefined), false, "a holder that cannot be told alive or gone keeps it");
     alive.clear();
-    const both = await Promise.all([4, 5].map((pid) => store.claimJob(id, 1, { pid }, async (holder) => alive.has(holder.pid) || holder.pid >= 4)));
+    const both = await Promise.all([4, 5].map((pid) => store.claimJob(id, 1, { pid }, async (holder) => alive.has(holder.pid) || holder.pid === 4 || holder.pid === 5)));
     assert.deepEqual(both.sort(), [false, true], "of two claimants past a dead holder, one gets the job");
     assert.ok([4, 5].includes(store.claimHolder(id, 1, 1)?.pid ?? 0));
   });
@@ -238,7 +254,17 @@ describe("the job registry with a state directory", () => {
     assert.equal(a.attached.length + b.attached.length, 1, "exactly one of them follows the agent");
     const late = harness(store, { owner: { pid: 8, start_time: "8" } });
     await late.jobs.restore(records, async () => false);
-    assert.equal(late.attached.length, 1, "a claim whose holder died before rewriting the record is stale and replaced");
+    assert.equal(late.attached.length, 0, "its winner rewrote the record: a takeover from the old read is refused");
+
+    const other = freshStore();
+    const gone = harness(other, { owner: { pid: 77, start_time: "1" } });
+    const orphan = gone.jobs.start({ prompt: "claimed by a server that then died", cwd: "/w" }, "start");
+    await settle();
+    assert.ok(other.claim(orphan.id, 1, 0, { pid: 99, start_time: "9" }), "a claimer that died before rewriting the record");
+    const next = harness(other, { owner: { pid: 8, start_time: "8" } });
+    await next.jobs.restore(other.loadAll().records, async () => false);
+    assert.equal(next.attached.length, 1, "its stale claim is passed: the next slot is taken");
+    assert.deepEqual(other.claimHolder(orphan.id, 1, 1), { pid: 8, start_time: "8" });
   });
 
   test("a queued job whose prompt file is gone is not started with an empty prompt", async () => {
@@ -451,5 +477,94 @@ describe("reading long lines back from the output file", () => {
     splitter.finish();
     assert.deepEqual(lines, ["short", "after"]);
     assert.deepEqual(deferred, [["LLLL", 6, 50]]);
+  });
+});
+
+describe("the takeover, against what a second review found", () => {
+  test("a CLI kill that lands while a queued job is being spawned is not lost: the job is killed", async () => {
+    const store = freshStore();
+    let target: string | undefined;
+    const { jobs, launcher } = harness(store, { maxRunning: 1, onLaunch: () => target && store.requestKill(target, "cli", 0) });
+    jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
+    const queued = jobs.start({ prompt: "unwanted", cwd: "/w" }, "start");
+    target = queued.id;
+    launcher.last.succeed();
+    await settle();
+    assert.equal(launcher.agents.at(-1)?.killCalls, 1, "the marker written during the spawn is seen right after it");
+    assert.equal(jobs.get(queued.id)?.status, "killed");
+    assert.equal(jobs.get(queued.id)?.killReason, "cli");
+  });
+
+  test("a finish after a restart does not rebuild every restored transcript to measure it", async () => {
+    const store = freshStore();
+    const old = harness(store);
+    for (let i = 0; i < 5; i += 1) {
+      old.jobs.start({ prompt: `p${i}`, cwd: "/w" }, "start");
+      old.launcher.last.succeed();
+      await settle();
+    }
+    const replays: string[] = [];
+    const fresh = harness(store, { replays });
+    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    fresh.jobs.start({ prompt: "new", cwd: "/w" }, "start");
+    fresh.launcher.last.succeed();
+    await settle();
+    assert.deepEqual(replays, []);
+  });
+
+  test("a record whose agent pid could address a group, everything or init is not trusted", () => {
+    const store = freshStore();
+    for (const agent of [null, { pid: 0 }, { pid: -1 }, { pid: 1 }, { pid: "42" }, { pid: 42, pgid: 0 }]) {
+      const id = nextId();
+      mkdirSync(store.jobDir(id));
+      const record = { format: 1, id, kind: "start", cwd: "/w", prompt_preview: "", options: {}, status: "running", submitted_at: 1, owner: OWNER, generation: 0, agent };
+      writeFileSync(store.file(id, "record.json"), JSON.stringify(record));
+    }
+    const { records, skipped } = store.loadAll();
+    assert.equal(records.length, 0);
+    assert.equal(skipped.length, 6);
+  });
+
+  test("a state directory removed while the server runs is made again for the next job", () => {
+    const store = freshStore();
+    const { jobs } = harness(store);
+    rmSync(store.root, { recursive: true, force: true });
+    const job = jobs.start({ prompt: "after the removal", cwd: "/w" }, "start");
+    assert.equal(store.read(job.id)?.status, "running");
+  });
+
+  test("a job another server took over after the directory was read is left to it", async () => {
+    const store = freshStore();
+    const old = harness(store, { maxRunning: 1, owner: { pid: 77, start_time: "1" } });
+    old.jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
+    const queued = old.jobs.start({ prompt: "only once", cwd: "/w" }, "start");
+    await settle();
+    const stale = store.loadAll().records;
+    const first = harness(store, { maxRunning: 2, owner: { pid: 5, start_time: "5" } });
+    await first.jobs.restore(store.loadAll().records, async (named) => named.pid === 5);
+    assert.equal(first.jobs.get(queued.id)?.status, "running");
+    // Server 5 dies; a server that read the directory before 5 took over still holds the old records.
+    const late = harness(store, { maxRunning: 2, owner: { pid: 6, start_time: "6" } });
+    await late.jobs.restore(stale, async (named) => named.pid === 6);
+    assert.equal(late.jobs.get(queued.id), undefined, "its generation moved on: not taken over from a stale read");
+    assert.equal(late.launcher.agents.length, 0, "the queued job does not run twice");
+  });
+
+  test("a queued job older than a running one does not push the takeover past the limit", async () => {
+    const store = freshStore();
+    const x = harness(store, { maxRunning: 1, owner: { pid: 70, start_time: "1" } });
+    x.jobs.start({ prompt: "x running", cwd: "/w" }, "start");
+    const queuedX = x.jobs.start({ prompt: "x queued", cwd: "/w" }, "start");
+    await x.clock.advance(10);
+    const y = harness(store, { maxRunning: 1, owner: { pid: 71, start_time: "1" } });
+    await y.clock.advance(20);
+    const runningY = y.jobs.start({ prompt: "y running", cwd: "/w" }, "start");
+    await settle();
+    const fresh = harness(store, { maxRunning: 2 });
+    await fresh.jobs.restore(store.loadAll().records, async (named) => named.pid === 4242);
+    assert.equal(fresh.attached.length, 2, "both running agents are followed");
+    assert.equal(fresh.jobs.get(runningY.id)?.status, "running");
+    assert.equal(fresh.jobs.get(queuedX.id)?.status, "queued", "no slot is left for it");
+    assert.equal(fresh.launcher.agents.length, 0);
   });
 });

@@ -130,12 +130,25 @@ test("a progress token stays valid until the task ends, not until the CreateTask
   await h.clock.advance(1000);
   const progress = h.notifications.filter((note) => note.method === "notifications/progress");
   assert.ok(progress.some((note) => String(note.params?.message).includes("Bash · npm test")));
+  for (const note of progress) {
+    assert.deepEqual(note.params?._meta, { "io.modelcontextprotocol/related-task": { taskId } }, "every message about a task names it");
+  }
   agent.succeed();
   await settle();
   const count = h.notifications.filter((note) => note.method === "notifications/progress").length;
   await h.clock.advance(60_000);
   assert.equal(h.notifications.filter((note) => note.method === "notifications/progress").length, count, "none after the task ended");
-  assert.equal(result(await request(h, "tasks/get", { taskId })).status, "completed");
+  const done = result(await request(h, "tasks/get", { taskId }));
+  assert.equal(done.status, "completed");
+  const lifetime = Date.parse(done.lastUpdatedAt) - Date.parse(done.createdAt) + 600_000;
+  assert.equal(done.ttl, lifetime, "once ended, the task's ttl is how long it is still kept: until its job is forgotten");
+});
+
+test("under the recursion guard the task augmentation is ignored, as without the tasks capability", async () => {
+  const h = handlerHarness({ depth: { current: 1, max: 1 } });
+  const answer = result(await request(h, "tools/call", { name: "claude_list", arguments: {}, task: "not even an object" }));
+  assert.equal(answer.isError, true);
+  assert.match(answer.content[0].text, /^DEPTH_LIMIT/);
 });
 
 test("a cancelled tasks/result gets no response; the task goes on", async () => {
@@ -148,4 +161,10 @@ test("a cancelled tasks/result gets no response; the task goes on", async () => 
   assert.equal(waiting.done, true);
   assert.equal(waiting.value, null);
   assert.equal(result(await request(h, "tasks/get", { taskId })).status, "working");
+});
+
+test("tools/list issues no cursor, so any cursor is -32602; without one, every tool in one page", async () => {
+  const h = handlerHarness();
+  assert.equal(errorCode(await request(h, "tools/list", { cursor: "abc" })), -32602);
+  assert.equal(result(await request(h, "tools/list", {})).tools.length, 6);
 });
