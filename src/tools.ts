@@ -339,7 +339,7 @@ export const JOB_REPORT_SCHEMA = {
     status: {
       type: "string",
       enum: [...JOB_STATUSES],
-      description: "queued, running, completed, failed or killed describe the job; error means this call itself failed.",
+      description: "queued, running, completed, failed, killed or lost (its agent ended without a result while a restart was under way) describe the job; error means this call itself failed.",
     },
     queue_position: { type: "integer", description: "While queued: 1 for the next job to start." },
     job_id: { type: "string" },
@@ -471,7 +471,7 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
       description:
         "Wait up to hold_ms for a job started by claude_start, then report it: still running (with elapsed " +
         "seconds, turns and the latest activity: call claude_wait again), completed (with the result and " +
-        "session_id), failed (with the error), or killed. Safe to call repeatedly.",
+        "session_id), failed or lost (with the error), or killed. Jobs survive a restart of this server. Safe to call repeatedly.",
       inputSchema: {
         type: "object",
         properties: {
