@@ -306,7 +306,8 @@ export class ClaudeStream {
   }
 
   push(chunk: Buffer): void {
-    if (this.head.length < 300) this.head += chunk.toString("utf8", 0, Math.min(chunk.length, 300));
+    // A character cut in two at the 300th byte would show as U+FFFD: drop it.
+    if (this.head.length < 300) this.head += chunk.toString("utf8", 0, Math.min(chunk.length, 300)).replace(/\uFFFD$/, "");
     this.rawBytes += chunk.length;
     if (this.raw) {
       if (this.rawBytes <= RAW_KEEP_BYTES) this.raw.push(chunk);

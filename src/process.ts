@@ -250,7 +250,7 @@ function collect(child: ChildProcess, request: SpawnRequest, options: ProcessCon
       child.stderr?.destroy();
       resolve(exit);
     };
-    const output = (): Pick<ChildExit, "stderrTail"> => ({ stderrTail: stderrTail.toString("utf8") });
+    const output = (): Pick<ChildExit, "stderrTail"> => ({ stderrTail: decodeTail(stderrTail) });
 
     // `on`, not `once`: a second 'error' with no listener would be thrown.
     child.on("error", (error: NodeJS.ErrnoException) => {
@@ -369,6 +369,14 @@ class FileFollower {
   }
 }
 
+/** The end of some UTF-8 output: a character cut in two at the start is left out rather than shown as U+FFFD. */
+function decodeTail(bytes: Buffer): string {
+  let start = 0;
+  // Continuation bytes (10xxxxxx) cannot start a character; at most three follow a lead byte.
+  while (start < Math.min(3, bytes.length) && ((bytes[start] as number) & 0xc0) === 0x80) start += 1;
+  return bytes.toString("utf8", start);
+}
+
 /** The last `bytes` of a file as text; empty when there is none. */
 async function readTail(file: string, bytes: number): Promise<string> {
   let handle: FileHandle | undefined;
@@ -378,7 +386,7 @@ async function readTail(file: string, bytes: number): Promise<string> {
     const length = Math.min(size, bytes);
     const buffer = Buffer.alloc(length);
     await handle.read(buffer, 0, length, size - length);
-    return buffer.toString("utf8");
+    return decodeTail(buffer);
   } catch {
     return "";
   } finally {

@@ -516,3 +516,20 @@ test("an attached agent that survives its kill is still polled at the usual pace
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the end of stderr is read without a character cut in two at its start", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-tail-"));
+  try {
+    const output = { stdoutPath: path.join(dir, "stdout.jsonl"), stderrPath: path.join(dir, "stderr.log") };
+    writeFileSync(output.stdoutPath, "");
+    // "é" is two bytes and "€" three: the last 4 bytes of "xxé€" start inside the é.
+    writeFileSync(output.stderrPath, "xxé€");
+    const platform: WindowsPlatform = { ...fakeWindows({}), isRunning: () => false };
+    const control = createProcessControl({ platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0, followMs: 10 });
+    const exit = await control.attach({ pid: 5, startTime: undefined, marker: undefined, output, onStdout: () => undefined, stderrTailBytes: 4 }).exited;
+    assert.equal(exit.stderrTail, "€");
+    await control.idle();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
