@@ -97,9 +97,15 @@ export interface AgentResult {
   apiErrorStatus?: number;
 }
 
+/** How the agent process ended, when it was this server's child (§15.2). */
+export interface ExitStatus {
+  code: number | null;
+  signal: string | null;
+}
+
 export type AgentOutcome =
-  | { ok: true; result: AgentResult }
-  | { ok: false; code: ErrorCode; detail: string; result?: AgentResult };
+  | { ok: true; result: AgentResult; exit?: ExitStatus }
+  | { ok: false; code: ErrorCode; detail: string; result?: AgentResult; exit?: ExitStatus };
 
 interface ResultEvent {
   type: "result";
@@ -636,7 +642,8 @@ export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents
         stream.end();
         const outcome = interpretExit(exit, stream, options.bin);
         stream.forgetResult();
-        return outcome;
+        // An attached agent was not our child: its exit status is unknown, not null.
+        return exit.unobserved || exit.spawnError ? outcome : { ...outcome, exit: { code: exit.exitCode, signal: exit.signal } };
       }),
       kill: () => started.killTree(),
       live: () => stream.live(),

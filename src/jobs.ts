@@ -729,6 +729,7 @@ function storedOutcome(outcome: AgentOutcome, resultChars: number | undefined): 
     stored.code = outcome.code;
     stored.detail = outcome.detail;
   }
+  if (outcome.exit) stored.exit = outcome.exit;
   if (outcome.result) {
     const { text, textChars, ...rest } = outcome.result;
     stored.result = rest;

@@ -55,6 +55,8 @@ export interface StoredOutcome {
   result?: Omit<AgentResult, "text">;
   /** Length of result.txt's text in UTF-16 characters, when there is a result text. */
   result_chars?: number;
+  /** The agent's exit code or signal, when it was the recording server's child. */
+  exit?: { code: number | null; signal: string | null };
 }
 
 export interface JobRecord {

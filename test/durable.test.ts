@@ -223,6 +223,8 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
       assert.match(String(report.result), new RegExp(`job ${["one", "two", "three"][index]}`));
     }
     assert.equal(readPids(pids).length, 3, "each job ran exactly once");
+    assert.equal(readRecord(stateDir, ids[0] as string).outcome.exit, undefined, "followed after the restart: its exit status is unknown");
+    assert.deepEqual(readRecord(stateDir, ids[1] as string).outcome.exit, { code: 0, signal: null }, "started by this server: its exit is recorded");
     second.endInput();
     await second.exited;
   });
