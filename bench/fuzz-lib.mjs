@@ -1,9 +1,10 @@
 /**
  * Hostile-input fuzzer for claude-dispatch: a seeded generator of JSON-RPC
  * lines (valid, malformed and hostile), an oracle that derives from
- * PROTOCOL.md §1, §2, §4, §5 and §9 what the server must answer to each line,
- * and a runner that drives the BUILT server (dist/main.js) over stdio and
- * checks every frame it writes. Plain Node ESM, built-ins only.
+ * PROTOCOL.md §1, §2, §4, §5, §9, §14 and §16 (the 2026-07-28 era: line kind
+ * "modern") what the server must answer to each line, and a runner that
+ * drives the BUILT server (dist/main.js) over stdio and checks every frame it
+ * writes. Plain Node ESM, built-ins only.
  *
  * Lines go out in blocks; each block ends with a sentinel `ping`. The next
  * block is sent only once the sentinel and every response the block must get
@@ -37,7 +38,11 @@ const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 const METHOD_NOT_FOUND = -32601;
 const INVALID_PARAMS = -32602;
-const STANDARD_CODES = new Set([-32700, -32600, -32601, -32602, -32603]);
+/** §16.1, §16.4: answered only to 2026-07-28 requests. */
+const MISSING_CAPABILITY = -32021;
+const UNSUPPORTED_VERSION = -32022;
+/** The codes of §9's JSON-RPC table. */
+const KNOWN_CODES = new Set([-32700, -32600, -32601, -32602, -32603, MISSING_CAPABILITY, UNSUPPORTED_VERSION]);
 
 const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output"];
 const VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -57,6 +62,18 @@ const ALLOWED_MODES = PERMISSION_MODES.filter((mode) => mode !== "bypassPermissi
 const MAX_RESULT_CHARS = 20000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MISSING_DIR = "/missing-dir-xyz";
+
+/* The 2026-07-28 era (§16). */
+const MODERN_VERSION = "2026-07-28";
+const VERSION_KEY = "io.modelcontextprotocol/protocolVersion";
+const CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities";
+const SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo";
+const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
+const MODERN_TASK_METHODS = ["tasks/get", "tasks/update", "tasks/cancel"];
+/** §16.4: a claude_run whose timeout is at most this stays an ordinary call; the default (§5.1, 120 s) makes a task. */
+const SYNCHRONOUS_RUN_MAX_TIMEOUT_MS = 30000;
+const LISTING_TTL_MS = 3600000;
+const SERVER_VERSION = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")).version;
 
 /* ------------------------------------------------------------------ *
  * PRNG
@@ -149,7 +166,8 @@ export const idKey = (id) => JSON.stringify(id);
 
 const NONE = Object.freeze({ t: "none" });
 const nullError = (code, tag = "other") => ({ t: "null", code, tag });
-const keyedError = (id, code, method) => ({ t: "id", key: idKey(id), id, code, method });
+/** detail: what else the error must carry: data (compared as JSON), message (exactly) or messagePrefix. */
+const keyedError = (id, code, method, detail) => ({ t: "id", key: idKey(id), id, code, method, ...detail });
 const keyedResult = (id, check, method) => ({ t: "id", key: idKey(id), id, check, method });
 const errorEchoing = (id, code, method) => (id === null ? nullError(code) : keyedError(id, code, method));
 
@@ -173,7 +191,7 @@ export function expectLine(line, env) {
   return classify(message, env);
 }
 
-/** §1 "Classification", then the params rules, then §2 and §5. */
+/** §1 "Classification", then the params rules, then §2 and §5, or §16 for a 2026-07-28 request. */
 export function classify(message, env) {
   if (Array.isArray(message)) return nullError(INVALID_REQUEST);
   if (!isRecord(message)) return nullError(INVALID_REQUEST);
@@ -202,6 +220,8 @@ export function classify(message, env) {
     }
   }
   const params = isRecord(message.params) ? message.params : {};
+  // §2: the protocol version key in _meta (an own member) makes the request one of the 2026-07-28 era.
+  if (isRecord(params._meta) && hasOwn(params._meta, VERSION_KEY)) return classifyModern(id, method, params, env);
   switch (method) {
     case "initialize": {
       const version = params.protocolVersion;
@@ -214,26 +234,104 @@ export function classify(message, env) {
       // The server issues no cursor, so any cursor is an invalid one (§2).
       if (params.cursor !== undefined) return keyedError(id, INVALID_PARAMS, method);
       return keyedResult(id, { r: "tools/list" }, method);
-    case "tools/call": {
+    case "tools/call":
       if (!hasOwn(message, "params")) return keyedError(id, INVALID_PARAMS, method);
-      const name = params.name;
-      if (typeof name !== "string") return keyedError(id, INVALID_PARAMS, method);
-      const rawArgs = params.arguments;
-      if (rawArgs !== undefined && rawArgs !== null && !isRecord(rawArgs)) return keyedError(id, INVALID_PARAMS, method);
-      if (!TOOL_NAMES.includes(name)) return keyedError(id, INVALID_PARAMS, method);
-      // §14: `task` asks for a task; only claude_run and claude_start support it.
-      if (params.task !== undefined) {
-        const ttl = isRecord(params.task) ? params.task.ttl : undefined;
-        if (!isRecord(params.task) || (ttl !== undefined && !(typeof ttl === "number" && Number.isFinite(ttl) && ttl >= 0))) return keyedError(id, INVALID_PARAMS, method);
-        if (name !== "claude_run" && name !== "claude_start") return keyedError(id, METHOD_NOT_FOUND, method);
+      return classifyToolCall(id, params, env, undefined);
+    case "server/discover":
+      // §2: a 2026-07-28 method sent without the envelope is a malformed request of that era.
+      return keyedError(id, INVALID_PARAMS, method, { messagePrefix: "server/discover requires" });
+    case "tasks/get":
+    case "tasks/result":
+    case "tasks/cancel":
+      // §14: the fuzzer never creates a legacy task (no tools/call with `task` ever starts a job), so every id is unknown.
+      return taskIdProblem(id, method, params) ?? keyedError(id, INVALID_PARAMS, method, { message: taskNotFound(params.taskId) });
+    case "tasks/list":
+      // §14: no legacy task ever exists here, so the list is empty and no cursor was ever issued.
+      if (params.cursor !== undefined) return keyedError(id, INVALID_PARAMS, method);
+      return keyedResult(id, { r: "tasks/list" }, method);
+    default:
+      return keyedError(id, METHOD_NOT_FOUND, method);
+  }
+}
+
+/** §5, and §14 for a legacy `task`; modern is the request's 2026-07-28 envelope ({tasksExtension}) or undefined. */
+function classifyToolCall(id, params, env, modern) {
+  const method = "tools/call";
+  const name = params.name;
+  if (typeof name !== "string") return keyedError(id, INVALID_PARAMS, method);
+  const rawArgs = params.arguments;
+  if (rawArgs !== undefined && rawArgs !== null && !isRecord(rawArgs)) return keyedError(id, INVALID_PARAMS, method);
+  if (!TOOL_NAMES.includes(name)) return keyedError(id, INVALID_PARAMS, method);
+  // §14: `task` asks for a task; only claude_run and claude_start support it. §16.3: in 2026-07-28 it means nothing.
+  if (!modern && params.task !== undefined) {
+    const ttl = isRecord(params.task) ? params.task.ttl : undefined;
+    if (!isRecord(params.task) || (ttl !== undefined && !(typeof ttl === "number" && Number.isFinite(ttl) && ttl >= 0))) return keyedError(id, INVALID_PARAMS, method);
+    if (name !== "claude_run" && name !== "claude_start") return keyedError(id, METHOD_NOT_FOUND, method);
+  }
+  const args = isRecord(rawArgs) ? rawArgs : {};
+  const meta = isRecord(params._meta) ? params._meta : {};
+  let check = toolOracle(name, args, env);
+  if (modern) {
+    // §16.4: with the extension declared, claude_start always becomes a task, claude_run when its timeout passes 30 s.
+    const timeout = present(args, "timeout_ms") ? args.timeout_ms : Infinity;
+    if (check.starts && modern.tasksExtension && (name === "claude_start" || timeout > SYNCHRONOUS_RUN_MAX_TIMEOUT_MS)) check = { r: "task", tool: name, starts: "task" };
+    check.modern = true;
+  }
+  // A task handle's token ends with its request: starts "task" allows no progress (§16.4).
+  if (hasOwn(meta, "progressToken")) check.token = idKey(meta.progressToken);
+  return keyedResult(id, check, method);
+}
+
+const taskNotFound = (taskId) => `Failed to retrieve task: Task not found: ${taskId}`;
+
+/** §14, §16.4: params.taskId must be a string. */
+function taskIdProblem(id, method, params) {
+  return typeof params.taskId === "string" ? undefined : keyedError(id, INVALID_PARAMS, method);
+}
+
+/**
+ * §16: a request whose _meta holds the protocol version key, after the checks
+ * of §1. The envelope (§16.1: version type, version, capabilities, in that
+ * order), then the methods of §16.3; everything else is -32601.
+ */
+function classifyModern(id, method, params, env) {
+  const meta = params._meta;
+  const version = meta[VERSION_KEY];
+  if (typeof version !== "string") return keyedError(id, INVALID_PARAMS, method);
+  if (version !== MODERN_VERSION) {
+    return keyedError(id, UNSUPPORTED_VERSION, method, { message: "Unsupported protocol version", data: { supported: [MODERN_VERSION], requested: version } });
+  }
+  const capabilities = meta[CAPABILITIES_KEY];
+  if (!isRecord(capabilities)) return keyedError(id, INVALID_PARAMS, method);
+  // §16.1: the one capability read is clientCapabilities.extensions["io.modelcontextprotocol/tasks"], an object.
+  const extensions = capabilities.extensions;
+  const tasksExtension = isRecord(extensions) && isRecord(extensions[TASKS_EXTENSION]);
+  switch (method) {
+    case "server/discover":
+      return keyedResult(id, { r: "discover", modern: true }, method);
+    case "tools/list":
+      if (params.cursor !== undefined) return keyedError(id, INVALID_PARAMS, method);
+      return keyedResult(id, { r: "tools/list", modern: true }, method);
+    case "tools/call":
+      return classifyToolCall(id, params, env, { tasksExtension });
+    case "tasks/get":
+    case "tasks/update":
+    case "tasks/cancel": {
+      // §16.4: the extension must be declared on this very request, before anything else is looked at.
+      if (!tasksExtension) {
+        return keyedError(id, MISSING_CAPABILITY, method, {
+          messagePrefix: "Missing required client capability",
+          data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+        });
       }
-      const args = isRecord(rawArgs) ? rawArgs : {};
-      const meta = isRecord(params._meta) ? params._meta : {};
-      const check = toolOracle(name, args, env);
-      if (hasOwn(meta, "progressToken")) check.token = idKey(meta.progressToken);
-      return keyedResult(id, check, method);
+      const problem = taskIdProblem(id, method, params);
+      if (problem) return problem;
+      if (method === "tasks/update" && !isRecord(params.inputResponses)) return keyedError(id, INVALID_PARAMS, method);
+      // The generator never sends the id of a real job to these.
+      return keyedError(id, INVALID_PARAMS, method, { message: taskNotFound(params.taskId) });
     }
     default:
+      // §16.3: initialize, ping, tasks/result, tasks/list and every method not of this era.
       return keyedError(id, METHOD_NOT_FOUND, method);
   }
 }
@@ -362,15 +460,26 @@ function checkKeyed(message, expectation, errorCodes) {
   const problems = [];
   if (expectation.code !== undefined) {
     if (!hasOwn(message, "error")) return [`expected error ${expectation.code}, got a result: ${preview(JSON.stringify(message.result), 300)}`];
-    if (message.error.code !== expectation.code) problems.push(`expected error ${expectation.code}, got ${message.error.code} "${preview(message.error.message, 200)}"`);
-    if (expectation.code === METHOD_NOT_FOUND && !String(message.error.message).startsWith("Method not found")) {
-      problems.push(`-32601 message should read "Method not found: …", got "${preview(message.error.message, 100)}"`);
+    const error = message.error;
+    if (error.code !== expectation.code) return [`expected error ${expectation.code}, got ${error.code} "${preview(error.message, 200)}"${error.data === undefined ? "" : ` data ${preview(JSON.stringify(error.data), 200)}`}`];
+    if (expectation.code === METHOD_NOT_FOUND && !String(error.message).startsWith("Method not found")) {
+      problems.push(`-32601 message should read "Method not found: …", got "${preview(error.message, 100)}"`);
+    }
+    if (expectation.message !== undefined && error.message !== expectation.message) problems.push(`${error.code} message should be "${preview(expectation.message, 200)}", got "${preview(error.message, 200)}"`);
+    if (expectation.messagePrefix !== undefined && !String(error.message).startsWith(expectation.messagePrefix)) {
+      problems.push(`${error.code} message should start "${expectation.messagePrefix}", got "${preview(error.message, 200)}"`);
+    }
+    if (expectation.data !== undefined && !sameJson(error.data, expectation.data)) {
+      problems.push(`${error.code} data should be ${preview(JSON.stringify(expectation.data), 300)}, got ${preview(JSON.stringify(error.data), 300)}`);
     }
     return problems;
   }
   if (!hasOwn(message, "result")) return [`expected a result (${describeCheck(expectation.check)}), got error ${message.error?.code} "${preview(message.error?.message, 200)}"`];
   const result = message.result;
   const check = expectation.check;
+  // §16.3: every 2026-07-28 result names its type and the server; the legacy era's results (§2, §5.5) do neither.
+  if (check.modern) problems.push(...checkModernResult(result, check.r === "task" ? "task" : "complete"));
+  else if (isRecord(result) && hasOwn(result, "resultType")) problems.push(`a legacy request got a 2026-07-28 result (resultType ${preview(JSON.stringify(result.resultType), 40)})`);
   switch (check.r) {
     case "ping":
       if (!isRecord(result) || Object.keys(result).length !== 0) problems.push(`ping result must be {}, got ${preview(JSON.stringify(result), 200)}`);
@@ -391,8 +500,27 @@ function checkKeyed(message, expectation, errorCodes) {
         problems.push("tools/list: every definition needs description, inputSchema and outputSchema");
       }
       if (isRecord(result) && hasOwn(result, "nextCursor")) problems.push("tools/list: nextCursor is never set (§2)");
+      if (!names || names.join(",") !== TOOL_NAMES.join(",")) break;
+      if (check.modern) {
+        // §16.3: without execution (the server decides what becomes a task), cacheable for an hour.
+        if (result.tools.some((tool) => hasOwn(tool, "execution"))) problems.push("tools/list (2026-07-28): definitions must not carry execution (§16.3)");
+        if (result.ttlMs !== LISTING_TTL_MS || result.cacheScope !== "public") problems.push(`tools/list (2026-07-28): ttlMs ${LISTING_TTL_MS} and cacheScope "public" expected, got ${preview(JSON.stringify([result.ttlMs, result.cacheScope]), 100)}`);
+      } else if (!result.tools.every((tool) => (tool.name === "claude_run" || tool.name === "claude_start") === (isRecord(tool.execution) && tool.execution.taskSupport === "optional"))) {
+        problems.push('tools/list: claude_run and claude_start, and only they, carry execution: {taskSupport: "optional"} (§14)');
+      }
       break;
     }
+    case "tasks/list":
+      if (!isRecord(result) || !Array.isArray(result.tasks) || result.tasks.length !== 0 || hasOwn(result, "nextCursor")) {
+        problems.push(`tasks/list: no legacy task was ever created, expected {tasks: []}, got ${preview(JSON.stringify(result), 200)}`);
+      }
+      break;
+    case "discover":
+      problems.push(...checkDiscover(result));
+      break;
+    case "task":
+      problems.push(...checkTaskHandle(result));
+      break;
     case "tool":
       problems.push(...checkToolResult(result, check, errorCodes));
       break;
@@ -403,9 +531,56 @@ function checkKeyed(message, expectation, errorCodes) {
 }
 
 function describeCheck(check) {
-  if (check.r !== "tool") return check.r;
+  if (check.r === "task") return `${check.tool} task handle (resultType "task")`;
+  if (check.r !== "tool") return check.modern ? `${check.r} (2026-07-28)` : check.r;
   if (check.code) return `${check.tool} ${check.code}${check.mention ? ` mentioning ${check.mention}` : ""}`;
   return `${check.tool} success`;
+}
+
+/** Equal as JSON values: same types, same members whatever their order. */
+function sameJson(a, b) {
+  if (a === b) return true;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((value, index) => sameJson(value, b[index]));
+  if (!isRecord(a) || !isRecord(b)) return false;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((key) => hasOwn(b, key) && sameJson(a[key], b[key]));
+}
+
+/** §16.3: resultType, and the server named in _meta. */
+function checkModernResult(result, resultType) {
+  if (!isRecord(result)) return ["2026-07-28 result is not an object"];
+  const problems = [];
+  if (result.resultType !== resultType) problems.push(`2026-07-28 result: resultType should be "${resultType}", got ${preview(JSON.stringify(result.resultType), 60)}`);
+  const info = isRecord(result._meta) ? result._meta[SERVER_INFO_KEY] : undefined;
+  const expected = { name: "claude-dispatch", version: SERVER_VERSION };
+  if (!sameJson(info, expected)) problems.push(`2026-07-28 result: _meta["${SERVER_INFO_KEY}"] should be ${JSON.stringify(expected)}, got ${preview(JSON.stringify(info), 200)}`);
+  return problems;
+}
+
+/** §16.2: the DiscoverResult (no recursion guard in the fuzzer: the tasks extension is declared). */
+function checkDiscover(result) {
+  if (!isRecord(result)) return [];
+  const problems = [];
+  if (!sameJson(result.supportedVersions, [MODERN_VERSION])) problems.push(`server/discover: supportedVersions should be ["${MODERN_VERSION}"], got ${preview(JSON.stringify(result.supportedVersions), 200)}`);
+  const capabilities = { tools: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } };
+  if (!sameJson(result.capabilities, capabilities)) problems.push(`server/discover: capabilities should be ${JSON.stringify(capabilities)}, got ${preview(JSON.stringify(result.capabilities), 200)}`);
+  if (typeof result.instructions !== "string" || !result.instructions.includes("claude_start")) problems.push("server/discover: instructions missing");
+  if (result.ttlMs !== LISTING_TTL_MS || result.cacheScope !== "public") problems.push(`server/discover: ttlMs ${LISTING_TTL_MS} and cacheScope "public" expected, got ${preview(JSON.stringify([result.ttlMs, result.cacheScope]), 100)}`);
+  return problems;
+}
+
+const isIsoTime = (value) => typeof value === "string" && !Number.isNaN(Date.parse(value)) && new Date(value).toISOString() === value;
+
+/** §16.4: the CreateTaskResult of a job just started: working, no ttl yet, polled every 5 s. */
+function checkTaskHandle(result) {
+  if (!isRecord(result)) return [];
+  const problems = [];
+  if (typeof result.taskId !== "string" || !UUID.test(result.taskId)) problems.push(`task handle: taskId should be the job id (a UUID), got ${preview(JSON.stringify(result.taskId), 80)}`);
+  if (result.status !== "working" || typeof result.statusMessage !== "string") problems.push(`task handle: expected status "working" with a statusMessage, got ${preview(JSON.stringify([result.status, result.statusMessage]), 120)}`);
+  if (!isIsoTime(result.createdAt) || !isIsoTime(result.lastUpdatedAt)) problems.push(`task handle: createdAt and lastUpdatedAt must be ISO times, got ${preview(JSON.stringify([result.createdAt, result.lastUpdatedAt]), 120)}`);
+  if (result.ttlMs !== null || result.pollIntervalMs !== 5000) problems.push(`task handle: ttlMs null and pollIntervalMs 5000 expected, got ${preview(JSON.stringify([result.ttlMs, result.pollIntervalMs]), 80)}`);
+  for (const key of ["result", "content", "structuredContent", "task"]) if (hasOwn(result, key)) problems.push(`task handle: a working task carries no ${key}`);
+  return problems;
 }
 
 /** §5.5 and §9: one text block, isError only on failures, "CODE: detail", a structuredContent report. */
@@ -451,7 +626,11 @@ function checkToolResult(result, check, errorCodes) {
     if (typeof report.job_id !== "string") problems.push("claude_run: no job_id");
     if (!Number.isInteger(report.elapsed_s)) problems.push("claude_run: elapsed_s missing from the job report (§5.5)");
   } else if (check.starts === "start") {
-    if (report.status !== "running" || typeof report.job_id !== "string") problems.push(`claude_start: expected running with a job_id, got ${JSON.stringify(report.status)}`);
+    // §5.2: running, or queued with its position when CLAUDE_DISPATCH_MAX_JOBS agents already run (§8).
+    const queued = report.status === "queued" && Number.isInteger(report.queue_position) && report.queue_position >= 1;
+    if (!(report.status === "running" || queued) || typeof report.job_id !== "string") {
+      problems.push(`claude_start: expected running, or queued with a queue_position, with a job_id; got ${JSON.stringify(report.status)} at ${JSON.stringify(report.queue_position)}`);
+    }
   }
   return problems;
 }
@@ -644,6 +823,284 @@ function toolArguments(g, tool) {
   const shuffled = {};
   for (const key of keys) setOwn(shuffled, key, args[key]);
   return shuffled;
+}
+
+/* The 2026-07-28 era (§16): envelopes, valid and hostile, and the requests that carry them. */
+
+const ABSENT = Symbol("absent");
+
+/** §16.3: not methods of that era (-32601), the legacy-only ones included, and near-misses of the real ones. */
+const REMOVED_METHODS = [
+  "initialize", "ping", "tasks/result", "tasks/list", "resources/list", "resources/read", "prompts/list", "prompts/get",
+  "logging/setLevel", "completion/complete", "subscriptions/listen", "sampling/createMessage", "elicitation/create", "roots/list",
+  "notifications/initialized", "notifications/cancelled", "notifications/progress", "notifications/tasks/status", "notifications/tasks",
+  "server/Discover", "server/discover ", " tools/list", "tools/call/", "Tasks/get", "tasks/get\u0000", "tasks/delete", "__proto__", "constructor", "toString",
+];
+
+/** A version string this era does not serve: -32022 echoing it (§16.1). */
+function unsupportedVersion(g) {
+  const r = g.rng;
+  return r.pick([
+    ...VERSIONS, "", " ", "\t", `${MODERN_VERSION} `, ` ${MODERN_VERSION}`, `\t${MODERN_VERSION}\r`, `${MODERN_VERSION}\u0000`,
+    "2026-07-29", "2026-7-28", "2026-07-28T00:00:00Z", "2027-01-01", "1900-01-01", "latest", "2026\u201007\u201028", "２０２６-０７-２８",
+    "\ud800", `${MODERN_VERSION}\ud800`, `\udc00${MODERN_VERSION}`, r.pick(UNICODE_BITS), "x".repeat(r.int(100, 4000)), g.text(1, 30),
+  ]);
+}
+
+/** A version key whose value is not a string: -32602 (§16.1). */
+function versionOfWrongType(g) {
+  return g.rng.pick([20260728, 2026, 0, -1, 1.5, g.raw("1e400"), g.raw("-0"), null, true, false, {}, { version: MODERN_VERSION }, [], [MODERN_VERSION], deepArray(g.rng.int(2, 40))]);
+}
+
+/** clientCapabilities that is not an object (or is missing): -32602 (§16.1). */
+function hostileCapabilities(g) {
+  return g.rng.pick([ABSENT, ABSENT, null, [], [{}], [{ extensions: { [TASKS_EXTENSION]: {} } }], "x", "", 0, 1, true, false]);
+}
+
+/** An object; it declares the tasks extension (an object under extensions) only when tasks is true (§16.1). */
+function clientCapabilities(g, tasks) {
+  const r = g.rng;
+  const caps = {};
+  if (tasks) {
+    const extensions = {};
+    setOwn(extensions, TASKS_EXTENSION, r.pick([{}, {}, { x: 1 }, { [TASKS_EXTENSION]: null }]));
+    if (r.chance(0.2)) setOwn(extensions, r.pick(["io.modelcontextprotocol/ui", "x", "__proto__"]), r.pick([{}, null, 5]));
+    caps.extensions = extensions;
+  } else {
+    const extension = r.pick([ABSENT, null, true, false, 1, "x", "", [], [{}]]);
+    caps.extensions = r.pick([
+      () => ABSENT,
+      () => ({}),
+      () => r.pick([null, true, 1, "io.modelcontextprotocol/tasks", [], [TASKS_EXTENSION], [{ [TASKS_EXTENSION]: {} }]]),
+      () => (extension === ABSENT ? {} : { [TASKS_EXTENSION]: extension }),
+      () => ({ [r.pick(["io.modelcontextprotocol/Tasks", "io.modelcontextprotocol/tasks ", "tasks", "modelcontextprotocol/tasks"])]: {} }),
+      () => ({ "io.modelcontextprotocol/ui": {} }),
+      () => {
+        // An own "__proto__" member holding the extension is not the extension.
+        const extensions = {};
+        setOwn(extensions, "__proto__", { [TASKS_EXTENSION]: {} });
+        return extensions;
+      },
+    ])();
+    if (caps.extensions === ABSENT) delete caps.extensions;
+    // The legacy tasks capability (§14) is not the extension.
+    if (r.chance(0.15)) caps.tasks = r.pick([{}, { requests: { tools: { call: {} } } }]);
+  }
+  if (r.chance(0.2)) setOwn(caps, r.pick(["roots", "sampling", "elicitation", "experimental", "__proto__"]), r.pick([{}, { listChanged: true }, null, 1]));
+  return caps;
+}
+
+/** Every type: a string or finite number is a token; anything else is -32602 before the envelope is read (§1). */
+function anyProgressToken(g) {
+  const r = g.rng;
+  return r.weighted([
+    [5, () => r.pick([`mt${g.fresh()}`, g.fresh(), g.fresh() + 0.5, -g.fresh(), "", 0])],
+    [2, () => r.pick([null, true, false, {}, [], [1], { progressToken: 1 }, g.raw("1e400"), g.raw("-1e400")])],
+  ])();
+}
+
+/**
+ * _meta of a 2026-07-28 request. options: version, capabilities (ABSENT for
+ * none), tasks (declare the extension), token (ABSENT for none); each
+ * defaults to a valid, random choice.
+ */
+function modernMeta(g, options = {}) {
+  const r = g.rng;
+  // hasOwn, not ??: a null version or null capabilities is one of the hostile values.
+  const entries = [[VERSION_KEY, hasOwn(options, "version") ? options.version : MODERN_VERSION]];
+  const capabilities = hasOwn(options, "capabilities") ? options.capabilities : clientCapabilities(g, options.tasks ?? r.chance(0.6));
+  if (capabilities !== ABSENT) entries.push([CAPABILITIES_KEY, capabilities]);
+  // Neither is read (§16.1), whatever they hold.
+  if (r.chance(0.3)) entries.push(["io.modelcontextprotocol/clientInfo", r.pick([{ name: "fuzz", version: "1" }, { name: r.pick(UNICODE_BITS) }, "x", null, 5, [], deepArray(r.int(2, 30))])]);
+  if (r.chance(0.15)) entries.push(["io.modelcontextprotocol/logLevel", r.pick(["debug", "emergency", "nope", 3, null, {}])]);
+  const token = options.token ?? (r.chance(0.25) ? anyProgressToken(g) : ABSENT);
+  if (token !== ABSENT) entries.push(["progressToken", token]);
+  if (r.chance(0.08)) entries.push([r.pick(["io.modelcontextprotocol/related-task", "io.modelcontextprotocol/protocolversion", "protocolVersion", "x", "", "__proto__"]), r.pick([{}, 1, MODERN_VERSION, null])]);
+  const meta = {};
+  for (const [key, value] of r.shuffle(entries)) setOwn(meta, key, value);
+  return meta;
+}
+
+/** Mostly a valid envelope; at rate, one that is refused (§16.1). */
+function envelopeOptions(g, rate = 0.12) {
+  const r = g.rng;
+  if (!r.chance(rate)) return {};
+  return r.weighted([
+    [4, () => ({ version: unsupportedVersion(g) })],
+    [3, () => ({ version: versionOfWrongType(g) })],
+    [3, () => ({ capabilities: hostileCapabilities(g) })],
+    // The version is read first: an unsupported one is reported whatever else the envelope lacks.
+    [2, () => ({ version: unsupportedVersion(g), capabilities: hostileCapabilities(g) })],
+    [1, () => ({ version: versionOfWrongType(g), capabilities: hostileCapabilities(g) })],
+  ])();
+}
+
+function modernRequest(g, method, body, metaOptions = {}, id = g.id()) {
+  const params = {};
+  const meta = modernMeta(g, metaOptions);
+  if (g.rng.chance(0.5)) setOwn(params, "_meta", meta);
+  for (const [key, value] of Object.entries(body)) setOwn(params, key, value);
+  if (!hasOwn(params, "_meta")) setOwn(params, "_meta", meta);
+  return g.request(method, params, id);
+}
+
+function modernToolCall(g) {
+  const r = g.rng;
+  const tool = r.weighted([[6, "claude_run"], [5, "claude_start"], [5, "claude_wait"], [3, "claude_kill"], [2, "claude_list"], [4, "claude_output"]]);
+  const params = {};
+  const name = r.weighted([[94, () => tool], [3, () => r.pick(["claude_Run", "", "unknown_tool", "claude_list ", "__proto__", "\ud800"])], [2, () => r.pick([5, null, [], {}, true])], [1, () => ABSENT]])();
+  if (name !== ABSENT) params.name = name;
+  const args = r.weighted([
+    [84, () => toolArguments(g, tool)],
+    [6, () => ({})],
+    [4, () => ABSENT],
+    [3, () => null],
+    [3, () => r.pick([[], [1], "args", 5, true, g.raw("1e400")])],
+  ])();
+  if (args !== ABSENT) params.arguments = args;
+  // §16.3: a `task` param means nothing in this era, valid or not.
+  if (r.chance(0.1)) params.task = r.pick([{}, { ttl: 1000 }, { ttl: -1 }, 5, "x", null, []]);
+  if (r.chance(0.03)) params[r.pick(["cursor", "foo", "Arguments"])] = r.pick([1, "x", null, {}]);
+  return modernRequest(g, "tools/call", params, envelopeOptions(g));
+}
+
+/** tasks/get|update|cancel with ids the server never issued, of every type, with and without the extension (§16.4). */
+function modernTaskMethod(g, method = g.rng.pick(MODERN_TASK_METHODS), id = g.id()) {
+  const r = g.rng;
+  const params = {};
+  const taskId = r.weighted([
+    [6, () => r.uuid()],
+    [1, () => r.uuid(true)],
+    [2, () => ABSENT],
+    [3, () => r.pick([null, 5, 1.5, 0, true, {}, [], [r.uuid()], { taskId: r.uuid() }, g.raw("1e400")])],
+    [2, () => r.pick(["", " ", "\u0000", "\ud800", `${r.uuid()} `, "../../etc/passwd", "*", "x".repeat(r.int(61, 2000)), g.text(1, 30)])],
+  ])();
+  if (taskId !== ABSENT) params.taskId = taskId;
+  if (method === "tasks/update" ? r.chance(0.9) : r.chance(0.1)) {
+    params.inputResponses = r.weighted([
+      [6, () => r.pick([{}, { "req-1": { action: "accept", content: {} } }, { x: null }])],
+      [3, () => r.pick([null, [], [{}], "x", 5, true])],
+    ])();
+  }
+  return modernRequest(g, method, params, { ...envelopeOptions(g, 0.1), tasks: r.chance(0.75) }, id);
+}
+
+/** Params a removed method would take in the legacy era. */
+function removedMethodBody(g, method) {
+  const r = g.rng;
+  if (method === "initialize") return { protocolVersion: r.pick([...VERSIONS, MODERN_VERSION, "1999-01-01"]), capabilities: {}, clientInfo: { name: "fuzz", version: "1" } };
+  if (method === "tasks/result") return { taskId: r.uuid() };
+  if (method === "tasks/list") return r.chance(0.5) ? {} : { cursor: r.pick(["", "MA", "abc"]) };
+  if (method === "notifications/cancelled") return { requestId: 9e14 + g.fresh() };
+  return r.chance(0.7) ? {} : { name: "claude_list" };
+}
+
+/**
+ * Legacy tasks/list cursors (§14: one the server did not issue is -32602). With probeKnownBugs,
+ * also "" and "MA" (base64url of "0"), which the server accepts though it issued neither.
+ */
+const legacyCursor = (g) => g.rng.pick(g.env.probeKnownBugs ? ["", "MA", " ", "abc", "MQ", 5, null] : ["abc", "MQ", "nope", 5, null, {}]);
+
+/** Requests that look like 2026-07-28 ones but are not (§2: only an own version key in _meta makes one): legacy answers. */
+function eraConfusion(g) {
+  const r = g.rng;
+  const method = r.pick(["server/discover", "server/discover", "tools/list", "ping", "initialize", "tools/call", "tasks/get", "tasks/cancel", "tasks/result", "tasks/list"]);
+  const params = {};
+  if (method === "initialize") params.protocolVersion = r.pick([...VERSIONS, MODERN_VERSION]);
+  if (method === "tools/call") Object.assign(params, { name: r.pick(["claude_list", "claude_wait"]), arguments: { job_id: r.uuid() } });
+  if (method.startsWith("tasks/") && method !== "tasks/list") params.taskId = r.pick([r.uuid(), 5, null, ""]);
+  if (method === "tasks/list" && r.chance(0.5)) params.cursor = legacyCursor(g);
+  const meta = {};
+  const capabilities = clientCapabilities(g, r.chance(0.5));
+  r.pick([
+    () => setOwn(meta, CAPABILITIES_KEY, capabilities),
+    () => {
+      setOwn(meta, "__proto__", { [VERSION_KEY]: MODERN_VERSION });
+      setOwn(meta, CAPABILITIES_KEY, capabilities);
+    },
+    () => {
+      setOwn(meta, r.pick(["io.modelcontextprotocol/protocolversion", "protocolVersion", `${VERSION_KEY} `, "modelcontextprotocol/protocolVersion"]), MODERN_VERSION);
+      setOwn(meta, CAPABILITIES_KEY, capabilities);
+    },
+    () => {
+      params[VERSION_KEY] = MODERN_VERSION;
+      params[CAPABILITIES_KEY] = capabilities;
+    },
+    () => setOwn(meta, "progressToken", `mt${g.fresh()}`),
+  ])();
+  params._meta = meta;
+  return g.request(method, params);
+}
+
+/** Duplicate members (the last wins) and keys or values spelled with escapes, written by hand. */
+function modernRawLine(g) {
+  const r = g.rng;
+  const caps = `"${CAPABILITIES_KEY}":{}`;
+  const meta = r.pick([
+    `{"${VERSION_KEY}":5,"${VERSION_KEY}":"${MODERN_VERSION}",${caps}}`,
+    `{"${VERSION_KEY}":"${MODERN_VERSION}","${VERSION_KEY}":"2025-11-25",${caps}}`,
+    `{"${VERSION_KEY}":"${MODERN_VERSION}",${caps},"${CAPABILITIES_KEY}":null}`,
+    `{"${VERSION_KEY}":"${MODERN_VERSION}","${CAPABILITIES_KEY}":{"extensions":{"io.modelcontextprotocol\\/tasks":{}}}}`,
+    `{"io.modelcontextprotocol\\/protocolVersion":"${MODERN_VERSION}",${caps}}`,
+    `{"\\u0069o.modelcontextprotocol/protocolVersion":"2026\\u002d07-28",${caps}}`,
+    `{"${VERSION_KEY}":"\\ud800",${caps}}`,
+    `{"${VERSION_KEY}":"2026-07-28\\u0000",${caps}}`,
+    `{"${VERSION_KEY}":"${MODERN_VERSION}","${CAPABILITIES_KEY}":{"extensions":{"${TASKS_EXTENSION}":{}},"extensions":5}}`,
+    `{"${VERSION_KEY}":"${MODERN_VERSION}","${CAPABILITIES_KEY}":{"extensions":5,"extensions":{"${TASKS_EXTENSION}":{}}}}`,
+    `{"__proto__":{"${VERSION_KEY}":"${MODERN_VERSION}"},${caps}}`,
+    `{"${VERSION_KEY}":"${MODERN_VERSION}",${caps},"progressToken":{},"progressToken":"mt${g.fresh()}"}`,
+  ]);
+  const [method, body] = r.pick([
+    ["server/discover", ""],
+    ["tools/list", ""],
+    ["tasks/get", `"taskId":"${r.uuid()}",`],
+    ["tasks/update", `"taskId":"${r.uuid()}","inputResponses":{},`],
+    ["tools/call", `"name":"claude_list",`],
+    ["ping", ""],
+  ]);
+  return `{"jsonrpc":"2.0","id":${g.fresh()},"method":"${method}","params":{${body}"_meta":${meta}}}`;
+}
+
+/**
+ * A request and a notifications/cancelled for it. §4: only tools/call,
+ * tasks/result and tasks/cancel can be cancelled; any other request is
+ * answered whatever the cancellation. With probeKnownBugs the pair also
+ * names tasks/get and tasks/update (2026-07-28) and tasks/get and tasks/list
+ * (legacy), whose answers the server drops.
+ */
+function modernCancelPair(g) {
+  const r = g.rng;
+  const id = g.fresh();
+  const extra = g.env.probeKnownBugs
+    ? [
+      () => modernTaskMethod(g, r.pick(["tasks/get", "tasks/update"]), id),
+      () => g.request(r.pick(["tasks/get", "tasks/list"]), r.chance(0.5) ? { taskId: r.uuid() } : {}, id),
+    ]
+    : [];
+  const call = r.pick([
+    () => modernRequest(g, "tools/call", { name: "claude_wait", arguments: { job_id: r.uuid(), hold_ms: 100 } }, {}, id),
+    () => modernRequest(g, "tools/call", { name: "claude_kill", arguments: { job_id: r.uuid() } }, {}, id),
+    () => modernRequest(g, "tools/call", { name: "claude_list" }, {}, id),
+    () => modernTaskMethod(g, "tasks/cancel", id),
+    () => modernRequest(g, "server/discover", {}, {}, id),
+    ...extra,
+  ])();
+  const params = { requestId: id, reason: "fuzz" };
+  // Notifications carry no envelope, but one that does is no different (§16.3).
+  if (r.chance(0.3)) params._meta = modernMeta(g);
+  return [call, { jsonrpc: "2.0", method: "notifications/cancelled", params }];
+}
+
+/** Real work through the fake agent: "@sleep 0" in a real directory, a task when the extension is declared (§16.4). */
+function modernControlled(g) {
+  const r = g.rng;
+  const tool = r.chance(0.6) ? "claude_run" : "claude_start";
+  const args = { prompt: `@sleep 0\n${g.safeText()}`, cwd: g.env.realDir };
+  // Mostly at the 30 s line of §16.4: 30000 stays an ordinary call, 30001 becomes a task. Never short: a loaded machine must not time a run out.
+  if (tool === "claude_run" && r.chance(0.7)) args.timeout_ms = r.pick([30000, 30000, 30001, 30001, 60000]);
+  // Fresh tokens only: a synchronous run may send progress for its token, a task handle never.
+  const token = r.chance(0.5) ? `mtok-${g.fresh()}` : ABSENT;
+  return { line: modernRequest(g, "tools/call", { name: tool, arguments: args }, { tasks: r.chance(0.6), token }, g.fresh()), allowStart: true };
 }
 
 /* Line kinds. Each returns one line (string or Buffer), or an array of them for kinds that need several. */
@@ -960,6 +1417,43 @@ const KINDS = {
     return { line: g.toolCall("claude_start", { prompt, cwd: g.env.realDir }, {}, g.fresh()), allowStart: true };
   },
 
+  /** The 2026-07-28 era (§16): the envelope, its methods, the methods it lacks, the tasks extension, and look-alikes of the legacy era. */
+  modern(g) {
+    const r = g.rng;
+    return r.weighted([
+      [9, () => modernRequest(g, "server/discover", r.chance(0.15) ? { cursor: "x", extra: [1] } : {}, envelopeOptions(g))],
+      [7, () => modernRequest(g, "tools/list", r.chance(0.3) ? { cursor: r.pick(["abc", "", null, 5, {}, []]) } : {}, envelopeOptions(g))],
+      [28, () => modernToolCall(g)],
+      [14, () => modernTaskMethod(g)],
+      [10, () => {
+        const method = r.pick(REMOVED_METHODS);
+        return modernRequest(g, method, removedMethodBody(g, method), envelopeOptions(g, 0.05));
+      }],
+      // A refused envelope, whatever the method: nothing runs, not even with a real directory.
+      [10, () => {
+        const method = r.pick(["server/discover", "tools/list", "tools/call", ...MODERN_TASK_METHODS, "initialize", "ping", "tasks/list", "no/such"]);
+        let body = {};
+        if (method === "tools/call") body = { name: r.pick(TOOL_NAMES), arguments: { prompt: "x", cwd: r.pick([g.env.realDir, MISSING_DIR]) } };
+        else if (method.startsWith("tasks/")) body = { taskId: r.uuid(), inputResponses: {} };
+        return modernRequest(g, method, body, { ...envelopeOptions(g, 1), tasks: r.chance(0.5) });
+      }],
+      // Notifications never get a response, envelope or not, valid or not (§1, §16.3).
+      [4, () => {
+        const method = r.pick(["notifications/initialized", "notifications/cancelled", "notifications/progress", "tools/call", "server/discover", "tasks/cancel", "ping", "initialize"]);
+        let params = {};
+        if (method === "notifications/cancelled") params = { requestId: 9e14 + g.fresh() };
+        else if (method === "notifications/progress") params = { progressToken: "x", progress: 1 };
+        else if (method === "tools/call") params = { name: "claude_list" };
+        params._meta = modernMeta(g, envelopeOptions(g, 0.3));
+        return { jsonrpc: "2.0", method, params };
+      }],
+      [3, () => modernCancelPair(g)],
+      [6, () => eraConfusion(g)],
+      [3, () => modernRawLine(g)],
+      [1.5, () => modernControlled(g)],
+    ])();
+  },
+
   /** Over the limit: a request that would be valid (it must get nothing but -32600, id null), or garbage. */
   oversize(g) {
     const r = g.rng;
@@ -1050,6 +1544,7 @@ const MAIN_MIX = [
   [0.8, "oversize"],
   [0.3, "boundary"],
   [0.1, "controlled"],
+  [7, "modern"],
   [0.03, "hugeString"],
 ];
 
@@ -1059,6 +1554,9 @@ const HUGE_MIX = [
   [2, "valid"],
   [1, "strings"],
 ];
+
+/** §4: the requests a notifications/cancelled can silence; it is ignored for any other. */
+const CANCELLABLE_METHODS = new Set(["tools/call", "tasks/result", "tasks/cancel"]);
 
 /**
  * One block: its lines with their expectations, and the sentinel ping. Every
@@ -1078,11 +1576,11 @@ export function generateBlock(seed, phase, block, env) {
     items.push(...group);
     lineCount += group.length;
   }
-  // §4: a cancellation that names a tools/call sent earlier in the block may drop its response; it stays optional.
+  // §4: a cancellation that names a tools/call, tasks/result or tasks/cancel sent earlier in the block may drop its response; it stays optional.
   const sentCalls = new Map();
   for (const item of items) {
     const exp = item.exp;
-    if (exp.t === "id" && exp.method === "tools/call") sentCalls.set(exp.key, item);
+    if (exp.t === "id" && CANCELLABLE_METHODS.has(exp.method)) sentCalls.set(exp.key, item);
     if (exp.t === "none" && exp.cancels !== undefined && sentCalls.has(exp.cancels)) sentCalls.get(exp.cancels).optional = true;
   }
   const sentinelId = `sentinel-${phase}-${block}`;
@@ -1355,7 +1853,7 @@ class Session {
     const key = idKey(message.params.progressToken);
     const token = this.tokens.get(key);
     if (!token) this.violation(this.where(), "-", `progress for a token no request carried: ${preview(text, 200)}`);
-    else if (!token.allowed) this.violation(this.where(), "-", `progress for a request that waits on no job (§5.8): ${preview(text, 200)}`);
+    else if (!token.allowed) this.violation(this.where(), "-", `progress for a request that waits on no job (§5.8) or got a task handle (§16.4): ${preview(text, 200)}`);
     else if (token.done) this.violation(this.where(), "-", `progress after the response to its request (§5.8): ${preview(text, 200)}`);
     else if (message.params.progress !== token.last + 1 || typeof message.params.message !== "string") {
       this.violation(this.where(), "-", `progress must start at 1 and grow by 1, with a message (§5.8): ${token.last} then ${preview(text, 200)}`);
@@ -1376,12 +1874,13 @@ class Session {
     }
     const codeLabel = hasError ? String(message.error.code) : "result";
     this.stats.codes[codeLabel] = (this.stats.codes[codeLabel] ?? 0) + 1;
-    if (hasResult && isRecord(message.result) && Array.isArray(message.result.content)) {
+    if (hasResult && isRecord(message.result) && message.result.resultType === "task") this.stats.toolCodes.task = (this.stats.toolCodes.task ?? 0) + 1;
+    else if (hasResult && isRecord(message.result) && Array.isArray(message.result.content)) {
       const first = message.result.content[0];
       const toolCode = message.result.isError === true ? (/^([A-Z_]+):/.exec(first?.text ?? "")?.[1] ?? "?") : "ok";
       this.stats.toolCodes[toolCode] = (this.stats.toolCodes[toolCode] ?? 0) + 1;
     }
-    if (hasError && !STANDARD_CODES.has(message.error.code)) {
+    if (hasError && !KNOWN_CODES.has(message.error.code)) {
       this.violation(this.where(), "-", `error code ${message.error.code} is not a JSON-RPC code of §9: ${preview(text, 200)}`);
     }
     const block = this.current;
@@ -1673,10 +2172,11 @@ function describeExpectation(exp) {
   return describeCheck(exp.check);
 }
 
-function makeEnvironment(scratch, maxLineBytes) {
+function makeEnvironment(scratch, maxLineBytes, probeKnownBugs) {
   const cache = new Map();
   return {
     maxLineBytes,
+    probeKnownBugs,
     realDir: path.join(scratch, "work"),
     file: path.join(scratch, "a-file.txt"),
     dirKind(dir) {
@@ -1692,7 +2192,8 @@ function makeEnvironment(scratch, maxLineBytes) {
  * Runs the fuzzer. options: seed, lines (main phase), hugeLines (huge phase,
  * default lines/2000 within 4..100), server, blocks (replay: only these block
  * indexes of `phase`), phase, blockTimeoutMs, logLevel, maxViolations,
- * onProgress(stats).
+ * probeKnownBugs (also send the lines that meet the server's known deviations
+ * from PROTOCOL.md, see legacyCursor and modernCancelPair), onProgress(stats).
  */
 export async function runFuzz(options = {}) {
   const seed = Number(options.seed ?? 1);
@@ -1705,6 +2206,7 @@ export async function runFuzz(options = {}) {
     violations: [],
     violationCount: 0,
     maxViolations: options.maxViolations ?? 50,
+    probeKnownBugs: options.probeKnownBugs === true,
     phases: [],
     serverErrorLogs: [],
     wallMs: 0,
@@ -1723,7 +2225,7 @@ export async function runFuzz(options = {}) {
   try {
     for (const plan of phases) {
       const maxLineBytes = plan.phase === "huge" ? DEFAULT_LINE_LIMIT : (options.maxLineBytes ?? MAIN_LINE_LIMIT);
-      const env = makeEnvironment(scratch, maxLineBytes);
+      const env = makeEnvironment(scratch, maxLineBytes, options.probeKnownBugs === true);
       const phaseStarted = Date.now();
       const session = new Session({
         server,
@@ -1776,7 +2278,7 @@ export function describeBlock(block) {
 export function formatReport(report) {
   const out = [];
   const mib = (bytes) => (bytes === undefined ? "n/a" : `${(bytes / 1048576).toFixed(1)} MiB`);
-  out.push(`claude-dispatch fuzz  seed ${report.seed}  server ${report.server}`);
+  out.push(`claude-dispatch fuzz  seed ${report.seed}  server ${report.server}${report.probeKnownBugs ? "  (probing known bugs)" : ""}`);
   for (const stats of report.phases) {
     const seconds = stats.wallMs / 1000;
     out.push("");
@@ -1808,7 +2310,7 @@ export function formatReport(report) {
       if (v.sent) out.push(`    sent: ${v.sent}`);
     }
     const first = report.violations.find((v) => typeof v.block === "number");
-    if (first) out.push(`replay: node bench/fuzz.mjs --seed ${first.seed} --phase ${first.phase} --block ${first.block} --dump`);
+    if (first) out.push(`replay: node bench/fuzz.mjs --seed ${first.seed} --phase ${first.phase} --block ${first.block}${report.probeKnownBugs ? " --probe-known-bugs" : ""} --dump`);
   }
   return out.join("\n");
 }

@@ -2,7 +2,8 @@
  * The hostile-input fuzzer (bench/fuzz-lib.mjs), fast: a fixed seed and a few
  * thousand lines against the built server, then a handful of 1-2 MiB lines and
  * 1e5-deep nesting under the default line limit. Every line's expected answer
- * comes from PROTOCOL.md §1, §2, §4, §5 and §9; any violation fails the test
+ * comes from PROTOCOL.md §1, §2, §4, §5, §9, §14 and §16, both eras mixed on
+ * the one connection; any violation fails the test
  * and is printed with its seed and block, so `node bench/fuzz.mjs --seed …
  * --block … --dump` replays it. FUZZ_SERVER points it at another build.
  */
@@ -13,7 +14,7 @@ import { SERVER_MAIN } from "./server-process.js";
 
 interface FuzzReport {
   violationCount: number;
-  phases: Array<{ phase: string; lines: number; responses: number; exitCode: number | null }>;
+  phases: Array<{ phase: string; lines: number; responses: number; exitCode: number | null; kinds: Record<string, number> }>;
 }
 
 interface FuzzLib {
@@ -41,5 +42,6 @@ test(
     assert.equal(report.violationCount, 0, fuzz.formatReport(report));
     const main = report.phases.find((phase) => phase.phase === "main");
     assert.ok(main && main.lines >= 6000, `the main phase ran to the end\n${fuzz.formatReport(report)}`);
+    assert.ok((main.kinds.modern ?? 0) >= 200, `the 2026-07-28 era (§16) had its share of lines\n${fuzz.formatReport(report)}`);
   },
 );
