@@ -996,10 +996,10 @@ function removedMethodBody(g, method) {
 }
 
 /**
- * Legacy tasks/list cursors (§14: one the server did not issue is -32602). With probeKnownBugs,
- * also "" and "MA" (base64url of "0"), which the server accepts though it issued neither.
+ * Legacy tasks/list cursors (§14: one the server did not issue is -32602), among them "" and "MA"
+ * (base64url of "0"), which decode to an offset the server never issues.
  */
-const legacyCursor = (g) => g.rng.pick(g.env.probeKnownBugs ? ["", "MA", " ", "abc", "MQ", 5, null] : ["abc", "MQ", "nope", 5, null, {}]);
+const legacyCursor = (g) => g.rng.pick(["", "MA", " ", "abc", "MQ", "nope", 5, null, {}]);
 
 /** Requests that look like 2026-07-28 ones but are not (§2: only an own version key in _meta makes one): legacy answers. */
 function eraConfusion(g) {
@@ -1064,19 +1064,16 @@ function modernRawLine(g) {
 /**
  * A request and a notifications/cancelled for it. §4: only tools/call,
  * tasks/result and tasks/cancel can be cancelled; any other request is
- * answered whatever the cancellation. With probeKnownBugs the pair also
- * names tasks/get and tasks/update (2026-07-28) and tasks/get and tasks/list
- * (legacy), whose answers the server drops.
+ * answered whatever the cancellation, such as tasks/get and tasks/update
+ * (2026-07-28) and tasks/get and tasks/list (legacy).
  */
 function modernCancelPair(g) {
   const r = g.rng;
   const id = g.fresh();
-  const extra = g.env.probeKnownBugs
-    ? [
-      () => modernTaskMethod(g, r.pick(["tasks/get", "tasks/update"]), id),
-      () => g.request(r.pick(["tasks/get", "tasks/list"]), r.chance(0.5) ? { taskId: r.uuid() } : {}, id),
-    ]
-    : [];
+  const extra = [
+    () => modernTaskMethod(g, r.pick(["tasks/get", "tasks/update"]), id),
+    () => g.request(r.pick(["tasks/get", "tasks/list"]), r.chance(0.5) ? { taskId: r.uuid() } : {}, id),
+  ];
   const call = r.pick([
     () => modernRequest(g, "tools/call", { name: "claude_wait", arguments: { job_id: r.uuid(), hold_ms: 100 } }, {}, id),
     () => modernRequest(g, "tools/call", { name: "claude_kill", arguments: { job_id: r.uuid() } }, {}, id),
@@ -2172,11 +2169,10 @@ function describeExpectation(exp) {
   return describeCheck(exp.check);
 }
 
-function makeEnvironment(scratch, maxLineBytes, probeKnownBugs) {
+function makeEnvironment(scratch, maxLineBytes) {
   const cache = new Map();
   return {
     maxLineBytes,
-    probeKnownBugs,
     realDir: path.join(scratch, "work"),
     file: path.join(scratch, "a-file.txt"),
     dirKind(dir) {
@@ -2192,8 +2188,7 @@ function makeEnvironment(scratch, maxLineBytes, probeKnownBugs) {
  * Runs the fuzzer. options: seed, lines (main phase), hugeLines (huge phase,
  * default lines/2000 within 4..100), server, blocks (replay: only these block
  * indexes of `phase`), phase, blockTimeoutMs, logLevel, maxViolations,
- * probeKnownBugs (also send the lines that meet the server's known deviations
- * from PROTOCOL.md, see legacyCursor and modernCancelPair), onProgress(stats).
+ * onProgress(stats).
  */
 export async function runFuzz(options = {}) {
   const seed = Number(options.seed ?? 1);
@@ -2206,7 +2201,6 @@ export async function runFuzz(options = {}) {
     violations: [],
     violationCount: 0,
     maxViolations: options.maxViolations ?? 50,
-    probeKnownBugs: options.probeKnownBugs === true,
     phases: [],
     serverErrorLogs: [],
     wallMs: 0,
@@ -2225,7 +2219,7 @@ export async function runFuzz(options = {}) {
   try {
     for (const plan of phases) {
       const maxLineBytes = plan.phase === "huge" ? DEFAULT_LINE_LIMIT : (options.maxLineBytes ?? MAIN_LINE_LIMIT);
-      const env = makeEnvironment(scratch, maxLineBytes, options.probeKnownBugs === true);
+      const env = makeEnvironment(scratch, maxLineBytes);
       const phaseStarted = Date.now();
       const session = new Session({
         server,
@@ -2278,7 +2272,7 @@ export function describeBlock(block) {
 export function formatReport(report) {
   const out = [];
   const mib = (bytes) => (bytes === undefined ? "n/a" : `${(bytes / 1048576).toFixed(1)} MiB`);
-  out.push(`claude-dispatch fuzz  seed ${report.seed}  server ${report.server}${report.probeKnownBugs ? "  (probing known bugs)" : ""}`);
+  out.push(`claude-dispatch fuzz  seed ${report.seed}  server ${report.server}`);
   for (const stats of report.phases) {
     const seconds = stats.wallMs / 1000;
     out.push("");
@@ -2310,7 +2304,7 @@ export function formatReport(report) {
       if (v.sent) out.push(`    sent: ${v.sent}`);
     }
     const first = report.violations.find((v) => typeof v.block === "number");
-    if (first) out.push(`replay: node bench/fuzz.mjs --seed ${first.seed} --phase ${first.phase} --block ${first.block}${report.probeKnownBugs ? " --probe-known-bugs" : ""} --dump`);
+    if (first) out.push(`replay: node bench/fuzz.mjs --seed ${first.seed} --phase ${first.phase} --block ${first.block} --dump`);
   }
   return out.join("\n");
 }

@@ -6,16 +6,13 @@
  *                       [--huge-lines K] [--log-level warn] [--json]
  *   node bench/fuzz.mjs --seed N --phase main --block B [--dump]   replay one block
  *
- * --probe-known-bugs also sends the lines that meet the server's known
- * deviations from PROTOCOL.md (off by default, so a clean build runs clean).
- *
  * Runs the BUILT server (npm run build first). Prints a summary and exits 1
  * on any violation, printing the first ones with the seed and block index.
  */
 import { DEFAULT_SERVER, describeBlock, formatReport, runFuzz } from "./fuzz-lib.mjs";
 
 const USAGE = `usage: node bench/fuzz.mjs --seed N --lines M [--server dist/main.js] [--huge-lines K]
-       [--log-level debug|info|warn|error|silent] [--block-timeout-ms MS] [--max-violations N] [--probe-known-bugs] [--json]
+       [--log-level debug|info|warn|error|silent] [--block-timeout-ms MS] [--max-violations N] [--json]
        node bench/fuzz.mjs --seed N [--phase main|huge] --block B[,B2...] [--dump]`;
 
 function parseArgs(argv) {
@@ -61,9 +58,6 @@ function parseArgs(argv) {
         break;
       case "--json":
         options.json = true;
-        break;
-      case "--probe-known-bugs":
-        options.probeKnownBugs = true;
         break;
       case "--log-level":
         options.logLevel = value();

@@ -462,6 +462,8 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
           });
         }
         const taskMethod: TaskExtensionMethod = method;
+        // Only tasks/cancel waits (for its kill), so only it can be cancelled (§4); the others answer at once.
+        if (taskMethod !== "tasks/cancel") return taskExtension.handle(id, taskMethod, params);
         return cancellable(id, () => taskExtension.handle(id, taskMethod, params));
       }
       default:
@@ -492,8 +494,10 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
         return cancellable(id, (signal) => callTool(id, params, signal, undefined));
       }
       case "tasks/get":
-      case "tasks/result":
       case "tasks/list":
+        // They answer at once: a cancellation naming them is ignored (§4).
+        return tasks.handle(id, method, params, new AbortController().signal);
+      case "tasks/result":
       case "tasks/cancel":
         return cancellable(id, (signal) => tasks.handle(id, method, params, signal));
       case "server/discover":

@@ -18,6 +18,10 @@ export const RELATED_TASK = "io.modelcontextprotocol/related-task";
 /** Suggested time between tasks/get polls. */
 export const TASK_POLL_INTERVAL_MS = 5000;
 
+function encodeCursor(offset: number): string {
+  return Buffer.from(String(offset), "utf8").toString("base64url");
+}
+
 /** tasks/list page size. */
 const TASK_PAGE = 50;
 
@@ -100,17 +104,18 @@ export class TaskBook {
   }
 
   /** One page; the cursor is opaque to clients (the offset, in base64url). Throws on a cursor it did not issue. */
-  list(cursor: string | undefined): { tasks: Task[]; nextCursor?: string } {
+  list(cursor: string | undefined, retentionMs: number): { tasks: Task[]; nextCursor?: string } {
     for (const [id, entry] of this.entries) if (!this.stillKnown(entry.job)) this.entries.delete(id);
     let offset = 0;
     if (cursor !== undefined) {
       const decoded = Number(Buffer.from(cursor, "base64url").toString("utf8"));
-      if (!Number.isInteger(decoded) || decoded < 0 || decoded > this.entries.size) throw new Error("Invalid cursor");
+      // Only a cursor this server could have issued: a positive offset, encoded exactly as encodeCursor does.
+      if (!Number.isSafeInteger(decoded) || decoded <= 0 || decoded > this.entries.size || encodeCursor(decoded) !== cursor) throw new Error("Invalid cursor");
       offset = decoded;
     }
-    const page = [...this.entries.values()].slice(offset, offset + TASK_PAGE).map(describeTask);
+    const page = [...this.entries.values()].slice(offset, offset + TASK_PAGE).map((entry) => describeTask(entry, retentionMs));
     const next = offset + page.length;
-    return next < this.entries.size ? { tasks: page, nextCursor: Buffer.from(String(next), "utf8").toString("base64url") } : { tasks: page };
+    return next < this.entries.size ? { tasks: page, nextCursor: encodeCursor(next) } : { tasks: page };
   }
 }
 
@@ -166,7 +171,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
       const cursor = params.cursor;
       if (cursor !== undefined && typeof cursor !== "string") return fail(id, INVALID_PARAMS, "params.cursor must be a string");
       try {
-        return respond(id, book.list(cursor));
+        return respond(id, book.list(cursor, deps.retentionMs));
       } catch {
         return fail(id, INVALID_PARAMS, "Invalid cursor: use a nextCursor from an earlier tasks/list");
       }

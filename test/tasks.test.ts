@@ -168,3 +168,22 @@ test("tools/list issues no cursor, so any cursor is -32602; without one, every t
   assert.equal(errorCode(await request(h, "tools/list", { cursor: "abc" })), -32602);
   assert.equal(result(await request(h, "tools/list", {})).tools.length, 6);
 });
+
+test("tasks/list refuses every cursor it did not issue, even ones that decode to an offset", async () => {
+  const h = handlerHarness();
+  for (const cursor of ["", "MA", " ", "abc", "MQ"]) {
+    assert.equal(errorCode(await request(h, "tasks/list", { cursor })), -32602, JSON.stringify(cursor));
+  }
+});
+
+test("a cancellation naming tasks/get or tasks/list is ignored: they are answered", async () => {
+  const h = handlerHarness();
+  const taskId = await createTask(h, "claude_start");
+  const get = track(request(h, "tasks/get", { taskId }, 7001));
+  const list = track(request(h, "tasks/list", {}, 7002));
+  await cancel(h, 7001);
+  await cancel(h, 7002);
+  await settle();
+  assert.equal(result(get.value as never).taskId, taskId);
+  assert.ok(Array.isArray(result(list.value as never).tasks));
+});
