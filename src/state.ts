@@ -284,8 +284,8 @@ export class StateStore {
     for (let slot = 0; slot < MAX_CLAIM_SLOTS; slot += 1) {
       if (this.claim(id, generation, slot, claimer)) return true;
       const holder = this.claimHolder(id, generation, slot);
-      // A holder that may be alive (unknown counts) keeps the job.
-      if (holder && (await isAlive(holder)) !== false) return false;
+      // A holder that may be alive (unknown counts, and so does a claim whose holder cannot be read) keeps the job.
+      if (holder === undefined || (await isAlive(holder)) !== false) return false;
     }
     return false;
   }
@@ -305,7 +305,9 @@ export class StateStore {
       linkSync(temporary, file);
       return true;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "EEXIST") return false;
+      if (code !== undefined && NO_HARD_LINKS.has(code)) return claimWithoutLinks(file, claimer);
       throw error;
     } finally {
       rmSync(temporary, { force: true });
@@ -413,6 +415,30 @@ function readOptional(file: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** What link() says on file systems without hard links (FAT, some network shares). */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
+
+/**
+ * Exclusive create, then the holder written: still one claimant per slot. A
+ * crash between the two leaves an empty claim, which no one can tell alive or
+ * gone: the job is then left alone rather than risk running twice (§15.3).
+ */
+function claimWithoutLinks(file: string, claimer: ProcessIdentity): boolean {
+  let fd: number;
+  try {
+    fd = openSync(file, "wx", 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  }
+  try {
+    writeSync(fd, JSON.stringify(claimer));
+  } finally {
+    closeSync(fd);
+  }
+  return true;
 }
 
 function randomSuffix(): string {

@@ -159,6 +159,10 @@ describe("StateStore", () => {
     const alive = new Set([11]);
     assert.equal(await store.claimJob(id, 1, { pid: 13 }, async (holder) => alive.has(holder.pid)), false, "its holder is alive");
     assert.equal(await store.claimJob(id, 1, { pid: 13 }, async () => undefined), false, "a holder that cannot be told alive or gone keeps it");
+    const torn = nextId();
+    mkdirSync(store.jobDir(torn));
+    writeFileSync(path.join(store.jobDir(torn), "claim.1"), "");
+    assert.equal(await store.claimJob(torn, 1, { pid: 14 }, async () => false), false, "an empty claim (no hard links, a crash mid-write) is respected, not taken over");
     alive.clear();
     const both = await Promise.all([4, 5].map((pid) => store.claimJob(id, 1, { pid }, async (holder) => alive.has(holder.pid) || holder.pid === 4 || holder.pid === 5)));
     assert.deepEqual(both.sort(), [false, true], "of two claimants past a dead holder, one gets the job");
