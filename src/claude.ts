@@ -574,7 +574,7 @@ export interface AgentRun {
   /** Who the agent is, for its record (§15.2). */
   identity(): Promise<AgentIdentity>;
   readonly outcome: Promise<AgentOutcome>;
-  kill(): Promise<{ survivors: number[] }>;
+  kill(): Promise<{ survivors: number[]; undetermined?: true }>;
   live(): LiveSummary;
   onActivity(listener: () => void): () => void;
   readonly transcript: Transcript;

@@ -157,7 +157,7 @@ class JobEntry implements Job {
   generation = 0;
   agent: (ProcessIdentity & { pgid?: number; tree_marker?: string }) | undefined;
   resultChars: number | undefined;
-  killing: Promise<{ survivors: number[] }> | undefined;
+  killing: Promise<{ survivors: number[]; undetermined?: true }> | undefined;
   cancelTimeout: CancelTimer | undefined;
   readonly done: Promise<void>;
   private resolveDone!: () => void;
@@ -257,6 +257,7 @@ export class JobRegistry {
   private readonly queue: JobEntry[] = [];
   private runningCount = 0;
   private closing = false;
+  private restoring = false;
   /** Agent identities being written to their records: shutdown with keep waits for them. */
   private readonly recording = new Set<Promise<void>>();
 
@@ -317,13 +318,24 @@ export class JobRegistry {
       return { killed: true, survivors: [] };
     }
     if (job.status !== "running" || !job.run) return { killed: false, survivors: [] };
-    if (job.killReason === undefined) {
+    const reasonSetHere = job.killReason === undefined;
+    if (reasonSetHere) {
       job.killReason = reason;
       // On disk before any signal: a server that stops mid-kill leaves the kill to the next one (§15.3).
       this.save(job);
     }
     job.killing ??= job.run.kill();
-    const { survivors } = await job.killing;
+    const report = await job.killing;
+    if (report.undetermined) {
+      // Nothing was signalled (an adopted agent, and no process table to tell it by): the job runs on, and a later kill tries again.
+      job.killing = undefined;
+      if (reasonSetHere && job.status === "running") {
+        job.killReason = undefined;
+        this.save(job);
+      }
+      throw new DispatchError("KILL_FAILED", `the process table could not be read, so job ${id}'s agent was not signalled; it is still running; try again`);
+    }
+    const { survivors } = report;
     if (survivors.length === 0) {
       await job.done;
     } else if (job.status === "running") {
@@ -367,6 +379,17 @@ export class JobRegistry {
   async restore(records: readonly JobRecord[], isAlive: IsAlive): Promise<void> {
     const persistence = this.options.persistence;
     if (!persistence) return;
+    this.restoring = true;
+    try {
+      await this.takeOver(records, isAlive, persistence);
+    } finally {
+      this.restoring = false;
+    }
+    this.reap();
+    this.launchNext();
+  }
+
+  private async takeOver(records: readonly JobRecord[], isAlive: IsAlive, persistence: Persistence): Promise<void> {
     const { logger } = this.options;
     // Finished jobs first, in finish order, so that jobs ending during the takeover come after them (reaping reads that order).
     const finished = records.filter((record) => !this.jobs.has(record.id) && record.status !== "queued" && record.status !== "running");
@@ -398,8 +421,6 @@ export class JobRegistry {
         logger.error(`cannot take over job ${loaded.id}: ${(error as Error).message}`);
       }
     }
-    this.reap();
-    this.launchNext();
   }
 
   /** What the job asked for, its whole prompt included; undefined when prompt.txt is gone. */
@@ -567,6 +588,8 @@ export class JobRegistry {
   }
 
   private launchNext(): void {
+    // During a takeover every running agent is counted first; restore starts the queue at its end.
+    if (this.restoring) return;
     while (this.runningCount < this.options.maxRunning && this.queue.length > 0 && !this.closing) {
       this.launch(this.queue.shift() as JobEntry);
     }

@@ -111,6 +111,12 @@ export interface KillReport {
   signalled: number;
   /** Pids still alive (same start time) after the kill was verified. */
   survivors: number[];
+  /**
+   * Nothing was signalled because the process table could not be read, and an
+   * agent an earlier server started cannot be told from a reused pid without
+   * it: the kill neither happened nor failed, and may be tried again.
+   */
+  undetermined?: true;
 }
 
 /** Who an agent is, as its record keeps it: a pid alone may be reused. */
@@ -536,7 +542,12 @@ function attachPosix(tracker: TreeTracker, request: AttachRequest, options: Proc
   let killed: () => void = () => undefined;
   const killedSignal = new Promise<void>((resolve) => (killed = resolve));
   const killTree = (): Promise<KillReport> => {
-    killing ??= tracker.kill(tree).finally(killed);
+    killing ??= tracker.kill(tree).then((report) => {
+      // Undetermined: nothing was signalled, so a later kill tries again.
+      if (report.undetermined) killing = undefined;
+      else killed();
+      return report;
+    });
     return killing;
   };
   const exited = followUntilGone(request, options, () => tracker.identify(request.pid, request.startTime, marker), killedSignal).then((exit) => {
@@ -700,7 +711,8 @@ class TreeTracker {
     const info = table.byPid.get(pid);
     if (info === undefined || info.zombie) return false;
     if (startTime !== undefined) return info.startTime === startTime;
-    if (marker === undefined) return false;
+    // A pid alone (an owner recorded where no start time could be read): it exists, but whose it is cannot be told.
+    if (marker === undefined) return undefined;
     const environment = this.platform.readEnvironment?.(pid);
     return environment !== undefined && hasVariable(environment, marker);
   }
@@ -725,10 +737,13 @@ class TreeTracker {
     const signalled = new Set<number>();
 
     let table = await this.snapshot();
-    if (!table && tree.attached) {
-      // An agent an earlier server started cannot be told from a process that reused its pid without the table: signal nothing.
-      return { signalled: 0, survivors: [tree.rootPid] };
+    // An agent an earlier server started cannot be told from a process that reused its pid without the table:
+    // read it again through the grace period, and signal nothing if it never comes.
+    for (const deadline = clock.now() + killGraceMs; !table && tree.attached && clock.now() < deadline; ) {
+      await sleep(clock, pollMs);
+      table = await this.snapshot();
     }
+    if (!table && tree.attached) return { signalled: 0, survivors: [tree.rootPid], undetermined: true };
     if (!table) {
       // No process table: the group signal is the best we can do, and only the agent can be checked.
       this.trySignal(-tree.rootPid, "SIGTERM");

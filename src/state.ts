@@ -305,10 +305,10 @@ export class StateStore {
       linkSync(temporary, file);
       return true;
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === "EEXIST") return false;
-      if (code !== undefined && NO_HARD_LINKS.has(code)) return claimWithoutLinks(file, claimer);
-      throw error;
+      // Any other failure is taken for a file system without hard links (FAT gives EISDIR on Windows, shares EACCES or EPERM):
+      // the exclusive create below is safe on its own, and throws if the folder itself is the problem.
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+      return claimWithoutLinks(file, claimer);
     } finally {
       rmSync(temporary, { force: true });
     }
@@ -417,9 +417,6 @@ function readOptional(file: string): string | undefined {
   }
 }
 
-/** What link() says on file systems without hard links (FAT, some network shares). */
-const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
-
 /**
  * Exclusive create, then the holder written: still one claimant per slot. A
  * crash between the two leaves an empty claim, which no one can tell alive or
@@ -485,7 +482,8 @@ function parseIdentity(text: string | undefined): ProcessIdentity | undefined {
   if (text === undefined) return undefined;
   try {
     const value: unknown = JSON.parse(text);
-    if (isRecord(value) && isProcessId(value.pid)) {
+    // An owner or claimant is never signalled, only asked after: pid 1 is fine (a server that is a container's init).
+    if (isRecord(value) && Number.isSafeInteger(value.pid) && (value.pid as number) >= 1) {
       return { pid: value.pid as number, ...(typeof value.start_time === "string" ? { start_time: value.start_time } : {}) };
     }
   } catch {

@@ -104,18 +104,24 @@ export class TaskBook {
   }
 
   /** One page; the cursor is opaque to clients (the offset, in base64url). Throws on a cursor it did not issue. */
+  /** Offsets handed out as cursors: one a page per 50 tasks, so few. */
+  private readonly issuedOffsets = new Set<number>();
+
   list(cursor: string | undefined, retentionMs: number): { tasks: Task[]; nextCursor?: string } {
     for (const [id, entry] of this.entries) if (!this.stillKnown(entry.job)) this.entries.delete(id);
     let offset = 0;
     if (cursor !== undefined) {
       const decoded = Number(Buffer.from(cursor, "base64url").toString("utf8"));
       // Only a cursor this server could have issued: a positive offset, encoded exactly as encodeCursor does.
-      if (!Number.isSafeInteger(decoded) || decoded <= 0 || decoded > this.entries.size || encodeCursor(decoded) !== cursor) throw new Error("Invalid cursor");
-      offset = decoded;
+      if (!this.issuedOffsets.has(decoded) || encodeCursor(decoded) !== cursor) throw new Error("Invalid cursor");
+      // Tasks forgotten since that page may leave fewer: the rest is empty, not an error.
+      offset = Math.min(decoded, this.entries.size);
     }
     const page = [...this.entries.values()].slice(offset, offset + TASK_PAGE).map((entry) => describeTask(entry, retentionMs));
     const next = offset + page.length;
-    return next < this.entries.size ? { tasks: page, nextCursor: encodeCursor(next) } : { tasks: page };
+    if (next >= this.entries.size) return { tasks: page };
+    this.issuedOffsets.add(next);
+    return { tasks: page, nextCursor: encodeCursor(next) };
   }
 }
 

@@ -533,3 +533,12 @@ test("the end of stderr is read without a character cut in two at its start", as
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a pid recorded alone (no start time, no marker) is neither alive nor gone while it exists", async () => {
+  const { platform } = fakePosix([proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(600, 1, "6000")]);
+  const control = createProcessControl({ platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  assert.equal(await control.isAlive(600, undefined), undefined);
+  assert.equal(await control.isAlive(601, undefined), false);
+  assert.equal(await control.isAlive(600, "6000"), true);
+  assert.equal(await control.isAlive(600, "1"), false);
+});

@@ -571,4 +571,54 @@ describe("the takeover, against what a second review found", () => {
     assert.equal(fresh.jobs.get(queuedX.id)?.status, "queued", "no slot is left for it");
     assert.equal(fresh.launcher.agents.length, 0);
   });
+
+  test("a server that is a container's init (pid 1) owns records like any other", () => {
+    const store = freshStore();
+    const id = nextId();
+    store.create({ format: 1, id, kind: "start", cwd: "/w", prompt_preview: "", options: {}, status: "queued", submitted_at: 1, owner: { pid: 1 }, generation: 0 }, "p");
+    assert.deepEqual(store.loadAll().records.map((record) => record.id), [id]);
+  });
+
+  test("a takeover never runs more agents than the limit, even when a job ends during it", async () => {
+    const store = freshStore();
+    const old = harness(store, { maxRunning: 3, owner: { pid: 77, start_time: "1" } });
+    const a = old.jobs.start({ prompt: "a", cwd: "/w" }, "start");
+    const b = old.jobs.start({ prompt: "b", cwd: "/w" }, "start");
+    const c = old.jobs.start({ prompt: "c", cwd: "/w" }, "start");
+    await settle();
+    // a was still queued, b lost its pid, c runs on: in submission order a, b, c.
+    const recordA = store.read(a.id) as JobRecord;
+    delete recordA.agent;
+    delete recordA.started_at;
+    store.write({ ...recordA, status: "queued" });
+    const recordB = store.read(b.id) as JobRecord;
+    delete recordB.agent;
+    store.write(recordB);
+    const fresh = harness(store, { maxRunning: 1 });
+    await fresh.jobs.restore(store.loadAll().records, async (named) => named.pid === 4242);
+    await settle();
+    assert.equal(fresh.jobs.get(b.id)?.status, "lost");
+    assert.equal(fresh.jobs.get(c.id)?.status, "running");
+    assert.equal(fresh.jobs.get(a.id)?.status, "queued", "b's slot went to c, counted first, not to a");
+    assert.equal(fresh.launcher.agents.length, 0);
+  });
+
+  test("a kill that cannot tell the adopted agent (no process table) signals nothing, fails, and leaves the job running", async () => {
+    const store = freshStore();
+    const old = harness(store, { owner: { pid: 77, start_time: "1" } });
+    const job = old.jobs.start({ prompt: "p", cwd: "/w" }, "start");
+    await settle();
+    const fresh = harness(store);
+    await fresh.jobs.restore(store.loadAll().records, async (named) => named.pid === 4242);
+    const agent = fresh.attachedAgents[0] as FakeAgent;
+    agent.kill = async () => ({ survivors: [4242], undetermined: true as const });
+    await assert.rejects(fresh.jobs.kill(job.id, "claude_kill"), /KILL_FAILED|not signalled/);
+    assert.equal(fresh.jobs.get(job.id)?.status, "running");
+    assert.equal(fresh.jobs.get(job.id)?.killReason, undefined, "no kill happened, so none is recorded");
+    assert.equal(store.read(job.id)?.kill_reason, undefined);
+    agent.succeed("it finished after all");
+    await settle();
+    assert.equal(fresh.jobs.get(job.id)?.status, "completed");
+  });
 });
+

@@ -169,6 +169,22 @@ test("tools/list issues no cursor, so any cursor is -32602; without one, every t
   assert.equal(result(await request(h, "tools/list", {})).tools.length, 6);
 });
 
+test("an issued cursor still works when tasks were forgotten since: the rest is shorter, or empty", async () => {
+  const h = handlerHarness();
+  const ids: string[] = [];
+  for (let i = 0; i < 60; i += 1) ids.push(await createTask(h, "claude_start", { prompt: `p${i}`, cwd: "/w" }));
+  const first = result(await request(h, "tasks/list", {}));
+  assert.equal(first.tasks.length, 50);
+  assert.ok(first.nextCursor);
+  for (const agent of h.launcher.agents.slice(0, 15)) agent.succeed();
+  await settle();
+  await h.clock.advance(600_000);
+  h.jobs.list(); // forgets the finished jobs past retention, and with them their tasks
+  const rest = result(await request(h, "tasks/list", { cursor: first.nextCursor }));
+  assert.deepEqual(rest.tasks, [], "45 tasks are left, all before the cursor's offset of 50");
+  assert.equal(errorCode(await request(h, "tasks/list", { cursor: Buffer.from("40").toString("base64url") })), -32602, "a well-formed cursor never issued is refused");
+});
+
 test("tasks/list refuses every cursor it did not issue, even ones that decode to an offset", async () => {
   const h = handlerHarness();
   for (const cursor of ["", "MA", " ", "abc", "MQ"]) {
