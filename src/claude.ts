@@ -571,6 +571,8 @@ function sessionNotFound(id: string | undefined): string {
 /** What the job registry needs from an agent: its outcome, its progress, and a way to stop it. */
 export interface AgentRun {
   readonly pid: number | undefined;
+  /** The tree marker's value when known at spawn: recorded with the pid at once (§15.2). */
+  readonly marker: string | undefined;
   /** Who the agent is, for its record (§15.2). */
   identity(): Promise<AgentIdentity>;
   readonly outcome: Promise<AgentOutcome>;
@@ -637,6 +639,7 @@ export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents
     const started = handle;
     return {
       pid: started.pid,
+      marker: started.marker,
       identity: () => started.identity(),
       outcome: started.exited.then((exit) => {
         stream.end();

@@ -376,9 +376,10 @@ async function showJob(context: Context, id: string): Promise<number> {
   if (record.finished_at !== undefined) {
     facts.push(["finished", `${isoTime(record.finished_at)} (took ${formatAge(record.finished_at - (record.started_at ?? record.submitted_at))})`]);
   }
-  facts.push(["owner", `server pid ${record.owner.pid} (${ownerAlive ? "running" : ownerText(record)})`]);
+  const unknown = "cannot be told: the process table could not be read, or no start time was recorded";
+  facts.push(["owner", `server pid ${record.owner.pid} (${ownerAlive === undefined ? unknown : ownerAlive ? "running" : ownerText(record)})`]);
   if (record.agent) {
-    const alive = agentAlive === undefined ? "" : agentAlive ? " (running)" : " (not running)";
+    const alive = record.status !== "running" ? "" : agentAlive === undefined ? ` (${unknown})` : agentAlive ? " (running)" : " (not running)";
     facts.push(["agent", `pid ${record.agent.pid}${record.agent.start_time ? `, start time ${record.agent.start_time}` : ""}${alive}`]);
   }
   if (sessionId !== undefined) facts.push(["session", printable(sessionId)]);

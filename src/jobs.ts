@@ -541,7 +541,8 @@ export class JobRegistry {
     job.startedAt = clock.now();
     const spec = persistence ? { ...job.spec, output: persistence.store.outputFiles(job.id) } : job.spec;
     const run = this.options.launch(spec);
-    if (run.pid !== undefined) job.agent = { pid: run.pid };
+    // With its marker, a later server can recognise the agent even if this one dies before the start time is known (§15.3).
+    if (run.pid !== undefined) job.agent = run.marker === undefined ? { pid: run.pid } : { pid: run.pid, tree_marker: run.marker };
     this.save(job);
     logger.info(`job ${job.id} started (${job.kind}, pid ${run.pid ?? "none"}) in ${job.cwd}`);
     if (persistence) {

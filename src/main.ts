@@ -86,6 +86,7 @@ async function loadProcessControl(options: Omit<Parameters<typeof import("./proc
 function deferredChild(pending: Promise<ChildHandle>): ChildHandle {
   return {
     pid: undefined,
+    marker: undefined,
     identity: () => pending.then((handle) => handle.identity()),
     exited: pending.then((handle) => handle.exited),
     killTree: () => pending.then((handle) => handle.killTree()),

@@ -130,6 +130,8 @@ export interface AgentIdentity {
 
 export interface ChildHandle {
   readonly pid: number | undefined;
+  /** The tree marker's value, known at spawn (POSIX), so it can be recorded with the pid at once. */
+  readonly marker: string | undefined;
   /** Who the agent is, for its record: its start time once the process table showed it, and its tree marker. */
   identity(): Promise<AgentIdentity>;
   /** Resolves once the agent itself exited and its output drained; never rejects. */
@@ -444,6 +446,7 @@ function failedStart(spawnError: NonNullable<ChildExit["spawnError"]>): ChildHan
   };
   return {
     pid: undefined,
+    marker: undefined,
     identity: async () => ({ pid: undefined, startTime: undefined, marker: undefined }),
     exited: Promise.resolve(exit),
     killTree: async () => ({ signalled: 0, survivors: [] }),
@@ -523,7 +526,7 @@ function startPosix(
     startTime: tree ? await tracker.startTimeOf(tree) : undefined,
     marker: markerValue,
   });
-  return { pid, identity, exited: collected.exited, killTree, settled };
+  return { pid, marker: markerValue, identity, exited: collected.exited, killTree, settled };
 }
 
 /**
@@ -562,7 +565,14 @@ function attachPosix(tracker: TreeTracker, request: AttachRequest, options: Proc
       tracker.untrack(tree);
     }
   });
-  return { pid: request.pid, identity: async () => ({ pid: request.pid, startTime: request.startTime, marker: request.marker }), exited, killTree, settled };
+  return {
+    pid: request.pid,
+    marker: request.marker,
+    identity: async () => ({ pid: request.pid, startTime: request.startTime, marker: request.marker }),
+    exited,
+    killTree,
+    settled,
+  };
 }
 
 /** Polls liveness with a backoff (and at once after a kill), then reads the rest of the output. */
@@ -1115,7 +1125,7 @@ function startWindows(platform: WindowsPlatform, request: SpawnRequest, options:
   const settled = collected.exited.then(async () => {
     if (killing) await killing;
   });
-  return { pid, identity: async () => ({ pid, startTime: undefined, marker: undefined }), exited: collected.exited, killTree, settled };
+  return { pid, marker: undefined, identity: async () => ({ pid, startTime: undefined, marker: undefined }), exited: collected.exited, killTree, settled };
 }
 
 function attachWindows(platform: WindowsPlatform, request: AttachRequest, options: ProcessControlOptions): ChildHandle {
@@ -1134,7 +1144,7 @@ function attachWindows(platform: WindowsPlatform, request: AttachRequest, option
   const settled = exited.then(async () => {
     if (killing) await killing;
   });
-  return { pid: request.pid, identity: async () => ({ pid: request.pid, startTime: undefined, marker: undefined }), exited, killTree, settled };
+  return { pid: request.pid, marker: undefined, identity: async () => ({ pid: request.pid, startTime: undefined, marker: undefined }), exited, killTree, settled };
 }
 
 /** taskkill /T walks the tree by parent pid; /F because console agents ignore a polite close. */

@@ -67,6 +67,7 @@ class FakeProcesses implements ProcessControl {
     this.attached.push(request);
     return {
       pid: request.pid,
+      marker: request.marker,
       identity: async () => ({ pid: request.pid, startTime: request.startTime, marker: request.marker }),
       exited: new Promise(() => undefined),
       settled: Promise.resolve(),

@@ -53,6 +53,7 @@ export class FakeClock implements Clock {
 
 export class FakeAgent implements AgentRun {
   readonly pid = 4242;
+  readonly marker = "fake-marker";
   readonly outcome: Promise<AgentOutcome>;
   killCalls = 0;
   survivors: number[] = [];
