@@ -35,6 +35,8 @@ export interface AgentSpec {
   options?: AgentOptions;
   /** Files for the agent's stdout and stderr (§15); pipes when absent. */
   output?: OutputFiles;
+  /** The tree marker to give the agent, made and recorded before the spawn (§15.2). */
+  marker?: string;
 }
 
 /**
@@ -268,6 +270,7 @@ const DEFERRED_HEAD_BYTES = 2048;
 /** While stdout stays this small it is also kept whole, for output that is one pretty-printed object. */
 const RAW_KEEP_BYTES = 1024 * 1024;
 const LAST_TEXT_CHARS = 500;
+const RECENT_MESSAGE_IDS = 1000;
 const TOOL_RESULT_CHARS = 2000;
 /** One assistant text in the transcript; the final answer is whole in the result anyway. */
 const TEXT_ENTRY_CHARS = 20_000;
@@ -290,6 +293,8 @@ export class ClaudeStream {
   private deferredResult: { offset: number; length: number } | undefined;
   /** Set when the result's text was streamed to the result file instead of being held: its length. */
   private streamedChars: number | undefined;
+  /** The result's text could not be written to the result file (a full disk). */
+  resultNotStored = false;
   private head = "";
   private raw: Buffer[] | undefined;
   private rawBytes = 0;
@@ -347,19 +352,50 @@ export class ClaudeStream {
   /** A result line too long to hold: its text is streamed into the result file, the rest parsed. */
   private readDeferredResult(source: OutputSource, { offset, length }: { offset: number; length: number }): void {
     this.deferredResult = undefined;
-    const sink = source.createResult?.();
+    let sink: ReturnType<NonNullable<OutputSource["createResult"]>> | undefined;
+    let sinkFailed = false;
+    const write = (text: string): void => {
+      if (sinkFailed || !sink) return;
+      try {
+        sink.write(text);
+      } catch {
+        // A full disk: the text stays in stdout.jsonl; the outcome says so rather than offer half a result.
+        sinkFailed = true;
+      }
+    };
+    try {
+      sink = source.createResult?.();
+    } catch {
+      sinkFailed = true;
+    }
     let parsed: ReturnType<typeof parseStreamingMember>;
     try {
-      parsed = parseStreamingMember((at, size) => source.read(at, size), offset, length, "result", (text) => sink?.write(text));
+      parsed = parseStreamingMember((at, size) => source.read(at, size), offset, length, "result", write);
     } finally {
-      sink?.close();
+      try {
+        sink?.close();
+      } catch {
+        sinkFailed = true;
+      }
     }
+    if (sinkFailed) this.resultNotStored = true;
     if (!parsed) {
       this.options.onMalformedLine?.(`a ${length}-byte line that is not one JSON object`);
       return;
     }
     this.onEvent(parsed.rest);
     if (this.result && parsed.chars !== undefined) this.streamedChars = parsed.chars;
+  }
+
+  /**
+   * One turn per assistant message id. An id's blocks arrive together, so only
+   * recent ids are remembered: memory does not grow with the number of turns.
+   */
+  private countTurn(messageId: string): void {
+    if (this.messageIds.has(messageId)) return;
+    this.messageIds.add(messageId);
+    if (this.messageIds.size > RECENT_MESSAGE_IDS) this.messageIds.delete(this.messageIds.values().next().value as string);
+    this.summary.turns += 1;
   }
 
   /** Lets go of the result event, whose text may be megabytes, once the outcome holds what is needed of it. */
@@ -380,10 +416,7 @@ export class ClaudeStream {
       this.deferredResult = { offset, length };
     } else {
       const messageId = type === "assistant" ? /"id"\s*:\s*"(msg[^"]*)"/.exec(start)?.[1] : undefined;
-      if (messageId !== undefined && !this.messageIds.has(messageId)) {
-        this.messageIds.add(messageId);
-        this.summary.turns = this.messageIds.size;
-      }
+      if (messageId !== undefined) this.countTurn(messageId);
       this.transcript.append(`[${type} event of ${length} bytes, too long to show here]`);
     }
     for (const listener of this.listeners) listener();
@@ -466,10 +499,7 @@ export class ClaudeStream {
   private onAssistant(message: unknown): void {
     if (!isRecord(message)) return;
     const id = str(message.id);
-    if (id !== undefined && !this.messageIds.has(id)) {
-      this.messageIds.add(id);
-      this.summary.turns = this.messageIds.size;
-    }
+    if (id !== undefined) this.countTurn(id);
     for (const block of Array.isArray(message.content) ? message.content : []) {
       if (!isRecord(block)) continue;
       if (block.type === "text" && typeof block.text === "string" && block.text.trim() !== "") {
@@ -530,6 +560,9 @@ export function interpretExit(
   }
 
   const event = stream.resultEvent();
+  if (event && "resultNotStored" in stream && stream.resultNotStored) {
+    return { ok: false, code: "STATE_ERROR", detail: "the agent finished, but its result could not be written to the job's result.txt (is the disk full?); it is in the job's stdout.jsonl" };
+  }
   if (event) {
     const result = toAgentResult(event);
     const streamedChars = stream.streamedResultChars?.();
@@ -586,7 +619,8 @@ export type AgentLauncher = (spec: AgentSpec) => AgentRun;
 
 /** An agent an earlier server started, as its record describes it (§15.3). */
 export interface AgentToAttach {
-  pid: number;
+  /** Undefined for an agent known to be gone whose pid was never recorded. */
+  pid: number | undefined;
   startTime: string | undefined;
   marker: string | undefined;
   output: OutputFiles;
@@ -666,6 +700,7 @@ export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents
           onStdout,
           stderrTailBytes: options.stderrTailBytes,
           ...(spec.output ? { output: spec.output } : {}),
+          ...(spec.marker ? { marker: spec.marker } : {}),
         }),
       ),
     attach: (agent) => follow(agent.output, (onStdout) => options.attach({ ...agent, onStdout, stderrTailBytes: options.stderrTailBytes })),

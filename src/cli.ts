@@ -340,7 +340,8 @@ async function showJob(context: Context, id: string): Promise<number> {
   const control = await io.processControl(createLogger(io.stderr, "warn"));
   const ownerAlive = await control.isAlive(record.owner.pid, record.owner.start_time);
   // A finished job's agent pid may name another process by now: only a running job's is checked.
-  const agentAlive = record.status === "running" && record.agent ? await control.isAlive(record.agent.pid, record.agent.start_time, record.agent.tree_marker) : undefined;
+  const agentAlive =
+    record.status === "running" && record.agent?.pid !== undefined ? await control.isAlive(record.agent.pid, record.agent.start_time, record.agent.tree_marker) : undefined;
   await settle(control, io.clock);
 
   const prompt = store.readPrompt(id);
@@ -508,11 +509,21 @@ async function killJob(context: Context, id: string): Promise<number> {
 /** Kills a running job's whole tree, if its agent (the same process: pid and start time) is alive. */
 async function killAgent(control: ProcessControl, store: StateStore, record: JobRecord): Promise<KillReport | undefined> {
   const agent = record.agent;
-  // Signalled only when it is certainly the agent: same start time, or its tree marker.
-  if (record.status !== "running" || !agent || (await control.isAlive(agent.pid, agent.start_time, agent.tree_marker)) !== true) return undefined;
+  if (record.status !== "running" || !agent) return undefined;
+  let pid = agent.pid;
+  let startTime = agent.start_time;
+  if (pid === undefined) {
+    // Recorded just before the spawn, with the marker alone: the agent is the process carrying it (§15.2).
+    const found = agent.tree_marker === undefined ? undefined : await control.findMarked(agent.tree_marker);
+    if (!found) return undefined;
+    ({ pid, startTime } = found);
+  } else if ((await control.isAlive(pid, startTime, agent.tree_marker)) !== true) {
+    // Signalled only when it is certainly the agent: same start time, or its tree marker.
+    return undefined;
+  }
   const handle = control.attach({
-    pid: agent.pid,
-    startTime: agent.start_time,
+    pid,
+    startTime,
     marker: agent.tree_marker,
     output: store.outputFiles(record.id),
     onStdout: () => undefined,

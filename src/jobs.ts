@@ -17,7 +17,7 @@ import type { CancelTimer, Clock } from "./clock.js";
 import { DispatchError, toDispatchError } from "./errors.js";
 import type { Logger } from "./log.js";
 import type { OutputFiles } from "./process.js";
-import type { JobRecord, ProcessIdentity, StoredOutcome } from "./state.js";
+import type { AgentRecord, JobRecord, ProcessIdentity, StoredOutcome } from "./state.js";
 import { Transcript } from "./transcript.js";
 
 export type JobStatus = "queued" | "running" | "completed" | "failed" | "killed" | "lost";
@@ -89,6 +89,8 @@ export interface JobStore {
   size(id: string): number;
   remove(id: string): void;
   claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean | undefined>): Promise<boolean>;
+  /** Removes the claim files of earlier restarts, which no one reads again. */
+  dropClaimsBefore(id: string, generation: number): void;
   read(id: string): JobRecord | undefined;
 }
 
@@ -101,6 +103,8 @@ export interface Persistence {
   replayTranscript(id: string): Transcript;
   /** Disk used by finished jobs; the oldest are removed beyond it. */
   maxBytes: number;
+  /** A fresh tree marker value for an agent about to be spawned. */
+  newMarker(): string;
   /**
    * Checks a queued job taken over after a restart against today's policy and
    * directories, as a new call would be (§15.3); throws DispatchError to refuse it.
@@ -113,6 +117,13 @@ export interface Persistence {
  * carrying the tree marker. Undefined when it cannot be told (no process table).
  */
 export type IsAlive = (process: ProcessIdentity & { tree_marker?: string }) => Promise<boolean | undefined>;
+
+/** The live process carrying a tree marker (null: none; undefined: cannot be told). */
+export type FindMarked = (marker: string) => Promise<{ pid: number; startTime: string } | null | undefined>;
+
+type LocatedAgent =
+  | { state: "alive" | "gone"; pid: number | undefined; startTime: string | undefined }
+  | { state: "unrecorded" };
 
 export interface JobRegistryOptions {
   launch: AgentLauncher;
@@ -155,7 +166,7 @@ class JobEntry implements Job {
   private replayed: Transcript | undefined;
   submittedAt: number;
   generation = 0;
-  agent: (ProcessIdentity & { pgid?: number; tree_marker?: string }) | undefined;
+  agent: AgentRecord | undefined;
   resultChars: number | undefined;
   killing: Promise<{ survivors: number[]; undetermined?: true }> | undefined;
   cancelTimeout: CancelTimer | undefined;
@@ -376,12 +387,12 @@ export class JobRegistry {
    * from their output, when their agent is gone too). Jobs of a server still
    * alive are left to it.
    */
-  async restore(records: readonly JobRecord[], isAlive: IsAlive): Promise<void> {
+  async restore(records: readonly JobRecord[], isAlive: IsAlive, findMarked?: FindMarked): Promise<void> {
     const persistence = this.options.persistence;
     if (!persistence) return;
     this.restoring = true;
     try {
-      await this.takeOver(records, isAlive, persistence);
+      await this.takeOver(records, isAlive, persistence, findMarked);
     } finally {
       this.restoring = false;
     }
@@ -389,7 +400,7 @@ export class JobRegistry {
     this.launchNext();
   }
 
-  private async takeOver(records: readonly JobRecord[], isAlive: IsAlive, persistence: Persistence): Promise<void> {
+  private async takeOver(records: readonly JobRecord[], isAlive: IsAlive, persistence: Persistence, findMarked: FindMarked | undefined): Promise<void> {
     const { logger } = this.options;
     // Finished jobs first, in finish order, so that jobs ending during the takeover come after them (reaping reads that order).
     const finished = records.filter((record) => !this.jobs.has(record.id) && record.status !== "queued" && record.status !== "running");
@@ -404,6 +415,7 @@ export class JobRegistry {
         // Read again now that it is ours: another server may have taken it over, or finished it, since the directory was read.
         const record = persistence.store.read(loaded.id);
         if (!record || record.generation !== loaded.generation || (record.status !== "queued" && record.status !== "running")) continue;
+        persistence.store.dropClaimsBefore(record.id, record.generation + 1);
         const spec = this.specOf(record);
         let refusal: DispatchError | undefined;
         if (record.status === "queued" && spec) {
@@ -413,9 +425,8 @@ export class JobRegistry {
             refusal = toDispatchError(error);
           }
         }
-        // Unknown counts as alive: it is followed, and its liveness polled until it can be told.
-        const agentAlive = record.status === "running" && record.agent !== undefined && (await isAlive(record.agent)) !== false;
-        this.adopt(record, { spec, refusal, agentAlive });
+        const agent = record.status === "running" ? await this.locate(record.agent, isAlive, findMarked) : undefined;
+        this.adopt(record, { spec, refusal, agent });
       } catch (error) {
         // One unreadable folder must not stop the server: the job is left where it is.
         logger.error(`cannot take over job ${loaded.id}: ${(error as Error).message}`);
@@ -430,7 +441,25 @@ export class JobRegistry {
     return { prompt, cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
   }
 
-  private adopt(record: JobRecord, found: { spec: AgentSpec | undefined; refusal: DispatchError | undefined; agentAlive: boolean }): void {
+  /**
+   * Where a running job's agent is now. A recorded pid is checked (unknown
+   * counts as alive: it is followed, and its liveness polled until it can be
+   * told). A record written just before the spawn has only the tree marker:
+   * the agent is looked for by it.
+   */
+  private async locate(agent: AgentRecord | undefined, isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<LocatedAgent> {
+    if (!agent) return { state: "unrecorded" };
+    if (agent.pid !== undefined) {
+      const alive = (await isAlive({ pid: agent.pid, ...(agent.start_time ? { start_time: agent.start_time } : {}), ...(agent.tree_marker ? { tree_marker: agent.tree_marker } : {}) })) !== false;
+      return { state: alive ? "alive" : "gone", pid: agent.pid, startTime: agent.start_time };
+    }
+    const found = agent.tree_marker === undefined || !findMarked ? undefined : await findMarked(agent.tree_marker);
+    if (found === undefined) return { state: "unrecorded" };
+    if (found === null) return { state: "gone", pid: undefined, startTime: undefined };
+    return { state: "alive", pid: found.pid, startTime: found.startTime };
+  }
+
+  private adopt(record: JobRecord, found: { spec: AgentSpec | undefined; refusal: DispatchError | undefined; agent: LocatedAgent | undefined }): void {
     const persistence = this.options.persistence as Persistence;
     const { clock, logger } = this.options;
     const spec = found.spec ?? { prompt: "", cwd: record.cwd, options: record.options };
@@ -441,7 +470,8 @@ export class JobRegistry {
     job.killReason = record.kill_reason as KillReason | undefined;
     this.jobs.set(job.id, job);
     // The caller's budget counts from submission, across restarts.
-    const remaining = record.timeout_ms === undefined ? undefined : Math.max(0, record.timeout_ms - (clock.now() - record.submitted_at));
+    // Capped at the whole budget: a wall clock set back must not lengthen it.
+    const remaining = record.timeout_ms === undefined ? undefined : Math.min(record.timeout_ms, Math.max(0, record.timeout_ms - (clock.now() - record.submitted_at)));
     if (record.status === "queued") {
       if (!found.spec) {
         // Starting it with no prompt would spend money on nothing.
@@ -461,24 +491,31 @@ export class JobRegistry {
       }
       return;
     }
-    const agent = record.agent;
+    const located = found.agent ?? { state: "unrecorded" };
     job.status = "running";
     this.runningCount += 1;
     if (job.killReason === undefined && persistence.store.killRequested(job.id)) job.killReason = "cli";
+    if (located.state === "alive" && job.agent) {
+      job.agent = { ...job.agent, pid: located.pid };
+      if (located.startTime !== undefined) job.agent.start_time = located.startTime;
+    }
     this.save(job);
-    if (!agent) {
-      // The server died between spawning and recording the pid: there is nothing to follow.
+    if (located.state === "unrecorded") {
+      // Nothing says which process it is: it can be neither followed nor killed from here.
       this.release();
-      this.finish(job, { ok: false, code: "AGENT_LOST", detail: "the server stopped before it recorded the agent's pid" });
+      const detail = job.agent?.tree_marker
+        ? "the server stopped before it recorded the agent's pid, and this system cannot find the agent by its tree marker"
+        : "the server stopped before it recorded the agent's pid";
+      this.finish(job, { ok: false, code: "AGENT_LOST", detail });
       return;
     }
-    logger.info(`job ${job.id} adopted: ${found.agentAlive ? `following agent ${agent.pid}` : "its agent is gone; reading its output"}`);
+    logger.info(`job ${job.id} adopted: ${located.state === "alive" ? `following agent ${located.pid}` : "its agent is gone; reading its output"}`);
     this.follow(
       job,
-      persistence.attach({ pid: agent.pid, startTime: agent.start_time, marker: agent.tree_marker, output: persistence.store.outputFiles(job.id) }),
+      persistence.attach({ pid: located.pid, startTime: located.startTime, marker: job.agent?.tree_marker, output: persistence.store.outputFiles(job.id) }),
     );
     // An agent already gone is finished from its output, result and all: no timeout applies to it.
-    if (!found.agentAlive) return;
+    if (located.state !== "alive") return;
     // A kill under way when the last server stopped is carried out now.
     if (job.killReason !== undefined) {
       this.kill(job.id, job.killReason).catch((error: unknown) => logger.error(`kill of adopted job ${job.id}: ${String(error)}`));
@@ -494,7 +531,8 @@ export class JobRegistry {
     const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, () => undefined);
     job.submittedAt = record.submitted_at;
     job.status = record.status;
-    job.finishedAt = record.finished_at ?? record.submitted_at;
+    // A finish time in the future (the clock was set back since) counts as now, so retention is not stretched by the jump.
+    job.finishedAt = Math.min(record.finished_at ?? record.submitted_at, this.options.clock.now());
     job.killReason = record.kill_reason as KillReason | undefined;
     job.agent = record.agent;
     job.generation = record.generation;
@@ -539,11 +577,27 @@ export class JobRegistry {
     this.runningCount += 1;
     job.status = "running";
     job.startedAt = clock.now();
-    const spec = persistence ? { ...job.spec, output: persistence.store.outputFiles(job.id) } : job.spec;
+    let spec = job.spec;
+    if (persistence) {
+      // "running", with the agent's tree marker, is on disk before the spawn: a server that dies right after it
+      // leaves an agent the next one can find by its marker, never a "queued" record it would start a second time (§15.2).
+      const marker = persistence.newMarker();
+      job.agent = { tree_marker: marker };
+      try {
+        persistence.store.write(this.recordOf(job));
+      } catch (error) {
+        job.agent = undefined;
+        this.release();
+        this.finish(job, { ok: false, code: "STATE_ERROR", detail: `its record could not be written, so it was not started: ${(error as Error).message}` });
+        return;
+      }
+      spec = { ...job.spec, output: persistence.store.outputFiles(job.id), marker };
+    }
     const run = this.options.launch(spec);
-    // With its marker, a later server can recognise the agent even if this one dies before the start time is known (§15.3).
-    if (run.pid !== undefined) job.agent = run.marker === undefined ? { pid: run.pid } : { pid: run.pid, tree_marker: run.marker };
-    this.save(job);
+    if (run.pid !== undefined) {
+      job.agent = { ...job.agent, pid: run.pid };
+      this.save(job);
+    }
     logger.info(`job ${job.id} started (${job.kind}, pid ${run.pid ?? "none"}) in ${job.cwd}`);
     if (persistence) {
       // The pid, start time and tree marker let a later server recognise this agent (§15.3).
@@ -551,7 +605,7 @@ export class JobRegistry {
         .identity()
         .then(({ pid, pgid, startTime, marker }) => {
           if (job.status !== "running" || pid === undefined) return;
-          job.agent = { pid };
+          job.agent = { ...job.agent, pid };
           if (pgid !== undefined) job.agent.pgid = pgid;
           if (startTime !== undefined) job.agent.start_time = startTime;
           if (marker !== undefined) job.agent.tree_marker = marker;
@@ -757,7 +811,8 @@ function storedOutcome(outcome: AgentOutcome, resultChars: number | undefined): 
   if (outcome.result) {
     const { text, textChars, ...rest } = outcome.result;
     stored.result = rest;
-    const chars = resultChars ?? textChars ?? text?.length;
+    // Only a length whose text is on disk: a result.txt that could not be written must not read back as an empty result.
+    const chars = resultChars ?? textChars;
     if (chars !== undefined) stored.result_chars = chars;
   }
   return stored;

@@ -244,6 +244,7 @@ async function serve(): Promise<void> {
       attach: agents.attach,
       replayTranscript: (id) => store.replay(id, { maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS }).transcript,
       maxBytes: config.stateMaxBytes,
+      newMarker: () => crypto.randomUUID(),
       admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
     },
   });
@@ -321,7 +322,11 @@ async function restoreJobs(store: StateStore, jobs: JobRegistry, processControl:
   const unfinished = records.some((record) => record.status === "queued" || record.status === "running");
   // The process layer loads only when some record needs a liveness check (BENCHMARKS.md (a)).
   const control = unfinished ? await processControl() : undefined;
-  await jobs.restore(records, async (named) => (control ? control.isAlive(named.pid, named.start_time, named.tree_marker) : false));
+  await jobs.restore(
+    records,
+    async (named) => (control ? control.isAlive(named.pid, named.start_time, named.tree_marker) : false),
+    async (marker) => control?.findMarked(marker),
+  );
 }
 
 main().catch((error: unknown) => {

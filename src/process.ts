@@ -69,6 +69,8 @@ export interface SpawnRequest {
   /** Receives stdout as it arrives; the reader bounds what it keeps. */
   onStdout(chunk: Buffer): void;
   stderrTailBytes: number;
+  /** The tree marker's value, made by the caller so it can be recorded before the spawn (§15.2); a fresh one otherwise. */
+  marker?: string;
   /**
    * Where the agent writes stdout and stderr itself (§15). It then needs no
    * pipe to this server, so it outlives the server, and its output is kept;
@@ -86,7 +88,8 @@ export interface OutputFiles {
 
 /** An agent started by an earlier server, to be followed and killed as if it were ours (§15.3). */
 export interface AttachRequest {
-  pid: number;
+  /** Undefined for an agent known to be gone whose pid was never recorded: only its output is read. */
+  pid: number | undefined;
   /** The start time recorded when it was spawned; a process with another start time is not it. */
   startTime: string | undefined;
   /** The tree marker value recorded when it was spawned. */
@@ -173,6 +176,12 @@ export interface ProcessControl {
   isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean | undefined>;
   /** A live process's start time as the process table shows it; undefined on Windows or when it is gone. */
   startTimeOf(pid: number): Promise<string | undefined>;
+  /**
+   * The agent carrying this tree marker (the marked process whose parent is
+   * not marked), for a record that names no pid (§15.3): null when none does,
+   * undefined when it cannot be told (no process table, or no environments to read).
+   */
+  findMarked(marker: string): Promise<{ pid: number; startTime: string } | null | undefined>;
   /** Resolves when every child has settled. */
   idle(): Promise<void>;
 }
@@ -193,7 +202,13 @@ export function createProcessControl(options: ProcessControlOptions): ProcessCon
   }
 
   function attach(request: AttachRequest): ChildHandle {
-    const handle = platform.kind === "posix" && tracker ? attachPosix(tracker, request, options) : attachWindows(platform as WindowsPlatform, request, options);
+    const pid = request.pid;
+    const handle =
+      pid === undefined
+        ? outputOnly(request, options)
+        : platform.kind === "posix" && tracker
+          ? attachPosix(tracker, { ...request, pid }, options)
+          : attachWindows(platform as WindowsPlatform, { ...request, pid }, options);
     const settled = handle.settled.finally(() => pending.delete(settled));
     pending.add(settled);
     return handle;
@@ -212,7 +227,12 @@ export function createProcessControl(options: ProcessControlOptions): ProcessCon
     return platform.kind === "posix" ? tracker?.startTimeOfPid(pid) : undefined;
   }
 
-  return { start, attach, isAlive, startTimeOf, idle };
+  async function findMarked(marker: string): Promise<{ pid: number; startTime: string } | null | undefined> {
+    if (platform.kind === "windows") return undefined;
+    return tracker?.findMarked(`${TREE_MARKER_VARIABLE}=${marker}`);
+  }
+
+  return { start, attach, isAlive, startTimeOf, findMarked, idle };
 }
 
 /* ------------------------------------------------------------------ *
@@ -467,7 +487,7 @@ function startPosix(
   let child: ChildProcess;
   // Every descendant inherits this variable unless it scrubs its environment,
   // which finds the ones that escaped the tree before a snapshot saw them.
-  const markerValue = randomUUID();
+  const markerValue = request.marker ?? randomUUID();
   const marker = `${TREE_MARKER_VARIABLE}=${markerValue}`;
   let fds: { stdout: number; stderr: number } | undefined;
   try {
@@ -534,7 +554,7 @@ function startPosix(
  * exit by polling the process table (it is not our child, so no exit event
  * comes), and its tree for kills, marker included.
  */
-function attachPosix(tracker: TreeTracker, request: AttachRequest, options: ProcessControlOptions): ChildHandle {
+function attachPosix(tracker: TreeTracker, request: AttachRequest & { pid: number }, options: ProcessControlOptions): ChildHandle {
   // Without a recorded marker, one that no process carries.
   const marker = `${TREE_MARKER_VARIABLE}=${request.marker ?? `none-${randomUUID()}`}`;
   // Without a recorded start time the pid itself is never taken into the tree (no start time
@@ -572,6 +592,19 @@ function attachPosix(tracker: TreeTracker, request: AttachRequest, options: Proc
     exited,
     killTree,
     settled,
+  };
+}
+
+/** An agent that is gone and whose pid nobody knows: its output is all there is, and there is nothing to kill. */
+function outputOnly(request: AttachRequest, options: ProcessControlOptions): ChildHandle {
+  const exited = followUntilGone(request, options, async () => false, new Promise<void>(() => undefined));
+  return {
+    pid: undefined,
+    marker: request.marker,
+    identity: async () => ({ pid: undefined, startTime: undefined, marker: request.marker }),
+    exited,
+    killTree: async () => ({ signalled: 0, survivors: [] }),
+    settled: exited.then(() => undefined),
   };
 }
 
@@ -702,6 +735,16 @@ class TreeTracker {
     if (tree.rootStartTime === undefined) await this.recentSnapshot(SHARED_SNAPSHOT_MS);
     if (tree.rootStartTime === undefined && !tree.rootExited) await this.freshSnapshot();
     return tree.rootStartTime;
+  }
+
+  async findMarked(entry: string): Promise<{ pid: number; startTime: string } | null | undefined> {
+    const read = this.platform.readEnvironment;
+    const table = await this.freshSnapshot();
+    if (!read || !table) return undefined;
+    const marked = [...table.byPid.values()].filter((info) => !info.zombie && !table.protectedIds.has(info.pid) && hasVariable(read(info.pid) ?? "", entry));
+    const pids = new Set(marked.map((info) => info.pid));
+    const root = marked.find((info) => !pids.has(info.ppid));
+    return root ? { pid: root.pid, startTime: root.startTime } : null;
   }
 
   async startTimeOfPid(pid: number): Promise<string | undefined> {
@@ -1128,7 +1171,7 @@ function startWindows(platform: WindowsPlatform, request: SpawnRequest, options:
   return { pid, marker: undefined, identity: async () => ({ pid, startTime: undefined, marker: undefined }), exited: collected.exited, killTree, settled };
 }
 
-function attachWindows(platform: WindowsPlatform, request: AttachRequest, options: ProcessControlOptions): ChildHandle {
+function attachWindows(platform: WindowsPlatform, request: AttachRequest & { pid: number }, options: ProcessControlOptions): ChildHandle {
   let killing: Promise<KillReport> | undefined;
   let gone = false;
   let killed: () => void = () => undefined;

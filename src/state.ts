@@ -47,6 +47,13 @@ export interface ProcessIdentity {
   start_time?: string;
 }
 
+export interface AgentRecord {
+  pid?: number;
+  pgid?: number;
+  start_time?: string;
+  tree_marker?: string;
+}
+
 export interface StoredOutcome {
   ok: boolean;
   code?: ErrorCode;
@@ -77,7 +84,8 @@ export interface JobRecord {
   owner: ProcessIdentity;
   /** Bumped by each server that adopts the job after its owner died. */
   generation: number;
-  agent?: ProcessIdentity & { pgid?: number; tree_marker?: string };
+  /** Written before the spawn with the tree marker alone; the pid, group and start time follow (§15.2). */
+  agent?: AgentRecord;
   kill_reason?: string;
   outcome?: StoredOutcome;
   /** Last known progress, for the CLI's table. */
@@ -300,8 +308,8 @@ export class StateStore {
   claim(id: string, generation: number, slot: number, claimer: ProcessIdentity): boolean {
     const file = this.claimFile(id, generation, slot);
     const temporary = `${file}.${randomSuffix()}.tmp`;
-    writeFileSync(temporary, JSON.stringify(claimer), { mode: 0o600 });
     try {
+      writeFileSync(temporary, JSON.stringify(claimer), { mode: 0o600 });
       linkSync(temporary, file);
       return true;
     } catch (error) {
@@ -311,6 +319,13 @@ export class StateStore {
       return claimWithoutLinks(file, claimer);
     } finally {
       rmSync(temporary, { force: true });
+    }
+  }
+
+  dropClaimsBefore(id: string, generation: number): void {
+    for (const name of readdirSync(this.jobDir(id))) {
+      const claimed = /^claim\.(\d+)(?:\.\d+)?$/.exec(name);
+      if (claimed && Number(claimed[1]) < generation) rmSync(path.join(this.jobDir(id), name), { force: true });
     }
   }
 
@@ -471,7 +486,8 @@ function isProcessId(value: unknown): value is number {
 function isAgent(value: unknown): boolean {
   return (
     isRecord(value) &&
-    isProcessId(value.pid) &&
+    // A pid, or, before the spawn, the marker alone.
+    (isProcessId(value.pid) || (value.pid === undefined && typeof value.tree_marker === "string")) &&
     (value.start_time === undefined || typeof value.start_time === "string") &&
     (value.tree_marker === undefined || typeof value.tree_marker === "string") &&
     (value.pgid === undefined || isProcessId(value.pgid))

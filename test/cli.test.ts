@@ -63,6 +63,10 @@ class FakeProcesses implements ProcessControl {
     return undefined;
   }
 
+  async findMarked(): Promise<{ pid: number; startTime: string } | null | undefined> {
+    return null;
+  }
+
   attach(request: AttachRequest): ChildHandle {
     this.attached.push(request);
     return {
@@ -72,8 +76,9 @@ class FakeProcesses implements ProcessControl {
       exited: new Promise(() => undefined),
       settled: Promise.resolve(),
       killTree: async () => {
-        this.killed.push(request.pid);
-        if (this.survivors.length === 0) this.alive.delete(request.pid);
+        const pid = request.pid as number;
+        this.killed.push(pid);
+        if (this.survivors.length === 0) this.alive.delete(pid);
         return { signalled: 2, survivors: this.survivors };
       },
     };

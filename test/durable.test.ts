@@ -11,7 +11,7 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 
 import { isAlive, readPids, waitFor } from "./processes.js";
-import { ServerProcess } from "./server-process.js";
+import { FAKE_CLAUDE, ServerProcess } from "./server-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-durable-"));
 
@@ -269,5 +269,53 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     assert.equal(readPids(pids).length, 3, "each agent ran once");
     second.endInput();
     await second.exited;
+  });
+
+  test("a record written just before the spawn (tree marker, no pid yet): the next server finds the agent by its marker", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const id = "2f2f2f2f-1111-4222-8333-444455556666";
+    const dir = path.join(stateDir, "jobs", id);
+    mkdirSync(dir, { recursive: true });
+    const prompt = `@pid ${pids}\n@wait-file ${gate}\nfound by marker`;
+    writeFileSync(path.join(dir, "prompt.txt"), prompt);
+    const marker = "5e5e5e5e-1111-4222-8333-444455556666";
+    const record = {
+      format: 1,
+      id,
+      kind: "start",
+      cwd,
+      prompt_preview: "found by marker",
+      options: {},
+      status: "running",
+      submitted_at: Date.now(),
+      started_at: Date.now(),
+      owner: { pid: 99_999_999, start_time: "1" },
+      generation: 0,
+      agent: { tree_marker: marker },
+    };
+    writeFileSync(path.join(dir, "record.json"), JSON.stringify(record));
+    // The agent the dead server had just spawned: its own session, output to the job's file, the marker in its environment.
+    const { openSync } = await import("node:fs");
+    const out = openSync(path.join(dir, "stdout.jsonl"), "a");
+    const agentProcess = spawn(process.execPath, [FAKE_CLAUDE, "-p", "--output-format", "stream-json", "--verbose"], {
+      cwd,
+      detached: true,
+      stdio: ["pipe", out, "ignore"],
+      env: { ...process.env, CLAUDE_DISPATCH_TREE: marker },
+    });
+    agentProcess.stdin?.end(prompt);
+    agentProcess.unref();
+    await waitFor(() => readPids(pids).length === 1, "the agent to start");
+
+    const server = await startServer(stateDir);
+    const following = await server.callTool("claude_wait", { job_id: id, hold_ms: 300 });
+    assert.equal(following.result?.structuredContent?.status, "running", JSON.stringify(following));
+    assert.equal(readRecord(stateDir, id).agent.pid, readPids(pids)[0], "the pid found by the marker is recorded");
+    writeFileSync(gate, "");
+    const report = await waitResult(server, id);
+    assert.equal(report.status, "completed");
+    assert.match(String(report.result), /found by marker/);
+    server.endInput();
+    await server.exited;
   });
 });

@@ -12,6 +12,7 @@ import { after, describe, test } from "node:test";
 import type { AgentSpec, AgentToAttach } from "../src/claude.js";
 import { DispatchError } from "../src/errors.js";
 import { JobRegistry, type IsAlive } from "../src/jobs.js";
+import { ClaudeStream, interpretExit } from "../src/claude.js";
 import { parseStreamingMember } from "../src/json-stream.js";
 import { LineReader } from "../src/lines.js";
 import { isJobId, StateStore, type JobRecord } from "../src/state.js";
@@ -89,6 +90,7 @@ function harness(
       },
       maxBytes: options.maxBytes ?? 1024 ** 3,
       admit: options.admit ?? (async (spec) => spec),
+      newMarker: () => "fake-marker",
     },
   });
   return { jobs, launcher, attached, attachedAgents, clock, store };
@@ -269,6 +271,28 @@ describe("the job registry with a state directory", () => {
     await next.jobs.restore(other.loadAll().records, async () => false);
     assert.equal(next.attached.length, 1, "its stale claim is passed: the next slot is taken");
     assert.deepEqual(other.claimHolder(orphan.id, 1, 1), { pid: 8, start_time: "8" });
+    const again = harness(other, { owner: { pid: 9, start_time: "9" } });
+    await again.jobs.restore(other.loadAll().records, async () => false);
+    assert.deepEqual(readdirSync(other.jobDir(orphan.id)).filter((name) => name.startsWith("claim.")), ["claim.2"], "older claims are removed at each takeover");
+  });
+
+  test("a result.txt that could not be written leaves no length behind: after a restart there is no result, not an empty one", async () => {
+    class NoResults extends StateStore {
+      override writeResult(): void {
+        throw Object.assign(new Error("ENOSPC"), { code: "ENOSPC" });
+      }
+    }
+    const store = new NoResults(path.join(scratch, `noresult-${nextId()}`));
+    store.open();
+    const { jobs, launcher } = harness(store);
+    const job = jobs.start({ prompt: "p", cwd: "/w" }, "start");
+    launcher.last.succeed("x".repeat(10_000));
+    await settle();
+    assert.equal(jobs.get(job.id)?.resultText(), "x".repeat(10_000), "kept in memory while this server lives");
+    assert.equal(store.read(job.id)?.outcome?.result_chars, undefined);
+    const fresh = harness(store);
+    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    assert.equal(fresh.jobs.get(job.id)?.resultText(), undefined);
   });
 
   test("a queued job whose prompt file is gone is not started with an empty prompt", async () => {
@@ -468,6 +492,38 @@ describe("reading long lines back from the output file", () => {
     }
   });
 
+  test("a long result whose text cannot be written (full disk) is a STATE_ERROR, never half a result", () => {
+    const line = Buffer.from(`${JSON.stringify({ type: "result", is_error: false, result: "r".repeat(400_000), session_id: "s" })}\n`);
+    const stream = new ClaudeStream({
+      maxLineBytes: 1 << 24,
+      transcriptChars: 1000,
+      onOverflow: () => assert.fail("not oversized"),
+      source: {
+        read: (offset, length) => line.subarray(offset, offset + length),
+        createResult: () => ({
+          write: () => {
+            throw Object.assign(new Error("ENOSPC"), { code: "ENOSPC" });
+          },
+          close: () => undefined,
+        }),
+      },
+    });
+    stream.push(line);
+    stream.end();
+    const outcome = interpretExit({ exitCode: 0, signal: null, stderrTail: "" }, stream, "claude");
+    assert.equal(outcome.ok ? "ok" : outcome.code, "STATE_ERROR");
+  });
+
+  test("turns are counted per assistant message id, however many there are, with bounded memory", () => {
+    const stream = new ClaudeStream({ maxLineBytes: 1 << 20, transcriptChars: 1000, onOverflow: () => undefined });
+    for (let i = 0; i < 3000; i += 1) {
+      for (const block of ["a", "b"]) {
+        stream.push(Buffer.from(`${JSON.stringify({ type: "assistant", message: { id: `msg_${i}`, content: [{ type: "text", text: block }] } })}\n`));
+      }
+    }
+    assert.equal(stream.live().turns, 3000);
+  });
+
   test("the line reader reports a long line's place instead of holding it", () => {
     const lines: string[] = [];
     const deferred: Array<[string, number, number]> = [];
@@ -619,6 +675,28 @@ describe("the takeover, against what a second review found", () => {
     agent.succeed("it finished after all");
     await settle();
     assert.equal(fresh.jobs.get(job.id)?.status, "completed");
+  });
+
+  test("when the record cannot say running before the spawn, the agent is not spawned: STATE_ERROR, never a job that could run twice", async () => {
+    class FullDisk extends StateStore {
+      full = false;
+      override write(record: JobRecord): void {
+        if (this.full) throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+        super.write(record);
+      }
+    }
+    const store = new FullDisk(path.join(scratch, `full-${nextId()}`));
+    store.open();
+    const { jobs, launcher } = harness(store, { maxRunning: 1 });
+    jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
+    const queued = jobs.start({ prompt: "waits", cwd: "/w" }, "start");
+    store.full = true;
+    launcher.last.succeed();
+    await settle();
+    const outcome = jobs.get(queued.id)?.outcome;
+    assert.equal(outcome?.ok === false ? outcome.code : "ok", "STATE_ERROR");
+    assert.equal(launcher.agents.length, 1, "the queued job's agent was never spawned");
+    assert.equal(store.read(queued.id)?.status, "queued", "on disk it is still queued, and nothing runs for it");
   });
 });
 
