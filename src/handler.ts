@@ -83,7 +83,7 @@ export function negotiateVersion(requested: string): string {
 }
 
 export interface HandlerDeps {
-  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list">;
+  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover">;
   /** Checks a cwd or add_dirs entry (§5): absolute, existing, inside the operator's roots. */
   checkDirectory(dir: string): Promise<DirectoryCheck>;
   /** Sends a notification frame through the one serialized writer. */
@@ -242,8 +242,9 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     };
   }
 
-  function requireJob(jobId: string): Job {
-    const job = jobs.get(jobId);
+  /** A job this server knows, or one it takes over now from the state directory (§15.3): a server that died since this one started. */
+  async function requireJob(jobId: string): Promise<Job> {
+    const job = jobs.get(jobId) ?? (await jobs.recover(jobId));
     if (job) return job;
     throw new DispatchError(
       "JOB_NOT_FOUND",
@@ -319,13 +320,13 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       }
       case "claude_wait": {
         const input = parseWaitInput(args);
-        const job = requireJob(input.jobId);
+        const job = await requireJob(input.jobId);
         if (isUnfinished(job) && input.holdMs > 0) await withProgress(progressToken, job, () => hold(job, input.holdMs, signal));
         return renderJob(job, now(), { maxResultChars: deps.maxResultChars });
       }
       case "claude_kill": {
         const input = parseKillInput(args);
-        const job = requireJob(input.jobId);
+        const job = await requireJob(input.jobId);
         const { killed, survivors } = await jobs.kill(job.id, "claude_kill");
         return renderKill(job, now(), killed, survivors, deps.maxResultChars);
       }
@@ -335,7 +336,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       }
       case "claude_output": {
         const input = parseOutputInput(args, settings);
-        return renderOutputPage(requireJob(input.jobId), input.view, input.offset, input.limit);
+        return renderOutputPage(await requireJob(input.jobId), input.view, input.offset, input.limit);
       }
     }
   }

@@ -17,7 +17,7 @@ import type { CancelTimer, Clock } from "./clock.js";
 import { DispatchError, toDispatchError } from "./errors.js";
 import type { Logger } from "./log.js";
 import type { OutputFiles } from "./process.js";
-import type { AgentRecord, JobRecord, ProcessIdentity, StoredOutcome } from "./state.js";
+import { isJobId, type AgentRecord, type JobRecord, type ProcessIdentity, type StoredOutcome } from "./state.js";
 import { Transcript } from "./transcript.js";
 
 export type JobStatus = "queued" | "running" | "completed" | "failed" | "killed" | "lost";
@@ -105,6 +105,9 @@ export interface Persistence {
   maxBytes: number;
   /** A fresh tree marker value for an agent about to be spawned. */
   newMarker(): string;
+  /** For taking over a job on a lookup miss (§15.3): the same checks restore uses. */
+  isAlive: IsAlive;
+  findMarked?: FindMarked;
   /**
    * Checks a queued job taken over after a restart against today's policy and
    * directories, as a new call would be (§15.3); throws DispatchError to refuse it.
@@ -303,6 +306,21 @@ export class JobRegistry {
     return this.jobs.get(id);
   }
 
+  /**
+   * A job this server does not know, from the state directory: finished ones
+   * become reachable, and an unfinished one whose server has died since this
+   * one started is taken over now, as at startup (§15.3). Undefined when
+   * there is no such job, or its server is still alive.
+   */
+  async recover(id: string): Promise<Job | undefined> {
+    const persistence = this.options.persistence;
+    if (!persistence || this.jobs.has(id) || this.closing || !isJobId(id)) return this.jobs.get(id);
+    const record = persistence.store.read(id);
+    if (!record) return undefined;
+    await this.restore([record]);
+    return this.jobs.get(id);
+  }
+
   /** Jobs still running, for shutdown and diagnostics. */
   running(): Job[] {
     return [...this.jobs.values()].filter((job) => job.status === "running");
@@ -387,9 +405,11 @@ export class JobRegistry {
    * from their output, when their agent is gone too). Jobs of a server still
    * alive are left to it.
    */
-  async restore(records: readonly JobRecord[], isAlive: IsAlive, findMarked?: FindMarked): Promise<void> {
+  async restore(records: readonly JobRecord[], isAlive?: IsAlive, findMarked?: FindMarked): Promise<void> {
     const persistence = this.options.persistence;
     if (!persistence) return;
+    isAlive ??= persistence.isAlive;
+    findMarked ??= persistence.findMarked;
     this.restoring = true;
     try {
       await this.takeOver(records, isAlive, persistence, findMarked);

@@ -245,10 +245,13 @@ async function serve(): Promise<void> {
       replayTranscript: (id) => store.replay(id, { maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS }).transcript,
       maxBytes: config.stateMaxBytes,
       newMarker: () => crypto.randomUUID(),
+      // Both load the process layer on first use: only unfinished records need them (BENCHMARKS.md (a)).
+      isAlive: async (named) => (await processControl()).isAlive(named.pid, named.start_time, named.tree_marker),
+      findMarked: async (marker) => (await processControl()).findMarked(marker),
       admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
     },
   });
-  await restoreJobs(store, jobs, processControl, logger);
+  await restoreJobs(store, jobs, logger);
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({
     jobs,
@@ -316,17 +319,10 @@ async function serve(): Promise<void> {
  * Takes over what servers that are gone left in the state directory (§15.3),
  * before the first request is read: claude_wait on an old job id must find it.
  */
-async function restoreJobs(store: StateStore, jobs: JobRegistry, processControl: () => Promise<ProcessControl>, logger: Logger): Promise<void> {
+async function restoreJobs(store: StateStore, jobs: JobRegistry, logger: Logger): Promise<void> {
   const { records, skipped } = store.loadAll();
   for (const { id, reason } of skipped) logger.warn(`state: job ${id} skipped: ${reason}`);
-  const unfinished = records.some((record) => record.status === "queued" || record.status === "running");
-  // The process layer loads only when some record needs a liveness check (BENCHMARKS.md (a)).
-  const control = unfinished ? await processControl() : undefined;
-  await jobs.restore(
-    records,
-    async (named) => (control ? control.isAlive(named.pid, named.start_time, named.tree_marker) : false),
-    async (marker) => control?.findMarked(marker),
-  );
+  await jobs.restore(records);
 }
 
 main().catch((error: unknown) => {

@@ -216,7 +216,8 @@ export function createProcessControl(options: ProcessControlOptions): ProcessCon
 
   async function isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean | undefined> {
     if (platform.kind === "windows") return platform.isRunning(pid);
-    return tracker?.identify(pid, startTime, marker === undefined ? undefined : `${TREE_MARKER_VARIABLE}=${marker}`);
+    // A fresh read: these answers decide takeovers, and a table read before a process died would keep it alive.
+    return tracker?.identify(pid, startTime, marker === undefined ? undefined : `${TREE_MARKER_VARIABLE}=${marker}`, true);
   }
 
   async function idle(): Promise<void> {
@@ -757,8 +758,8 @@ class TreeTracker {
    * the tree marker in its environment (Linux) can vouch for it, and where
    * there is none to read, it is not taken for ours.
    */
-  async identify(pid: number, startTime: string | undefined, marker?: string): Promise<boolean | undefined> {
-    const table = await this.recentSnapshot(SHARED_SNAPSHOT_MS);
+  async identify(pid: number, startTime: string | undefined, marker?: string, fresh = false): Promise<boolean | undefined> {
+    const table = await (fresh ? this.freshSnapshot() : this.recentSnapshot(SHARED_SNAPSHOT_MS));
     // No process table this time: neither alive nor gone.
     if (!table) return undefined;
     const info = table.byPid.get(pid);

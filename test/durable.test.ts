@@ -318,4 +318,25 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     server.endInput();
     await server.exited;
   });
+
+  test("two servers on one state directory: when one dies, the other takes its job over at the first lookup, without a restart", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const first = await startServer(stateDir);
+    const second = await startServer(stateDir);
+    const id = await startJob(first, `@pid ${pids}\n@wait-file ${gate}\nserved by the survivor`, cwd);
+    await waitFor(() => readPids(pids).length === 1, "the agent to start");
+    await agentRecorded(stateDir, id);
+    const whileAlive = await second.callTool("claude_wait", { job_id: id, hold_ms: 0 });
+    assert.equal(whileAlive.result?.structuredContent?.error?.code, "JOB_NOT_FOUND", "the job of a live server is its own");
+    await crash(first);
+    const taken = await second.callTool("claude_wait", { job_id: id, hold_ms: 200 });
+    assert.equal(taken.result?.structuredContent?.status, "running", JSON.stringify(taken));
+    writeFileSync(gate, "");
+    const report = await waitResult(second, id);
+    assert.equal(report.status, "completed");
+    assert.match(String(report.result), /served by the survivor/);
+    assert.equal(readPids(pids).length, 1);
+    second.endInput();
+    await second.exited;
+  });
 });

@@ -57,6 +57,8 @@ function harness(
     /** Runs inside each launch, as something else might act while the agent is being spawned. */
     onLaunch?: () => void;
     replays?: string[];
+    /** What a lookup miss uses to take a job over (restore is given its own in most tests). */
+    isAlive?: IsAlive;
   } = {},
 ): Harness {
   const clock = new FakeClock();
@@ -91,6 +93,7 @@ function harness(
       maxBytes: options.maxBytes ?? 1024 ** 3,
       admit: options.admit ?? (async (spec) => spec),
       newMarker: () => "fake-marker",
+      isAlive: options.isAlive ?? nobodyAlive,
     },
   });
   return { jobs, launcher, attached, attachedAgents, clock, store };
