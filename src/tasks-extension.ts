@@ -42,7 +42,7 @@ export const TASK_EXTENSION_METHODS = ["tasks/get", "tasks/update", "tasks/cance
 export type TaskExtensionMethod = (typeof TASK_EXTENSION_METHODS)[number];
 
 export interface TaskExtensionDeps {
-  jobs: Pick<JobRegistry, "get" | "kill">;
+  jobs: Pick<JobRegistry, "get" | "kill" | "recover">;
   now(): number;
   logger: Logger;
   /** How long a finished job stays known (§8), for ttlMs. */
@@ -81,7 +81,8 @@ export function createTaskExtension(deps: TaskExtensionDeps): {
     const taskId = params.taskId;
     if (typeof taskId !== "string") return fail(id, INVALID_PARAMS, "params.taskId must be a string");
     if (method === "tasks/update" && !isRecord(params.inputResponses)) return fail(id, INVALID_PARAMS, "params.inputResponses must be an object");
-    const job = deps.jobs.get(taskId);
+    // A task belongs to no connection: one whose server died is taken over here, like any job (§15.3).
+    const job = deps.jobs.get(taskId) ?? (await deps.jobs.recover(taskId));
     if (!job) return fail(id, INVALID_PARAMS, taskNotFound(taskId));
     if (method === "tasks/get") return respond(id, deps.shape(describe(job, true)));
     // tasks/cancel kills the tree and acknowledges once it is gone; a task that already ended stays as it ended.
