@@ -706,13 +706,3 @@ export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents
     attach: (agent) => follow(agent.output, (onStdout) => options.attach({ ...agent, onStdout, stderrTailBytes: options.stderrTailBytes })),
   };
 }
-
-/** Only launching, for callers that never attach (the process tests). */
-export function createClaudeLauncher(options: Omit<ClaudeLauncherOptions, "attach">): AgentLauncher {
-  return createClaudeAgents({
-    ...options,
-    attach: () => {
-      throw new Error("this launcher does not attach");
-    },
-  }).launch;
-}

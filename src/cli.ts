@@ -22,6 +22,7 @@ import {
   choosePrunable,
   isFinishedStatus,
   isJobId,
+  readFileRange,
   stateDirectory,
   StateError,
   StateStore,
@@ -435,9 +436,7 @@ function readTail(store: StateStore, id: string): string {
     return "";
   }
   const from = Math.max(0, size - STDERR_TAIL_BYTES);
-  const chunks: Buffer[] = [];
-  store.readChunks(id, "stderr.log", (chunk) => chunks.push(chunk), from);
-  const text = Buffer.concat(chunks).toString("utf8");
+  const text = readFileRange(store.file(id, "stderr.log"), from, STDERR_TAIL_BYTES)?.toString("utf8") ?? "";
   return from > 0 ? text.slice(text.indexOf("\n") + 1) : text;
 }
 

@@ -17,16 +17,17 @@ import type { CancelTimer, Clock } from "./clock.js";
 import { DispatchError, toDispatchError } from "./errors.js";
 import type { Logger } from "./log.js";
 import type { OutputFiles } from "./process.js";
-import { isJobId, type AgentRecord, type JobRecord, type ProcessIdentity, type StoredOutcome } from "./state.js";
+import { isFinishedStatus, isJobId, type AgentRecord, type JobRecord, type ProcessIdentity, type RecordStatus, type StoredOutcome } from "./state.js";
 import { Transcript } from "./transcript.js";
 
-export type JobStatus = "queued" | "running" | "completed" | "failed" | "killed" | "lost";
+/** A job's status is its record's (§8, §15.2). */
+export type JobStatus = RecordStatus;
 export type JobKind = "run" | "start";
 export type KillReason = "claude_kill" | "cancelled" | "timeout" | "shutdown" | "cli";
 
 /** Queued or running: the job has not finished yet. */
 export function isUnfinished(job: Pick<Job, "status">): boolean {
-  return job.status === "queued" || job.status === "running";
+  return !isFinishedStatus(job.status);
 }
 
 export interface Job {
@@ -161,16 +162,14 @@ class JobEntry implements Job {
   outcome: AgentOutcome | undefined;
   killReason: KillReason | undefined;
   run: AgentRun | undefined;
-  /** Whole result text when it was too long to keep in memory: read from here. */
-  readResultFile: (() => string | undefined) | undefined;
-  readResultHead: ((maxChars: number) => string | undefined) | undefined;
+  /** Set once the result text is in the job's result.txt (§15.4): where to read it when it is not in memory. */
+  resultFile: Pick<JobStore, "readResult" | "readResultHead"> | undefined;
   /** For a job finished before this server started: its transcript, rebuilt on first use. */
   replayTranscript: (() => Transcript) | undefined;
   private replayed: Transcript | undefined;
   submittedAt: number;
   generation = 0;
   agent: AgentRecord | undefined;
-  resultChars: number | undefined;
   killing: Promise<{ survivors: number[]; undetermined?: true }> | undefined;
   cancelTimeout: CancelTimer | undefined;
   readonly done: Promise<void>;
@@ -192,7 +191,7 @@ class JobEntry implements Job {
   }
 
   resultText(): string | undefined {
-    return this.outcome?.result?.text ?? this.readResultFile?.();
+    return this.outcome?.result?.text ?? this.resultFile?.readResult(this.id);
   }
 
   markDone(): void {
@@ -214,8 +213,8 @@ class JobEntry implements Job {
     const inMemory = this.outcome?.result?.text;
     if (inMemory !== undefined) return { text: inMemory.slice(0, maxChars), chars: inMemory.length };
     const chars = this.outcome?.result?.textChars;
-    if (chars === undefined || !this.readResultHead) return undefined;
-    const text = this.readResultHead(maxChars);
+    if (chars === undefined || !this.resultFile) return undefined;
+    const text = this.resultFile.readResultHead(this.id, maxChars);
     return text === undefined ? undefined : { text, chars };
   }
 
@@ -423,18 +422,18 @@ export class JobRegistry {
   private async takeOver(records: readonly JobRecord[], isAlive: IsAlive, persistence: Persistence, findMarked: FindMarked | undefined): Promise<void> {
     const { logger } = this.options;
     // Finished jobs first, in finish order, so that jobs ending during the takeover come after them (reaping reads that order).
-    const finished = records.filter((record) => !this.jobs.has(record.id) && record.status !== "queued" && record.status !== "running");
+    const finished = records.filter((record) => !this.jobs.has(record.id) && isFinishedStatus(record.status));
     finished.sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
     for (const record of finished) this.restoreFinished(record);
     for (const loaded of records) {
-      if (this.jobs.has(loaded.id) || (loaded.status !== "queued" && loaded.status !== "running")) continue;
+      if (this.jobs.has(loaded.id) || isFinishedStatus(loaded.status)) continue;
       try {
         // An owner that may be alive (unknown counts: the process table could not be read) keeps its job.
         if ((await isAlive(loaded.owner)) !== false) continue;
         if (!(await persistence.store.claimJob(loaded.id, loaded.generation + 1, persistence.owner, isAlive))) continue;
         // Read again now that it is ours: another server may have taken it over, or finished it, since the directory was read.
         const record = persistence.store.read(loaded.id);
-        if (!record || record.generation !== loaded.generation || (record.status !== "queued" && record.status !== "running")) continue;
+        if (!record || record.generation !== loaded.generation || isFinishedStatus(record.status)) continue;
         persistence.store.dropClaimsBefore(record.id, record.generation + 1);
         const spec = this.specOf(record);
         let refusal: DispatchError | undefined;
@@ -557,10 +556,7 @@ export class JobRegistry {
     job.agent = record.agent;
     job.generation = record.generation;
     job.outcome = outcomeFrom(record.outcome);
-    if (record.outcome?.result_chars !== undefined) {
-      job.readResultFile = () => persistence.store.readResult(job.id);
-      job.readResultHead = (maxChars) => persistence.store.readResultHead(job.id, maxChars);
-    }
+    if (record.outcome?.result_chars !== undefined) job.resultFile = persistence.store;
     job.replayTranscript = () => persistence.replayTranscript(job.id);
     job.markDone();
     this.jobs.set(job.id, job);
@@ -710,10 +706,8 @@ export class JobRegistry {
     const result = job.outcome?.result;
     if (!job.outcome || !result) return;
     if (result.text === undefined) {
-      if (result.textChars === undefined) return;
-      job.resultChars = result.textChars;
-      job.readResultFile = () => persistence.store.readResult(job.id);
-      job.readResultHead = (maxChars) => persistence.store.readResultHead(job.id, maxChars);
+      // Streamed there by the agent's reader.
+      if (result.textChars !== undefined) job.resultFile = persistence.store;
       return;
     }
     const text = result.text;
@@ -723,9 +717,7 @@ export class JobRegistry {
       this.options.logger.error(`job ${job.id}: cannot write its result file; keeping it in memory: ${(error as Error).message}`);
       return;
     }
-    job.resultChars = text.length;
-    job.readResultFile = () => persistence.store.readResult(job.id);
-    job.readResultHead = (maxChars) => persistence.store.readResultHead(job.id, maxChars);
+    job.resultFile = persistence.store;
     if (text.length > RESULT_CHARS_IN_MEMORY) {
       const { text: _inFile, ...rest } = result;
       job.outcome = { ...job.outcome, result: { ...rest, textChars: text.length } };
@@ -766,7 +758,7 @@ export class JobRegistry {
     if (job.finishedAt !== undefined) record.finished_at = job.finishedAt;
     if (job.agent) record.agent = { ...job.agent };
     if (job.killReason) record.kill_reason = job.killReason;
-    if (job.outcome) record.outcome = storedOutcome(job.outcome, job.resultChars);
+    if (job.outcome) record.outcome = storedOutcome(job.outcome, job.resultFile !== undefined);
     if (turns > 0) record.turns = turns;
     if (cost !== undefined) record.cost_usd = cost;
     return record;
@@ -821,7 +813,7 @@ export class JobRegistry {
   }
 }
 
-function storedOutcome(outcome: AgentOutcome, resultChars: number | undefined): StoredOutcome {
+function storedOutcome(outcome: AgentOutcome, textOnDisk: boolean): StoredOutcome {
   const stored: StoredOutcome = { ok: outcome.ok };
   if (!outcome.ok) {
     stored.code = outcome.code;
@@ -832,7 +824,7 @@ function storedOutcome(outcome: AgentOutcome, resultChars: number | undefined): 
     const { text, textChars, ...rest } = outcome.result;
     stored.result = rest;
     // Only a length whose text is on disk: a result.txt that could not be written must not read back as an empty result.
-    const chars = resultChars ?? textChars;
+    const chars = textOnDisk ? (textChars ?? text?.length) : undefined;
     if (chars !== undefined) stored.result_chars = chars;
   }
   return stored;

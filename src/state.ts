@@ -235,7 +235,7 @@ export class StateStore {
   }
 
   /** Hands a job's file to onChunk piece by piece, so a large output is never read whole. */
-  readChunks(id: string, name: "stdout.jsonl" | "stderr.log", onChunk: (chunk: Buffer) => void, from = 0): void {
+  readChunks(id: string, name: "stdout.jsonl" | "stderr.log", onChunk: (chunk: Buffer) => void): void {
     let fd: number;
     try {
       fd = openSync(this.file(id, name), "r");
@@ -243,7 +243,7 @@ export class StateStore {
       return;
     }
     try {
-      for (let position = from; ; ) {
+      for (let position = 0; ; ) {
         const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
         const read = readSync(fd, buffer, 0, CHUNK_BYTES, position);
         if (read === 0) return;

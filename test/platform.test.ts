@@ -402,11 +402,20 @@ test("Windows: kill runs taskkill /T /F by its absolute System32 path; 'not foun
   await control.idle();
 });
 
-test("Windows: an agent of an earlier server is followed from its output file until its pid is gone, and killed with taskkill", async () => {
+/** An attached agent's output files, stdout holding `stdout`, in a folder removed afterwards. */
+async function withOutputFiles(stdout: string, body: (output: { stdoutPath: string; stderrPath: string }) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-attach-"));
   try {
     const output = { stdoutPath: path.join(dir, "stdout.jsonl"), stderrPath: path.join(dir, "stderr.log") };
-    writeFileSync(output.stdoutPath, `${JSON.stringify({ type: "result", is_error: false, result: "done while away" })}\n`);
+    writeFileSync(output.stdoutPath, stdout);
+    await body(output);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("Windows: an agent of an earlier server is followed from its output file until its pid is gone, and killed with taskkill", async () => {
+  await withOutputFiles(`${JSON.stringify({ type: "result", is_error: false, result: "done while away" })}\n`, async (output) => {
     writeFileSync(output.stderrPath, "a warning\n");
     const taskkill: Array<readonly string[]> = [];
     let running = true;
@@ -428,16 +437,11 @@ test("Windows: an agent of an earlier server is followed from its output file un
     assert.deepEqual([exit.unobserved, exit.exitCode, exit.stderrTail], [true, null, "a warning\n"]);
     assert.match(Buffer.concat(chunks).toString(), /done while away/);
     await control.idle();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("attaching without a recorded start time: a pid that does not carry the agent's marker is neither followed nor signalled", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-attach-"));
-  try {
-    const output = { stdoutPath: path.join(dir, "stdout.jsonl"), stderrPath: path.join(dir, "stderr.log") };
-    writeFileSync(output.stdoutPath, "");
+  await withOutputFiles("", async (output) => {
     // 700 reused the agent's pid (a stranger, with a child 701); 800 is a real agent with the recorded marker.
     const table = [proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(700, 1, "7000"), proc(701, 700, "7001"), proc(800, 1, "8000")];
     const { platform, signals } = fakePosix(table);
@@ -467,16 +471,11 @@ test("attaching without a recorded start time: a pid that does not carry the age
     await clock.advance(3000);
     await agent.exited;
     await control.idle();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("an attached agent that survives its kill is still polled at the usual pace, and a failed table read does not make it gone", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-attach-"));
-  try {
-    const output = { stdoutPath: path.join(dir, "stdout.jsonl"), stderrPath: path.join(dir, "stderr.log") };
-    writeFileSync(output.stdoutPath, "");
+  await withOutputFiles("", async (output) => {
     const table = [proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(900, 1, "9000")];
     const { platform } = fakePosix(table);
     // 900 is stuck in the kernel: no signal removes it.
@@ -512,16 +511,11 @@ test("an attached agent that survives its kill is still polled at the usual pace
     await clock.advance(3000);
     await handle.exited;
     await control.idle();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("the end of stderr is read without a character cut in two at its start", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-tail-"));
-  try {
-    const output = { stdoutPath: path.join(dir, "stdout.jsonl"), stderrPath: path.join(dir, "stderr.log") };
-    writeFileSync(output.stdoutPath, "");
+  await withOutputFiles("", async (output) => {
     // "é" is two bytes and "€" three: the last 4 bytes of "xxé€" start inside the é.
     writeFileSync(output.stderrPath, "xxé€");
     const platform: WindowsPlatform = { ...fakeWindows({}), isRunning: () => false };
@@ -529,9 +523,7 @@ test("the end of stderr is read without a character cut in two at its start", as
     const exit = await control.attach({ pid: 5, startTime: undefined, marker: undefined, output, onStdout: () => undefined, stderrTailBytes: 4 }).exited;
     assert.equal(exit.stderrTail, "€");
     await control.idle();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("a pid recorded alone (no start time, no marker) is neither alive nor gone while it exists", async () => {

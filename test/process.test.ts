@@ -12,7 +12,7 @@ import { after, describe, test } from "node:test";
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-import { agentEnvironment, createClaudeLauncher, type AgentOutcome } from "../src/claude.js";
+import { agentEnvironment, createClaudeAgents, type AgentOutcome, type AgentRun } from "../src/claude.js";
 import { systemClock } from "../src/clock.js";
 import { createProcessControl, type PosixPlatform, type ProcessControl } from "../src/process.js";
 import { RecordingLogger } from "./helpers.js";
@@ -33,7 +33,7 @@ const platform: PosixPlatform = LINUX_PLATFORM;
 
 function control(overrides: { killGraceMs?: number; maxLineBytes?: number } = {}): {
   processes: ProcessControl;
-  run(prompt: string, options?: { resumeSessionId?: string; bin?: string; env?: Record<string, string> }): ReturnType<ReturnType<typeof createClaudeLauncher>>;
+  run(prompt: string, options?: { resumeSessionId?: string; bin?: string; env?: Record<string, string> }): AgentRun;
   logger: RecordingLogger;
 } {
   const logger = new RecordingLogger();
@@ -50,14 +50,15 @@ function control(overrides: { killGraceMs?: number; maxLineBytes?: number } = {}
     processes,
     logger,
     run: (prompt, options = {}) =>
-      createClaudeLauncher({
+      createClaudeAgents({
         start: (request) => processes.start(request),
+        attach: (request) => processes.attach(request),
         bin: options.bin ?? FAKE_CLAUDE,
         env: agentEnvironment(process.env, { CLAUDE_DISPATCH_DEPTH: "1", ...options.env }),
         maxLineBytes: overrides.maxLineBytes ?? 1024 * 1024,
         transcriptChars: 100_000,
         stderrTailBytes: 64 * 1024,
-      })({ prompt, cwd: scratch, ...(options.resumeSessionId ? { resumeSessionId: options.resumeSessionId } : {}) }),
+      }).launch({ prompt, cwd: scratch, ...(options.resumeSessionId ? { resumeSessionId: options.resumeSessionId } : {}) }),
   };
 }
 
@@ -156,8 +157,9 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
   test("a working directory that vanished before the spawn is reported as such, not as a missing claude", async () => {
     const logger = new RecordingLogger();
     const processes = createProcessControl({ platform, clock: systemClock, logger, killGraceMs: 100 });
-    const launch = createClaudeLauncher({
+    const { launch } = createClaudeAgents({
       start: (request) => processes.start(request),
+      attach: (request) => processes.attach(request),
       bin: FAKE_CLAUDE,
       env: process.env,
       maxLineBytes: 1024,
