@@ -355,7 +355,8 @@ const validToolRule = (value) =>
 /** §5: the arguments one at a time in the documented order; the first problem is reported. */
 export function toolOracle(tool, args, env) {
   // §5.5: on status "error", job_id is present only if the arguments held a string job_id, and echoes it.
-  const jobEcho = typeof args.job_id === "string" ? args.job_id : undefined;
+  // Only a well-formed job id is echoed in structuredContent.job_id (§5.5): never a malformed or huge one.
+  const jobEcho = typeof args.job_id === "string" && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(args.job_id) ? args.job_id : undefined;
   const allowed = TOOL_ARGS[tool];
   for (const key of Object.keys(args)) {
     if (!allowed.includes(key)) return { ...invalidArgument(tool, `unknown argument "${key}"`), echo: jobEcho };
@@ -1641,13 +1642,23 @@ function pickWriteMode(rng, items) {
  * The runner
  * ------------------------------------------------------------------ */
 
-function cleanEnvironment(extra) {
-  const env = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (key.startsWith("CLAUDE_DISPATCH_") || key === "CLAUDECODE" || key === "CLAUDE_CODE_ENTRYPOINT") continue;
-    env[key] = value;
+/**
+ * The server's environment: baseEnv (the test suite passes its
+ * minimalEnvironment() from test/server-process.ts), else the same minimal
+ * base built here (PATH, and SystemRoot on Windows), then the fuzzer's own
+ * variables. Never the caller's whole environment: a CLAUDE_DISPATCH_*,
+ * HOME or XDG_STATE_HOME of the caller would change what is fuzzed.
+ */
+function serverEnvironment(baseEnv, extra) {
+  const base = {};
+  if (baseEnv) Object.assign(base, baseEnv);
+  else {
+    for (const key of process.platform === "win32" ? ["PATH", "SystemRoot"] : ["PATH"]) {
+      if (process.env[key] !== undefined) base[key] = process.env[key];
+    }
+    if (base.PATH === undefined && process.platform !== "win32") base.PATH = "/usr/bin:/bin";
   }
-  return { ...env, ...extra };
+  return { ...base, ...extra };
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -1689,7 +1700,7 @@ export async function loadErrorCodes(server) {
 
 /** One server process: writes blocks, reads and checks every frame. */
 class Session {
-  constructor({ server, phase, maxLineBytes, seed, errorCodes, report, blockTimeoutMs, exitTimeoutMs, logLevel }) {
+  constructor({ server, phase, maxLineBytes, seed, errorCodes, report, blockTimeoutMs, exitTimeoutMs, logLevel, baseEnv }) {
     this.phase = phase;
     this.seed = seed;
     this.errorCodes = errorCodes;
@@ -1726,7 +1737,7 @@ class Session {
     this.aborted = false;
     // A state directory of its own, removed when the server is gone; agents die with the server.
     this.stateDir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-fuzz-state-"));
-    const env = cleanEnvironment({
+    const env = serverEnvironment(baseEnv, {
       CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE,
       CLAUDE_DISPATCH_STATE_DIR: this.stateDir,
       CLAUDE_DISPATCH_ON_EXIT: "kill",
@@ -2188,7 +2199,8 @@ function makeEnvironment(scratch, maxLineBytes) {
  * Runs the fuzzer. options: seed, lines (main phase), hugeLines (huge phase,
  * default lines/2000 within 4..100), server, blocks (replay: only these block
  * indexes of `phase`), phase, blockTimeoutMs, logLevel, maxViolations,
- * onProgress(stats).
+ * onProgress(stats), baseEnv (the servers' base environment; default: PATH
+ * only, see serverEnvironment).
  */
 export async function runFuzz(options = {}) {
   const seed = Number(options.seed ?? 1);
@@ -2231,6 +2243,7 @@ export async function runFuzz(options = {}) {
         blockTimeoutMs: options.blockTimeoutMs ?? 20000,
         exitTimeoutMs: options.exitTimeoutMs ?? 15000,
         logLevel: options.logLevel ?? "warn",
+        baseEnv: options.baseEnv,
       });
       session.maxLineBytes = maxLineBytes;
       session.finalCr = seed % 2 === 1;

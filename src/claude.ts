@@ -2,6 +2,8 @@
  * The only file that knows Claude Code: its flags, its environment quirks and
  * the shapes of its output (PROTOCOL.md §7). Observed on CLI 2.1.197 and 2.1.332.
  */
+import { dirname } from "node:path";
+
 import type { ErrorCode } from "./errors.js";
 import { isRecord } from "./jsonrpc.js";
 import { parseStreamingMember } from "./json-stream.js";
@@ -533,6 +535,26 @@ function textBlocks(content: unknown): string {
 }
 
 /**
+ * Free space below which an agent that ended without a result event is taken
+ * to have lost its output to a full disk (§7.3). A write to a full disk fails
+ * once the last free block is used, so free space is then close to zero (the
+ * probe's bavail already leaves out root's reserve); the margin allows for
+ * what was freed between the failed write and the probe, such as temporary
+ * files deleted as the agent exited. 1 MiB is too little for an agent to
+ * work in anyway, while a disk that is merely low, with megabytes left, is
+ * not blamed for a failure of the agent's own.
+ */
+export const DISK_FULL_BYTES = 1024 * 1024;
+
+/** The free space of the disk holding an agent's stdout.jsonl, measured after the agent ended (§7.3). */
+export interface StateDisk {
+  /** The folder of stdout.jsonl. */
+  dir: string;
+  /** Bytes available to this server; undefined when unknown. */
+  freeBytes: number | undefined;
+}
+
+/**
  * Turns how the agent ended into an outcome (§7.3). The CLI exits 1 on API
  * errors yet still prints its result event, with is_error:true and a message
  * such as "Not logged in · Please run /login"; that message is the answer, so
@@ -543,6 +565,7 @@ export function interpretExit(
   exit: ChildExit,
   stream: Pick<ClaudeStream, "overflow" | "resultEvent" | "printedStart"> & Partial<Pick<ClaudeStream, "streamedResultChars">>,
   bin: string,
+  disk?: StateDisk,
 ): AgentOutcome {
   if (exit.spawnError) {
     if (exit.spawnError.outputFiles) return { ok: false, code: "STATE_ERROR", detail: exit.spawnError.message };
@@ -583,6 +606,11 @@ export function interpretExit(
 
   const notFound = SESSION_NOT_FOUND.exec(exit.stderrTail);
   if (notFound) return { ok: false, code: "SESSION_NOT_FOUND", detail: sessionNotFound(notFound[1]) };
+  // No result and a full disk: the result most likely could not be written, whatever the exit said (§7.3).
+  if (disk?.freeBytes !== undefined && disk.freeBytes < DISK_FULL_BYTES) {
+    const detail = `the disk holding the state directory is full (${disk.freeBytes} bytes free in ${disk.dir}): the agent's output could not be written to stdout.jsonl; free space and run it again`;
+    return { ok: false, code: "STATE_ERROR", detail };
+  }
   if (exit.unobserved) {
     const stderr = clip(exit.stderrTail, 2000);
     const detail = "claude ended without printing a result; it was started by an earlier server, so its exit status is unknown";
@@ -609,6 +637,8 @@ export interface AgentRun {
   /** Who the agent is, for its record (§15.2). */
   identity(): Promise<AgentIdentity>;
   readonly outcome: Promise<AgentOutcome>;
+  /** Resolves once the output already written was read (an adopted agent's), so the job is served caught up. */
+  readonly ready: Promise<void>;
   kill(): Promise<{ survivors: number[]; undetermined?: true }>;
   live(): LiveSummary;
   onActivity(listener: () => void): () => void;
@@ -635,6 +665,8 @@ export interface ClaudeLauncherOptions {
   files?: {
     readRange(file: string, offset: number, length: number): Buffer | undefined;
     create(file: string): { write(text: string): void; close(): void };
+    /** Bytes free on the disk holding dir; undefined when unknown. Asked only when an agent ended without a result (§7.3). */
+    freeBytes?(dir: string): number | undefined;
   };
   bin: string;
   env: Readonly<Record<string, string | undefined>>;
@@ -642,6 +674,15 @@ export interface ClaudeLauncherOptions {
   transcriptChars: number;
   stderrTailBytes: number;
   onMalformedLine?(line: string): void;
+}
+
+/** A probe that throws knows no more than one that answers undefined. */
+function measureDisk(probe: (dir: string) => number | undefined, dir: string): StateDisk {
+  try {
+    return { dir, freeBytes: probe(dir) };
+  } catch {
+    return { dir, freeBytes: undefined };
+  }
 }
 
 export interface ClaudeAgents {
@@ -677,11 +718,16 @@ export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents
       identity: () => started.identity(),
       outcome: started.exited.then((exit) => {
         stream.end();
-        const outcome = interpretExit(exit, stream, options.bin);
+        // Asked only when there is no result to read: a full disk may be why (§7.3).
+        const probe = files?.freeBytes;
+        const noResult = !exit.spawnError && !stream.overflow && !stream.resultEvent();
+        const disk = output && probe && noResult ? measureDisk(probe, dirname(output.stdoutPath)) : undefined;
+        const outcome = interpretExit(exit, stream, options.bin, disk);
         stream.forgetResult();
         // An attached agent was not our child: its exit status is unknown, not null.
         return exit.unobserved || exit.spawnError ? outcome : { ...outcome, exit: { code: exit.exitCode, signal: exit.signal } };
       }),
+      ready: started.ready ?? Promise.resolve(),
       kill: () => started.killTree(),
       live: () => stream.live(),
       onActivity: (listener) => stream.onActivity(listener),

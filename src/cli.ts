@@ -8,12 +8,12 @@
  * failed doctor check), 2 usage error. `--json` prints one JSON document on
  * stdout instead of text.
  */
-import { accessSync, constants as fsConstants, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants as fsConstants, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import { ClaudeStream, DEFAULT_CLAUDE_BIN, type AgentOptions } from "./claude.js";
 import { sleep, type Clock } from "./clock.js";
-import { loadConfig, type Config, type Host } from "./config.js";
+import { DEPTH_VARIABLE, loadConfig, type Config, type Host } from "./config.js";
 import { resolveRoots } from "./directory.js";
 import { DispatchError, toDispatchError } from "./errors.js";
 import { createLogger, type Logger, type TextSink } from "./log.js";
@@ -74,6 +74,16 @@ const MAX_OUTPUT_LINE_BYTES = 64 * 1024 * 1024;
 const VERSION_TIMEOUT_MS = 10_000;
 /** A tree whose processes survived SIGKILL is never idle: wait this long at most. */
 const IDLE_WAIT_MS = 5000;
+/** The shortest id prefix `show` and `kill` take, in hex digits: as git's, short to type yet rarely ambiguous. */
+const MIN_ID_PREFIX_HEX = 4;
+/** What the user typed is echoed JSON-quoted and cut to this. */
+const ECHOED_INPUT_CHARS = 60;
+/**
+ * Set per process, never by an operator: the depth a server gives its agents
+ * (§7.4) and the marker on each agent's tree (process.ts's TREE_MARKER_VARIABLE).
+ * Pasted into a host's configuration they would gate or mislabel every server.
+ */
+const PER_PROCESS_VARIABLES: ReadonlySet<string> = new Set([DEPTH_VARIABLE, "CLAUDE_DISPATCH_TREE"]);
 
 const USAGE = `Usage: claude-dispatch [COMMAND] [--json]
 
@@ -83,6 +93,7 @@ Commands:
   jobs [--all]                  unfinished jobs and the ${RECENT_FINISHED} most recently finished (--all: every job)
   show ID                       one job: its record, prompt, result and the tail of its output
   kill ID                       kill a job's whole process tree
+                                (ID: a job id, or a unique prefix of one, at least ${MIN_ID_PREFIX_HEX} hex digits)
   prune [--older-than AGE]      delete finished jobs (all, or those finished more than AGE ago: 30m, 12h, 7d)
   doctor                        check claude, the state directory and the configuration; print the host config
   help, --help, -h              this text
@@ -134,7 +145,9 @@ export async function runCli(args: string[], io: CliIo): Promise<number> {
     return await runCommand(invocation, io);
   } catch (error) {
     const failure = toDispatchError(error);
-    if (invocation.json) io.stdout.write(toJson({ error: { code: failure.code, message: failure.message } }));
+    const matches = failure instanceof AmbiguousJobId ? failure.matches : undefined;
+    if (invocation.json) io.stdout.write(toJson({ error: { code: failure.code, message: failure.message, ...(matches ? { matches } : {}) } }));
+    else if (failure instanceof AmbiguousJobId) io.stderr.write(`claude-dispatch: ${failure.summary}:\n${indent(matchTable(failure.matches).join("\n"))}\n`);
     else io.stderr.write(`claude-dispatch: ${failure.message}\n`);
     return 1;
   }
@@ -148,7 +161,7 @@ function usageError(io: CliIo, message: string): number {
 function parseInvocation(args: readonly string[]): Invocation {
   const [name = "help", ...rest] = args;
   if (!(COMMANDS as readonly string[]).includes(name)) {
-    throw new UsageError(name.startsWith("-") ? `unknown option ${name}` : `unknown command ${JSON.stringify(name)}`);
+    throw new UsageError(name.startsWith("-") ? `unknown option ${name}` : `unknown command ${echo(name)}`);
   }
   const command = name as Command;
   const invocation: Invocation = { command, json: false, help: false, all: false, olderThanMs: undefined, id: undefined };
@@ -174,12 +187,16 @@ function parseInvocation(args: readonly string[]): Invocation {
   }
   if (invocation.help) return invocation;
   const takesId = command === "show" || command === "kill";
-  if (!takesId && positional.length > 0) throw new UsageError(`${command} takes no arguments, got ${JSON.stringify(positional[0])}`);
+  if (!takesId && positional.length > 0) throw new UsageError(`${command} takes no arguments, got ${echo(positional[0] as string)}`);
   if (takesId) {
     if (positional.length !== 1) throw new UsageError(`${command} needs exactly one job id`);
     const id = positional[0] as string;
-    // Ids become folder names: nothing else may reach a path.
-    if (!isJobId(id)) throw new UsageError(`not a job id: ${JSON.stringify(id)} (ids are UUIDs, as \`claude-dispatch jobs\` lists them)`);
+    // Ids become folder names: nothing but hex and dashes gets further, and a prefix is only compared with names read from the folder.
+    if (!isIdOrPrefix(id)) {
+      throw new UsageError(
+        `not a job id: ${echo(id)} (ids are UUIDs, as \`claude-dispatch jobs\` lists them, or a unique prefix of one, at least ${MIN_ID_PREFIX_HEX} hex digits)`,
+      );
+    }
     invocation.id = id;
   }
   return invocation;
@@ -190,7 +207,7 @@ const DURATION_UNITS_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000
 /** "30m", "12h", "7d" (also "45s") to milliseconds. */
 function parseDuration(text: string): number {
   const match = /^(\d{1,6})([smhd])$/.exec(text.trim());
-  if (!match) throw new UsageError(`not an age: ${JSON.stringify(text)}; use a number and s, m, h or d, such as 30m, 12h or 7d`);
+  if (!match) throw new UsageError(`not an age: ${echo(text)}; use a number and s, m, h or d, such as 30m, 12h or 7d`);
   return Number(match[1]) * (DURATION_UNITS_MS[match[2] as string] as number);
 }
 
@@ -217,9 +234,9 @@ async function runCommand(invocation: Invocation, io: CliIo): Promise<number> {
     case "jobs":
       return listJobs(context, invocation.all);
     case "show":
-      return showJob(context, invocation.id as string);
+      return showJob(context, resolveJobId(context, invocation.id as string));
     case "kill":
-      return killJob(context, invocation.id as string);
+      return killJob(context, resolveJobId(context, invocation.id as string));
     case "prune":
       return prune(context, invocation.olderThanMs);
     default:
@@ -237,6 +254,67 @@ function toJson(document: unknown): string {
 
 function notFound(context: Context, id: string): DispatchError {
   return new DispatchError("JOB_NOT_FOUND", `no job ${id} in ${context.store.root}`);
+}
+
+/* ------------------------------------------------------------------ *
+ * Job ids and their prefixes
+ * ------------------------------------------------------------------ */
+
+const ID_CHARACTERS = /^[0-9a-f-]{1,36}$/i;
+
+function isIdOrPrefix(text: string): boolean {
+  return ID_CHARACTERS.test(text) && text.replaceAll("-", "").length >= MIN_ID_PREFIX_HEX;
+}
+
+interface JobMatch {
+  id: string;
+  /** Null for a folder without a readable record (one being created, or torn). */
+  status: JobRecord["status"] | null;
+  prompt_preview: string | null;
+}
+
+/** A prefix that fits several jobs: the user picks one of them. */
+class AmbiguousJobId extends DispatchError {
+  constructor(
+    readonly summary: string,
+    readonly matches: readonly JobMatch[],
+  ) {
+    super("INVALID_ARGUMENT", `${summary}: ${matches.map((match) => match.id).join(", ")}`);
+  }
+}
+
+/** A whole id as it is; a prefix to the one job whose folder name starts with it. */
+function resolveJobId(context: Context, typed: string): string {
+  const prefix = typed.toLowerCase();
+  if (isJobId(prefix)) return prefix;
+  const { store } = context;
+  const matches = jobFolderNames(store).filter((name) => name.startsWith(prefix));
+  if (matches.length === 1) return matches[0] as string;
+  if (matches.length === 0) throw new DispatchError("JOB_NOT_FOUND", `no job id starts with ${echo(typed)} in ${store.root}`);
+  throw new AmbiguousJobId(
+    `${echo(typed)} matches ${matches.length} jobs in ${store.root}; give more of the id`,
+    matches.map((id) => {
+      const record = store.read(id);
+      return { id, status: record?.status ?? null, prompt_preview: record?.prompt_preview ?? null };
+    }),
+  );
+}
+
+/** The names of the job folders (only UUIDs), oldest name first so that a listing is stable. */
+function jobFolderNames(store: StateStore): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(store.jobsDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw new DispatchError("STATE_ERROR", `cannot list ${store.jobsDir}: ${(error as Error).message}`);
+  }
+  return names.filter(isJobId).sort();
+}
+
+function matchTable(matches: readonly JobMatch[]): string[] {
+  const cells = matches.map((match) => [match.id, match.status ?? "-", printable(clip(match.prompt_preview ?? "(no record)", PREVIEW_COLUMN_CHARS))]);
+  return table(["ID", "STATUS", "PROMPT"], cells, new Set());
 }
 
 /* ------------------------------------------------------------------ *
@@ -628,9 +706,9 @@ async function doctor(io: CliIo, json: boolean): Promise<number> {
   if (config) checks.push(...(await policyChecks(config)));
 
   const ok = checks.every((check) => check.status !== "fail");
-  const hostConfig = { mcpServers: { [SERVER_NAME]: { command: io.nodePath, args: [io.mainPath] } } };
-  const quote = io.host?.platform === "win32" ? quoteForWindows : quoteForPosix;
-  const mcpAdd = `claude mcp add ${SERVER_NAME} -- ${quote(io.nodePath)} ${quote(io.mainPath)}`;
+  const install: Install = { nodePath: io.nodePath, mainPath: io.mainPath, platform: io.host?.platform };
+  const hostConfig = { mcpServers: { [SERVER_NAME]: { command: io.nodePath, args: [io.mainPath], env: hostEnvironment(io.env) } } };
+  const mcpAdd = claudeMcpAddLine(install, io.env);
   if (json) {
     io.stdout.write(toJson({ ok, checks, host_config: hostConfig, claude_mcp_add: mcpAdd }));
   } else {
@@ -638,10 +716,10 @@ async function doctor(io: CliIo, json: boolean): Promise<number> {
     lines.push(
       "",
       "Host configuration for this install (Claude Desktop, Cursor: mcpServers in their JSON config):",
-      indent(JSON.stringify(hostConfig, null, 2)),
+      indent(printable(JSON.stringify(hostConfig, null, 2))),
       "",
-      "Claude Code:",
-      indent(mcpAdd),
+      "Claude Code (every project: user scope):",
+      indent(printable(mcpAdd)),
     );
     io.stdout.write(`${lines.join("\n")}\n`);
   }
@@ -791,6 +869,43 @@ async function policyChecks(config: Config): Promise<Check[]> {
   return checks;
 }
 
+/** Where this install is: what a host runs. */
+export interface Install {
+  nodePath: string;
+  mainPath: string;
+  platform?: string | undefined;
+}
+
+/**
+ * The CLAUDE_DISPATCH_* variables of `env` a host must pass for its server to
+ * be configured as this process is, by name; the per-process ones left out.
+ */
+export function hostEnvironment(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const entries = Object.entries(env).filter(
+    (entry): entry is [string, string] => entry[0].startsWith("CLAUDE_DISPATCH_") && entry[1] !== undefined && !PER_PROCESS_VARIABLES.has(entry[0]),
+  );
+  return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/**
+ * The `claude mcp add` line for this install and the CLAUDE_DISPATCH_* variables of `env`.
+ * User scope: the default (local) scope is the current project only. The --env options
+ * come after the name: --env takes several values, and before the name (Claude Code
+ * 2.1.332) it takes the name too and the command fails; `--` ends them.
+ */
+export function claudeMcpAddLine(install: Install, env: Readonly<Record<string, string | undefined>>): string {
+  const quote = install.platform === "win32" ? quoteForWindows : quoteForPosix;
+  const variables = Object.entries(hostEnvironment(env)).map(([name, value]) => ` --env ${quote(`${name}=${value}`)}`);
+  return `claude mcp add -s user ${SERVER_NAME}${variables.join("")} -- ${quote(install.nodePath)} ${quote(install.mainPath)}`;
+}
+
+/** The one line on stderr when the server is started from a terminal: it is meant for a host, and how to add it to one. */
+export function terminalHint(install: Install, env: Readonly<Record<string, string | undefined>>): string {
+  // Absolute paths, as doctor prints them: from a clone, `claude-dispatch` is not on PATH.
+  const line = `${SERVER_NAME} is an MCP server on stdio, started by an MCP host. Add it to one, e.g. \`${claudeMcpAddLine(install, env)}\`; run it with --help or doctor for more.`;
+  return `${printable(line).replace(/[\n\t]/g, " ")}\n`;
+}
+
 /** Single quotes unless the word is plainly safe for a POSIX shell. */
 function quoteForPosix(word: string): string {
   return /^[\w./:=@%+-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
@@ -852,6 +967,11 @@ function shortenHome(dir: string, home: string | undefined): string {
 
 function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** What the user typed, as a message quotes it: JSON-quoted (escapes escaped), at most ECHOED_INPUT_CHARS of it. */
+function echo(text: string): string {
+  return printable(JSON.stringify(clip(text, ECHOED_INPUT_CHARS)));
 }
 
 function firstLine(text: string): string {

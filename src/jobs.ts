@@ -146,6 +146,15 @@ export interface JobRegistryOptions {
   persistence?: Persistence;
 }
 
+/** How a killed job's outcome says who killed it. */
+export const KILL_REASON_TEXT: Readonly<Record<KillReason, string>> = {
+  claude_kill: "by claude_kill",
+  cancelled: "because its request was cancelled",
+  shutdown: "because the server shut down",
+  timeout: "at its timeout",
+  cli: "from the command line (claude-dispatch kill)",
+};
+
 const PREVIEW_CHARS = 80;
 /** Longer result texts are read from the job's result file when asked for, not held in memory. */
 const RESULT_CHARS_IN_MEMORY = 4096;
@@ -273,6 +282,8 @@ export class JobRegistry {
   private restoring = false;
   /** Agent identities being written to their records: shutdown with keep waits for them. */
   private readonly recording = new Set<Promise<void>>();
+  /** Lookups taking a job over from the state directory, by id (§15.3). */
+  private readonly recovering = new Map<string, Promise<Job | undefined>>();
 
   constructor(private readonly options: JobRegistryOptions) {}
 
@@ -314,6 +325,16 @@ export class JobRegistry {
   async recover(id: string): Promise<Job | undefined> {
     const persistence = this.options.persistence;
     if (!persistence || this.jobs.has(id) || this.closing || !isJobId(id)) return this.jobs.get(id);
+    // One takeover per id: a second lookup while the first is reading the agent's output waits for it.
+    let recovering = this.recovering.get(id);
+    if (!recovering) {
+      recovering = this.recoverFromStore(id, persistence).finally(() => this.recovering.delete(id));
+      this.recovering.set(id, recovering);
+    }
+    return recovering;
+  }
+
+  private async recoverFromStore(id: string, persistence: Persistence): Promise<Job | undefined> {
     const record = persistence.store.read(id);
     if (!record) return undefined;
     await this.restore([record]);
@@ -445,7 +466,7 @@ export class JobRegistry {
           }
         }
         const agent = record.status === "running" ? await this.locate(record.agent, isAlive, findMarked) : undefined;
-        this.adopt(record, { spec, refusal, agent });
+        await this.adopt(record, { spec, refusal, agent });
       } catch (error) {
         // One unreadable folder must not stop the server: the job is left where it is.
         logger.error(`cannot take over job ${loaded.id}: ${(error as Error).message}`);
@@ -468,7 +489,8 @@ export class JobRegistry {
    */
   private async locate(agent: AgentRecord | undefined, isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<LocatedAgent> {
     if (!agent) return { state: "unrecorded" };
-    if (agent.pid !== undefined) {
+    // This server is never its own agent: a record naming its pid is wrong about the pid, so the marker alone is trusted.
+    if (agent.pid !== undefined && agent.pid !== (this.options.persistence as Persistence).owner.pid) {
       const alive = (await isAlive({ pid: agent.pid, ...(agent.start_time ? { start_time: agent.start_time } : {}), ...(agent.tree_marker ? { tree_marker: agent.tree_marker } : {}) })) !== false;
       return { state: alive ? "alive" : "gone", pid: agent.pid, startTime: agent.start_time };
     }
@@ -478,7 +500,7 @@ export class JobRegistry {
     return { state: "alive", pid: found.pid, startTime: found.startTime };
   }
 
-  private adopt(record: JobRecord, found: { spec: AgentSpec | undefined; refusal: DispatchError | undefined; agent: LocatedAgent | undefined }): void {
+  private async adopt(record: JobRecord, found: { spec: AgentSpec | undefined; refusal: DispatchError | undefined; agent: LocatedAgent | undefined }): Promise<void> {
     const persistence = this.options.persistence as Persistence;
     const { clock, logger } = this.options;
     const spec = found.spec ?? { prompt: "", cwd: record.cwd, options: record.options };
@@ -487,11 +509,11 @@ export class JobRegistry {
     job.generation = record.generation + 1;
     job.agent = record.agent;
     job.killReason = record.kill_reason as KillReason | undefined;
-    this.jobs.set(job.id, job);
     // The caller's budget counts from submission, across restarts.
     // Capped at the whole budget: a wall clock set back must not lengthen it.
     const remaining = record.timeout_ms === undefined ? undefined : Math.min(record.timeout_ms, Math.max(0, record.timeout_ms - (clock.now() - record.submitted_at)));
     if (record.status === "queued") {
+      this.jobs.set(job.id, job);
       if (!found.spec) {
         // Starting it with no prompt would spend money on nothing.
         this.finish(job, { ok: false, code: "STATE_ERROR", detail: "its prompt.txt is missing from the state directory; it was not started" });
@@ -521,6 +543,7 @@ export class JobRegistry {
     this.save(job);
     if (located.state === "unrecorded") {
       // Nothing says which process it is: it can be neither followed nor killed from here.
+      this.jobs.set(job.id, job);
       this.release();
       const detail = job.agent?.tree_marker
         ? "the server stopped before it recorded the agent's pid, and this system cannot find the agent by its tree marker"
@@ -529,10 +552,11 @@ export class JobRegistry {
       return;
     }
     logger.info(`job ${job.id} adopted: ${located.state === "alive" ? `following agent ${located.pid}` : "its agent is gone; reading its output"}`);
-    this.follow(
-      job,
-      persistence.attach({ pid: located.pid, startTime: located.startTime, marker: job.agent?.tree_marker, output: persistence.store.outputFiles(job.id) }),
-    );
+    const run = persistence.attach({ pid: located.pid, startTime: located.startTime, marker: job.agent?.tree_marker, output: persistence.store.outputFiles(job.id) });
+    // Served only once what the agent printed while no server ran has been read: its transcript and turns are there at the first call.
+    await run.ready;
+    this.jobs.set(job.id, job);
+    this.follow(job, run);
     // An agent already gone is finished from its output, result and all: no timeout applies to it.
     if (located.state !== "alive") return;
     // A kill under way when the last server stopped is carried out now.
@@ -684,8 +708,15 @@ export class JobRegistry {
         ...(outcome.ok || outcome.result ? { result: outcome.result } : {}),
       };
     } else if (job.killReason) {
+      // Killed is killed, however the agent's end looked from here (an adopted agent's is unobserved: AGENT_LOST).
       job.status = "killed";
-      job.outcome = outcome;
+      job.outcome = {
+        ok: false,
+        code: "KILLED",
+        detail: !outcome.ok && outcome.code === "KILLED" ? outcome.detail : `killed ${KILL_REASON_TEXT[job.killReason]}`,
+        ...(outcome.result ? { result: outcome.result } : {}),
+        ...(outcome.exit ? { exit: outcome.exit } : {}),
+      };
     } else {
       job.status = outcome.ok ? "completed" : outcome.code === "AGENT_LOST" ? "lost" : "failed";
       job.outcome = outcome;

@@ -5,7 +5,7 @@
  * configuration, builds the real dependencies, takes over the jobs of dead
  * servers, serves stdio, and shuts down as PROTOCOL.md §3 describes.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync, statfsSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
@@ -94,6 +94,10 @@ function deferredChild(pending: Promise<ChildHandle>): ChildHandle {
       (handle) => handle.settled,
       () => undefined,
     ),
+    ready: pending.then(
+      (handle) => handle.ready,
+      () => undefined,
+    ),
   };
 }
 
@@ -179,9 +183,9 @@ async function main(): Promise<void> {
     return;
   }
   if (process.stdin.isTTY) {
-    process.stderr.write(
-      "claude-dispatch is an MCP server on stdio, started by an MCP host. Add it to one, e.g. `claude mcp add claude-dispatch -- claude-dispatch`; see `claude-dispatch --help` and `claude-dispatch doctor`.\n",
-    );
+    // The same absolute `claude mcp add` line as doctor's; cli.js is loaded only here, so a host's start is no slower.
+    const { terminalHint } = await import("./cli.js");
+    process.stderr.write(terminalHint({ nodePath: process.execPath, mainPath: path.resolve(process.argv[1] ?? "dist/main.js"), platform: process.platform }, process.env));
   }
   await serve();
 }
@@ -198,7 +202,10 @@ async function serve(): Promise<void> {
     process.exit(2);
   }
   const policy = { ...config.policy, roots };
-  const store = openState(config);
+  // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of
+  // this server inside a dispatched agent must never restore, adopt, claim or write its parent's jobs.
+  const gated = config.depth >= config.maxDepth;
+  const store = gated ? undefined : openState(config);
 
   const logger = createLogger(process.stderr, config.logLevel);
   const clock = systemClock;
@@ -219,7 +226,7 @@ async function serve(): Promise<void> {
   const agents = createClaudeAgents({
     start: startChild,
     attach: attachChild,
-    files: { readRange: readFileRange, create: createTextFile },
+    files: { readRange: readFileRange, create: createTextFile, freeBytes: (dir) => { try { const disk = statfsSync(dir); return disk.bavail * disk.bsize; } catch { return undefined; } } },
     bin: config.claudeBin,
     // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
     env: agentEnvironment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),
@@ -238,7 +245,7 @@ async function serve(): Promise<void> {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: FINISHED_TRANSCRIPT_CHARS,
     maxRunning: config.maxJobs,
-    persistence: {
+    persistence: store && {
       store,
       owner: await ownIdentity(processControl),
       attach: agents.attach,
@@ -251,7 +258,7 @@ async function serve(): Promise<void> {
       admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
     },
   });
-  await restoreJobs(store, jobs, logger);
+  if (store) await restoreJobs(store, jobs, logger);
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({
     jobs,
@@ -268,7 +275,7 @@ async function serve(): Promise<void> {
   });
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
 
-  if (config.depth >= config.maxDepth) {
+  if (gated) {
     logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
   }
   logger.info(`${SERVER_NAME} ${SERVER_VERSION} ready (claude: ${config.claudeBin})`);

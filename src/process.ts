@@ -143,6 +143,8 @@ export interface ChildHandle {
   killTree(): Promise<KillReport>;
   /** Resolves when the agent exited and any processes it left behind were stopped. */
   readonly settled: Promise<void>;
+  /** An attached agent: resolves once what its output file already holds was read, so the job is served caught up. */
+  readonly ready?: Promise<void>;
 }
 
 export interface ProcessControlOptions {
@@ -370,6 +372,16 @@ class FileFollower {
     }, this.options.followMs ?? 100);
   }
 
+  /** Reads what the file holds now, then follows it; resolves once that first read is done. */
+  catchUp(): Promise<void> {
+    const first = this.readAvailable().finally(() => {
+      this.reading = undefined;
+      this.start();
+    });
+    this.reading = first;
+    return first;
+  }
+
   /** Reads to the end of the file once more, then closes it. */
   async finish(): Promise<void> {
     this.stopped = true;
@@ -574,7 +586,9 @@ function attachPosix(tracker: TreeTracker, request: AttachRequest & { pid: numbe
     });
     return killing;
   };
-  const exited = followUntilGone(request, options, () => tracker.identify(request.pid, request.startTime, marker), killedSignal).then((exit) => {
+  const follower = new FileFollower(request.output.stdoutPath, request.onStdout, options);
+  const ready = follower.catchUp();
+  const exited = followUntilGone(request, options, follower, () => tracker.identify(request.pid, request.startTime, marker), killedSignal).then((exit) => {
     tree.markRootExited();
     return exit;
   });
@@ -593,12 +607,15 @@ function attachPosix(tracker: TreeTracker, request: AttachRequest & { pid: numbe
     exited,
     killTree,
     settled,
+    ready,
   };
 }
 
 /** An agent that is gone and whose pid nobody knows: its output is all there is, and there is nothing to kill. */
 function outputOnly(request: AttachRequest, options: ProcessControlOptions): ChildHandle {
-  const exited = followUntilGone(request, options, async () => false, new Promise<void>(() => undefined));
+  const follower = new FileFollower(request.output.stdoutPath, request.onStdout, options);
+  const ready = follower.catchUp();
+  const exited = followUntilGone(request, options, follower, async () => false, new Promise<void>(() => undefined));
   return {
     pid: undefined,
     marker: request.marker,
@@ -606,6 +623,7 @@ function outputOnly(request: AttachRequest, options: ProcessControlOptions): Chi
     exited,
     killTree: async () => ({ signalled: 0, survivors: [] }),
     settled: exited.then(() => undefined),
+    ready,
   };
 }
 
@@ -613,11 +631,10 @@ function outputOnly(request: AttachRequest, options: ProcessControlOptions): Chi
 async function followUntilGone(
   request: AttachRequest,
   options: ProcessControlOptions,
+  follower: FileFollower,
   isAlive: () => Promise<boolean | undefined>,
   killed: Promise<void>,
 ): Promise<ChildExit> {
-  const follower = new FileFollower(request.output.stdoutPath, request.onStdout, options);
-  follower.start();
   const { first, max } = options.livenessMs ?? { first: 500, max: 2000 };
   let wait = first;
   // The kill cuts one wait short, once: an agent that survives it is then polled at the usual pace, not in a busy loop.
@@ -764,7 +781,13 @@ class TreeTracker {
     if (!table) return undefined;
     const info = table.byPid.get(pid);
     if (info === undefined || info.zombie) return false;
-    if (startTime !== undefined) return info.startTime === startTime;
+    if (startTime !== undefined) {
+      if (info.startTime !== startTime) return false;
+      // A start time can be copied from any process into a record: where environments can be read (Linux),
+      // only a process carrying the agent's tree marker is the agent (§15.3).
+      const read = this.platform.readEnvironment;
+      return marker === undefined || !read ? true : hasVariable(read(pid) ?? "", marker);
+    }
     // A pid alone (an owner recorded where no start time could be read): it exists, but whose it is cannot be told.
     if (marker === undefined) return undefined;
     const environment = this.platform.readEnvironment?.(pid);
@@ -798,6 +821,11 @@ class TreeTracker {
       table = await this.snapshot();
     }
     if (!table && tree.attached) return { signalled: 0, survivors: [tree.rootPid], undetermined: true };
+    // This server's own pid, group or session is never signalled: a kill of a tree rooted there cannot succeed, and says so at once.
+    if (table?.protectedIds.has(tree.rootPid) && !tree.rootExited && table.byPid.has(tree.rootPid)) {
+      this.options.logger.error(`kill of agent ${tree.rootPid}: that is this server's own process, group or session; nothing was signalled`);
+      return { signalled: 0, survivors: [tree.rootPid] };
+    }
     if (!table) {
       // No process table: the group signal is the best we can do, and only the agent can be checked.
       this.trySignal(-tree.rootPid, "SIGTERM");
@@ -922,8 +950,12 @@ class TreeTracker {
       queue.push(info);
     };
 
+    // An agent an earlier server started is only as trustworthy as its record: where environments can be read,
+    // the processes the tree is entered by (the agent, the members of its group and session) must carry its marker.
+    const read = this.platform.readEnvironment;
+    const vouched = (info: ProcessInfo): boolean => !tree.attached || !read || tree.members.has(info.pid) || hasVariable(read(info.pid) ?? "", tree.marker);
     const root = table.byPid.get(tree.rootPid);
-    if (root && !tree.rootExited && (tree.rootStartTime ?? root.startTime) === root.startTime) {
+    if (root && !tree.rootExited && (tree.rootStartTime ?? root.startTime) === root.startTime && vouched(root)) {
       tree.rootStartTime = root.startTime;
       remember(root);
     }
@@ -939,7 +971,8 @@ class TreeTracker {
     const rootPidIsOurs = rootNow === undefined || (tree.rootStartTime !== undefined && rootNow.startTime === tree.rootStartTime);
     if (rootPidIsOurs && !table.protectedIds.has(tree.rootPid)) {
       followedIds.add(tree.rootPid);
-      for (const member of table.byGroupOrSession.get(tree.rootPid) ?? []) remember(member);
+      const rootVouched = tree.members.has(tree.rootPid);
+      for (const member of table.byGroupOrSession.get(tree.rootPid) ?? []) if (rootVouched || vouched(member)) remember(member);
     }
     while (queue.length > 0) {
       const info = queue.pop() as ProcessInfo;
@@ -1181,14 +1214,16 @@ function attachWindows(platform: WindowsPlatform, request: AttachRequest & { pid
     killing ??= killWindowsTree(platform, request.pid, () => gone, options).finally(killed);
     return killing;
   };
-  const exited = followUntilGone(request, options, async () => platform.isRunning(request.pid), killedSignal).then((exit) => {
+  const follower = new FileFollower(request.output.stdoutPath, request.onStdout, options);
+  const ready = follower.catchUp();
+  const exited = followUntilGone(request, options, follower, async () => platform.isRunning(request.pid), killedSignal).then((exit) => {
     gone = true;
     return exit;
   });
   const settled = exited.then(async () => {
     if (killing) await killing;
   });
-  return { pid: request.pid, marker: undefined, identity: async () => ({ pid: request.pid, startTime: undefined, marker: undefined }), exited, killTree, settled };
+  return { pid: request.pid, marker: undefined, identity: async () => ({ pid: request.pid, startTime: undefined, marker: undefined }), exited, killTree, settled, ready };
 }
 
 /** taskkill /T walks the tree by parent pid; /F because console agents ignore a polite close. */

@@ -1,11 +1,13 @@
 /**
  * Renders jobs and failures as CallToolResults (PROTOCOL.md §5.5): a readable
  * text block plus structuredContent matching OUTPUT_SCHEMA. The result text
- * is inside structuredContent too, because some hosts show the model only that.
+ * is inside structuredContent too, because some hosts show the model only that;
+ * so is the next step (`next`), which Claude Code would otherwise never show its model.
  */
 import type { AgentResult, LiveSummary } from "./claude.js";
 import { formatError, type DispatchError, type ErrorCode } from "./errors.js";
-import type { Job } from "./jobs.js";
+import { KILL_REASON_TEXT, type Job } from "./jobs.js";
+import { isJobId } from "./state.js";
 import type { ReportStatus } from "./tools.js";
 
 export interface Report {
@@ -26,6 +28,8 @@ export interface Report {
   permission_denials?: Array<{ tool_name: string; tool_input?: unknown }>;
   api_error_status?: number;
   error?: { code: ErrorCode; detail: string };
+  /** What to call next, as one sentence naming the tool and its arguments (§5.5). */
+  next?: string;
 }
 
 export interface CallToolResult<Structured = Report> {
@@ -111,18 +115,71 @@ function denialsText(report: Report): string {
   return `\nPermission was denied for: ${names}. Those actions did not happen.`;
 }
 
-const REASON_TEXT = {
-  claude_kill: "by claude_kill",
-  cancelled: "because its request was cancelled",
-  shutdown: "because the server shut down",
-  timeout: "at its timeout",
-  cli: "from the command line (claude-dispatch kill)",
-} as const;
+
+/*
+ * Next steps. Each sentence is both the report's `next` and, where the text gives
+ * that hint, part of the text, so the two cannot drift apart.
+ */
+
+function waitHint(jobId: string, stopVerb: "drop" | "stop"): string {
+  return `Call claude_wait again with job_id "${jobId}" to keep waiting, or claude_kill to ${stopVerb} it.`;
+}
+
+function collectHint(jobId: string): string {
+  return `Call claude_wait with job_id "${jobId}" to collect the result (each call waits up to 30s by default, 60s at most).`;
+}
+
+function readOnHint(jobId: string, offset: number, view: OutputPage["view"] = "result"): string {
+  const viewPart = view === "transcript" ? `, view "transcript"` : "";
+  return `Call claude_output with job_id "${jobId}"${viewPart} and offset ${offset} for the rest.`;
+}
+
+function truncationHint(report: Report, jobId: string): string | undefined {
+  return report.truncated ? readOnHint(jobId, report.result?.length ?? 0) : undefined;
+}
+
+/** After a failed, lost or (for claude_run) killed job: see what it did, then go on from its session. */
+function failedJobHint(report: Report, job: Job): string {
+  const code = report.error?.code;
+  if (code === "SESSION_NOT_FOUND") {
+    return "Call claude_run or claude_start again with the same prompt and cwd but without session_id: Claude Code does not know that session in this cwd.";
+  }
+  // Nothing ran, so there is no transcript to read.
+  if (code === "SPAWN_FAILED") return "Retrying fails the same way until Claude Code can be started here: tell the user what error.detail says.";
+  const look = `Call claude_output with job_id "${job.id}" and view "transcript" to see what the agent did.`;
+  // A killed or timed-out agent printed no result, but its session was seen while it ran, and can be resumed.
+  const sessionId = report.session_id ?? job.live().sessionId;
+  const resume = sessionId ? `session_id "${sessionId}", the same cwd and a prompt saying what is left` : "the same prompt and cwd";
+  if (code === "TIMEOUT") return `${look} To go on, call claude_start (it has no timeout) with ${resume}.`;
+  return sessionId ? `${look} To go on from where it stopped, call claude_start with ${resume}.` : look;
+}
+
+const FAILURE_HINTS: Partial<Record<ErrorCode, string>> = {
+  POLICY_DENIED: "Nothing was started. Change or leave out what error.detail says the operator's policy refuses, then call again.",
+  JOB_NOT_FOUND: "Call claude_list (no arguments) to see the job_id of every job this server knows.",
+  SHUTTING_DOWN: "Nothing was started. Call the same tool again in a moment, once the server has restarted.",
+  DEPTH_LIMIT: "Do not retry: dispatch is off here. Do the task without claude-dispatch's tools.",
+};
+
+function failureHint(error: DispatchError): string | undefined {
+  if (error.code !== "INVALID_ARGUMENT") return FAILURE_HINTS[error.code];
+  // Validation messages start with the argument's name in quotes ("hold_ms" must be …), or say it is unknown.
+  if (error.message.startsWith("unknown argument")) return "Call the same tool again without the unknown argument; error.detail lists the ones it takes.";
+  const argument = /^"([a-z_]{1,40})"/.exec(error.message)?.[1];
+  return `Fix ${argument ? `"${argument}"` : "the argument error.detail names"} as error.detail says, then call the same tool again.`;
+}
+
+/** Sets `next` from the hints that apply, in order; none leaves it absent. */
+function withNext<Structured extends { next?: string }>(report: Structured, ...hints: Array<string | undefined>): Structured {
+  const next = hints.filter((hint) => hint !== undefined).join(" ");
+  if (next) report.next = next;
+  return report;
+}
 
 function truncationText(report: Report, jobId: string): string {
-  if (!report.truncated) return "";
-  const shown = report.result?.length ?? 0;
-  return `\n\n[Truncated: ${shown} of ${report.result_chars ?? 0} characters shown. Call claude_output with job_id "${jobId}" and offset ${shown} for the rest.]`;
+  const hint = truncationHint(report, jobId);
+  if (!hint) return "";
+  return `\n\n[Truncated: ${report.result?.length ?? 0} of ${report.result_chars ?? 0} characters shown. ${hint}]`;
 }
 
 export interface RenderOptions {
@@ -136,26 +193,25 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
   const report = jobReport(job, now, maxResultChars);
   const seconds = report.elapsed_s ?? 0;
   switch (job.status) {
-    case "queued":
+    case "queued": {
+      const next = waitHint(job.id, "drop");
       return toolResult(
-        `Job ${job.id} is queued (position ${report.queue_position ?? "?"}, ${seconds}s so far): it starts when a running agent finishes. Call claude_wait again with job_id "${job.id}" to keep waiting, or claude_kill to drop it.`,
-        report,
+        `Job ${job.id} is queued (position ${report.queue_position ?? "?"}, ${seconds}s so far): it starts when a running agent finishes. ${next}`,
+        withNext(report, next),
         false,
       );
+    }
     case "running": {
       const recent = report.recent_text ? `\nLatest text: ${report.recent_text}` : "";
-      return toolResult(
-        `Job ${job.id} is still running (${report.last_activity ?? `${seconds}s`}). Call claude_wait again with job_id "${job.id}" to keep waiting, or claude_kill to stop it.${recent}`,
-        report,
-        false,
-      );
+      const next = waitHint(job.id, "stop");
+      return toolResult(`Job ${job.id} is still running (${report.last_activity ?? `${seconds}s`}). ${next}${recent}`, withNext(report, next), false);
     }
     case "completed": {
       const line = facts(report);
       const resumeHint = report.session_id ? " Pass session_id to continue this conversation." : "";
       return toolResult(
         `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}\n\n${report.result ?? ""}${truncationText(report, job.id)}`,
-        report,
+        withNext(report, truncationHint(report, job.id)),
         false,
       );
     }
@@ -165,31 +221,30 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
       const line = facts(report);
       return toolResult(
         `${formatError(error.code, error.detail)}\n(job ${job.id}, after ${seconds}s${line ? ` · ${line}` : ""})${denialsText(report)}${truncationText(report, job.id)}`,
-        report,
+        withNext(report, truncationHint(report, job.id), failedJobHint(report, job)),
         true,
       );
     }
     case "killed": {
-      const why = job.killReason ? REASON_TEXT[job.killReason] : "";
+      const why = job.killReason ? KILL_REASON_TEXT[job.killReason] : "";
       const text = `Job ${job.id} was killed ${why} after ${seconds}s.${truncationText(report, job.id)}`;
-      if (!forRun) return toolResult(text, report, false);
+      if (!forRun) return toolResult(text, withNext(report, truncationHint(report, job.id)), false);
       report.error = { code: "KILLED", detail: text };
-      return toolResult(formatError("KILLED", text), report, true);
+      return toolResult(formatError("KILLED", text), withNext(report, truncationHint(report, job.id), failedJobHint(report, job)), true);
     }
   }
 }
 
 export function renderStarted(job: Job, now: number): CallToolResult {
   const queued = job.status === "queued" ? `Queued job ${job.id} at position ${job.queuePosition() ?? "?"}: it starts when a running agent finishes. ` : `Started job ${job.id}. `;
-  return toolResult(
-    `${queued}Call claude_wait with job_id "${job.id}" to collect the result (each call waits up to 30s by default, 60s at most).`,
-    jobReport(job, now),
-    false,
-  );
+  const next = collectHint(job.id);
+  return toolResult(`${queued}${next}`, withNext(jobReport(job, now), next), false);
 }
 
 export function renderKill(job: Job, now: number, killed: boolean, survivors: readonly number[], maxResultChars?: number): CallToolResult {
   const report = jobReport(job, now, maxResultChars);
+  // The kill is done either way; what may be left to do is read the rest of a long result.
+  withNext(report, truncationHint(report, job.id));
   if (!killed) {
     report.already_finished = true;
     delete report.error;
@@ -210,8 +265,9 @@ export function renderKill(job: Job, now: number, killed: boolean, survivors: re
 
 export function renderFailure(error: DispatchError, jobId?: string): CallToolResult {
   const report: Report = { status: "error", error: { code: error.code, detail: error.message } };
-  if (jobId !== undefined) report.job_id = jobId;
-  return toolResult(formatError(error.code, error.message), report, true);
+  // Only a well-formed id is echoed: a caller's megabyte of garbage is not worth repeating.
+  if (jobId !== undefined && isJobId(jobId)) report.job_id = jobId;
+  return toolResult(formatError(error.code, error.message), withNext(report, failureHint(error)), true);
 }
 
 export interface ListedJob {
@@ -250,6 +306,8 @@ export interface OutputPage {
   total_chars: number;
   next_offset?: number;
   dropped_chars?: number;
+  /** The call that reads on, as for Report.next. */
+  next?: string;
 }
 
 /** One page of a job's result or transcript (§5.7). Offsets count UTF-16 characters, as JavaScript strings do. */
@@ -270,7 +328,13 @@ export function renderOutputPage(job: Job, view: "result" | "transcript", offset
     if (from + text.length < whole.length) page.next_offset = from + text.length;
     if (job.status === "running") note = `[Job ${job.id} is still running and has no result yet; view "transcript" shows what it has done.]\n`;
   }
-  const more = page.next_offset === undefined ? "[End.]" : `[More: call claude_output with offset ${page.next_offset}.]`;
+  const readOn = page.next_offset === undefined ? undefined : readOnHint(job.id, page.next_offset, view);
+  const noResultYet =
+    view === "result" && (job.status === "queued" || job.status === "running")
+      ? `It has no result yet: call claude_wait with job_id "${job.id}" to wait for it, or claude_output with job_id "${job.id}" and view "transcript" to see what it has done so far.`
+      : undefined;
+  withNext(page, readOn ?? noResultYet);
+  const more = readOn === undefined ? "[End.]" : `[${readOn}]`;
   const header = `${view} of job ${job.id} (${job.status}), characters ${page.offset}–${page.offset + page.text.length} of ${page.total_chars}:\n`;
   return toolResult(`${note}${header}${page.text}\n${more}`, page, false);
 }

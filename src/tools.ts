@@ -332,6 +332,12 @@ const ERROR_SCHEMA = {
   required: ["code", "detail"],
 } as const;
 
+/** Claude Code gives its model only structuredContent, so the text's "call this next" lives here too. */
+const NEXT = {
+  type: "string",
+  description: "What to do next, naming the tool and its arguments, such as: Call claude_wait again with job_id \"…\" to keep waiting. Absent when nothing is left to do.",
+} as const;
+
 /** The job report: the output of claude_run, claude_start, claude_wait and claude_kill (§5.5). */
 export const JOB_REPORT_SCHEMA = {
   type: "object",
@@ -360,6 +366,7 @@ export const JOB_REPORT_SCHEMA = {
     },
     api_error_status: { type: "integer", description: "HTTP status of the Anthropic API error behind an AGENT_ERROR." },
     error: ERROR_SCHEMA,
+    next: NEXT,
   },
   required: ["status"],
 } as const;
@@ -385,6 +392,7 @@ export const LIST_SCHEMA = {
       },
     },
     error: ERROR_SCHEMA,
+    next: NEXT,
   },
   required: ["status"],
 } as const;
@@ -401,6 +409,7 @@ export const OUTPUT_PAGE_SCHEMA = {
     next_offset: { type: "integer", description: "Pass as offset to read on; absent at the end." },
     dropped_chars: { type: "integer", description: "Transcript only: characters dropped from its start to respect the size limit." },
     error: ERROR_SCHEMA,
+    next: NEXT,
   },
   required: ["status"],
 } as const;

@@ -3,8 +3,20 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { ClaudeStream, agentEnvironment, claudeArgs, describeToolUse, findResultEvent, interpretExit, toAgentResult, type AgentOutcome } from "../src/claude.js";
-import type { ChildExit } from "../src/process.js";
+import {
+  ClaudeStream,
+  DISK_FULL_BYTES,
+  agentEnvironment,
+  claudeArgs,
+  createClaudeAgents,
+  describeToolUse,
+  findResultEvent,
+  interpretExit,
+  toAgentResult,
+  type AgentOutcome,
+  type StateDisk,
+} from "../src/claude.js";
+import type { ChildExit, ChildHandle } from "../src/process.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`./fixtures/cli/${name}`, import.meta.url), "utf8");
 
@@ -17,9 +29,9 @@ function stream(stdout: string, chunkBytes = Number.POSITIVE_INFINITY, maxLineBy
 }
 
 /** How an agent that printed `stdout` and ended as `fields` says is read. */
-function interpret(fields: Partial<ChildExit> & { stdout?: string }, bin = "claude"): AgentOutcome {
-  const { stdout = "", ...exitFields } = fields;
-  return interpretExit({ exitCode: 0, signal: null, stderrTail: "", ...exitFields }, stream(stdout), bin);
+function interpret(fields: Partial<ChildExit> & { stdout?: string; disk?: StateDisk }, bin = "claude"): AgentOutcome {
+  const { stdout = "", disk, ...exitFields } = fields;
+  return interpretExit({ exitCode: 0, signal: null, stderrTail: "", ...exitFields }, stream(stdout), bin, disk);
 }
 
 test("argv: print mode, stream-json with --verbose, and --resume only with a session", () => {
@@ -257,4 +269,111 @@ test("describeToolUse picks the telling argument and keeps it to one short line"
   assert.equal(describeToolUse("Grep", { pattern: "TODO" }), "Grep · TODO");
   assert.equal(describeToolUse("TodoWrite", {}), "TodoWrite");
   assert.equal(describeToolUse("Bash", { command: "x".repeat(200) }).length, "Bash · ".length + 81);
+});
+
+const fullDisk: StateDisk = { dir: "/state/jobs/j1", freeBytes: 4096 };
+
+test("no result, exit 0, and a full disk: STATE_ERROR names the full disk, not BAD_OUTPUT", () => {
+  const outcome = interpret({ stdout: '{"type":"system","subtype":"init","session_id":"s"}\n', disk: fullDisk });
+  assert.deepEqual(outcome, {
+    ok: false,
+    code: "STATE_ERROR",
+    detail: "the disk holding the state directory is full (4096 bytes free in /state/jobs/j1): the agent's output could not be written to stdout.jsonl; free space and run it again",
+  });
+  const empty = interpret({ disk: { dir: "/d", freeBytes: 0 } });
+  assert.ok(!empty.ok && empty.code === "STATE_ERROR");
+});
+
+test("no result, a non-zero exit or a lost agent, and a full disk: STATE_ERROR too", () => {
+  for (const exit of [{ exitCode: 1, stderrTail: "Error: ENOSPC: no space left on device, write" }, { exitCode: null, signal: "SIGABRT" }, { exitCode: null, unobserved: true as const }]) {
+    const outcome = interpret({ ...exit, disk: fullDisk });
+    assert.ok(!outcome.ok && outcome.code === "STATE_ERROR" && outcome.detail.includes("4096 bytes free in /state/jobs/j1"), JSON.stringify(exit));
+  }
+});
+
+test("a printed result wins over a full disk; an unknown resume id and an overflow still say so", () => {
+  const ok = interpret({ stdout: fixture("success-2.1.332.json"), disk: fullDisk });
+  assert.deepEqual(ok, interpret({ stdout: fixture("success-2.1.332.json") }));
+  assert.ok(ok.ok);
+  const failed = interpret({ exitCode: 1, stdout: fixture("not-logged-in-2.1.332.json"), disk: fullDisk });
+  assert.ok(!failed.ok && failed.code === "AGENT_ERROR");
+  const resume = interpret({ exitCode: 1, stderrTail: fixture("unknown-resume-2.1.332.stderr.txt"), disk: fullDisk });
+  assert.ok(!resume.ok && resume.code === "SESSION_NOT_FOUND");
+  const reader = stream(`${"z".repeat(5000)}\n`, 1000, 1024);
+  const overflow = interpretExit({ exitCode: null, signal: "SIGTERM", stderrTail: "" }, reader, "claude", fullDisk);
+  assert.ok(!overflow.ok && overflow.code === "OUTPUT_TOO_LARGE");
+});
+
+test("no result with space to spare, or space unknown, reads as before", () => {
+  for (const disk of [{ dir: "/d", freeBytes: DISK_FULL_BYTES }, { dir: "/d", freeBytes: 50 * 1024 ** 3 }, { dir: "/d", freeBytes: undefined }, undefined]) {
+    const garbage = interpret({ stdout: "Please log in", disk });
+    assert.deepEqual(garbage, { ok: false, code: "BAD_OUTPUT", detail: "claude printed no result event: Please log in" });
+    const exited = interpret({ exitCode: 2, stderrTail: "boom", disk });
+    assert.deepEqual(exited, { ok: false, code: "AGENT_EXITED", detail: "claude exited with code 2: boom" });
+  }
+});
+
+/** An agent that prints stdout and exits as exit says, followed by createClaudeAgents with the given probe. */
+async function runAgent(stdout: string, exit: Partial<ChildExit>, freeBytes?: (dir: string) => number | undefined): Promise<{ outcome: AgentOutcome; asked: string[] }> {
+  const asked: string[] = [];
+  const handle = (onStdout: (chunk: Buffer) => void): ChildHandle => {
+    if (stdout !== "") onStdout(Buffer.from(stdout));
+    return {
+      pid: 4242,
+      marker: undefined,
+      identity: async () => ({ pid: 4242, startTime: undefined, marker: undefined }),
+      exited: Promise.resolve({ exitCode: 0, signal: null, stderrTail: "", ...exit }),
+      killTree: async () => ({ signalled: 0, survivors: [] }),
+      settled: Promise.resolve(),
+    };
+  };
+  const agents = createClaudeAgents({
+    start: (request) => handle(request.onStdout),
+    attach: (request) => handle(request.onStdout),
+    files: {
+      readRange: (_file, offset, length) => Buffer.from(stdout).subarray(offset, offset + length),
+      create: () => ({ write: () => undefined, close: () => undefined }),
+      ...(freeBytes
+        ? {
+            freeBytes: (dir: string) => {
+              asked.push(dir);
+              return freeBytes(dir);
+            },
+          }
+        : {}),
+    },
+    bin: "claude",
+    env: {},
+    maxLineBytes: 1 << 20,
+    transcriptChars: 10_000,
+    stderrTailBytes: 4096,
+  });
+  const output = { stdoutPath: "/state/jobs/j1/stdout.jsonl", stderrPath: "/state/jobs/j1/stderr.log", resultPath: "/state/jobs/j1/result.txt" };
+  const outcome = await agents.launch({ prompt: "hi", cwd: "/tmp", output }).outcome;
+  return { outcome, asked };
+}
+
+test("createClaudeAgents asks the probe about stdout.jsonl's folder only when there is no result", async () => {
+  const full = await runAgent("", { exitCode: 0 }, () => 512);
+  assert.deepEqual(full.asked, ["/state/jobs/j1"]);
+  assert.ok(!full.outcome.ok && full.outcome.code === "STATE_ERROR" && full.outcome.detail.includes("512 bytes free in /state/jobs/j1"));
+  assert.deepEqual(full.outcome.exit, { code: 0, signal: null });
+
+  const exited = await runAgent("", { exitCode: 1, stderrTail: "crash" }, () => 0);
+  assert.ok(!exited.outcome.ok && exited.outcome.code === "STATE_ERROR");
+
+  const done = await runAgent(fixture("stream-2.1.332.ndjson"), { exitCode: 0 }, () => 0);
+  assert.deepEqual(done.asked, [], "a printed result needs no probe");
+  assert.ok(done.outcome.ok && done.outcome.result.text === "MOCK-REPLY: say hello");
+
+  const roomy = await runAgent("", { exitCode: 0 }, () => 10 * DISK_FULL_BYTES);
+  assert.ok(!roomy.outcome.ok && roomy.outcome.code === "BAD_OUTPUT");
+  const unknown = await runAgent("", { exitCode: 0 }, () => undefined);
+  assert.ok(!unknown.outcome.ok && unknown.outcome.code === "BAD_OUTPUT");
+  const throwing = await runAgent("", { exitCode: 0 }, () => {
+    throw new Error("EACCES");
+  });
+  assert.ok(!throwing.outcome.ok && throwing.outcome.code === "BAD_OUTPUT");
+  const noProbe = await runAgent("", { exitCode: 0 });
+  assert.ok(!noProbe.outcome.ok && noProbe.outcome.code === "BAD_OUTPUT");
 });

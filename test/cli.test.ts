@@ -13,11 +13,13 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { runCli, type CliIo, type RunFileResult } from "../src/cli.js";
+import { claudeMcpAddLine, hostEnvironment, runCli, terminalHint, type CliIo, type RunFileResult } from "../src/cli.js";
 import { systemClock, type Clock } from "../src/clock.js";
+import { DEPTH_VARIABLE } from "../src/config.js";
 import {
   createProcessControl,
   parseProcStat,
+  TREE_MARKER_VARIABLE,
   type AttachRequest,
   type ChildHandle,
   type ProcessControl,
@@ -433,6 +435,84 @@ describe("show", () => {
   });
 });
 
+describe("a unique prefix of a job id", () => {
+  const { dir, store } = newState();
+  /** A job whose id starts with `prefix`: the rest of a random UUID. */
+  const withPrefix = (prefix: string, overrides: Partial<JobRecord> = {}): JobRecord =>
+    add(store, finished({ id: `${prefix}${randomUUID().slice(prefix.length)}`, ...overrides }));
+  const alone = withPrefix("0123");
+  const first = withPrefix("abcd1", { prompt_preview: "first: refactor \u001b[31mthe parser into modules, keeping the public API exactly as it is" });
+  const second = withPrefix("abcd2", { status: "running", agent: { pid: 5151, start_time: "200" } });
+  // A folder the server is creating right now: no record yet, still a match.
+  const bare = `abcd3${randomUUID().slice(5)}`;
+  mkdirSync(path.join(store.jobsDir, bare));
+
+  test("show and kill take a prefix of at least 4 hex digits, in either case, dashes included", async () => {
+    for (const prefix of ["0123", "0123".toUpperCase(), alone.id.slice(0, 13), alone.id.toUpperCase()]) {
+      const run = await cli(["show", prefix], { stateDir: dir });
+      assert.equal(run.code, 0, `${prefix}: ${run.stderr}`);
+      assert.ok(run.stdout.startsWith(`job ${alone.id}\n`), prefix);
+    }
+    const killed = await cli(["kill", "0123", "--json"], { stateDir: dir });
+    assert.equal(killed.code, 0, killed.stderr);
+    assert.deepEqual(JSON.parse(killed.stdout), { id: alone.id, status: "completed", already_finished: true, kill_requested: false, survivors: [] });
+  });
+
+  test("a prefix of several jobs: exit 1, and which jobs, with status and prompt", async () => {
+    for (const command of ["show", "kill"]) {
+      const run = await cli([command, "abcd"], { stateDir: dir });
+      assert.equal(run.code, 1, command);
+      assert.equal(run.stdout, "");
+      const lines = run.stderr.trimEnd().split("\n");
+      assert.equal(lines[0], `claude-dispatch: "abcd" matches 3 jobs in ${dir}; give more of the id:`);
+      assert.match(lines[1] ?? "", /^ {2}ID +STATUS +PROMPT$/);
+      assert.equal(lines[2], `  ${first.id}  completed  first: refactor \uFFFD[31mthe parser into modules, keeping the p…`, "cut as jobs cuts it, escapes made harmless");
+      assert.equal(lines[3], `  ${second.id}  running    fix the failing tests`);
+      assert.equal(lines[4], `  ${bare}  -          (no record)`);
+      assert.equal(lines.length, 5);
+      assert.ok(!existsSync(store.file(second.id, "kill")), "nothing was killed");
+    }
+    const json = await cli(["show", "ABCD", "--json"], { stateDir: dir });
+    assert.equal(json.code, 1);
+    assert.deepEqual(JSON.parse(json.stdout), {
+      error: {
+        code: "INVALID_ARGUMENT",
+        message: `"ABCD" matches 3 jobs in ${dir}; give more of the id: ${first.id}, ${second.id}, ${bare}`,
+        matches: [
+          { id: first.id, status: "completed", prompt_preview: first.prompt_preview },
+          { id: second.id, status: "running", prompt_preview: second.prompt_preview },
+          { id: bare, status: null, prompt_preview: null },
+        ],
+      },
+    });
+    assert.equal((await cli(["show", "abcd2"], { stateDir: dir })).code, 0, "one more digit settles it");
+  });
+
+  test("a prefix of no job is JOB_NOT_FOUND; a missing state directory has no jobs", async () => {
+    const run = await cli(["show", "fedc-ba"], { stateDir: dir });
+    assert.deepEqual(run, { code: 1, stdout: "", stderr: `claude-dispatch: no job id starts with "fedc-ba" in ${dir}\n` });
+    const json = await cli(["kill", "fedc", "--json"], { stateDir: dir });
+    assert.deepEqual(JSON.parse(json.stdout), { error: { code: "JOB_NOT_FOUND", message: `no job id starts with "fedc" in ${dir}` } });
+    const missing = path.join(scratch, `never-created-${randomUUID()}`);
+    assert.equal((await cli(["show", "abcd"], { stateDir: missing })).code, 1);
+    assert.ok(!existsSync(missing), "looking creates nothing");
+  });
+
+  test("fewer than 4 hex digits, or anything but hex and dashes, is a usage error echoed quoted and cut", async () => {
+    for (const typed of ["abc", "a-b-c", "a---", "abcd/..", "abcd ", "abcg", `${alone.id}0`]) {
+      const run = await cli(["show", typed], { stateDir: dir });
+      assert.equal(run.code, 2, typed);
+      assert.ok(run.stderr.includes(`not a job id: ${JSON.stringify(typed)} (`), run.stderr);
+      assert.ok(run.stderr.includes("a unique prefix of one, at least 4 hex digits"), run.stderr);
+    }
+    const long = `${"a".repeat(100)}\u009b`;
+    const run = await cli(["kill", long], { stateDir: dir });
+    assert.equal(run.code, 2);
+    assert.ok(run.stderr.includes(`not a job id: "${"a".repeat(59)}…" (`), run.stderr);
+    assert.ok(!run.stderr.includes("a".repeat(60)), "cut to 60 characters");
+  });
+});
+
 describe("kill", () => {
   test("a finished job: nothing is signalled or written", async () => {
     const { dir, store } = newState();
@@ -712,8 +792,16 @@ describe("doctor", () => {
     ]) {
       assert.match(text, line);
     }
-    assert.ok(text.includes(JSON.stringify({ mcpServers: { "claude-dispatch": { command: "/usr/bin/node", args: ["/opt/claude dispatch/dist/main.js"] } } }, null, 2).replaceAll("\n", "\n  ")));
-    assert.ok(text.includes("  claude mcp add claude-dispatch -- /usr/bin/node '/opt/claude dispatch/dist/main.js'\n"));
+    // The variables its checks passed with, so that the pasted configuration passes them too.
+    const env = { CLAUDE_DISPATCH_ROOTS: scratch, CLAUDE_DISPATCH_STATE_DIR: stateDir };
+    const hostConfig = { mcpServers: { "claude-dispatch": { command: "/usr/bin/node", args: ["/opt/claude dispatch/dist/main.js"], env } } };
+    assert.ok(text.includes(JSON.stringify(hostConfig, null, 2).replaceAll("\n", "\n  ")), text);
+    assert.ok(
+      text.includes(
+        `  claude mcp add -s user claude-dispatch --env CLAUDE_DISPATCH_ROOTS=${scratch} --env CLAUDE_DISPATCH_STATE_DIR=${stateDir} -- /usr/bin/node '/opt/claude dispatch/dist/main.js'\n`,
+      ),
+      text,
+    );
     assert.ok(!text.includes("sk-ant"), "no secret is printed");
     assert.deepEqual(readdirSync(stateDir), ["jobs"], "the write probe is removed");
   });
@@ -723,10 +811,20 @@ describe("doctor", () => {
     chmodSync(dir, 0o755);
     const run = await cli(["doctor", "--json"], {
       stateDir: dir,
-      env: { PATH: path.join(scratch, "nothing"), CLAUDE_DISPATCH_DEPTH: "1", CLAUDE_DISPATCH_PERMISSION_MODES: "default,bypassPermissions" },
+      env: {
+        PATH: path.join(scratch, "nothing"),
+        CLAUDE_DISPATCH_DEPTH: "1",
+        CLAUDE_DISPATCH_TREE: "marker-of-the-agent-doctor-runs-in",
+        CLAUDE_DISPATCH_PERMISSION_MODES: "default,bypassPermissions",
+      },
     });
     assert.equal(run.code, 1);
-    const document = JSON.parse(run.stdout) as { ok: boolean; checks: { name: string; status: string; detail: string }[]; claude_mcp_add: string };
+    const document = JSON.parse(run.stdout) as {
+      ok: boolean;
+      checks: { name: string; status: string; detail: string }[];
+      host_config: { mcpServers: Record<string, { env: Record<string, string> }> };
+      claude_mcp_add: string;
+    };
     assert.equal(document.ok, false);
     const status = (name: string): string | undefined => document.checks.find((check) => check.name === name)?.status;
     assert.equal(status("claude"), "fail");
@@ -735,7 +833,15 @@ describe("doctor", () => {
     assert.equal(status("depth"), "warn", "no tools would be offered");
     assert.equal(status("permission modes"), "warn", "bypassPermissions is allowed");
     assert.equal(status("roots"), "warn");
-    assert.equal(document.claude_mcp_add, "claude mcp add claude-dispatch -- /usr/bin/node '/opt/claude dispatch/dist/main.js'");
+    // The depth and the tree marker belong to the process doctor runs in: a host's server must not inherit them.
+    assert.deepEqual(document.host_config.mcpServers["claude-dispatch"]?.env, {
+      CLAUDE_DISPATCH_PERMISSION_MODES: "default,bypassPermissions",
+      CLAUDE_DISPATCH_STATE_DIR: dir,
+    });
+    assert.equal(
+      document.claude_mcp_add,
+      `claude mcp add -s user claude-dispatch --env 'CLAUDE_DISPATCH_PERMISSION_MODES=default,bypassPermissions' --env CLAUDE_DISPATCH_STATE_DIR=${dir} -- /usr/bin/node '/opt/claude dispatch/dist/main.js'`,
+    );
   });
 
   test("claude that fails to run, roots that do not exist, a missing state directory", async () => {
@@ -760,7 +866,63 @@ describe("doctor", () => {
     assert.match(run.stdout, /^fail  configuration: CLAUDE_DISPATCH_MAX_TURNS must be an integer from 1 to 10000, got "lots"; the server will not start$/m);
     assert.match(run.stdout, /^ok {4}claude: /m, "what can be checked still is");
     assert.match(run.stdout, /^ok {4}state directory: /m);
-    assert.ok(run.stdout.includes("claude mcp add claude-dispatch"));
+    assert.ok(run.stdout.includes("claude mcp add -s user claude-dispatch --env CLAUDE_DISPATCH_MAX_TURNS=lots "), "the variables are printed as they are set");
+  });
+});
+
+describe("the host configuration line", () => {
+  const posix = { nodePath: "/usr/bin/node", mainPath: "/opt/claude dispatch/dist/main.js", platform: "linux" };
+
+  test("every CLAUDE_DISPATCH_* variable but the per-process ones, by name; nothing else of the environment", () => {
+    const env = {
+      HOME: "/home/tester",
+      ANTHROPIC_API_KEY: "sk-ant-do-not-print",
+      CLAUDE_DISPATCH_STATE_DIR: "/var/state",
+      CLAUDE_DISPATCH_CLAUDE_BIN: "/opt/claude/bin/claude",
+      CLAUDE_DISPATCH_DEPTH: "1",
+      CLAUDE_DISPATCH_TREE: "marker",
+      CLAUDE_DISPATCH_LOG_LEVEL: undefined,
+    };
+    assert.deepEqual(Object.entries(hostEnvironment(env)), [
+      ["CLAUDE_DISPATCH_CLAUDE_BIN", "/opt/claude/bin/claude"],
+      ["CLAUDE_DISPATCH_STATE_DIR", "/var/state"],
+    ]);
+    assert.equal(
+      claudeMcpAddLine(posix, env),
+      "claude mcp add -s user claude-dispatch --env CLAUDE_DISPATCH_CLAUDE_BIN=/opt/claude/bin/claude --env CLAUDE_DISPATCH_STATE_DIR=/var/state -- /usr/bin/node '/opt/claude dispatch/dist/main.js'",
+    );
+    assert.equal(claudeMcpAddLine(posix, {}), "claude mcp add -s user claude-dispatch -- /usr/bin/node '/opt/claude dispatch/dist/main.js'");
+  });
+
+  test("the per-process variables left out are the ones config.ts and process.ts set", () => {
+    assert.deepEqual(hostEnvironment({ [DEPTH_VARIABLE]: "1", [TREE_MARKER_VARIABLE]: "marker" }), {});
+  });
+
+  test("values are quoted for the shell the line is pasted into", () => {
+    assert.equal(
+      claudeMcpAddLine(posix, { CLAUDE_DISPATCH_ROOTS: "/src/it's mine:/srv" }),
+      "claude mcp add -s user claude-dispatch --env 'CLAUDE_DISPATCH_ROOTS=/src/it'\\''s mine:/srv' -- /usr/bin/node '/opt/claude dispatch/dist/main.js'",
+    );
+    const windows = { nodePath: "C:\\Program Files\\nodejs\\node.exe", mainPath: "C:\\src\\claude-dispatch\\dist\\main.js", platform: "win32" };
+    assert.equal(
+      claudeMcpAddLine(windows, { CLAUDE_DISPATCH_ROOTS: "C:\\my work" }),
+      'claude mcp add -s user claude-dispatch --env "CLAUDE_DISPATCH_ROOTS=C:\\my work" -- "C:\\Program Files\\nodejs\\node.exe" C:\\src\\claude-dispatch\\dist\\main.js',
+    );
+  });
+
+  test("the terminal hint is one line with the same absolute command as doctor's", () => {
+    const env = { CLAUDE_DISPATCH_STATE_DIR: "/var/state", CLAUDE_DISPATCH_DEPTH: "0" };
+    const hint = terminalHint(posix, env);
+    assert.equal(
+      hint,
+      "claude-dispatch is an MCP server on stdio, started by an MCP host. Add it to one, e.g. " +
+        "`claude mcp add -s user claude-dispatch --env CLAUDE_DISPATCH_STATE_DIR=/var/state -- /usr/bin/node '/opt/claude dispatch/dist/main.js'`; " +
+        "run it with --help or doctor for more.\n",
+    );
+    assert.ok(hint.includes(claudeMcpAddLine(posix, env)));
+    const hostile = terminalHint(posix, { CLAUDE_DISPATCH_DEFAULT_MODEL: "a\nb\u001b[2J" });
+    assert.equal(hostile.indexOf("\n"), hostile.length - 1, "one line, whatever a variable holds");
+    assert.ok(!hostile.includes("\u001b"));
   });
 });
 

@@ -11,7 +11,7 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 
 import { isAlive, readPids, waitFor } from "./processes.js";
-import { FAKE_CLAUDE, ServerProcess } from "./server-process.js";
+import { FAKE_CLAUDE, minimalEnvironment, ServerProcess } from "./server-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-durable-"));
 
@@ -160,7 +160,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
   test("a reused pid with another start time is not taken for the agent, and is not killed", async () => {
     const { stateDir, cwd } = fixture();
     // Any live process stands in for the one that reused the agent's pid.
-    const stranger = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+    const stranger = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore", env: minimalEnvironment() });
     try {
       const id = "0f0f0f0f-1111-4222-8333-444455556666";
       const dir = path.join(stateDir, "jobs", id);
@@ -301,7 +301,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
       cwd,
       detached: true,
       stdio: ["pipe", out, "ignore"],
-      env: { ...process.env, CLAUDE_DISPATCH_TREE: marker },
+      env: minimalEnvironment({ CLAUDE_DISPATCH_TREE: marker }),
     });
     agentProcess.stdin?.end(prompt);
     agentProcess.unref();

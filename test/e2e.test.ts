@@ -356,12 +356,12 @@ describe("the built server over stdio", { skip: !isLinux && "end-to-end process 
 
 test("with a terminal on stdin the server says on stderr how to add it to a host; from a pipe it says nothing of the kind", async () => {
   const { spawnSync } = await import("node:child_process");
-  const { SERVER_MAIN } = await import("./server-process.js");
+  const { SERVER_MAIN, minimalEnvironment } = await import("./server-process.js");
   const stateDir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-hint-"));
   try {
     // A real terminal cannot be had in CI: the preload makes stdin look like one, which is all the server asks.
     const asTerminal = "data:text/javascript,Object.defineProperty(process.stdin, 'isTTY', { value: true });";
-    const env = { ...process.env, CLAUDE_DISPATCH_STATE_DIR: stateDir };
+    const env = minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: stateDir });
     const fromTerminal = spawnSync(process.execPath, ["--import", asTerminal, SERVER_MAIN], { input: "", env, encoding: "utf8" });
     assert.match(fromTerminal.stderr, /MCP server on stdio, started by an MCP host\. Add it to one/);
     assert.equal(fromTerminal.stdout, "", "the hint never reaches stdout");

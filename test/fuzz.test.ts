@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { SERVER_MAIN } from "./server-process.js";
+import { minimalEnvironment, SERVER_MAIN } from "./server-process.js";
 
 interface FuzzReport {
   violationCount: number;
@@ -35,6 +35,7 @@ test(
       lines: 6000,
       hugeLines: 6,
       server: process.env.FUZZ_SERVER ?? SERVER_MAIN,
+      baseEnv: minimalEnvironment(),
       blockTimeoutMs: 15_000,
       exitTimeoutMs: 10_000,
       maxViolations: 20,

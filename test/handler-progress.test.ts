@@ -769,8 +769,9 @@ test("claude_output view result pages the whole result by maxResultChars", async
     text: whole.slice(0, 1000),
     total_chars: 2500,
     next_offset: 1000,
+    next: `Call claude_output with job_id "${jobId}" and offset 1000 for the rest.`,
   });
-  assert.match(textOf(first), /\[More: call claude_output with offset 1000\.\]$/);
+  assert.ok(textOf(first).endsWith(`[Call claude_output with job_id "${jobId}" and offset 1000 for the rest.]`), textOf(first));
   assert.ok(textOf(first).includes(whole.slice(0, 1000)));
 
   const second = (await tool(h, "claude_output", { job_id: jobId, offset: 1000 })).structuredContent;
@@ -840,7 +841,8 @@ test("claude_output refuses bad offsets, limits and views", async () => {
     const result = await tool(h, "claude_output", { job_id: jobId, ...extra });
     const text = assertError(result, "INVALID_ARGUMENT");
     assert.match(text, pattern, JSON.stringify(extra));
-    assert.equal(result.structuredContent.job_id, jobId, "the failure names the job");
+    // The harness's ids (job-N) are not UUIDs, and only a well-formed job id is echoed.
+    assert.equal(result.structuredContent.job_id, undefined);
   }
   assertError(await tool(h, "claude_output", {}), "INVALID_ARGUMENT");
   assertError(await tool(h, "claude_output", { job_id: "" }), "INVALID_ARGUMENT");
@@ -848,10 +850,11 @@ test("claude_output refuses bad offsets, limits and views", async () => {
 
 test("claude_output of an unknown job is JOB_NOT_FOUND, echoing the job_id", async () => {
   const h = handlerHarness();
-  const result = await tool(h, "claude_output", { job_id: "job-404", view: "transcript" });
+  const missing = "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9";
+  const result = await tool(h, "claude_output", { job_id: missing, view: "transcript" });
   const text = assertError(result, "JOB_NOT_FOUND");
-  assert.match(text, /no job with id job-404/);
-  assert.equal(result.structuredContent.job_id, "job-404");
+  assert.match(text, new RegExp(`no job with id ${missing}`));
+  assert.equal(result.structuredContent.job_id, missing);
 });
 
 test("claude_output view result of a running job is empty and points to the transcript", async () => {
@@ -859,7 +862,9 @@ test("claude_output view result of a running job is empty and points to the tran
   const jobId = await startJob(h);
   const result = await tool(h, "claude_output", { job_id: jobId });
   assertNotError(result);
-  assert.deepEqual(result.structuredContent, { status: "running", job_id: jobId, view: "result", offset: 0, text: "", total_chars: 0 });
+  const { next, ...page } = result.structuredContent;
+  assert.deepEqual(page, { status: "running", job_id: jobId, view: "result", offset: 0, text: "", total_chars: 0 });
+  assert.match(next ?? "", /call claude_wait with job_id "job-1" .* claude_output with job_id "job-1" and view "transcript"/);
   const text = textOf(result);
   assert.match(text, /still running/);
   assert.match(text, /"transcript"/);

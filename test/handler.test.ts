@@ -11,6 +11,7 @@ import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIO
 import type { JsonRpcResponse, RequestId } from "../src/jsonrpc.js";
 import { JOB_REPORT_SCHEMA, JOB_STATUSES, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, TOOL_NAMES, type ToolName } from "../src/tools.js";
 import type { Report } from "../src/results.js";
+import { isJobId } from "../src/state.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 /* ------------------------------------------------------------------ *
@@ -436,8 +437,10 @@ for (const c of INVALID_CASES) {
     assert.ok(text.includes(c.mentions), `${JSON.stringify(text)} should mention ${JSON.stringify(c.mentions)}`);
     const detail = text.slice("INVALID_ARGUMENT: ".length);
     const expected: Record<string, unknown> = { status: "error", error: { code: "INVALID_ARGUMENT", detail } };
-    if (typeof c.args.job_id === "string") expected.job_id = c.args.job_id;
-    assert.deepEqual(result.structuredContent, expected);
+    if (typeof c.args.job_id === "string" && isJobId(c.args.job_id)) expected.job_id = c.args.job_id;
+    const { next, ...rest } = result.structuredContent;
+    assert.deepEqual(rest, expected);
+    assert.match(next ?? "", /^(Fix .* as error\.detail says, then call|Call) the same tool again/);
     assert.equal(h.launcher.agents.length, 0, "nothing is launched");
     assert.equal(h.clock.pendingTimers, 0, "no timer is left");
   });
@@ -607,7 +610,14 @@ test("claude_start returns at once with status running and a job_id", async () =
   const h = handlerHarness();
   const result = await tool(h, "claude_start", RUN_ARGS);
   assertNotError(result);
-  assert.deepEqual(result.structuredContent, { status: "running", job_id: "job-1", elapsed_s: 0, num_turns: 0, last_activity: "0s · starting" });
+  assert.deepEqual(result.structuredContent, {
+    status: "running",
+    job_id: "job-1",
+    elapsed_s: 0,
+    num_turns: 0,
+    last_activity: "0s · starting",
+    next: 'Call claude_wait with job_id "job-1" to collect the result (each call waits up to 30s by default, 60s at most).',
+  });
   assert.match(textOf(result), /Started job job-1/);
   assert.match(textOf(result), /claude_wait/);
   assert.equal(h.launcher.agents.length, 1);
@@ -621,7 +631,14 @@ test("claude_wait with hold_ms 0 on a running job reports running and elapsed ti
   await h.clock.advance(45_000);
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
   assertNotError(result);
-  assert.deepEqual(result.structuredContent, { status: "running", job_id: jobId, elapsed_s: 45, num_turns: 0, last_activity: "45s · starting" });
+  assert.deepEqual(result.structuredContent, {
+    status: "running",
+    job_id: jobId,
+    elapsed_s: 45,
+    num_turns: 0,
+    last_activity: "45s · starting",
+    next: `Call claude_wait again with job_id "${jobId}" to keep waiting, or claude_kill to stop it.`,
+  });
   assert.match(textOf(result), /still running \(45s · starting\)/);
   assert.match(textOf(result), /Call claude_wait again/);
 });
@@ -780,7 +797,7 @@ test("claude_kill of an unknown job is JOB_NOT_FOUND", async () => {
   const text = assertError(result, "JOB_NOT_FOUND");
   assert.match(text, /no job with id job-404/);
   assert.equal(result.structuredContent.status, "error");
-  assert.equal(result.structuredContent.job_id, "job-404");
+  assert.equal(result.structuredContent.job_id, undefined, "only a UUID is echoed");
   assertError(await tool(h, "claude_wait", { job_id: "job-404", hold_ms: 0 }), "JOB_NOT_FOUND");
 });
 
@@ -839,8 +856,10 @@ test("a failure report carries job_id only for tools that take one", async () =>
   const run = await tool(h, "claude_run", { ...RUN_ARGS, job_id: "abc" });
   assertError(run, "INVALID_ARGUMENT");
   assert.equal(run.structuredContent.job_id, undefined);
-  const wait = await tool(h, "claude_wait", { job_id: "abc", hold_ms: 0 });
-  assert.equal(wait.structuredContent.job_id, "abc");
+  const wait = await tool(h, "claude_wait", { job_id: SESSION, hold_ms: 0 });
+  assert.equal(wait.structuredContent.job_id, SESSION);
+  const malformed = await tool(h, "claude_wait", { job_id: "abc", hold_ms: 0 });
+  assert.equal(malformed.structuredContent.job_id, undefined, "only a well-formed job id is echoed");
 });
 
 test("a claude_run killed by claude_kill from another request answers KILLED", async () => {
@@ -1069,7 +1088,7 @@ test("a finished job is found until retention runs out, then JOB_NOT_FOUND", asy
   const gone = await tool(h, "claude_wait", { job_id: first, hold_ms: 0 });
   const text = assertError(gone, "JOB_NOT_FOUND");
   assert.match(text, /forgotten 10 minutes after they end/);
-  assert.equal(gone.structuredContent.job_id, first);
+  assert.match(gone.structuredContent.error?.detail ?? "", new RegExp(`no job with id ${first};`));
   assertError(await tool(h, "claude_kill", { job_id: first }), "JOB_NOT_FOUND");
 });
 

@@ -55,6 +55,8 @@ export class FakeAgent implements AgentRun {
   readonly pid = 4242;
   readonly marker = "fake-marker";
   readonly outcome: Promise<AgentOutcome>;
+  /** Resolved at once unless a test holds it, as an adopted agent's first read of its output. */
+  ready: Promise<void> = Promise.resolve();
   killCalls = 0;
   survivors: number[] = [];
   /** False: the agent survives its kill (think of a process stuck in the kernel). */

@@ -17,6 +17,7 @@ import { systemClock } from "../src/clock.js";
 import { createProcessControl, type PosixPlatform, type ProcessControl } from "../src/process.js";
 import { RecordingLogger } from "./helpers.js";
 import { isAlive, LINUX_PLATFORM, readPids, waitFor } from "./processes.js";
+import { minimalEnvironment } from "./server-process.js";
 
 const FAKE_CLAUDE = fileURLToPath(new URL("./fixtures/fake-claude.mjs", import.meta.url));
 const isLinux = process.platform === "linux";
@@ -54,7 +55,7 @@ function control(overrides: { killGraceMs?: number; maxLineBytes?: number } = {}
         start: (request) => processes.start(request),
         attach: (request) => processes.attach(request),
         bin: options.bin ?? FAKE_CLAUDE,
-        env: agentEnvironment(process.env, { CLAUDE_DISPATCH_DEPTH: "1", ...options.env }),
+        env: agentEnvironment(minimalEnvironment(), { CLAUDE_DISPATCH_DEPTH: "1", ...options.env }),
         maxLineBytes: overrides.maxLineBytes ?? 1024 * 1024,
         transcriptChars: 100_000,
         stderrTailBytes: 64 * 1024,
@@ -161,7 +162,7 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
       start: (request) => processes.start(request),
       attach: (request) => processes.attach(request),
       bin: FAKE_CLAUDE,
-      env: process.env,
+      env: minimalEnvironment(),
       maxLineBytes: 1024,
       transcriptChars: 1024,
       stderrTailBytes: 1024,

@@ -16,7 +16,7 @@ import { after, afterEach, before, describe, test } from "node:test";
 
 import { listLinuxProcesses, type ProcessInfo } from "../src/process.js";
 import { commandLine, isAlive, waitFor } from "./processes.js";
-import { ServerProcess, type RpcResponse } from "./server-process.js";
+import { minimalEnvironment, ServerProcess, type RpcResponse } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
 import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
 
@@ -102,8 +102,7 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
    * nothing: no real API key or user setting of the runner can leak in.
    */
   function startServer(options: { home?: string; apiKey?: string | null; env?: Record<string, string> } = {}): ServerProcess {
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
+    const env = minimalEnvironment({
       HOME: options.home ?? permissiveHome,
       TMPDIR: path.join(scratch, "tmp"),
       ANTHROPIC_BASE_URL: mock.url,
@@ -115,7 +114,7 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
       CLAUDE_DISPATCH_KILL_GRACE_MS: "1000",
       ...(options.apiKey === null ? {} : { ANTHROPIC_API_KEY: options.apiKey ?? "dummy" }),
       ...options.env,
-    };
+    });
     const server = new ServerProcess(env, {});
     servers.push(server);
     return server;
@@ -239,8 +238,7 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
   test("the premises: a group kill misses the tool's session, and an API error exits 1 with an empty stderr", async () => {
     // What the reference server did, against the real CLI. If either stops being true, scenarios 5
     // and 7 no longer prove what they claim.
-    const env = {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
+    const env = minimalEnvironment({
       HOME: permissiveHome,
       TMPDIR: path.join(scratch, "tmp"),
       ANTHROPIC_BASE_URL: mock.url,
@@ -249,7 +247,7 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
       DISABLE_TELEMETRY: "1",
       DISABLE_AUTOUPDATER: "1",
       CLAUDE_CODE_MAX_RETRIES: "0",
-    };
+    });
     const token = `premise-${Date.now()}`;
     const agent = spawn(cliPath, ["-p", "--output-format", "json"], { cwd: project, env, detached: true, stdio: ["pipe", "ignore", "ignore"] });
     agent.stdin.end(`MOCK:BASH echo ${token}; sleep 300; echo end`);

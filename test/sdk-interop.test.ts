@@ -15,7 +15,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 
 import { SERVER_INSTRUCTIONS } from "../src/handler.js";
 import { isAlive, readPids, waitFor } from "./processes.js";
-import { FAKE_CLAUDE, SERVER_MAIN } from "./server-process.js";
+import { FAKE_CLAUDE, minimalEnvironment, SERVER_MAIN } from "./server-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-sdk-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -24,15 +24,15 @@ async function connect(env: Record<string, string> = {}): Promise<Client> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [SERVER_MAIN],
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
+    // The SDK adds its own short list (HOME, LOGNAME, PATH, SHELL, TERM, USER), as a host would; no CLAUDE_DISPATCH_* of the runner.
+    env: minimalEnvironment({
       CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE,
       CLAUDE_DISPATCH_KILL_GRACE_MS: "500",
       // Each client gets a server with a fresh state directory, whose agents die with it.
       CLAUDE_DISPATCH_STATE_DIR: mkdtempSync(path.join(scratch, "state-")),
       CLAUDE_DISPATCH_ON_EXIT: "kill",
       ...env,
-    },
+    }),
     stderr: "ignore",
   });
   const client = new Client({ name: "sdk-interop-test", version: "1.0.0" });

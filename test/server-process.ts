@@ -11,6 +11,37 @@ import { fileURLToPath } from "node:url";
 export const SERVER_MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
 export const FAKE_CLAUDE = fileURLToPath(new URL("./fixtures/fake-claude.mjs", import.meta.url));
 
+/**
+ * The only variables of the test runner's environment that reach what the
+ * tests spawn (servers, the CLI, agents): PATH, so `node` (the fake agent's
+ * `#!/usr/bin/env node`) and system tools such as `ps` resolve, and on Windows
+ * SystemRoot, without which Node's child processes there cannot start. Nothing
+ * else: not HOME, XDG_STATE_HOME, TMPDIR (the children fall back to the
+ * system's /tmp), NODE_OPTIONS or any CLAUDE_DISPATCH_* (a suite run inside an
+ * agent that claude-dispatch dispatched has CLAUDE_DISPATCH_DEPTH set, and
+ * would otherwise test a server that offers no tools).
+ */
+export const MINIMAL_ENV_KEYS: readonly string[] = process.platform === "win32" ? ["PATH", "SystemRoot"] : ["PATH"];
+
+/**
+ * The minimal base (MINIMAL_ENV_KEYS, taken from `from`, the runner's
+ * environment unless given; PATH falls back to /usr/bin:/bin), then `env`.
+ * Every test that spawns a process builds its environment here, never from
+ * `...process.env`.
+ */
+export function minimalEnvironment(
+  env: Readonly<Record<string, string>> = {},
+  from: Readonly<Record<string, string | undefined>> = process.env,
+): Record<string, string> {
+  const base: Record<string, string> = {};
+  for (const key of MINIMAL_ENV_KEYS) {
+    const value = from[key];
+    if (value !== undefined) base[key] = value;
+  }
+  if (base.PATH === undefined && process.platform !== "win32") base.PATH = "/usr/bin:/bin";
+  return { ...base, ...env };
+}
+
 export interface RpcResponse {
   jsonrpc: "2.0";
   id: string | number | null;
@@ -32,12 +63,12 @@ export class ServerProcess {
   private readonly waiting = new Map<string, (response: RpcResponse) => void>();
 
   /**
-   * `env` is laid over `baseEnv` (the test runner's environment unless given),
-   * after defaults that point the server at the fake agent, at a state
+   * `env` is laid over `baseEnv` (minimalEnvironment() unless given; never the
+   * runner's whole environment), after defaults that point the server at the fake agent, at a state
    * directory of its own, and that kill agents at shutdown, so a test leaves
    * nothing running (tests of CLAUDE_DISPATCH_ON_EXIT=keep say so).
    */
-  constructor(env: Record<string, string> = {}, baseEnv: Readonly<Record<string, string | undefined>> = process.env) {
+  constructor(env: Record<string, string> = {}, baseEnv: Readonly<Record<string, string>> = minimalEnvironment()) {
     this.ownsStateDir = env.CLAUDE_DISPATCH_STATE_DIR === undefined;
     this.stateDir = env.CLAUDE_DISPATCH_STATE_DIR ?? mkdtempSync(path.join(tmpdir(), "cd-state-"));
     this.child = spawn(process.execPath, [SERVER_MAIN], {
