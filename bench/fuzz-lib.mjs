@@ -282,7 +282,18 @@ function classifyToolCall(id, params, env, modern) {
   return keyedResult(id, check, method);
 }
 
-const taskNotFound = (taskId) => `Failed to retrieve task: Task not found: ${taskId}`;
+/**
+ * §10: how every message echoes a value the caller sent: its first 60 characters (59 rather than split a
+ * surrogate pair), "…" when cut, as a JSON string, with C1 controls, U+2028 and U+2029 escaped as well.
+ */
+export function echoed(value, max = 60) {
+  let end = Math.min(max, value.length);
+  if (end < value.length && end > 0 && /[\ud800-\udbff]/.test(value[end - 1]) && /[\udc00-\udfff]/.test(value[end])) end -= 1;
+  const cut = end < value.length ? `${value.slice(0, end)}…` : value;
+  return JSON.stringify(cut).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+const taskNotFound = (taskId) => `Failed to retrieve task: Task not found: ${echoed(taskId)}`;
 
 /** §14, §16.4: params.taskId must be a string. */
 function taskIdProblem(id, method, params) {
@@ -359,7 +370,7 @@ export function toolOracle(tool, args, env) {
   const jobEcho = typeof args.job_id === "string" && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(args.job_id) ? args.job_id : undefined;
   const allowed = TOOL_ARGS[tool];
   for (const key of Object.keys(args)) {
-    if (!allowed.includes(key)) return { ...invalidArgument(tool, `unknown argument "${key}"`), echo: jobEcho };
+    if (!allowed.includes(key)) return { ...invalidArgument(tool, `unknown argument ${echoed(key)}`), echo: jobEcho };
   }
   switch (tool) {
     case "claude_run":

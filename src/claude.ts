@@ -39,6 +39,8 @@ export interface AgentSpec {
   output?: OutputFiles;
   /** The tree marker to give the agent, made and recorded before the spawn (§15.2). */
   marker?: string;
+  /** The prompt as a file already on disk (§15.2): then it is the agent's stdin, and `prompt` is not read. */
+  promptFile?: string;
 }
 
 /**
@@ -742,7 +744,8 @@ export function createClaudeAgents(options: ClaudeLauncherOptions): ClaudeAgents
           args: claudeArgs(spec),
           cwd: spec.cwd,
           env: options.env,
-          stdin: spec.prompt, // never argv: no quoting, no shell, no length limit
+          // Never argv: no quoting, no shell, no length limit. From the prompt file when there is one, so it arrives whole (§15.2).
+          stdin: spec.promptFile ? { file: spec.promptFile } : spec.prompt,
           onStdout,
           stderrTailBytes: options.stderrTailBytes,
           ...(spec.output ? { output: spec.output } : {}),

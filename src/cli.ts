@@ -15,7 +15,8 @@ import { ClaudeStream, DEFAULT_CLAUDE_BIN, type AgentOptions } from "./claude.js
 import { sleep, type Clock } from "./clock.js";
 import { DEPTH_VARIABLE, loadConfig, type Config, type Host } from "./config.js";
 import { resolveRoots } from "./directory.js";
-import { DispatchError, toDispatchError } from "./errors.js";
+import { DispatchError, quoted, toDispatchError } from "./errors.js";
+import { KILL_REASON_TEXT } from "./jobs.js";
 import { createLogger, type Logger, type TextSink } from "./log.js";
 import type { KillReport, ProcessControl } from "./process.js";
 import {
@@ -48,6 +49,8 @@ export interface CliIo {
   runFile(file: string, args: string[], timeoutMs: number): Promise<RunFileResult>;
   /** This process as a claim file names it, when `kill` finishes the record of a dead server (§15.3). */
   identity(): ProcessIdentity;
+  /** This user's uid, which the state directory must belong to; undefined on Windows (§15.1). */
+  uid?: number | undefined;
 }
 
 export interface RunFileResult {
@@ -76,8 +79,6 @@ const VERSION_TIMEOUT_MS = 10_000;
 const IDLE_WAIT_MS = 5000;
 /** The shortest id prefix `show` and `kill` take, in hex digits: as git's, short to type yet rarely ambiguous. */
 const MIN_ID_PREFIX_HEX = 4;
-/** What the user typed is echoed JSON-quoted and cut to this. */
-const ECHOED_INPUT_CHARS = 60;
 /**
  * Set per process, never by an operator: the depth a server gives its agents
  * (§7.4) and the marker on each agent's tree (process.ts's TREE_MARKER_VARIABLE).
@@ -161,7 +162,7 @@ function usageError(io: CliIo, message: string): number {
 function parseInvocation(args: readonly string[]): Invocation {
   const [name = "help", ...rest] = args;
   if (!(COMMANDS as readonly string[]).includes(name)) {
-    throw new UsageError(name.startsWith("-") ? `unknown option ${name}` : `unknown command ${echo(name)}`);
+    throw new UsageError(name.startsWith("-") ? `unknown option ${echo(name)}` : `unknown command ${echo(name)}`);
   }
   const command = name as Command;
   const invocation: Invocation = { command, json: false, help: false, all: false, olderThanMs: undefined, id: undefined };
@@ -178,11 +179,11 @@ function parseInvocation(args: readonly string[]): Invocation {
       invocation.olderThanMs = parseDuration(value);
       continue;
     }
-    if (inline !== undefined) throw new UsageError(`${flag} takes no value`);
+    if (inline !== undefined) throw new UsageError(`${echo(flag)} takes no value`);
     if (flag === "--json") invocation.json = true;
     else if (flag === "--help" || flag === "-h") invocation.help = true;
     else if (flag === "--all" && command === "jobs") invocation.all = true;
-    else if (flag.startsWith("-") && flag !== "-") throw new UsageError(`unknown option ${flag} for ${command}`);
+    else if (flag.startsWith("-") && flag !== "-") throw new UsageError(`unknown option ${echo(flag)} for ${command}`);
     else positional.push(arg);
   }
   if (invocation.help) return invocation;
@@ -229,7 +230,15 @@ async function runCommand(invocation: Invocation, io: CliIo): Promise<number> {
     if (error instanceof StateError) throw new DispatchError("STATE_ERROR", error.message);
     throw error;
   }
-  const context: Context = { io, store: new StateStore(root), json: invocation.json, now: io.clock.now() };
+  const store = new StateStore(root, { uid: io.uid });
+  try {
+    // Never list, show or kill from a directory that is not ours: its records could name any process.
+    store.check();
+  } catch (error) {
+    if (error instanceof StateError) throw new DispatchError("STATE_ERROR", error.message);
+    throw error;
+  }
+  const context: Context = { io, store, json: invocation.json, now: io.clock.now() };
   switch (invocation.command) {
     case "jobs":
       return listJobs(context, invocation.all);
@@ -626,7 +635,7 @@ async function finishRecord(context: Context, control: ProcessControl, record: J
   const outcome: StoredOutcome =
     survivors.length > 0
       ? { ok: false, code: "KILL_FAILED", detail: `processes ${survivors.join(", ")} survived SIGKILL` }
-      : { ok: false, code: "KILLED", detail: "killed from the command line" };
+      : { ok: false, code: "KILLED", detail: `killed ${KILL_REASON_TEXT.cli}` };
   const final: JobRecord = { ...current, status: "killed", kill_reason: "cli", finished_at: io.clock.now(), generation, outcome };
   if (live.turns > 0) final.turns = live.turns;
   if (live.costUsd !== undefined) final.cost_usd = live.costUsd;
@@ -784,6 +793,12 @@ function checkStateDirectory(io: CliIo, config: Config | undefined): Check[] {
   } catch (error) {
     return [{ name, status: "fail", detail: (error as Error).message }];
   }
+  const store = new StateStore(root, { uid: io.uid });
+  try {
+    store.check();
+  } catch (error) {
+    return [{ name, status: "fail", detail: `${(error as Error).message}; the server will not start` }];
+  }
   let info;
   try {
     info = statSync(root);
@@ -808,7 +823,6 @@ function checkStateDirectory(io: CliIo, config: Config | undefined): Check[] {
   } else {
     checks.push({ name, status: "ok", detail: `${root} (writable${io.host?.platform === "win32" ? "" : ", mode 0700"})` });
   }
-  const store = new StateStore(root);
   const { records, skipped } = store.loadAll();
   const bytes = records.reduce((sum, record) => sum + store.size(record.id), 0);
   const count = (status: JobRecord["status"]): number => records.filter((record) => record.status === status).length;
@@ -969,9 +983,9 @@ function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** What the user typed, as a message quotes it: JSON-quoted (escapes escaped), at most ECHOED_INPUT_CHARS of it. */
+/** What the user typed, as a message quotes it: the server's one echo rule (errors.ts quoted, PROTOCOL.md §10), never a terminal escape. */
 function echo(text: string): string {
-  return printable(JSON.stringify(clip(text, ECHOED_INPUT_CHARS)));
+  return printable(quoted(text));
 }
 
 function firstLine(text: string): string {

@@ -6,12 +6,18 @@
 import { realpath, stat } from "node:fs/promises";
 import path from "node:path";
 
+import { quoted } from "./errors.js";
+
+/** Paths are echoed quoted (§10), cut longer than other values: a real path is often past 60 characters. */
+const PATH_ECHO_CHARS = 500;
+const shown = (dir: string): string => quoted(dir, PATH_ECHO_CHARS);
+
 export type DirectoryCheck =
   | { ok: true; path: string }
   | { ok: false; code: "INVALID_ARGUMENT" | "POLICY_DENIED"; problem: string };
 
 export async function checkDirectory(dir: string, roots?: readonly string[], pathApi: typeof path = path): Promise<DirectoryCheck> {
-  if (!pathApi.isAbsolute(dir)) return { ok: false, code: "INVALID_ARGUMENT", problem: `must be an absolute path, got ${JSON.stringify(dir)}` };
+  if (!pathApi.isAbsolute(dir)) return { ok: false, code: "INVALID_ARGUMENT", problem: `must be an absolute path, got ${shown(dir)}` };
   // With roots, a path outside them is refused before anything is said about whether it exists.
   if (roots !== undefined && !roots.some((root) => isInside(pathApi.resolve(dir), root, pathApi))) {
     const real = await realpath(dir).catch(() => undefined);
@@ -19,11 +25,11 @@ export async function checkDirectory(dir: string, roots?: readonly string[], pat
   }
   try {
     const info = await stat(dir);
-    if (!info.isDirectory()) return { ok: false, code: "INVALID_ARGUMENT", problem: `is not a directory: ${dir}` };
+    if (!info.isDirectory()) return { ok: false, code: "INVALID_ARGUMENT", problem: `is not a directory: ${shown(dir)}` };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return { ok: false, code: "INVALID_ARGUMENT", problem: `does not exist: ${dir}` };
-    return { ok: false, code: "INVALID_ARGUMENT", problem: `cannot be used (${code ?? (error as Error).message}): ${dir}` };
+    if (code === "ENOENT" || code === "ENOTDIR") return { ok: false, code: "INVALID_ARGUMENT", problem: `does not exist: ${shown(dir)}` };
+    return { ok: false, code: "INVALID_ARGUMENT", problem: `cannot be used (${code ?? (error as Error).message}): ${shown(dir)}` };
   }
   if (roots === undefined) return { ok: true, path: dir };
   // The agent runs in the real path, so a symlink swapped after this check cannot move it.
@@ -33,8 +39,8 @@ export async function checkDirectory(dir: string, roots?: readonly string[], pat
 }
 
 function outsideRoots(dir: string, real: string | undefined): DirectoryCheck {
-  const where = real === undefined || real === dir ? "" : ` (it resolves to ${real})`;
-  return { ok: false, code: "POLICY_DENIED", problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${dir}${where}` };
+  const where = real === undefined || real === dir ? "" : ` (it resolves to ${shown(real)})`;
+  return { ok: false, code: "POLICY_DENIED", problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${shown(dir)}${where}` };
 }
 
 /** Compares path components, not string prefixes: /root2 is not inside /root. */

@@ -47,3 +47,28 @@ export function toDispatchError(error: unknown): DispatchError {
 export function formatError(code: ErrorCode, detail: string): string {
   return `${code}: ${detail}`;
 }
+
+/** How much of a caller's value a message quotes back (PROTOCOL.md §10). */
+export const ECHO_MAX_CHARS = 60;
+
+/**
+ * A caller's value as every message echoes it (PROTOCOL.md §10): its first
+ * maxChars characters, one fewer rather than split a surrogate pair, then "…"
+ * when cut, written as a JSON string. The few characters JSON.stringify leaves
+ * raw that end or garble a line (C1 controls, U+2028, U+2029) are escaped too,
+ * so the echo is one printable line whatever the caller sent.
+ */
+export function quoted(value: string, maxChars: number = ECHO_MAX_CHARS): string {
+  let end = Math.max(0, Math.min(Math.floor(maxChars), value.length));
+  if (end < value.length && end > 0 && isHighSurrogate(value.charCodeAt(end - 1)) && isLowSurrogate(value.charCodeAt(end))) end -= 1;
+  const cut = end < value.length ? `${value.slice(0, end)}…` : value;
+  return JSON.stringify(cut).replace(/[\u007f-\u009f\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}

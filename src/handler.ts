@@ -17,7 +17,7 @@ import {
   type ModernRequest,
   type ModernResultType,
 } from "./eras.js";
-import { DispatchError, toDispatchError } from "./errors.js";
+import { DispatchError, quoted, toDispatchError } from "./errors.js";
 import { isUnfinished, type Job, type JobRegistry } from "./jobs.js";
 import {
   INTERNAL_ERROR,
@@ -173,7 +173,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       return;
     }
     if (method === "notifications/initialized") return;
-    logger.debug(`ignored notification ${method}`);
+    logger.debug(`ignored notification ${quoted(method)}`);
   }
 
   function initialize(id: RequestId, params: Record<string, unknown>): JsonRpcResponse {
@@ -182,7 +182,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       return fail(id, INVALID_PARAMS, "initialize requires params.protocolVersion (a string)");
     }
     const negotiatedVersion = negotiateVersion(requested);
-    logger.info(`initialize: client asked for ${requested}, using ${negotiatedVersion}`);
+    logger.info(`initialize: client asked for ${quoted(requested)}, using ${negotiatedVersion}`);
     return respond(id, {
       protocolVersion: negotiatedVersion,
       capabilities: gated
@@ -248,7 +248,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     if (job) return job;
     throw new DispatchError(
       "JOB_NOT_FOUND",
-      `no job with id ${jobId}; finished jobs are forgotten ${describeDuration(deps.jobRetentionMs)} after they end, and a job another running claude-dispatch server owns is served by that server (claude-dispatch jobs lists every job)`,
+      `no job with id ${quoted(jobId)}; finished jobs are forgotten ${describeDuration(deps.jobRetentionMs)} after they end, and a job another running claude-dispatch server owns is served by that server (claude-dispatch jobs lists every job)`,
     );
   }
 
@@ -381,7 +381,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
     if (rawArgs !== undefined && rawArgs !== null && !isRecord(rawArgs)) {
       return fail(id, INVALID_PARAMS, "tools/call params.arguments must be an object");
     }
-    if (!isToolName(name)) return fail(id, INVALID_PARAMS, `Unknown tool: ${name}`);
+    if (!isToolName(name)) return fail(id, INVALID_PARAMS, `Unknown tool: ${quoted(name)}`);
     // 2025-11-25 task augmentation; a 2026-07-28 client cannot ask for a task, the server decides (§16.4).
     // Under the recursion guard no tasks capability is declared, so the augmentation is ignored, as the spec requires.
     const task = modern || gated ? undefined : params.task;
@@ -469,7 +469,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
       }
       default:
         // initialize, ping, tasks/result and tasks/list belong to the legacy era only.
-        return fail(id, METHOD_NOT_FOUND, `Method not found: ${method} (in protocol version ${modern.version})`);
+        return fail(id, METHOD_NOT_FOUND, `Method not found: ${quoted(method)} (in protocol version ${modern.version})`);
     }
   }
 
@@ -505,7 +505,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
         // Only a 2026-07-28 method, and such a request must say so in _meta (§16.1).
         return fail(id, INVALID_PARAMS, `server/discover requires params._meta["${PROTOCOL_VERSION_KEY}"]`);
       default:
-        return fail(id, METHOD_NOT_FOUND, `Method not found: ${method}`);
+        return fail(id, METHOD_NOT_FOUND, `Method not found: ${quoted(method)}`);
     }
   }
 

@@ -14,7 +14,7 @@
  */
 import type { AgentAttacher, AgentLauncher, AgentOptions, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "./claude.js";
 import type { CancelTimer, Clock } from "./clock.js";
-import { DispatchError, toDispatchError } from "./errors.js";
+import { DispatchError, quoted, toDispatchError } from "./errors.js";
 import type { Logger } from "./log.js";
 import type { OutputFiles } from "./process.js";
 import { isFinishedStatus, isJobId, type AgentRecord, type JobRecord, type ProcessIdentity, type RecordStatus, type StoredOutcome } from "./state.js";
@@ -42,7 +42,8 @@ export interface Job {
   readonly status: JobStatus;
   readonly finishedAt: number | undefined;
   /**
-   * Set when the job finishes. For a killed job it is whatever the agent left.
+   * Set when the job finishes. For a killed job it is KILLED (KILL_FAILED when processes survived),
+   * with the result the agent printed, if any.
    * A long result text is not kept here: resultText() reads it.
    */
   readonly outcome: AgentOutcome | undefined;
@@ -84,7 +85,10 @@ export interface JobStore {
   writeResult(id: string, text: string): void;
   readResult(id: string): string | undefined;
   readResultHead(id: string, maxChars: number): string | undefined;
-  readPrompt(id: string): string | undefined;
+  /** Whether the job's prompt.txt is there (a regular file, not a link). */
+  hasPrompt(id: string): boolean;
+  /** Where the job's prompt is: the agent reads it as its stdin (§15.2). */
+  promptFile(id: string): string;
   killRequested(id: string): boolean;
   /** Bytes the job's folder uses. */
   size(id: string): number;
@@ -160,9 +164,17 @@ const PREVIEW_CHARS = 80;
 const RESULT_CHARS_IN_MEMORY = 4096;
 const NO_TRANSCRIPT = new Transcript(0);
 
+/** Enough of a prompt's start for its preview, however long the prompt: listings never touch the rest. */
+const PREVIEW_SOURCE_CHARS = 4096;
+
+/**
+ * The prompt's start on one line, clipped, computed once per job. A copy of its own: V8 keeps a slice's
+ * whole parent alive, and the parent may be a prompt of megabytes.
+ */
 function previewOf(prompt: string): string {
-  const flat = prompt.replace(/\s+/g, " ").trim();
-  return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS)}…` : flat;
+  const flat = prompt.slice(0, PREVIEW_SOURCE_CHARS).replace(/\s+/g, " ").trim();
+  const clipped = flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS)}…` : flat;
+  return JSON.parse(JSON.stringify(clipped)) as string;
 }
 
 class JobEntry implements Job {
@@ -187,16 +199,25 @@ class JobEntry implements Job {
   /** Each listener, with its subscription to the agent once there is one. */
   private readonly listeners = new Map<() => void, (() => void) | undefined>();
 
+  readonly promptPreview: string;
+
   constructor(
     readonly id: string,
     readonly kind: JobKind,
-    readonly spec: AgentSpec,
+    public spec: AgentSpec,
     public startedAt: number,
     readonly timeoutMs: number | undefined,
     private readonly positionOf: (job: JobEntry) => number | undefined,
+    promptPreview = previewOf(spec.prompt),
   ) {
     this.submittedAt = startedAt;
+    this.promptPreview = promptPreview;
     this.done = new Promise<void>((resolve) => (this.resolveDone = resolve));
+  }
+
+  /** The prompt is on disk, or with the agent: memory keeps only its preview (a queued job starts from prompt.txt). */
+  forgetPrompt(): void {
+    if (this.spec.prompt !== "") this.spec = { ...this.spec, prompt: "" };
   }
 
   resultText(): string | undefined {
@@ -232,9 +253,6 @@ class JobEntry implements Job {
   }
   get resumeSessionId(): string | undefined {
     return this.spec.resumeSessionId;
-  }
-  get promptPreview(): string {
-    return previewOf(this.spec.prompt);
   }
   get launched(): boolean {
     return this.run !== undefined || this.agent !== undefined;
@@ -304,6 +322,7 @@ export class JobRegistry {
       } catch (error) {
         throw new DispatchError("STATE_ERROR", `cannot write the job's record: ${(error as Error).message}`);
       }
+      job.forgetPrompt();
     }
     this.jobs.set(job.id, job);
     this.armTimeout(job, timeoutMs);
@@ -359,7 +378,7 @@ export class JobRegistry {
    */
   async kill(id: string, reason: KillReason): Promise<KillResult> {
     const job = this.jobs.get(id);
-    if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${id}`);
+    if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${quoted(id)}`);
     if (job.status === "queued") {
       this.queue.splice(this.queue.indexOf(job), 1);
       job.killReason = reason;
@@ -398,6 +417,8 @@ export class JobRegistry {
   /** Refuses new jobs, drops the queue, kills every running job, and waits until all have finished. */
   async shutdown(): Promise<void> {
     this.closing = true;
+    // A job being taken over is served (and killable) once its output is read.
+    await Promise.allSettled([...this.recovering.values()]);
     for (const job of [...this.queue]) await this.kill(job.id, "shutdown");
     const running = this.running();
     if (running.length > 0) this.options.logger.info(`shutdown: killing ${running.length} running job(s)`);
@@ -474,11 +495,10 @@ export class JobRegistry {
     }
   }
 
-  /** What the job asked for, its whole prompt included; undefined when prompt.txt is gone. */
+  /** What the job asked for; its prompt stays in prompt.txt, the agent's stdin. Undefined when prompt.txt is gone. */
   private specOf(record: JobRecord): AgentSpec | undefined {
-    const prompt = (this.options.persistence as Persistence).store.readPrompt(record.id);
-    if (prompt === undefined) return undefined;
-    return { prompt, cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
+    if (!(this.options.persistence as Persistence).store.hasPrompt(record.id)) return undefined;
+    return { prompt: "", cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
   }
 
   /**
@@ -504,7 +524,7 @@ export class JobRegistry {
     const persistence = this.options.persistence as Persistence;
     const { clock, logger } = this.options;
     const spec = found.spec ?? { prompt: "", cwd: record.cwd, options: record.options };
-    const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, (entry) => this.queue.indexOf(entry) + 1);
+    const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, (entry) => this.queue.indexOf(entry) + 1, record.prompt_preview);
     job.submittedAt = record.submitted_at;
     job.generation = record.generation + 1;
     job.agent = record.agent;
@@ -569,9 +589,9 @@ export class JobRegistry {
 
   private restoreFinished(record: JobRecord): void {
     const persistence = this.options.persistence as Persistence;
-    const spec: AgentSpec = { prompt: record.prompt_preview, cwd: record.cwd, options: record.options };
+    const spec: AgentSpec = { prompt: "", cwd: record.cwd, options: record.options };
     if (record.resume_session_id) spec.resumeSessionId = record.resume_session_id;
-    const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, () => undefined);
+    const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, () => undefined, record.prompt_preview);
     job.submittedAt = record.submitted_at;
     job.status = record.status;
     // A finish time in the future (the clock was set back since) counts as now, so retention is not stretched by the jump.
@@ -631,9 +651,10 @@ export class JobRegistry {
         this.finish(job, { ok: false, code: "STATE_ERROR", detail: `its record could not be written, so it was not started: ${(error as Error).message}` });
         return;
       }
-      spec = { ...job.spec, output: persistence.store.outputFiles(job.id), marker };
+      spec = { ...job.spec, output: persistence.store.outputFiles(job.id), marker, promptFile: persistence.store.promptFile(job.id) };
     }
     const run = this.options.launch(spec);
+    job.forgetPrompt();
     if (run.pid !== undefined) {
       job.agent = { ...job.agent, pid: run.pid };
       this.save(job);
@@ -707,6 +728,10 @@ export class JobRegistry {
         detail: `no result within ${seconds}s; ${where}`,
         ...(outcome.ok || outcome.result ? { result: outcome.result } : {}),
       };
+    } else if (job.killReason && !outcome.ok && outcome.code === "KILL_FAILED") {
+      // Processes survived SIGKILL: the record keeps which.
+      job.status = "killed";
+      job.outcome = outcome;
     } else if (job.killReason) {
       // Killed is killed, however the agent's end looked from here (an adopted agent's is unobserved: AGENT_LOST).
       job.status = "killed";

@@ -139,7 +139,7 @@ function linuxStartTime(): string | undefined {
 
 
 function openState(config: Config): StateStore {
-  const store = new StateStore(config.stateDir);
+  const store = new StateStore(config.stateDir, { uid: process.getuid?.() });
   try {
     store.open();
   } catch (error) {
@@ -173,6 +173,7 @@ async function main(): Promise<void> {
         });
       },
       // Names the CLI in a claim file when `kill` finishes the record of a dead server.
+      uid: process.getuid?.(),
       identity: () => {
         const startTime = linuxStartTime();
         return startTime ? { pid: process.pid, start_time: startTime } : { pid: process.pid };

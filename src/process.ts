@@ -12,11 +12,12 @@
  */
 import type { ChildProcess, SpawnOptions } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { closeSync, existsSync, openSync, readFileSync, readSync, readdirSync } from "node:fs";
+import { closeSync, constants as fsConstants, existsSync, openSync, readFileSync, readSync, readdirSync } from "node:fs";
 import { open as openFile, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 
 import { sleep, type CancelTimer, type Clock } from "./clock.js";
+import { NO_FOLLOW, openForAppending, openForReading } from "./files.js";
 import type { Logger } from "./log.js";
 
 export interface ProcessInfo {
@@ -64,8 +65,11 @@ export interface SpawnRequest {
   args: readonly string[];
   cwd: string;
   env: Readonly<Record<string, string | undefined>>;
-  /** Written to the child's stdin, which is then closed. */
-  stdin: string;
+  /**
+   * The child's stdin: text written to a pipe that is then closed, or a file the child reads itself. A file is
+   * whole before the spawn, so an agent never runs a prompt cut short by a server dying mid-write (§15.2).
+   */
+  stdin: string | { file: string };
   /** Receives stdout as it arrives; the reader bounds what it keeps. */
   onStdout(chunk: Buffer): void;
   stderrTailBytes: number;
@@ -306,9 +310,7 @@ function collect(child: ChildProcess, request: SpawnRequest, options: ProcessCon
     });
   });
 
-  if (child.stdin) {
-    child.stdin.end(request.stdin);
-  }
+  if (child.stdin && typeof request.stdin === "string") child.stdin.end(request.stdin);
 
   return { exited, hasExited: () => exitedFlag };
 }
@@ -341,7 +343,7 @@ function collectFromFiles(child: ChildProcess, request: SpawnRequest, output: Ou
     child.once("exit", (code, signal) => finish({ exitCode: code, signal }));
   });
   follower.start();
-  child.stdin?.end(request.stdin);
+  if (typeof request.stdin === "string") child.stdin?.end(request.stdin);
   return { exited, hasExited: () => exitedFlag };
 }
 
@@ -395,7 +397,7 @@ class FileFollower {
 
   private async readAvailable(): Promise<void> {
     try {
-      this.handle ??= await openFile(this.file, "r");
+      this.handle ??= await openFile(this.file, fsConstants.O_RDONLY | NO_FOLLOW);
       for (;;) {
         const buffer = Buffer.allocUnsafe(FOLLOW_CHUNK_BYTES);
         const { bytesRead } = await this.handle.read(buffer, 0, FOLLOW_CHUNK_BYTES, this.offset);
@@ -422,7 +424,7 @@ function decodeTail(bytes: Buffer): string {
 async function readTail(file: string, bytes: number): Promise<string> {
   let handle: FileHandle | undefined;
   try {
-    handle = await openFile(file, "r");
+    handle = await openFile(file, fsConstants.O_RDONLY | NO_FOLLOW);
     const { size } = await handle.stat();
     const length = Math.min(size, bytes);
     const buffer = Buffer.alloc(length);
@@ -435,22 +437,34 @@ async function readTail(file: string, bytes: number): Promise<string> {
   }
 }
 
-/** The agent's ends of its output files; the server closes its copies once the agent has them. */
-function openOutputs(output: OutputFiles | undefined): { stdout: number; stderr: number } | undefined {
-  if (!output) return undefined;
-  const stdout = openSync(output.stdoutPath, "a", 0o600);
+type StdioFds = { stdin: number | undefined; stdout: number | undefined; stderr: number | undefined };
+
+/**
+ * The agent's ends of its prompt and output files, none of them through a symbolic link; the server closes its
+ * copies once the agent has them. Throws with the file that could not be opened.
+ */
+function openStdio(request: Pick<SpawnRequest, "stdin" | "output">): StdioFds {
+  const fds: StdioFds = { stdin: undefined, stdout: undefined, stderr: undefined };
   try {
-    return { stdout, stderr: openSync(output.stderrPath, "a", 0o600) };
+    if (typeof request.stdin !== "string") fds.stdin = openForReading(request.stdin.file);
+    if (request.output) {
+      fds.stdout = openForAppending(request.output.stdoutPath);
+      fds.stderr = openForAppending(request.output.stderrPath);
+    }
+    return fds;
   } catch (error) {
-    closeSync(stdout);
+    closeStdio(fds);
     throw error;
   }
 }
 
-function closeOutputs(fds: { stdout: number; stderr: number } | undefined): void {
-  if (!fds) return;
-  closeSync(fds.stdout);
-  closeSync(fds.stderr);
+function closeStdio(fds: StdioFds | undefined): void {
+  for (const fd of [fds?.stdin, fds?.stdout, fds?.stderr]) if (fd !== undefined) closeSync(fd);
+}
+
+/** The spawn's stdio: our files where we have them, pipes elsewhere. */
+function stdioOf(fds: StdioFds): ["pipe" | number, "pipe" | number, "pipe" | number] {
+  return [fds.stdin ?? "pipe", fds.stdout ?? "pipe", fds.stderr ?? "pipe"];
 }
 
 function describeSpawnError(error: NodeJS.ErrnoException, cwd: string): NonNullable<ChildExit["spawnError"]> {
@@ -460,10 +474,10 @@ function describeSpawnError(error: NodeJS.ErrnoException, cwd: string): NonNulla
   return { code: error.code, message: error.message };
 }
 
-/** The job's output files could not be opened (the state directory is gone, or full): nothing was started. */
+/** The job's prompt or output files could not be opened (the state directory is gone, or full): nothing was started. */
 function outputFailure(error: unknown): ChildHandle {
   const { code } = error as NodeJS.ErrnoException;
-  return failedStart({ code, message: `cannot open the job's output files: ${(error as Error).message}`, outputFiles: true });
+  return failedStart({ code, message: `cannot open the job's files: ${(error as Error).message}`, outputFiles: true });
 }
 
 function spawnFailure(error: unknown, cwd: string): ChildHandle {
@@ -502,9 +516,9 @@ function startPosix(
   // which finds the ones that escaped the tree before a snapshot saw them.
   const markerValue = request.marker ?? randomUUID();
   const marker = `${TREE_MARKER_VARIABLE}=${markerValue}`;
-  let fds: { stdout: number; stderr: number } | undefined;
+  let fds: StdioFds;
   try {
-    fds = openOutputs(request.output);
+    fds = openStdio(request);
   } catch (error) {
     return outputFailure(error);
   }
@@ -514,14 +528,14 @@ function startPosix(
     child = platform.spawn(request.command, request.args, {
       cwd: request.cwd,
       env: { ...request.env, [TREE_MARKER_VARIABLE]: markerValue } as NodeJS.ProcessEnv,
-      stdio: ["pipe", fds?.stdout ?? "pipe", fds?.stderr ?? "pipe"],
+      stdio: stdioOf(fds),
       detached: true,
       windowsHide: true,
     });
   } catch (error) {
     return spawnFailure(error, request.cwd);
   } finally {
-    closeOutputs(fds);
+    closeStdio(fds);
   }
 
   const pid = child.pid;
@@ -1170,25 +1184,25 @@ export function parseNpmShimTarget(shim: string, shimDirectory: string): string 
 
 function startWindows(platform: WindowsPlatform, request: SpawnRequest, options: ProcessControlOptions): ChildHandle {
   let child: ChildProcess;
-  let fds: { stdout: number; stderr: number } | undefined;
+  let fds: StdioFds | undefined;
   try {
     const invocation = resolveWindowsInvocation(request.command, request.args, platform);
     try {
-      fds = openOutputs(request.output);
+      fds = openStdio(request);
     } catch (error) {
       return outputFailure(error);
     }
     child = platform.spawn(invocation.command, invocation.args, {
       cwd: request.cwd,
       env: request.env as NodeJS.ProcessEnv,
-      stdio: ["pipe", fds?.stdout ?? "pipe", fds?.stderr ?? "pipe"],
+      stdio: stdioOf(fds),
       windowsHide: true,
       windowsVerbatimArguments: invocation.verbatim,
     });
   } catch (error) {
     return spawnFailure(error, request.cwd);
   } finally {
-    closeOutputs(fds);
+    closeStdio(fds);
   }
 
   const pid = child.pid;

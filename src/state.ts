@@ -19,18 +19,20 @@ import {
   fstatSync,
   fsyncSync,
   linkSync,
+  lstatSync,
   mkdirSync,
   openSync,
-  readFileSync,
   readdirSync,
   readSync,
   renameSync,
   rmSync,
-  statSync,
   writeFileSync,
   writeSync,
+  type Stats,
 } from "node:fs";
 import path from "node:path";
+
+import { openForReading, openForWriting, readTextFile } from "./files.js";
 
 import { ClaudeStream, type AgentOptions, type AgentResult } from "./claude.js";
 import type { ErrorCode } from "./errors.js";
@@ -136,23 +138,101 @@ export interface LoadedRecords {
   skipped: { id: string; reason: string }[];
 }
 
+export interface StateStoreOptions {
+  /**
+   * The user the directory must belong to (process.getuid()); undefined where
+   * there are no uids (Windows). A folder of another user's is never trusted:
+   * a job planted there would run as this one (§15.1).
+   */
+  uid?: number | undefined;
+}
+
 export class StateStore {
   readonly jobsDir: string;
+  private readonly uid: number | undefined;
 
-  constructor(readonly root: string) {
+  constructor(
+    readonly root: string,
+    options: StateStoreOptions = {},
+  ) {
     this.jobsDir = path.join(root, "jobs");
+    this.uid = options.uid;
   }
 
-  /** Creates the directory, private to this user (0700), or checks it is usable. Throws StateError. */
+  /**
+   * Creates the directory, private to this user (0700), or checks that the one
+   * there is ours: a real folder (not a link), owned by this user, as OpenSSH's
+   * StrictModes asks of ~/.ssh. Throws StateError saying what is wrong.
+   */
   open(): void {
+    for (const folder of [this.root, this.jobsDir]) {
+      const problem = this.folderProblem(folder);
+      if (problem) throw new StateError(`cannot use the state directory ${this.root}: ${problem}`);
+    }
     try {
       mkdirSync(this.jobsDir, { recursive: true, mode: 0o700 });
+      // Made just now, or checked above: a link swapped in meanwhile is caught again.
+      for (const folder of [this.root, this.jobsDir]) {
+        const problem = this.folderProblem(folder, true);
+        if (problem) throw new StateError(problem);
+      }
       // mkdir's mode is filtered by the umask and leaves an existing folder as it was.
       chmodSync(this.root, 0o700);
       chmodSync(this.jobsDir, 0o700);
     } catch (error) {
       throw new StateError(`cannot use the state directory ${this.root}: ${(error as Error).message}; set CLAUDE_DISPATCH_STATE_DIR to a writable folder`);
     }
+  }
+
+  /**
+   * Checks the directory without creating or changing anything (the CLI, doctor):
+   * throws StateError when it is not ours. A directory that does not exist yet is fine.
+   */
+  check(): void {
+    for (const folder of [this.root, this.jobsDir]) {
+      const problem = this.folderProblem(folder);
+      if (problem) throw new StateError(`refusing the state directory ${this.root}: ${problem}`);
+    }
+  }
+
+  /** Why a folder of the state directory is not to be trusted, if it is not; a missing one is fine unless required. */
+  private folderProblem(folder: string, required = false): string | undefined {
+    let info: Stats;
+    try {
+      info = lstatSync(folder);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT" && !required) return undefined;
+      return `${folder}: ${(error as Error).message}`;
+    }
+    if (info.isSymbolicLink()) return `${folder} is a symbolic link; point CLAUDE_DISPATCH_STATE_DIR at the real folder`;
+    if (!info.isDirectory()) return `${folder} is not a directory`;
+    if (this.uid !== undefined && info.uid !== this.uid) {
+      return `${folder} is owned by uid ${info.uid}, not by this user (uid ${this.uid}); jobs found there would run as this user, so it is not used`;
+    }
+    return undefined;
+  }
+
+  /** Why a job's folder (or its record) is not to be read, if it is not: a link, not a folder, or another user's (§15.1). */
+  private jobFolderProblem(id: string): string | undefined {
+    let folder: Stats;
+    let record: Stats;
+    try {
+      folder = lstatSync(this.jobDir(id));
+    } catch {
+      return "its folder cannot be read";
+    }
+    if (folder.isSymbolicLink()) return "its folder is a symbolic link";
+    if (!folder.isDirectory()) return "it is not a folder";
+    if (this.uid !== undefined && folder.uid !== this.uid) return `its folder is owned by uid ${folder.uid}, not by this user`;
+    try {
+      record = lstatSync(this.file(id, "record.json"));
+    } catch {
+      return "no record.json";
+    }
+    if (record.isSymbolicLink()) return "record.json is a symbolic link";
+    if (!record.isFile()) return "record.json is not a regular file";
+    if (this.uid !== undefined && record.uid !== this.uid) return `record.json is owned by uid ${record.uid}, not by this user`;
+    return undefined;
   }
 
   jobDir(id: string): string {
@@ -166,6 +246,18 @@ export class StateStore {
 
   file(id: string, name: "record.json" | "prompt.txt" | "stdout.jsonl" | "stderr.log" | "result.txt" | "kill"): string {
     return path.join(this.jobDir(id), name);
+  }
+
+  promptFile(id: string): string {
+    return this.file(id, "prompt.txt");
+  }
+
+  hasPrompt(id: string): boolean {
+    try {
+      return lstatSync(this.promptFile(id)).isFile();
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -189,13 +281,9 @@ export class StateStore {
   }
 
   read(id: string): JobRecord | undefined {
-    let text: string;
-    try {
-      text = readFileSync(this.file(id, "record.json"), "utf8");
-    } catch {
-      return undefined;
-    }
-    return parseRecord(text, id);
+    if (this.jobFolderProblem(id) !== undefined) return undefined;
+    const text = readTextFile(this.file(id, "record.json"));
+    return text === undefined ? undefined : parseRecord(text, id);
   }
 
   readPrompt(id: string): string | undefined {
@@ -238,7 +326,7 @@ export class StateStore {
   readChunks(id: string, name: "stdout.jsonl" | "stderr.log", onChunk: (chunk: Buffer) => void): void {
     let fd: number;
     try {
-      fd = openSync(this.file(id, name), "r");
+      fd = openForReading(this.file(id, name));
     } catch {
       return;
     }
@@ -267,11 +355,10 @@ export class StateStore {
     }
     for (const name of names) {
       if (!isJobId(name)) continue;
-      let text: string;
-      try {
-        text = readFileSync(path.join(this.jobsDir, name, "record.json"), "utf8");
-      } catch {
-        skipped.push({ id: name, reason: "no record.json" });
+      const problem = this.jobFolderProblem(name);
+      const text = problem === undefined ? readTextFile(this.file(name, "record.json")) : undefined;
+      if (text === undefined) {
+        skipped.push({ id: name, reason: problem ?? "record.json cannot be read" });
         continue;
       }
       const record = parseRecord(text, name);
@@ -309,7 +396,7 @@ export class StateStore {
     const file = this.claimFile(id, generation, slot);
     const temporary = `${file}.${randomSuffix()}.tmp`;
     try {
-      writeFileSync(temporary, JSON.stringify(claimer), { mode: 0o600 });
+      writeFileSync(temporary, JSON.stringify(claimer), { mode: 0o600, flag: "wx" });
       linkSync(temporary, file);
       return true;
     } catch (error) {
@@ -353,7 +440,7 @@ export class StateStore {
     try {
       for (const name of readdirSync(this.jobDir(id))) {
         try {
-          total += statSync(path.join(this.jobDir(id), name)).size;
+          total += lstatSync(path.join(this.jobDir(id), name)).size;
         } catch {
           // Removed meanwhile.
         }
@@ -399,7 +486,7 @@ export function choosePrunable(
 export function readFileRange(file: string, offset: number, length: number): Buffer | undefined {
   let fd: number | undefined;
   try {
-    fd = openSync(file, "r");
+    fd = openForReading(file);
     const available = Math.max(0, Math.min(length, fstatSync(fd).size - offset));
     const buffer = Buffer.alloc(available);
     const read = available === 0 ? 0 : readSync(fd, buffer, 0, available, offset);
@@ -413,7 +500,7 @@ export function readFileRange(file: string, offset: number, length: number): Buf
 
 /** A file written from the start in pieces, private to this user. */
 export function createTextFile(file: string): { write(text: string): void; close(): void } {
-  const fd = openSync(file, "w", 0o600);
+  const fd = openForWriting(file);
   return {
     write: (text) => void writeSync(fd, text),
     close: () => closeSync(fd),
@@ -424,12 +511,9 @@ function bySubmission(a: JobRecord, b: JobRecord): number {
   return a.submitted_at - b.submitted_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
+/** Never through a link: a result.txt pointing outside must not leak that file (§15.1). */
 function readOptional(file: string): string | undefined {
-  try {
-    return readFileSync(file, "utf8");
-  } catch {
-    return undefined;
-  }
+  return readTextFile(file);
 }
 
 /**
@@ -462,7 +546,8 @@ function writeAtomically(file: string, text: string, flush: boolean): void {
   // A random name: two writers (the server and the CLI) never share a temporary file.
   const temporary = `${file}.${randomSuffix()}.tmp`;
   try {
-    const fd = openSync(temporary, "w", 0o600);
+    // Exclusive: a link planted under the temporary name is never written through.
+    const fd = openSync(temporary, "wx", 0o600);
     try {
       writeFileSync(fd, text);
       if (flush) fsyncSync(fd);

@@ -3,6 +3,7 @@
  * of claude_run or claude_start creates a job, and the task is that job seen
  * through the Tasks vocabulary. The task id is the job id.
  */
+import { quoted } from "./errors.js";
 import { INVALID_PARAMS, fail, respond, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from "./jsonrpc.js";
 import { isUnfinished, type Job, type JobRegistry } from "./jobs.js";
 import type { Logger } from "./log.js";
@@ -79,9 +80,9 @@ export function failureLine(job: Pick<Job, "outcome">): string | undefined {
   return job.outcome && !job.outcome.ok ? `${job.outcome.code}: ${job.outcome.detail}` : undefined;
 }
 
-/** Both eras answer an unknown or forgotten task id with -32602 and this text. */
+/** Both eras answer an unknown or forgotten task id with -32602 and this text; the id is echoed as every echo is (§10). */
 export function taskNotFound(taskId: string): string {
-  return `Failed to retrieve task: Task not found: ${taskId}`;
+  return `Failed to retrieve task: Task not found: ${quoted(taskId)}`;
 }
 
 /** The tasks of one connection, in creation order; a task goes when its job is forgotten (§8). */

@@ -5,7 +5,7 @@
  * silently ignored value.
  */
 import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "./claude.js";
-import { DispatchError, ERROR_CODES } from "./errors.js";
+import { DispatchError, ERROR_CODES, quoted } from "./errors.js";
 
 export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
@@ -74,7 +74,7 @@ function invalid(detail: string): DispatchError {
 
 function checkKnown(args: Record<string, unknown>, allowed: readonly string[]): void {
   for (const key of Object.keys(args)) {
-    if (!allowed.includes(key)) throw invalid(`unknown argument "${key}"; expected only ${allowed.join(", ")}`);
+    if (!allowed.includes(key)) throw invalid(`unknown argument ${quoted(key)}; expected only ${allowed.join(", ")}`);
   }
 }
 
@@ -130,8 +130,9 @@ function describeType(value: unknown): string {
   return typeof value;
 }
 
+/** A received value in a message: a string as every echo is (quoted, §10); other values by their type. */
 function preview(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+  if (typeof value === "string") return quoted(value);
   if (typeof value === "number" || typeof value === "boolean" || value === null) return String(value);
   return describeType(value);
 }

@@ -211,11 +211,11 @@ describe("usage", () => {
   test("unknown commands, options and arguments are usage errors: exit 2, a message and a short usage on stderr", async () => {
     const cases: [string[], string][] = [
       [["frobnicate"], 'unknown command "frobnicate"'],
-      [["--frobnicate"], "unknown option --frobnicate"],
-      [["jobs", "--bogus"], "unknown option --bogus for jobs"],
-      [["show", "--all", randomUUID()], "unknown option --all for show"],
+      [["--frobnicate"], 'unknown option "--frobnicate"'],
+      [["jobs", "--bogus"], 'unknown option "--bogus" for jobs'],
+      [["show", "--all", randomUUID()], 'unknown option "--all" for show'],
       [["jobs", "extra"], 'jobs takes no arguments, got "extra"'],
-      [["jobs", "--json=yes"], "--json takes no value"],
+      [["jobs", "--json=yes"], '"--json" takes no value'],
       [["show"], "show needs exactly one job id"],
       [["kill", randomUUID(), randomUUID()], "kill needs exactly one job id"],
       [["prune", "--older-than"], "--older-than needs an age"],
@@ -508,8 +508,8 @@ describe("a unique prefix of a job id", () => {
     const long = `${"a".repeat(100)}\u009b`;
     const run = await cli(["kill", long], { stateDir: dir });
     assert.equal(run.code, 2);
-    assert.ok(run.stderr.includes(`not a job id: "${"a".repeat(59)}…" (`), run.stderr);
-    assert.ok(!run.stderr.includes("a".repeat(60)), "cut to 60 characters");
+    assert.ok(run.stderr.includes(`not a job id: "${"a".repeat(60)}…" (`), run.stderr);
+    assert.ok(!run.stderr.includes("a".repeat(61)), "cut at 60 characters");
   });
 });
 
@@ -586,7 +586,7 @@ describe("kill", () => {
       finished_at: NOW,
       generation: 3,
       turns: 3,
-      outcome: { ok: false, code: "KILLED", detail: "killed from the command line" },
+      outcome: { ok: false, code: "KILLED", detail: "killed from the command line (claude-dispatch kill)" },
     });
     assert.deepEqual(JSON.parse(readFileSync(path.join(store.jobDir(job.id), "claim.3"), "utf8")), CLI_IDENTITY);
   });
@@ -693,7 +693,7 @@ describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => 
     assert.equal(final?.status, "killed");
     assert.equal(final?.kill_reason, "cli");
     assert.equal(final?.turns, 3);
-    assert.deepEqual(final?.outcome, { ok: false, code: "KILLED", detail: "killed from the command line" });
+    assert.deepEqual(final?.outcome, { ok: false, code: "KILLED", detail: "killed from the command line (claude-dispatch kill)" });
   });
 
   test("the built binary kills the tree and exits", async () => {

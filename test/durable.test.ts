@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { isAlive, readPids, waitFor } from "./processes.js";
+import { agentRecorded, isAlive, readPids, waitFor } from "./processes.js";
 import { FAKE_CLAUDE, minimalEnvironment, ServerProcess } from "./server-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-durable-"));
@@ -66,16 +66,6 @@ async function crash(server: ServerProcess): Promise<void> {
   await server.exited;
 }
 
-/** The agent is recorded with its start time, so a later server can recognise it. */
-async function agentRecorded(stateDir: string, id: string): Promise<void> {
-  await waitFor(() => {
-    try {
-      return readRecord(stateDir, id).agent?.start_time !== undefined;
-    } catch {
-      return false;
-    }
-  }, "the agent's start time in the record");
-}
 
 async function waitResult(server: ServerProcess, id: string): Promise<Record<string, any>> {
   const waited = await server.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });

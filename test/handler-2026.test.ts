@@ -259,7 +259,7 @@ test("tasks/update is acknowledged and ignored (nothing waits for input); bad pa
   error(await modern(h, "tasks/update", { taskId }, { tasks: true }), -32602);
   for (const method of ["tasks/get", "tasks/update", "tasks/cancel"]) {
     const missing = error(await modern(h, method, { taskId: "nope", inputResponses: {} }, { tasks: true }), -32602);
-    assert.equal(missing.message, "Failed to retrieve task: Task not found: nope");
+    assert.equal(missing.message, 'Failed to retrieve task: Task not found: "nope"');
     error(await modern(h, method, { taskId: 7, inputResponses: {} }, { tasks: true }), -32602);
   }
 });

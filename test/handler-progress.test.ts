@@ -853,7 +853,7 @@ test("claude_output of an unknown job is JOB_NOT_FOUND, echoing the job_id", asy
   const missing = "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9";
   const result = await tool(h, "claude_output", { job_id: missing, view: "transcript" });
   const text = assertError(result, "JOB_NOT_FOUND");
-  assert.match(text, new RegExp(`no job with id ${missing}`));
+  assert.match(text, new RegExp(`no job with id "${missing}"`));
   assert.equal(result.structuredContent.job_id, missing);
 });
 

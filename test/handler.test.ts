@@ -795,7 +795,7 @@ test("claude_kill of an unknown job is JOB_NOT_FOUND", async () => {
   const h = handlerHarness();
   const result = await tool(h, "claude_kill", { job_id: "job-404" });
   const text = assertError(result, "JOB_NOT_FOUND");
-  assert.match(text, /no job with id job-404/);
+  assert.match(text, /no job with id "job-404"/);
   assert.equal(result.structuredContent.status, "error");
   assert.equal(result.structuredContent.job_id, undefined, "only a UUID is echoed");
   assertError(await tool(h, "claude_wait", { job_id: "job-404", hold_ms: 0 }), "JOB_NOT_FOUND");
@@ -1088,7 +1088,7 @@ test("a finished job is found until retention runs out, then JOB_NOT_FOUND", asy
   const gone = await tool(h, "claude_wait", { job_id: first, hold_ms: 0 });
   const text = assertError(gone, "JOB_NOT_FOUND");
   assert.match(text, /forgotten 10 minutes after they end/);
-  assert.match(gone.structuredContent.error?.detail ?? "", new RegExp(`no job with id ${first};`));
+  assert.match(gone.structuredContent.error?.detail ?? "", new RegExp(`no job with id "${first}";`));
   assertError(await tool(h, "claude_kill", { job_id: first }), "JOB_NOT_FOUND");
 });
 

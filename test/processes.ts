@@ -1,6 +1,7 @@
 /** Helpers for tests that watch real processes (Linux /proc). */
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
 
 import { listLinuxProcesses, readLinuxEnvironment, type PosixPlatform } from "../src/process.js";
 
@@ -46,4 +47,18 @@ export async function waitFor(condition: () => boolean, what: string, timeoutMs 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** A job's record.json as the server last wrote it, or {} while there is none. */
+export function readRecordFile(stateDir: string, id: string): Record<string, any> {
+  try {
+    return JSON.parse(readFileSync(path.join(stateDir, "jobs", id, "record.json"), "utf8")) as Record<string, any>;
+  } catch {
+    return {};
+  }
+}
+
+/** The agent is recorded with its start time, so a later server can recognise it. */
+export async function agentRecorded(stateDir: string, id: string): Promise<void> {
+  await waitFor(() => readRecordFile(stateDir, id).agent?.start_time !== undefined, "the agent's start time in the record");
 }

@@ -101,6 +101,13 @@ function harness(
 
 const nobodyAlive: IsAlive = async () => false;
 
+/** What the agent reads as its prompt: the job's prompt.txt when durable (§15.2), never text handed over in memory. */
+function promptOf(spec: AgentSpec): string {
+  assert.equal(spec.prompt, "", "a durable job's prompt is not held in memory once on disk");
+  assert.ok(spec.promptFile, "the agent reads its prompt from prompt.txt");
+  return readFileSync(spec.promptFile, "utf8");
+}
+
 describe("StateStore", () => {
   test("a record is replaced atomically and no temporary file is left behind", () => {
     const store = freshStore();
@@ -239,7 +246,7 @@ describe("the job registry with a state directory", () => {
     fresh.attachedAgents[0]?.succeed("followed to the end");
     await settle();
     assert.equal(fresh.jobs.get(running.id)?.status, "completed");
-    assert.equal(fresh.launcher.last.spec.prompt, "queued a", "FIFO across the restart, with the whole prompt");
+    assert.equal(promptOf(fresh.launcher.last.spec), "queued a", "FIFO across the restart, with the whole prompt");
     fresh.launcher.last.succeed();
     await settle();
     assert.equal(fresh.launcher.last.spec.resumeSessionId, "8f01635f-202a-449c-ab8a-05f75520788e");
@@ -329,7 +336,7 @@ describe("the job registry with a state directory", () => {
     const outcome = fresh.jobs.get(risky.id)?.outcome;
     assert.equal(outcome?.ok === false ? outcome.code : "ok", "POLICY_DENIED");
     assert.match(outcome?.ok === false ? outcome.detail : "", /not started after the restart/);
-    assert.deepEqual(fresh.launcher.agents.map((agent) => [agent.spec.prompt, agent.spec.cwd]), [["fine", "/real/w"]], "the admitted job runs where the check resolved it");
+    assert.deepEqual(fresh.launcher.agents.map((agent) => [promptOf(agent.spec), agent.spec.cwd]), [["fine", "/real/w"]], "the admitted job runs where the check resolved it");
     assert.equal(fresh.jobs.get(fine.id)?.status, "running");
   });
 
@@ -400,7 +407,7 @@ describe("the job registry with a state directory", () => {
       await settle();
     }
     assert.deepEqual(
-      launcher.agents.map((agent) => agent.spec.prompt),
+      launcher.agents.map((agent) => promptOf(agent.spec)),
       started.filter((job) => job !== killed).map((job) => `job ${started.indexOf(job)}`),
       "FIFO, and the killed job never started",
     );
