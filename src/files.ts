@@ -33,14 +33,15 @@ export function readTextFile(file: string): string | undefined {
     return undefined;
   }
   try {
-    const chunks: Buffer[] = [];
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(64 * 1024);
-      const read = readSync(fd, chunk, 0, chunk.length, null);
+    // Sized by the file, so a thousand small records do not cost a thousand large buffers.
+    const buffer = Buffer.allocUnsafe(fstatSync(fd).size);
+    let length = 0;
+    while (length < buffer.length) {
+      const read = readSync(fd, buffer, length, buffer.length - length, null);
       if (read === 0) break;
-      chunks.push(chunk.subarray(0, read));
+      length += read;
     }
-    return Buffer.concat(chunks).toString("utf8");
+    return buffer.toString("utf8", 0, length);
   } catch {
     return undefined;
   } finally {

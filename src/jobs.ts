@@ -17,7 +17,7 @@ import type { CancelTimer, Clock } from "./clock.js";
 import { DispatchError, quoted, toDispatchError } from "./errors.js";
 import type { Logger } from "./log.js";
 import type { OutputFiles } from "./process.js";
-import { isFinishedStatus, isJobId, type AgentRecord, type JobRecord, type ProcessIdentity, type RecordStatus, type StoredOutcome } from "./state.js";
+import { isFinishedStatus, isJobId, type AgentRecord, type IndexedJob, type JobRecord, type ProcessIdentity, type RecordStatus, type StoredOutcome } from "./state.js";
 import { Transcript } from "./transcript.js";
 
 /** A job's status is its record's (§8, §15.2). */
@@ -300,6 +300,8 @@ export class JobRegistry {
   private restoring = false;
   /** Agent identities being written to their records: shutdown with keep waits for them. */
   private readonly recording = new Set<Promise<void>>();
+  /** Finished jobs known from the index but not read yet, with their finish times (§15.5). */
+  private readonly unread = new Map<string, number>();
   /** Lookups taking a job over from the state directory, by id (§15.3). */
   private readonly recovering = new Map<string, Promise<Job | undefined>>();
 
@@ -343,6 +345,15 @@ export class JobRegistry {
    */
   async recover(id: string): Promise<Job | undefined> {
     const persistence = this.options.persistence;
+    if (persistence && this.unread.has(id)) {
+      // Read once asked for, then kept like a job that finished here.
+      const job = this.readUnread(id);
+      if (job) {
+        this.unread.delete(id);
+        this.jobs.set(id, job);
+      }
+      return job;
+    }
     if (!persistence || this.jobs.has(id) || this.closing || !isJobId(id)) return this.jobs.get(id);
     // One takeover per id: a second lookup while the first is reading the agent's output waits for it.
     let recovering = this.recovering.get(id);
@@ -365,10 +376,11 @@ export class JobRegistry {
     return [...this.jobs.values()].filter((job) => job.status === "running");
   }
 
-  /** Every job still known, oldest first. */
+  /** Every job still known, oldest first. Indexed jobs are read for the list, and not kept in memory for it. */
   list(): Job[] {
     this.reap();
-    return [...this.jobs.values()];
+    const unread = [...this.unread.keys()].flatMap((id) => this.readUnread(id) ?? []);
+    return [...unread, ...this.jobs.values()];
   }
 
   /**
@@ -464,9 +476,11 @@ export class JobRegistry {
   private async takeOver(records: readonly JobRecord[], isAlive: IsAlive, persistence: Persistence, findMarked: FindMarked | undefined): Promise<void> {
     const { logger } = this.options;
     // Finished jobs first, in finish order, so that jobs ending during the takeover come after them (reaping reads that order).
-    const finished = records.filter((record) => !this.jobs.has(record.id) && isFinishedStatus(record.status));
+    const finished = records.filter((record) => !this.jobs.has(record.id) && !this.unread.has(record.id) && isFinishedStatus(record.status));
     finished.sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
     for (const record of finished) this.restoreFinished(record);
+    // Indexed jobs and ones whose index line was missing come together in one finish order.
+    if (finished.length > 0 && this.unread.size > 0) this.finishedOrder.sort((a, b) => (this.finishedAtOf(a) ?? 0) - (this.finishedAtOf(b) ?? 0));
     for (const loaded of records) {
       if (this.jobs.has(loaded.id) || isFinishedStatus(loaded.status)) continue;
       try {
@@ -587,7 +601,16 @@ export class JobRegistry {
     this.armTimeout(job, remaining);
   }
 
-  private restoreFinished(record: JobRecord): void {
+  /** A finished job from its record: reachable again, and counted for retention unless it already is (an indexed one). */
+  private restoreFinished(record: JobRecord): JobEntry {
+    const job = this.finishedFromRecord(record);
+    this.jobs.set(job.id, job);
+    this.finishedOrder.push(job.id);
+    this.countBytes(job.id);
+    return job;
+  }
+
+  private finishedFromRecord(record: JobRecord): JobEntry {
     const persistence = this.options.persistence as Persistence;
     const spec: AgentSpec = { prompt: "", cwd: record.cwd, options: record.options };
     if (record.resume_session_id) spec.resumeSessionId = record.resume_session_id;
@@ -603,9 +626,46 @@ export class JobRegistry {
     if (record.outcome?.result_chars !== undefined) job.resultFile = persistence.store;
     job.replayTranscript = () => persistence.replayTranscript(job.id);
     job.markDone();
-    this.jobs.set(job.id, job);
-    this.finishedOrder.push(job.id);
-    this.countBytes(job.id);
+    return job;
+  }
+
+  /**
+   * Finished jobs from the state directory's index (§15.5): counted for
+   * retention and the disk cap at once, their records read only when one is
+   * asked for. Call before restore.
+   */
+  rememberFinished(entries: readonly IndexedJob[]): void {
+    const now = this.options.clock.now();
+    const fresh = entries.filter((entry) => !this.jobs.has(entry.id) && !this.unread.has(entry.id));
+    for (const entry of [...fresh].sort((a, b) => a.finished_at - b.finished_at)) {
+      // A finish time in the future (the clock was set back since) counts as now, as for a record.
+      this.unread.set(entry.id, Math.min(entry.finished_at, now));
+      this.finishedOrder.push(entry.id);
+      this.finishedBytes.set(entry.id, entry.bytes);
+      this.totalFinishedBytes += entry.bytes;
+    }
+  }
+
+  /** An indexed job's record, read now; undefined (and forgotten) when it cannot be. */
+  private readUnread(id: string): JobEntry | undefined {
+    const record = (this.options.persistence as Persistence).store.read(id);
+    if (record && isFinishedStatus(record.status)) return this.finishedFromRecord(record);
+    this.forgetFinished(id);
+    return undefined;
+  }
+
+  /** Drops a finished job from memory: from the finish order, the disk count and the index stubs. */
+  private forgetFinished(id: string): void {
+    const at = this.finishedOrder.indexOf(id);
+    if (at >= 0) this.finishedOrder.splice(at, 1);
+    this.totalFinishedBytes -= this.finishedBytes.get(id) ?? 0;
+    this.finishedBytes.delete(id);
+    this.unread.delete(id);
+    this.jobs.delete(id);
+  }
+
+  private finishedAtOf(id: string): number | undefined {
+    return this.jobs.get(id)?.finishedAt ?? this.unread.get(id);
   }
 
   private armTimeout(job: JobEntry, timeoutMs: number | undefined): void {
@@ -851,13 +911,10 @@ export class JobRegistry {
     const now = this.options.clock.now();
     while (this.finishedOrder.length > 0) {
       const oldestId = this.finishedOrder[0] as string;
-      const oldest = this.jobs.get(oldestId);
-      const expired = oldest === undefined || now - (oldest.finishedAt ?? now) >= retentionMs;
+      const finishedAt = this.finishedAtOf(oldestId);
+      const expired = finishedAt === undefined || now - finishedAt >= retentionMs;
       if (!expired && this.finishedOrder.length <= maxFinishedJobs && this.totalFinishedBytes <= maxBytes) break;
-      this.finishedOrder.shift();
-      this.jobs.delete(oldestId);
-      this.totalFinishedBytes -= this.finishedBytes.get(oldestId) ?? 0;
-      this.finishedBytes.delete(oldestId);
+      this.forgetFinished(oldestId);
       if (persistence) {
         try {
           persistence.store.remove(oldestId);

@@ -328,8 +328,10 @@ async function serve(): Promise<void> {
  * before the first request is read: claude_wait on an old job id must find it.
  */
 async function restoreJobs(store: StateStore, jobs: JobRegistry, logger: Logger): Promise<void> {
-  const { records, skipped } = store.loadAll();
+  // Finished jobs come from the index: their records are read when asked for, not at startup (§15.5).
+  const { records, skipped, finished } = store.loadForStartup();
   for (const { id, reason } of skipped) logger.warn(`state: job ${id} skipped: ${reason}`);
+  jobs.rememberFinished(finished);
   await jobs.restore(records);
 }
 

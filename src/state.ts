@@ -32,7 +32,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 
-import { openForReading, openForWriting, readTextFile } from "./files.js";
+import { openForAppending, openForReading, openForWriting, readTextFile } from "./files.js";
 
 import { ClaudeStream, type AgentOptions, type AgentResult } from "./claude.js";
 import type { ErrorCode } from "./errors.js";
@@ -137,6 +137,29 @@ export interface LoadedRecords {
   /** Folders whose record is missing or unreadable, with why. */
   skipped: { id: string; reason: string }[];
 }
+
+/** A finished job as the index of finished jobs keeps it: enough for retention, without reading its record (§15.5). */
+export interface IndexedJob {
+  id: string;
+  finished_at: number;
+  /** What its folder used on disk when it finished. */
+  bytes: number;
+}
+
+export interface StartupRecords extends LoadedRecords {
+  /** Finished jobs known from the index: their records are read only when a job is asked for. */
+  finished: IndexedJob[];
+}
+
+/**
+ * The index of finished jobs, one JSON line each, appended whenever a job's
+ * final record is written. A cache only: a job missing from it (a lost line,
+ * an older state directory) has its record read at startup and is indexed
+ * then, so nothing depends on the index being complete.
+ */
+const INDEX_FILE = "finished.jsonl";
+/** The index is rewritten at startup once it holds this many lines per live entry (removed jobs leave theirs behind). */
+const INDEX_SLACK = 2;
 
 export interface StateStoreOptions {
   /**
@@ -278,12 +301,100 @@ export class StateStore {
    */
   write(record: JobRecord): void {
     writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, false);
+    if (isFinishedStatus(record.status)) this.index(record);
+  }
+
+  /** Adds a finished job to the index; a failure only costs a read of its record at the next startup. */
+  private index(record: JobRecord): void {
+    const entry: IndexedJob = { id: record.id, finished_at: record.finished_at ?? record.submitted_at, bytes: this.size(record.id) };
+    try {
+      const fd = openForAppending(path.join(this.root, INDEX_FILE));
+      try {
+        // One write of one short line: appends from several processes do not interleave.
+        writeSync(fd, `${JSON.stringify(entry)}\n`);
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      // The index is a cache (see INDEX_FILE).
+    }
+  }
+
+  /**
+   * What a starting server must read (§15.5): the records of jobs that are not
+   * finished (or not indexed yet), and the index's entries for the rest, whose
+   * records are left on disk until asked for.
+   */
+  loadForStartup(): StartupRecords {
+    const indexed = this.readIndex();
+    const records: JobRecord[] = [];
+    const skipped: LoadedRecords["skipped"] = [];
+    const finished: IndexedJob[] = [];
+    for (const id of this.jobIds()) {
+      const entry = indexed.get(id);
+      if (entry) {
+        finished.push(entry);
+        continue;
+      }
+      const loaded = this.readChecked(id);
+      if ("reason" in loaded) {
+        skipped.push({ id, reason: loaded.reason });
+        continue;
+      }
+      records.push(loaded.record);
+      if (isFinishedStatus(loaded.record.status)) this.index(loaded.record);
+    }
+    records.sort(bySubmission);
+    if (indexed.size > INDEX_SLACK * finished.length + 64) this.rewriteIndex(finished);
+    return { records, skipped, finished };
+  }
+
+  private readIndex(): Map<string, IndexedJob> {
+    const entries = new Map<string, IndexedJob>();
+    const text = readTextFile(path.join(this.root, INDEX_FILE)) ?? "";
+    for (const line of text.split("\n")) {
+      if (line === "") continue;
+      try {
+        const value: unknown = JSON.parse(line);
+        if (isRecord(value) && typeof value.id === "string" && isJobId(value.id) && Number.isFinite(value.finished_at) && Number.isSafeInteger(value.bytes)) {
+          entries.set(value.id, { id: value.id, finished_at: value.finished_at as number, bytes: value.bytes as number });
+        }
+      } catch {
+        // A torn line: its job is read from its record instead.
+      }
+    }
+    return entries;
+  }
+
+  private rewriteIndex(entries: readonly IndexedJob[]): void {
+    try {
+      writeAtomically(path.join(this.root, INDEX_FILE), entries.map((entry) => `${JSON.stringify(entry)}\n`).join(""), false);
+    } catch {
+      // Left as it was: still correct, only longer.
+    }
+  }
+
+  private jobIds(): string[] {
+    try {
+      return readdirSync(this.jobsDir).filter(isJobId);
+    } catch {
+      return [];
+    }
+  }
+
+  /** A job's record, read only when its folder and record are ours (§15.1), or why not. */
+  private readChecked(id: string): { record: JobRecord } | { reason: string } {
+    const problem = this.jobFolderProblem(id);
+    if (problem !== undefined) return { reason: problem };
+    const text = readTextFile(this.file(id, "record.json"));
+    if (text === undefined) return { reason: "record.json cannot be read" };
+    const record = parseRecord(text, id);
+    return record ? { record } : { reason: "record.json is not a valid record" };
   }
 
   read(id: string): JobRecord | undefined {
-    if (this.jobFolderProblem(id) !== undefined) return undefined;
-    const text = readTextFile(this.file(id, "record.json"));
-    return text === undefined ? undefined : parseRecord(text, id);
+    const loaded = this.readChecked(id);
+    return "record" in loaded ? loaded.record : undefined;
   }
 
   readPrompt(id: string): string | undefined {
@@ -347,27 +458,15 @@ export class StateStore {
   loadAll(): LoadedRecords {
     const records: JobRecord[] = [];
     const skipped: LoadedRecords["skipped"] = [];
-    let names: string[];
-    try {
-      names = readdirSync(this.jobsDir);
-    } catch {
-      return { records, skipped };
-    }
-    for (const name of names) {
-      if (!isJobId(name)) continue;
-      const problem = this.jobFolderProblem(name);
-      const text = problem === undefined ? readTextFile(this.file(name, "record.json")) : undefined;
-      if (text === undefined) {
-        skipped.push({ id: name, reason: problem ?? "record.json cannot be read" });
-        continue;
-      }
-      const record = parseRecord(text, name);
-      if (record) records.push(record);
-      else skipped.push({ id: name, reason: "record.json is not a valid record" });
+    for (const id of this.jobIds()) {
+      const loaded = this.readChecked(id);
+      if ("record" in loaded) records.push(loaded.record);
+      else skipped.push({ id, reason: loaded.reason });
     }
     records.sort(bySubmission);
     return { records, skipped };
   }
+
 
   /**
    * Claims a job for the server (or CLI) taking it over after restart number
