@@ -59,6 +59,28 @@ describe("the prompt", { skip: process.platform !== "linux" && "the takeover rea
     await second.exited;
   });
 
+  test("500 pipelined claude_list calls while a job with a 15 MiB prompt runs: the preview is computed once", async () => {
+    const base = path.join(scratch, "preview");
+    const cwd = path.join(base, "work");
+    mkdirSync(cwd, { recursive: true });
+    // Recomputing the preview from the whole prompt on every call allocated 15 MiB strings by the hundred: out of memory here.
+    const server = new ServerProcess({ CLAUDE_DISPATCH_STATE_DIR: path.join(base, "state"), NODE_OPTIONS: "--max-old-space-size=128" });
+    servers.push(server);
+    await server.initialize();
+    const gate = path.join(base, "gate");
+    const died = server.exited.then((exit): never => assert.fail(`the server died: ${JSON.stringify(exit)}; its stderr ends: ${server.stderr.slice(-300)}`));
+    const started = await Promise.race([server.callTool("claude_start", { prompt: `@wait-file ${gate}\n${"word ".repeat(3 * MiB)}`, cwd }), died]);
+    const id = started.result?.structuredContent?.job_id as string;
+    assert.ok(id, JSON.stringify(started).slice(0, 300));
+    const lists = Array.from({ length: 500 }, (_, i) => server.request("tools/call", { name: "claude_list", arguments: {} }, `preview-${i}`));
+    const answers = await Promise.race([Promise.all(lists), died]);
+    assert.equal(answers[499]?.result?.structuredContent?.jobs?.[0]?.prompt_preview, `@wait-file ${gate} ${"word ".repeat(20)}`.slice(0, 80) + "…");
+    writeFileSync(gate, "");
+    assert.equal((await server.callTool("claude_wait", { job_id: id, hold_ms: 30_000 })).result?.structuredContent?.status, "completed");
+    server.endInput();
+    await server.exited;
+  });
+
   test("long prompts are not kept in memory: 8 jobs of 8 MiB and 500 pipelined claude_list calls in a 64 MiB heap", async () => {
     const base = path.join(scratch, "memory");
     const cwd = path.join(base, "work");
