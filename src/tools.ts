@@ -336,7 +336,8 @@ const ERROR_SCHEMA = {
 /** Claude Code gives its model only structuredContent, so the text's "call this next" lives here too. */
 const NEXT = {
   type: "string",
-  description: "What to do next, naming the tool and its arguments, such as: Call claude_wait again with job_id \"…\" to keep waiting. Absent when nothing is left to do.",
+  // ASCII (and Latin-1) only in what tools/list sends: one character beyond Latin-1 makes V8 hold the whole listing as UTF-16, and every write of it slower (BENCHMARKS.md (c)).
+  description: "What to do next, naming the tool and its arguments, such as: Call claude_wait again with job_id \"<id>\" to keep waiting. Absent when nothing is left to do.",
 } as const;
 
 /** The job report: the output of claude_run, claude_start, claude_wait and claude_kill (§5.5). */

@@ -1109,3 +1109,11 @@ test("a running job is never reaped", async () => {
 test("every tool result in this file passed the shape invariants", () => {
   assert.ok(checkedToolResults > 100, `only ${checkedToolResults} tool results were checked`);
 });
+
+test("the tools/list listing is Latin-1 only, so V8 keeps it one byte per character and writes it fast", async () => {
+  const h = handlerHarness();
+  const response = await h.handle({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+  const text = JSON.stringify(response);
+  const wide = [...text].filter((char) => (char.codePointAt(0) as number) > 0xff);
+  assert.deepEqual(wide, [], "a character beyond U+00FF in a tool definition");
+});
