@@ -1695,7 +1695,7 @@ function readHighWater(pid) {
   }
 }
 
-/** The §9 codes, from the server's own build (dist/errors.js next to main.js) or, failing that, src/errors.ts. */
+/** The §9 codes, from the server's own build (dist/errors.js next to main.js) or, failing that, src/core/errors.ts. */
 export async function loadErrorCodes(server) {
   try {
     const module = await import(pathToFileURL(path.join(path.dirname(server), "errors.js")).href);
@@ -1703,9 +1703,9 @@ export async function loadErrorCodes(server) {
   } catch {
     // fall through
   }
-  const source = readFileSync(path.join(REPO_ROOT, "src", "errors.ts"), "utf8");
+  const source = readFileSync(path.join(REPO_ROOT, "src", "core", "errors.ts"), "utf8");
   const list = /ERROR_CODES\s*=\s*\[([^\]]*)\]/.exec(source);
-  if (!list) throw new Error("cannot find ERROR_CODES in src/errors.ts");
+  if (!list) throw new Error("cannot find ERROR_CODES in src/core/errors.ts");
   return [...list[1].matchAll(/"([A-Z_]+)"/g)].map((match) => match[1]);
 }
 

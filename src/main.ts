@@ -9,18 +9,18 @@ import { existsSync, readFileSync, statSync, statfsSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
-import { agentEnvironment, createClaudeAgents } from "./claude.js";
-import { systemClock } from "./clock.js";
+import { agentEnvironment, createClaudeAgents } from "./runtimes/claude/claude.js";
+import { systemClock } from "./core/clock.js";
 import { DEPTH_VARIABLE, loadConfig, type Config } from "./config.js";
-import { checkDirectory, resolveRoots } from "./directory.js";
-import { createRequestHandler } from "./handler.js";
-import { JobRegistry } from "./jobs.js";
-import { createLogger, type Logger } from "./log.js";
-import { admitAgent } from "./policy.js";
-import type { AttachRequest, ChildHandle, Platform, ProcessControl, SpawnRequest } from "./process.js";
-import { createTextFile, readFileRange, StateError, StateStore, type ProcessIdentity } from "./state.js";
-import { createMessageWriter, serveStdio } from "./stdio.js";
-import { SERVER_NAME, SERVER_VERSION } from "./version.js";
+import { checkDirectory, resolveRoots } from "./hosts/local/directory.js";
+import { createRequestHandler } from "./server/handler.js";
+import { JobRegistry } from "./jobs/registry.js";
+import { createLogger, type Logger } from "./core/log.js";
+import { admitAgent } from "./agent/policy.js";
+import type { AttachRequest, ChildHandle, Platform, ProcessControl, SpawnRequest } from "./hosts/local/process.js";
+import { createTextFile, readFileRange, StateError, StateStore, type ProcessIdentity } from "./store/state-store.js";
+import { createMessageWriter, serveStdio } from "./server/stdio.js";
+import { SERVER_NAME, SERVER_VERSION } from "./core/version.js";
 
 /** After the kill grace, this long for responses to be written before we exit anyway. */
 const SHUTDOWN_SLACK_MS = 2000;
@@ -32,8 +32,8 @@ const TRANSCRIPT_CHARS = 2_000_000;
  * The process layer and child_process load when the first job starts, not at
  * startup: `initialize` does not need them (BENCHMARKS.md (a)).
  */
-async function loadProcessControl(options: Omit<Parameters<typeof import("./process.js").createProcessControl>[0], "platform">): Promise<ProcessControl> {
-  const [{ execFile, spawn }, layer] = await Promise.all([import("node:child_process"), import("./process.js")]);
+async function loadProcessControl(options: Omit<Parameters<typeof import("./hosts/local/process.js").createProcessControl>[0], "platform">): Promise<ProcessControl> {
+  const [{ execFile, spawn }, layer] = await Promise.all([import("node:child_process"), import("./hosts/local/process.js")]);
   const runFile = (file: string, args: readonly string[]): Promise<{ exitCode: number | null; stdout: string }> =>
     new Promise((resolve, reject) => {
       execFile(file, args, { windowsHide: true, maxBuffer: 64 * 1024 * 1024 }, (error, stdout) => {
@@ -153,7 +153,7 @@ function openState(config: Config): StateStore {
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.length > 0) {
-    const { runCli } = await import("./cli.js");
+    const { runCli } = await import("./cli/cli.js");
     process.exitCode = await runCli(args, {
       env: process.env,
       host: hostFacts(),
@@ -185,7 +185,7 @@ async function main(): Promise<void> {
   }
   if (process.stdin.isTTY) {
     // The same absolute `claude mcp add` line as doctor's; cli.js is loaded only here, so a host's start is no slower.
-    const { terminalHint } = await import("./cli.js");
+    const { terminalHint } = await import("./cli/cli.js");
     process.stderr.write(terminalHint({ nodePath: process.execPath, mainPath: path.resolve(process.argv[1] ?? "dist/main.js"), platform: process.platform }, process.env));
   }
   await serve();

@@ -15,8 +15,8 @@ import {
   toAgentResult,
   type AgentOutcome,
   type StateDisk,
-} from "../src/claude.js";
-import type { ChildExit, ChildHandle } from "../src/process.js";
+} from "../src/runtimes/claude/claude.js";
+import type { ChildExit, ChildHandle } from "../src/hosts/local/process.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`./fixtures/cli/${name}`, import.meta.url), "utf8");
 

@@ -13,8 +13,8 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { claudeMcpAddLine, hostEnvironment, runCli, terminalHint, type CliIo, type RunFileResult } from "../src/cli.js";
-import { systemClock, type Clock } from "../src/clock.js";
+import { claudeMcpAddLine, hostEnvironment, runCli, terminalHint, type CliIo, type RunFileResult } from "../src/cli/cli.js";
+import { systemClock, type Clock } from "../src/core/clock.js";
 import { DEPTH_VARIABLE } from "../src/config.js";
 import {
   createProcessControl,
@@ -23,9 +23,9 @@ import {
   type AttachRequest,
   type ChildHandle,
   type ProcessControl,
-} from "../src/process.js";
-import { StateStore, type JobRecord } from "../src/state.js";
-import { SERVER_VERSION } from "../src/version.js";
+} from "../src/hosts/local/process.js";
+import { StateStore, type JobRecord } from "../src/store/state-store.js";
+import { SERVER_VERSION } from "../src/core/version.js";
 import { RecordingLogger } from "./helpers.js";
 import { isAlive, LINUX_PLATFORM, waitFor } from "./processes.js";
 import { SERVER_MAIN } from "./server-process.js";

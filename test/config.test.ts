@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { ConfigError, loadConfig } from "../src/config.js";
-import { DEFAULT_PERMISSION_MODES } from "../src/policy.js";
+import { DEFAULT_PERMISSION_MODES } from "../src/agent/policy.js";
 
 test("defaults", () => {
   assert.deepEqual(loadConfig({}), {

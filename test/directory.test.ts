@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 
-import { checkDirectory, isInside, resolveRoots } from "../src/directory.js";
+import { checkDirectory, isInside, resolveRoots } from "../src/hosts/local/directory.js";
 
 const scratch = realpathSync(mkdtempSync(path.join(tmpdir(), "claude-dispatch-dir-")));
 after(() => rmSync(scratch, { recursive: true, force: true }));

@@ -1,13 +1,19 @@
 /** Keeps the normative documents and the code saying the same thing. */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { ERROR_CODES } from "../src/errors.js";
-import { SERVER_VERSION } from "../src/version.js";
-import { TOOL_NAMES } from "../src/tools.js";
+import { ERROR_CODES } from "../src/core/errors.js";
+import { SERVER_VERSION } from "../src/core/version.js";
+import { TOOL_NAMES } from "../src/tools/definitions.js";
 
 const read = (name: string): string => readFileSync(new URL(`../${name}`, import.meta.url), "utf8");
+
+/** Every .ts file under src/, as paths from the repository root. */
+function sourceFiles(): string[] {
+  const entries = readdirSync(new URL("../src", import.meta.url), { recursive: true, withFileTypes: true });
+  return entries.filter((entry) => entry.isFile() && entry.name.endsWith(".ts")).map((entry) => `${entry.parentPath ?? entry.path}/${entry.name}`.replace(/^.*?\/src\//, "src/"));
+}
 
 /** The rows of the first markdown table after the heading that contains `heading`. */
 function tableAfter(markdown: string, heading: RegExp): string[][] {
@@ -40,7 +46,7 @@ test("every tool is documented in PROTOCOL.md and README.md", () => {
 });
 
 test("every CLAUDE_DISPATCH_ variable the code reads or sets is documented, and none that it does not", () => {
-  const code = ["config.ts", "claude.ts", "main.ts", "process.ts", "state.ts", "cli.ts"].map((file) => read(`src/${file}`)).join("\n");
+  const code = sourceFiles().map((file) => read(file)).join("\n");
   const used = new Set(code.match(/CLAUDE_DISPATCH_[A-Z_]+/g));
   for (const document of ["PROTOCOL.md", "README.md"]) {
     const mentioned = new Set(read(document).match(/CLAUDE_DISPATCH_[A-Z_]+/g));

@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { runCli, type CliIo } from "../src/cli.js";
-import { TASKS_EXTENSION } from "../src/eras.js";
-import { ECHO_MAX_CHARS, quoted } from "../src/errors.js";
-import type { JsonRpcResponse } from "../src/jsonrpc.js";
+import { runCli, type CliIo } from "../src/cli/cli.js";
+import { TASKS_EXTENSION } from "../src/server/eras.js";
+import { ECHO_MAX_CHARS, quoted } from "../src/core/errors.js";
+import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
 import { FakeClock, handlerHarness, type HandlerHarness } from "./helpers.js";
 
 const MIB = 1024 * 1024;

@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { JobRegistry } from "../src/jobs.js";
-import { StateStore, type JobRecord } from "../src/state.js";
-import { Transcript } from "../src/transcript.js";
+import { JobRegistry } from "../src/jobs/registry.js";
+import { StateStore, type JobRecord } from "../src/store/state-store.js";
+import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger } from "./helpers.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-index-"));

@@ -6,11 +6,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { SERVER_INFO_KEY, TASKS_EXTENSION } from "../src/eras.js";
-import { LISTING_TTL_MS, SERVER_INSTRUCTIONS } from "../src/handler.js";
-import type { JsonRpcResponse } from "../src/jsonrpc.js";
-import { SYNCHRONOUS_RUN_MAX_TIMEOUT_MS } from "../src/tasks-extension.js";
-import { TOOL_NAMES } from "../src/tools.js";
+import { SERVER_INFO_KEY, TASKS_EXTENSION } from "../src/server/eras.js";
+import { LISTING_TTL_MS, SERVER_INSTRUCTIONS } from "../src/server/handler.js";
+import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
+import { SYNCHRONOUS_RUN_MAX_TIMEOUT_MS } from "../src/server/tasks-extension.js";
+import { TOOL_NAMES } from "../src/tools/definitions.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 const VERSION = "2026-07-28";

@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import type { AgentOptions } from "../src/claude.js";
-import type { JsonRpcNotification, JsonRpcResponse, RequestId } from "../src/jsonrpc.js";
-import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "../src/policy.js";
-import { LIMITS, type ToolDefinition } from "../src/tools.js";
+import type { AgentOptions } from "../src/runtimes/claude/claude.js";
+import type { JsonRpcNotification, JsonRpcResponse, RequestId } from "../src/server/jsonrpc.js";
+import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "../src/agent/policy.js";
+import { LIMITS, type ToolDefinition } from "../src/tools/definitions.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 /* ------------------------------------------------------------------ *

@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import type { JsonRpcResponse } from "../src/jsonrpc.js";
-import type { Report } from "../src/results.js";
+import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
+import type { Report } from "../src/tools/results.js";
 import { handlerHarness, settle, type HandlerHarness } from "./helpers.js";
 
 let nextId = 1;

@@ -6,12 +6,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ERROR_CODES } from "../src/errors.js";
-import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS } from "../src/handler.js";
-import type { JsonRpcResponse, RequestId } from "../src/jsonrpc.js";
-import { JOB_REPORT_SCHEMA, JOB_STATUSES, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, TOOL_NAMES, type ToolName } from "../src/tools.js";
-import type { Report } from "../src/results.js";
-import { isJobId } from "../src/state.js";
+import { ERROR_CODES } from "../src/core/errors.js";
+import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS } from "../src/server/handler.js";
+import type { JsonRpcResponse, RequestId } from "../src/server/jsonrpc.js";
+import { JOB_REPORT_SCHEMA, JOB_STATUSES, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, TOOL_NAMES, type ToolName } from "../src/tools/definitions.js";
+import type { Report } from "../src/tools/results.js";
+import { isJobId } from "../src/store/state-store.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 /* ------------------------------------------------------------------ *

@@ -1,13 +1,13 @@
 /** Shared fakes: a manual clock and a scriptable agent launcher. No module mocking. */
-import type { AgentIdentity } from "../src/process.js";
-import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../src/claude.js";
-import type { CancelTimer, Clock } from "../src/clock.js";
-import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/handler.js";
-import { JobRegistry } from "../src/jobs.js";
-import type { JsonRpcNotification, JsonRpcResponse } from "../src/jsonrpc.js";
-import type { Logger } from "../src/log.js";
-import { DEFAULT_POLICY } from "../src/policy.js";
-import { Transcript } from "../src/transcript.js";
+import type { AgentIdentity } from "../src/hosts/local/process.js";
+import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../src/runtimes/claude/claude.js";
+import type { CancelTimer, Clock } from "../src/core/clock.js";
+import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/server/handler.js";
+import { JobRegistry } from "../src/jobs/registry.js";
+import type { JsonRpcNotification, JsonRpcResponse } from "../src/server/jsonrpc.js";
+import type { Logger } from "../src/core/log.js";
+import { DEFAULT_POLICY } from "../src/agent/policy.js";
+import { Transcript } from "../src/core/transcript.js";
 
 /** Lets pending promise reactions run (several hops deep). */
 export async function settle(rounds = 10): Promise<void> {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { JobRegistry } from "../src/jobs.js";
+import { JobRegistry } from "../src/jobs/registry.js";
 import { FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
 
 function registry(overrides: { finishedTranscriptChars?: number; maxFinishedJobs?: number; maxRunning?: number } = {}): { jobs: JobRegistry; launcher: FakeLauncher; clock: FakeClock } {

@@ -18,10 +18,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import type { AgentOutcome } from "../src/claude.js";
-import { JobRegistry, type IsAlive, type KillReason } from "../src/jobs.js";
-import { StateStore, type JobRecord } from "../src/state.js";
-import { Transcript } from "../src/transcript.js";
+import type { AgentOutcome } from "../src/runtimes/claude/claude.js";
+import { JobRegistry, type IsAlive, type KillReason } from "../src/jobs/registry.js";
+import { StateStore, type JobRecord } from "../src/store/state-store.js";
+import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle, track } from "./helpers.js";
 import { agentRecorded, isAlive, readPids, waitFor } from "./processes.js";
 import { minimalEnvironment, SERVER_MAIN, ServerProcess } from "./server-process.js";

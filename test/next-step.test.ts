@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 
-import { JobRegistry } from "../src/jobs.js";
-import type { JsonRpcResponse } from "../src/jsonrpc.js";
-import { isJobId } from "../src/state.js";
-import { TOOL_NAMES, type ToolName } from "../src/tools.js";
+import { JobRegistry } from "../src/jobs/registry.js";
+import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
+import { isJobId } from "../src/store/state-store.js";
+import { TOOL_NAMES, type ToolName } from "../src/tools/definitions.js";
 import { FakeClock, FakeLauncher, RecordingLogger, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 const CWD = "/work/project";

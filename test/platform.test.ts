@@ -12,7 +12,7 @@ import { PassThrough } from "node:stream";
 import { test } from "node:test";
 import type { ChildProcess, SpawnOptions } from "node:child_process";
 
-import { ClaudeStream, interpretExit } from "../src/claude.js";
+import { ClaudeStream, interpretExit } from "../src/runtimes/claude/claude.js";
 import {
   createProcessControl,
   parseNpmShimTarget,
@@ -24,7 +24,7 @@ import {
   type Signal,
   type SpawnRequest,
   type WindowsPlatform,
-} from "../src/process.js";
+} from "../src/hosts/local/process.js";
 import { FakeClock, RecordingLogger, settle } from "./helpers.js";
 
 interface SpawnCall {

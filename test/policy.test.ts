@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { PERMISSION_MODES, type AgentOptions } from "../src/claude.js";
-import { DispatchError } from "../src/errors.js";
-import { applyPolicy, DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "../src/policy.js";
+import { PERMISSION_MODES, type AgentOptions } from "../src/runtimes/claude/claude.js";
+import { DispatchError } from "../src/core/errors.js";
+import { applyPolicy, DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "../src/agent/policy.js";
 
 function policy(overrides: Partial<Policy> = {}): Policy {
   return { ...DEFAULT_POLICY, ...overrides };

@@ -12,9 +12,9 @@ import { after, describe, test } from "node:test";
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-import { agentEnvironment, createClaudeAgents, type AgentOutcome, type AgentRun } from "../src/claude.js";
-import { systemClock } from "../src/clock.js";
-import { createProcessControl, type PosixPlatform, type ProcessControl } from "../src/process.js";
+import { agentEnvironment, createClaudeAgents, type AgentOutcome, type AgentRun } from "../src/runtimes/claude/claude.js";
+import { systemClock } from "../src/core/clock.js";
+import { createProcessControl, type PosixPlatform, type ProcessControl } from "../src/hosts/local/process.js";
 import { RecordingLogger } from "./helpers.js";
 import { isAlive, LINUX_PLATFORM, readPids, waitFor } from "./processes.js";
 import { minimalEnvironment } from "./server-process.js";

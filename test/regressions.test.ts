@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ClaudeStream } from "../src/claude.js";
-import type { JsonRpcResponse } from "../src/jsonrpc.js";
+import { ClaudeStream } from "../src/runtimes/claude/claude.js";
+import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 let nextId = 1;

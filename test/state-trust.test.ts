@@ -10,10 +10,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { runCli, type CliIo } from "../src/cli.js";
-import { systemClock } from "../src/clock.js";
-import { openForAppending, openForReading, openForWriting, readTextFile } from "../src/files.js";
-import { StateError, StateStore, readFileRange, type JobRecord } from "../src/state.js";
+import { runCli, type CliIo } from "../src/cli/cli.js";
+import { systemClock } from "../src/core/clock.js";
+import { openForAppending, openForReading, openForWriting, readTextFile } from "../src/store/files.js";
+import { StateError, StateStore, readFileRange, type JobRecord } from "../src/store/state-store.js";
 import { SERVER_MAIN, ServerProcess, minimalEnvironment } from "./server-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-trust-"));

@@ -9,14 +9,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import type { AgentSpec, AgentToAttach } from "../src/claude.js";
-import { DispatchError } from "../src/errors.js";
-import { JobRegistry, type IsAlive } from "../src/jobs.js";
-import { ClaudeStream, interpretExit } from "../src/claude.js";
-import { parseStreamingMember } from "../src/json-stream.js";
-import { LineReader } from "../src/lines.js";
-import { isJobId, StateStore, type JobRecord } from "../src/state.js";
-import { Transcript } from "../src/transcript.js";
+import type { AgentSpec, AgentToAttach } from "../src/runtimes/claude/claude.js";
+import { DispatchError } from "../src/core/errors.js";
+import { JobRegistry, type IsAlive } from "../src/jobs/registry.js";
+import { ClaudeStream, interpretExit } from "../src/runtimes/claude/claude.js";
+import { parseStreamingMember } from "../src/runtimes/claude/json-stream.js";
+import { LineReader } from "../src/core/lines.js";
+import { isJobId, StateStore, type JobRecord } from "../src/store/state-store.js";
+import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-state-"));

@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import { PassThrough, Writable } from "node:stream";
 import { test } from "node:test";
 
-import type { RequestHandler } from "../src/handler.js";
-import { fail, isRecord, respond, type OutgoingMessage, type RequestId } from "../src/jsonrpc.js";
-import { LineReader } from "../src/lines.js";
-import { createMessageWriter, serveStdio } from "../src/stdio.js";
+import type { RequestHandler } from "../src/server/handler.js";
+import { fail, isRecord, respond, type OutgoingMessage, type RequestId } from "../src/server/jsonrpc.js";
+import { LineReader } from "../src/core/lines.js";
+import { createMessageWriter, serveStdio } from "../src/server/stdio.js";
 import { RecordingLogger, settle } from "./helpers.js";
 
 /* ------------------------------------------------------------------ *

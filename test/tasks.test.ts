@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import type { JsonRpcResponse } from "../src/jsonrpc.js";
-import { RELATED_TASK } from "../src/tasks.js";
+import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
+import { RELATED_TASK } from "../src/server/tasks.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 let nextId = 1;

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Transcript, type TextPage } from "../src/transcript.js";
+import { Transcript, type TextPage } from "../src/core/transcript.js";
 
 /** Every page must agree with the whole stream: the kept part is always its tail. */
 function expectedPage(whole: string, start: number, offset: number, limit: number): TextPage {

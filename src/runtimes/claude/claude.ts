@@ -4,12 +4,12 @@
  */
 import { dirname } from "node:path";
 
-import type { ErrorCode } from "./errors.js";
-import { isRecord } from "./jsonrpc.js";
+import type { ErrorCode } from "../../core/errors.js";
+import { isRecord } from "../../server/jsonrpc.js";
 import { parseStreamingMember } from "./json-stream.js";
-import { LineReader } from "./lines.js";
-import type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, OutputFiles, SpawnRequest } from "./process.js";
-import { Transcript } from "./transcript.js";
+import { LineReader } from "../../core/lines.js";
+import type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, OutputFiles, SpawnRequest } from "../../hosts/local/process.js";
+import { Transcript } from "../../core/transcript.js";
 
 export const DEFAULT_CLAUDE_BIN = "claude";
 

@@ -6,7 +6,7 @@
 import { realpath, stat } from "node:fs/promises";
 import path from "node:path";
 
-import { quoted } from "./errors.js";
+import { quoted } from "../../core/errors.js";
 
 /** Paths are echoed quoted (§10), cut longer than other values: a real path is often past 60 characters. */
 const PATH_ECHO_CHARS = 500;

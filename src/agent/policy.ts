@@ -3,9 +3,9 @@
  * agent. A call that breaks it is refused with POLICY_DENIED, never quietly
  * changed; what a call leaves out is filled from the operator's defaults.
  */
-import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "./claude.js";
-import type { DirectoryCheck } from "./directory.js";
-import { DispatchError } from "./errors.js";
+import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "../runtimes/claude/claude.js";
+import type { DirectoryCheck } from "../hosts/local/directory.js";
+import { DispatchError } from "../core/errors.js";
 
 export interface Policy {
   /** Modes a call may ask for. */

@@ -34,9 +34,9 @@ import path from "node:path";
 
 import { openForAppending, openForReading, openForWriting, readTextFile } from "./files.js";
 
-import { ClaudeStream, type AgentOptions, type AgentResult } from "./claude.js";
-import type { ErrorCode } from "./errors.js";
-import { isRecord } from "./jsonrpc.js";
+import { ClaudeStream, type AgentOptions, type AgentResult } from "../runtimes/claude/claude.js";
+import type { ErrorCode } from "../core/errors.js";
+import { isRecord } from "../server/jsonrpc.js";
 
 export const STATE_FORMAT = 1;
 

@@ -4,11 +4,11 @@
  * is inside structuredContent too, because some hosts show the model only that;
  * so is the next step (`next`), which Claude Code would otherwise never show its model.
  */
-import type { AgentResult, LiveSummary } from "./claude.js";
-import { formatError, type DispatchError, type ErrorCode } from "./errors.js";
-import { KILL_REASON_TEXT, type Job } from "./jobs.js";
-import { isJobId } from "./state.js";
-import type { ReportStatus } from "./tools.js";
+import type { AgentResult, LiveSummary } from "../runtimes/claude/claude.js";
+import { formatError, type DispatchError, type ErrorCode } from "../core/errors.js";
+import { KILL_REASON_TEXT, type Job } from "../jobs/registry.js";
+import { isJobId } from "../store/state-store.js";
+import type { ReportStatus } from "./definitions.js";
 
 export interface Report {
   status: ReportStatus;

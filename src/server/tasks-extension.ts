@@ -5,9 +5,9 @@
  * read the job registry, and a task lives exactly as long as its job.
  */
 import type { ModernResultType } from "./eras.js";
-import { isUnfinished, type Job, type JobRegistry } from "./jobs.js";
+import { isUnfinished, type Job, type JobRegistry } from "../jobs/registry.js";
 import { INVALID_PARAMS, fail, isRecord, respond, type JsonRpcResponse, type RequestId } from "./jsonrpc.js";
-import type { Logger } from "./log.js";
+import type { Logger } from "../core/log.js";
 import { TASK_CANCELLED_MESSAGE, TASK_POLL_INTERVAL_MS, failureLine, taskNotFound } from "./tasks.js";
 
 /**

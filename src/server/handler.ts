@@ -4,9 +4,9 @@
  * notification (PROTOCOL.md §1–§5). It never throws and imports no node:
  * module; processes, files and time come in through deps.
  */
-import type { AgentOptions } from "./claude.js";
-import { sleep, type CancelTimer, type Clock } from "./clock.js";
-import type { DirectoryCheck } from "./directory.js";
+import type { AgentOptions } from "../runtimes/claude/claude.js";
+import { sleep, type CancelTimer, type Clock } from "../core/clock.js";
+import type { DirectoryCheck } from "../hosts/local/directory.js";
 import {
   LEGACY_PROTOCOL_VERSIONS,
   MODERN_PROTOCOL_VERSIONS,
@@ -17,8 +17,8 @@ import {
   type ModernRequest,
   type ModernResultType,
 } from "./eras.js";
-import { DispatchError, quoted, toDispatchError } from "./errors.js";
-import { isUnfinished, type Job, type JobRegistry } from "./jobs.js";
+import { DispatchError, quoted, toDispatchError } from "../core/errors.js";
+import { isUnfinished, type Job, type JobRegistry } from "../jobs/registry.js";
 import {
   INTERNAL_ERROR,
   INVALID_PARAMS,
@@ -34,8 +34,8 @@ import {
   type JsonRpcResponse,
   type RequestId,
 } from "./jsonrpc.js";
-import type { Logger } from "./log.js";
-import { admitAgent, type Policy } from "./policy.js";
+import type { Logger } from "../core/log.js";
+import { admitAgent, type Policy } from "../agent/policy.js";
 import { RELATED_TASK, TASK_TOOLS, createTaskMethods, type TaskTool } from "./tasks.js";
 import { becomesTask, createTaskExtension, type TaskExtensionMethod } from "./tasks-extension.js";
 import {
@@ -47,7 +47,7 @@ import {
   renderOutputPage,
   renderStarted,
   type CallToolResult,
-} from "./results.js";
+} from "../tools/results.js";
 import {
   isToolName,
   parseKillInput,
@@ -60,7 +60,7 @@ import {
   type ToolDefinition,
   type ToolName,
   type ToolSettings,
-} from "./tools.js";
+} from "../tools/definitions.js";
 
 /** The versions initialize negotiates, newest first; the first is what we answer when a client asks for a version we do not know (§2). */
 export const SUPPORTED_PROTOCOL_VERSIONS = LEGACY_PROTOCOL_VERSIONS;

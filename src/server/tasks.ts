@@ -3,11 +3,11 @@
  * of claude_run or claude_start creates a job, and the task is that job seen
  * through the Tasks vocabulary. The task id is the job id.
  */
-import { quoted } from "./errors.js";
+import { quoted } from "../core/errors.js";
 import { INVALID_PARAMS, fail, respond, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from "./jsonrpc.js";
-import { isUnfinished, type Job, type JobRegistry } from "./jobs.js";
-import type { Logger } from "./log.js";
-import type { CallToolResult } from "./results.js";
+import { isUnfinished, type Job, type JobRegistry } from "../jobs/registry.js";
+import type { Logger } from "../core/log.js";
+import type { CallToolResult } from "../tools/results.js";
 
 export type TaskStatus = "working" | "completed" | "failed" | "cancelled";
 

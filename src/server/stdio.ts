@@ -6,9 +6,9 @@
 import type { Readable, Writable } from "node:stream";
 
 import { INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, SERIALIZED, fail, isRecord, isRequestId, type OutgoingMessage } from "./jsonrpc.js";
-import type { Logger } from "./log.js";
+import type { Logger } from "../core/log.js";
 import type { RequestHandler } from "./handler.js";
-import { LineReader } from "./lines.js";
+import { LineReader } from "../core/lines.js";
 
 export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
 

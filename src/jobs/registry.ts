@@ -12,13 +12,13 @@
  * With a store (§15) every change is written to the job's record before the
  * method returns, and a new registry can pick up where a dead server left off.
  */
-import type { AgentAttacher, AgentLauncher, AgentOptions, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "./claude.js";
-import type { CancelTimer, Clock } from "./clock.js";
-import { DispatchError, quoted, toDispatchError } from "./errors.js";
-import type { Logger } from "./log.js";
-import type { OutputFiles } from "./process.js";
-import { isFinishedStatus, isJobId, type AgentRecord, type IndexedJob, type JobRecord, type ProcessIdentity, type RecordStatus, type StoredOutcome } from "./state.js";
-import { Transcript } from "./transcript.js";
+import type { AgentAttacher, AgentLauncher, AgentOptions, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../runtimes/claude/claude.js";
+import type { CancelTimer, Clock } from "../core/clock.js";
+import { DispatchError, quoted, toDispatchError } from "../core/errors.js";
+import type { Logger } from "../core/log.js";
+import type { OutputFiles } from "../hosts/local/process.js";
+import { isFinishedStatus, isJobId, type AgentRecord, type IndexedJob, type JobRecord, type ProcessIdentity, type RecordStatus, type StoredOutcome } from "../store/state-store.js";
+import { Transcript } from "../core/transcript.js";
 
 /** A job's status is its record's (§8, §15.2). */
 export type JobStatus = RecordStatus;

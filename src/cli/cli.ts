@@ -11,14 +11,14 @@
 import { accessSync, constants as fsConstants, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
-import { ClaudeStream, DEFAULT_CLAUDE_BIN, type AgentOptions } from "./claude.js";
-import { sleep, type Clock } from "./clock.js";
-import { DEPTH_VARIABLE, loadConfig, type Config, type Host } from "./config.js";
-import { resolveRoots } from "./directory.js";
-import { DispatchError, quoted, toDispatchError } from "./errors.js";
-import { KILL_REASON_TEXT } from "./jobs.js";
-import { createLogger, type Logger, type TextSink } from "./log.js";
-import type { KillReport, ProcessControl } from "./process.js";
+import { ClaudeStream, DEFAULT_CLAUDE_BIN, type AgentOptions } from "../runtimes/claude/claude.js";
+import { sleep, type Clock } from "../core/clock.js";
+import { DEPTH_VARIABLE, loadConfig, type Config, type Host } from "../config.js";
+import { resolveRoots } from "../hosts/local/directory.js";
+import { DispatchError, quoted, toDispatchError } from "../core/errors.js";
+import { KILL_REASON_TEXT } from "../jobs/registry.js";
+import { createLogger, type Logger, type TextSink } from "../core/log.js";
+import type { KillReport, ProcessControl } from "../hosts/local/process.js";
 import {
   choosePrunable,
   isFinishedStatus,
@@ -30,8 +30,8 @@ import {
   type JobRecord,
   type ProcessIdentity,
   type StoredOutcome,
-} from "./state.js";
-import { SERVER_NAME, SERVER_VERSION } from "./version.js";
+} from "../store/state-store.js";
+import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
 
 /** What main.ts hands the CLI; nothing here touches process.* itself. */
 export interface CliIo {

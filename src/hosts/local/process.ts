@@ -16,9 +16,9 @@ import { closeSync, constants as fsConstants, existsSync, openSync, readFileSync
 import { open as openFile, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 
-import { sleep, type CancelTimer, type Clock } from "./clock.js";
-import { NO_FOLLOW, openForAppending, openForReading } from "./files.js";
-import type { Logger } from "./log.js";
+import { sleep, type CancelTimer, type Clock } from "../../core/clock.js";
+import { NO_FOLLOW, openForAppending, openForReading } from "../../store/files.js";
+import type { Logger } from "../../core/log.js";
 
 export interface ProcessInfo {
   pid: number;
