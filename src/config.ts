@@ -2,11 +2,13 @@
  * Configuration from environment variables (PROTOCOL.md §11). A value that
  * is set but invalid is a startup error, never a silent fallback.
  */
-import { DEFAULT_CLAUDE_BIN, PERMISSION_MODES, type PermissionMode } from "./runtimes/claude/claude.js";
+import { PERMISSION_MODES, type PermissionMode } from "./agent/options.js";
+import { DEFAULT_CLAUDE_BIN } from "./runtimes/claude/index.js";
 import { LOG_LEVELS, type LogLevel } from "./core/log.js";
 import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "./agent/policy.js";
 import { MODEL_NAME } from "./tools/definitions.js";
-import { stateDirectory, StateError } from "./store/state-store.js";
+import { stateDirectory } from "./hosts/local/state-location.js";
+import { StateError } from "./store/records.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./server/stdio.js";
 
 export interface Config {

@@ -5,11 +5,13 @@
  * configuration, builds the real dependencies, takes over the jobs of dead
  * servers, serves stdio, and shuts down as PROTOCOL.md §3 describes.
  */
-import { existsSync, readFileSync, statSync, statfsSync } from "node:fs";
+import { readFileSync, statfsSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
-import { agentEnvironment, createClaudeAgents } from "./runtimes/claude/claude.js";
+import { createAgents } from "./agent/launcher.js";
+import { claudeRuntime } from "./runtimes/claude/index.js";
+import { memoryPersistence } from "./jobs/memory.js";
 import { systemClock } from "./core/clock.js";
 import { DEPTH_VARIABLE, loadConfig, type Config } from "./config.js";
 import { checkDirectory, resolveRoots } from "./hosts/local/directory.js";
@@ -17,7 +19,7 @@ import { createRequestHandler } from "./server/handler.js";
 import { JobRegistry } from "./jobs/registry.js";
 import { createLogger, type Logger } from "./core/log.js";
 import { admitAgent } from "./agent/policy.js";
-import type { AttachRequest, ChildHandle, Platform, ProcessControl, SpawnRequest } from "./hosts/local/process.js";
+import type { AttachRequest, ChildHandle, ProcessControl, SpawnRequest } from "./hosts/local/index.js";
 import { createTextFile, readFileRange, StateError, StateStore, type ProcessIdentity } from "./store/state-store.js";
 import { createMessageWriter, serveStdio } from "./server/stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./core/version.js";
@@ -32,54 +34,34 @@ const TRANSCRIPT_CHARS = 2_000_000;
  * The process layer and child_process load when the first job starts, not at
  * startup: `initialize` does not need them (BENCHMARKS.md (a)).
  */
-async function loadProcessControl(options: Omit<Parameters<typeof import("./hosts/local/process.js").createProcessControl>[0], "platform">): Promise<ProcessControl> {
-  const [{ execFile, spawn }, layer] = await Promise.all([import("node:child_process"), import("./hosts/local/process.js")]);
-  const runFile = (file: string, args: readonly string[]): Promise<{ exitCode: number | null; stdout: string }> =>
-    new Promise((resolve, reject) => {
-      execFile(file, args, { windowsHide: true, maxBuffer: 64 * 1024 * 1024 }, (error, stdout) => {
-        if (error && typeof error.code !== "number") return reject(error);
-        resolve({ exitCode: error ? (error.code as number) : 0, stdout });
-      });
-    });
-  let platform: Platform;
-  if (process.platform === "win32") {
-    platform = {
-      kind: "windows",
-      spawn,
-      runFile,
-      env: process.env,
-      fileExists: (file) => {
-        try {
-          return statSync(file).isFile();
-        } catch {
-          return false;
-        }
-      },
-      readTextFile: (file) => (existsSync(file) ? readFileSync(file, "utf8") : undefined),
-      nodePath: process.execPath,
-      isRunning: (pid) => {
-        try {
-          process.kill(pid, 0);
-          return true;
-        } catch (error) {
-          // EPERM: it exists, it is just not ours to signal.
-          return (error as NodeJS.ErrnoException).code === "EPERM";
-        }
-      },
-    };
-  } else {
-    const linux = process.platform === "linux";
-    platform = {
-      kind: "posix",
-      spawn,
-      // By absolute path, like every program we run ourselves: PATH is the caller's to change.
-      listProcesses: linux ? () => layer.listLinuxProcesses() : async () => layer.parsePsOutput((await runFile("/bin/ps", layer.PS_ARGS)).stdout),
-      signal: (pid, signal) => void process.kill(pid, signal),
-      selfPid: process.pid,
-      ...(linux ? { readEnvironment: (pid: number) => layer.readLinuxEnvironment(pid) } : {}),
-    };
+async function loadProcessControl(
+  options: Omit<Parameters<typeof import("./hosts/local/index.js").createProcessControl>[0], "platform" | "newMarker" | "defer">,
+): Promise<ProcessControl> {
+  const layer = await import("./hosts/local/index.js");
+  const platform = await layer.createLocalPlatform({
+    platform: process.platform,
+    pid: process.pid,
+    env: process.env,
+    execPath: process.execPath,
+    kill: (pid, signal) => void process.kill(pid, signal),
+  });
+  return layer.createProcessControl({
+    ...options,
+    platform,
+    // The global Web Crypto, like the job ids.
+    newMarker: () => crypto.randomUUID(),
+    defer: (fn) => void setImmediate(fn),
+  });
+}
+
+/** Bytes free on the disk holding dir, for telling a full disk from a broken agent (§7.3). */
+function freeBytesOf(dir: string): number | undefined {
+  try {
+    const disk = statfsSync(dir);
+    return disk.bavail * disk.bsize;
+  } catch {
+    return undefined;
   }
-  return layer.createProcessControl({ ...options, platform });
 }
 
 /** A child handle for a start that waits on the process layer to load. */
@@ -153,7 +135,7 @@ function openState(config: Config): StateStore {
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.length > 0) {
-    const { runCli } = await import("./cli/cli.js");
+    const { runCli } = await import("./cli/index.js");
     process.exitCode = await runCli(args, {
       env: process.env,
       host: hostFacts(),
@@ -185,7 +167,7 @@ async function main(): Promise<void> {
   }
   if (process.stdin.isTTY) {
     // The same absolute `claude mcp add` line as doctor's; cli.js is loaded only here, so a host's start is no slower.
-    const { terminalHint } = await import("./cli/cli.js");
+    const { terminalHint } = await import("./cli/index.js");
     process.stderr.write(terminalHint({ nodePath: process.execPath, mainPath: path.resolve(process.argv[1] ?? "dist/main.js"), platform: process.platform }, process.env));
   }
   await serve();
@@ -224,18 +206,19 @@ async function serve(): Promise<void> {
     if (processes) return processes.attach(request);
     return deferredChild(processControl().then((loaded) => loaded.attach(request)));
   };
-  const agents = createClaudeAgents({
-    start: startChild,
-    attach: attachChild,
-    files: { readRange: readFileRange, create: createTextFile, freeBytes: (dir) => { try { const disk = statfsSync(dir); return disk.bavail * disk.bsize; } catch { return undefined; } } },
-    bin: config.claudeBin,
+  const runtime = claudeRuntime(config.claudeBin);
+  const agents = createAgents({
+    runtime,
+    host: { start: startChild, attach: attachChild },
+    files: { readRange: readFileRange, create: createTextFile, freeBytes: freeBytesOf, folderOf: (file) => path.dirname(file) },
     // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
-    env: agentEnvironment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),
+    env: runtime.environment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),
     maxLineBytes: config.maxOutputBytes,
     transcriptChars: TRANSCRIPT_CHARS,
     stderrTailBytes: 64 * 1024,
     onMalformedLine: (line) => logger.warn(`skipped a line of agent output that is not JSON: ${line.slice(0, 200)}`),
   });
+
   const jobs = new JobRegistry({
     launch: agents.launch,
     clock,
@@ -246,7 +229,8 @@ async function serve(): Promise<void> {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: FINISHED_TRANSCRIPT_CHARS,
     maxRunning: config.maxJobs,
-    persistence: store && {
+    // A server at the depth limit keeps its (never started) jobs in memory: it must not touch the state directory (§7.4).
+    persistence: !store ? memoryPersistence() : {
       store,
       owner: await ownIdentity(processControl),
       attach: agents.attach,

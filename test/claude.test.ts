@@ -16,7 +16,7 @@ import {
   type AgentOutcome,
   type StateDisk,
 } from "../src/runtimes/claude/claude.js";
-import type { ChildExit, ChildHandle } from "../src/hosts/local/process.js";
+import type { ChildExit, ChildHandle } from "../src/hosts/local/index.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`./fixtures/cli/${name}`, import.meta.url), "utf8");
 

@@ -13,7 +13,7 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { claudeMcpAddLine, hostEnvironment, runCli, terminalHint, type CliIo, type RunFileResult } from "../src/cli/cli.js";
+import { claudeMcpAddLine, hostEnvironment, runCli, terminalHint, type CliIo, type RunFileResult } from "../src/cli/index.js";
 import { systemClock, type Clock } from "../src/core/clock.js";
 import { DEPTH_VARIABLE } from "../src/config.js";
 import {
@@ -23,7 +23,7 @@ import {
   type AttachRequest,
   type ChildHandle,
   type ProcessControl,
-} from "../src/hosts/local/process.js";
+} from "../src/hosts/local/index.js";
 import { StateStore, type JobRecord } from "../src/store/state-store.js";
 import { SERVER_VERSION } from "../src/core/version.js";
 import { RecordingLogger } from "./helpers.js";
@@ -682,6 +682,8 @@ describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => 
       platform: LINUX_PLATFORM,
       clock: systemClock,
       logger: new RecordingLogger(),
+      newMarker: () => randomUUID(),
+      defer: (fn) => void setImmediate(fn),
       killGraceMs: 500,
       killPollMs: 50,
     });

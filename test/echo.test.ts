@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { runCli, type CliIo } from "../src/cli/cli.js";
+import { runCli, type CliIo } from "../src/cli/index.js";
 import { TASKS_EXTENSION } from "../src/server/eras.js";
 import { ECHO_MAX_CHARS, quoted } from "../src/core/errors.js";
 import type { JsonRpcResponse } from "../src/server/jsonrpc.js";

@@ -1,5 +1,6 @@
 /** Shared fakes: a manual clock and a scriptable agent launcher. No module mocking. */
-import type { AgentIdentity } from "../src/hosts/local/process.js";
+import { memoryPersistence } from "../src/jobs/memory.js";
+import type { AgentIdentity } from "../src/hosts/local/index.js";
 import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../src/runtimes/claude/claude.js";
 import type { CancelTimer, Clock } from "../src/core/clock.js";
 import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/server/handler.js";
@@ -167,6 +168,7 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 10_000_000,
     maxRunning: registry.maxRunning ?? 1000,
+    persistence: memoryPersistence(),
   });
   const checkedDirectories: string[] = [];
   const notifications: JsonRpcNotification[] = [];

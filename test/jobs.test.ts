@@ -1,4 +1,5 @@
 /** The job registry's own bounds, with fake agents and a fake clock. */
+import { memoryPersistence } from "../src/jobs/memory.js";
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -18,6 +19,7 @@ function registry(overrides: { finishedTranscriptChars?: number; maxFinishedJobs
     maxFinishedJobs: overrides.maxFinishedJobs ?? 1000,
     finishedTranscriptChars: overrides.finishedTranscriptChars ?? 1_000_000,
     maxRunning: overrides.maxRunning ?? 1000,
+    persistence: memoryPersistence(),
   });
   return { jobs, launcher, clock };
 }

@@ -11,6 +11,7 @@
  *
  * Agents wait on gate files and tests wait on files and events, never on time.
  */
+import { memoryPersistence } from "../src/jobs/memory.js";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -220,6 +221,7 @@ describe("a killed job's outcome is KILLED (registry)", () => {
       maxFinishedJobs: 1000,
       finishedTranscriptChars: 1_000_000,
       maxRunning: 1,
+      persistence: memoryPersistence(),
     });
     limited.start({ prompt: "blocker", cwd: "/w" }, "start");
     const queued = limited.start({ prompt: "never runs", cwd: "/w" }, "start");

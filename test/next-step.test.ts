@@ -5,6 +5,7 @@
  * they parse the call out of `next`, check its arguments are the real ones,
  * and make that call.
  */
+import { memoryPersistence } from "../src/jobs/memory.js";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
@@ -40,6 +41,7 @@ function uuidHarness(maxResultChars = 20_000, maxRunning = 1000): HandlerHarness
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 10_000_000,
     maxRunning,
+    persistence: memoryPersistence(),
   });
   return { ...handlerHarness({ jobs, clock, logger, maxResultChars }), jobs, clock, launcher, logger };
 }

@@ -4,6 +4,7 @@
  * fake file system and spawn.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,8 +25,11 @@ import {
   type Signal,
   type SpawnRequest,
   type WindowsPlatform,
-} from "../src/hosts/local/process.js";
+} from "../src/hosts/local/index.js";
 import { FakeClock, RecordingLogger, settle } from "./helpers.js";
+
+/** The randomness and deferral the wiring injects (src/main.ts). */
+const INJECTED = { newMarker: () => randomUUID(), defer: (fn: () => void) => void setImmediate(fn) };
 
 interface SpawnCall {
   command: string;
@@ -122,7 +126,7 @@ function fakePosix(table: ProcessInfo[]): { platform: PosixPlatform; signals: Ar
 
 test("POSIX spawn: no shell, detached, windowsHide, prompt on stdin", async () => {
   const { platform, calls } = fakePosix([proc(10, 1, "s10", { pgid: 10, sid: 5 }), proc(100, 10, "s100")]);
-  const control = createProcessControl({ platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  const control = createProcessControl({ ...INJECTED, platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
   control.start(request);
   const call = calls[0];
   assert.ok(call);
@@ -149,7 +153,7 @@ test("tree kill: signals descendants in other sessions, re-walks for new ones, n
   ];
   const { platform, signals } = fakePosix(table);
   const clock = new FakeClock();
-  const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 1000, killPollMs: 100, treeRefreshMs: 1000 });
+  const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 1000, killPollMs: 100, treeRefreshMs: 1000 });
   const handle = control.start(request);
   await settle();
 
@@ -175,7 +179,7 @@ test("a remembered pid that now belongs to another process (new start time) is n
   const table = [proc(10, 1, "s10", { pgid: 10, sid: 5 }), proc(100, 10, "s100"), proc(150, 100, "old", { pgid: 150, sid: 150 })];
   const { platform, signals } = fakePosix(table);
   const clock = new FakeClock();
-  const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
+  const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
   const handle = control.start(request);
   await settle();
   // 150 exits and an unrelated process is born with the same pid.
@@ -193,7 +197,7 @@ test("survivors after SIGKILL are reported", async () => {
   platform.signal = () => undefined; // nothing dies: think of a process stuck in uninterruptible sleep
   const clock = new FakeClock();
   const logger = new RecordingLogger();
-  const control = createProcessControl({ platform, clock, logger, killGraceMs: 100, killPollMs: 50 });
+  const control = createProcessControl({ ...INJECTED, platform, clock, logger, killGraceMs: 100, killPollMs: 50 });
   const handle = control.start(request);
   const killing = handle.killTree();
   await clock.advance(5000);
@@ -219,7 +223,7 @@ test("processes carrying the agent's environment marker are adopted, others are 
     return environments.get(pid);
   };
   const clock = new FakeClock();
-  const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
+  const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
   const handle = control.start(request);
   const marker = String(calls[0]?.options.env?.CLAUDE_DISPATCH_TREE);
   assert.match(marker, /^[0-9a-f-]{36}$/, "each agent gets its own marker");
@@ -242,7 +246,7 @@ test("without a process table the kill falls back to the group and reports the a
     throw new Error("no /proc");
   };
   const clock = new FakeClock();
-  const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
+  const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
   const handle = control.start(request);
   const killing = handle.killTree();
   await clock.advance(1000);
@@ -256,7 +260,7 @@ test("without a process table the kill falls back to the group and reports the a
 test("stderr keeps only its tail; stdout goes to the reader as it arrives", async () => {
   const { platform, calls } = fakePosix([proc(10, 1, "10", { pgid: 10, sid: 5 })]);
   const clock = new FakeClock();
-  const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 0 });
+  const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 0 });
   const received: string[] = [];
   const handle = control.start({ ...request, onStdout: (chunk) => received.push(chunk.toString()), stderrTailBytes: 100 });
   const child = calls[0]?.child;
@@ -372,7 +376,7 @@ test("Windows: the shim target parser handles both %dp0% forms and rejects other
 test("Windows: spawn hides the window, is not detached, and a missing claude is SPAWN_FAILED", async () => {
   const calls: SpawnCall[] = [];
   const platform = fakeWindows({ "C:\\Tools\\claude.exe": "" }, calls);
-  const control = createProcessControl({ platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  const control = createProcessControl({ ...INJECTED, platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
   control.start(request);
   const call = calls[0];
   assert.ok(call);
@@ -381,7 +385,7 @@ test("Windows: spawn hides the window, is not detached, and a missing claude is 
   assert.equal(call.options.detached, undefined);
   assert.equal(call.options.shell, undefined);
 
-  const missing = createProcessControl({ platform: fakeWindows({}), clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 }).start(request);
+  const missing = createProcessControl({ ...INJECTED, platform: fakeWindows({}), clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 }).start(request);
   const exit = await missing.exited;
   const outcome = interpretExit(exit, new ClaudeStream({ maxLineBytes: 1024, transcriptChars: 1024, onOverflow: () => undefined }), "claude");
   assert.ok(!outcome.ok && outcome.code === "SPAWN_FAILED" && outcome.detail.includes("not found on PATH"));
@@ -391,7 +395,7 @@ test("Windows: kill runs taskkill /T /F by its absolute System32 path; 'not foun
   const calls: SpawnCall[] = [];
   const taskkill: Array<readonly string[]> = [];
   const platform = fakeWindows({ "C:\\Tools\\claude.exe": "" }, calls, taskkill, 128);
-  const control = createProcessControl({ platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  const control = createProcessControl({ ...INJECTED, platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
   const handle = control.start(request);
   const report = await handle.killTree();
   assert.deepEqual(taskkill, [["C:\\Windows\\System32\\taskkill.exe", "/pid", "4321", "/T", "/F"]]);
@@ -421,7 +425,7 @@ test("Windows: an agent of an earlier server is followed from its output file un
     let running = true;
     const platform: WindowsPlatform = { ...fakeWindows({}, [], taskkill, 0), isRunning: (pid) => pid === 777 && running };
     const clock = new FakeClock();
-    const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 0, followMs: 10 });
+    const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 0, followMs: 10 });
     const chunks: Buffer[] = [];
     const handle = control.attach({ pid: 777, startTime: undefined, marker: undefined, output, onStdout: (chunk) => chunks.push(chunk), stderrTailBytes: 100 });
     let exited = false;
@@ -447,7 +451,7 @@ test("attaching without a recorded start time: a pid that does not carry the age
     const { platform, signals } = fakePosix(table);
     platform.readEnvironment = (pid) => (pid === 800 ? `CLAUDE_DISPATCH_TREE=the-marker\0` : `CLAUDE_DISPATCH_TREE=other\0`);
     const clock = new FakeClock();
-    const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50, followMs: 10 });
+    const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50, followMs: 10 });
     const attach = (pid: number, marker: string) => control.attach({ pid, startTime: undefined, marker, output, onStdout: () => undefined, stderrTailBytes: 10 });
 
     assert.equal(await control.isAlive(700, undefined, "the-marker"), false);
@@ -491,7 +495,7 @@ test("an attached agent that survives its kill is still polled at the usual pace
       return table.map((info) => ({ ...info }));
     };
     const clock = new FakeClock();
-    const control = createProcessControl({ platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50, followMs: 10, livenessMs: { first: 500, max: 2000 } });
+    const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50, followMs: 10, livenessMs: { first: 500, max: 2000 } });
     const handle = control.attach({ pid: 900, startTime: "9000", marker: undefined, output, onStdout: () => undefined, stderrTailBytes: 10 });
     let exited = false;
     void handle.exited.then(() => (exited = true));
@@ -519,7 +523,7 @@ test("the end of stderr is read without a character cut in two at its start", as
     // "é" is two bytes and "€" three: the last 4 bytes of "xxé€" start inside the é.
     writeFileSync(output.stderrPath, "xxé€");
     const platform: WindowsPlatform = { ...fakeWindows({}), isRunning: () => false };
-    const control = createProcessControl({ platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0, followMs: 10 });
+    const control = createProcessControl({ ...INJECTED, platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0, followMs: 10 });
     const exit = await control.attach({ pid: 5, startTime: undefined, marker: undefined, output, onStdout: () => undefined, stderrTailBytes: 4 }).exited;
     assert.equal(exit.stderrTail, "€");
     await control.idle();
@@ -528,7 +532,7 @@ test("the end of stderr is read without a character cut in two at its start", as
 
 test("a pid recorded alone (no start time, no marker) is neither alive nor gone while it exists", async () => {
   const { platform } = fakePosix([proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(600, 1, "6000")]);
-  const control = createProcessControl({ platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  const control = createProcessControl({ ...INJECTED, platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
   assert.equal(await control.isAlive(600, undefined), undefined);
   assert.equal(await control.isAlive(601, undefined), false);
   assert.equal(await control.isAlive(600, "6000"), true);

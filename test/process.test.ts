@@ -5,6 +5,7 @@
  * POSIX only; the Windows branch is covered in windows.test.ts.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,7 +15,7 @@ import { fileURLToPath } from "node:url";
 
 import { agentEnvironment, createClaudeAgents, type AgentOutcome, type AgentRun } from "../src/runtimes/claude/claude.js";
 import { systemClock } from "../src/core/clock.js";
-import { createProcessControl, type PosixPlatform, type ProcessControl } from "../src/hosts/local/process.js";
+import { createProcessControl, type PosixPlatform, type ProcessControl } from "../src/hosts/local/index.js";
 import { RecordingLogger } from "./helpers.js";
 import { isAlive, LINUX_PLATFORM, readPids, waitFor } from "./processes.js";
 import { minimalEnvironment } from "./server-process.js";
@@ -42,6 +43,8 @@ function control(overrides: { killGraceMs?: number; maxLineBytes?: number } = {}
     platform,
     clock: systemClock,
     logger,
+    newMarker: () => randomUUID(),
+    defer: (fn) => void setImmediate(fn),
     killGraceMs: overrides.killGraceMs ?? 400,
     treeRefreshMs: 100,
     exitDrainMs: 200,
@@ -157,7 +160,7 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
 
   test("a working directory that vanished before the spawn is reported as such, not as a missing claude", async () => {
     const logger = new RecordingLogger();
-    const processes = createProcessControl({ platform, clock: systemClock, logger, killGraceMs: 100 });
+    const processes = createProcessControl({ platform, clock: systemClock, logger, killGraceMs: 100, newMarker: () => randomUUID(), defer: (fn) => void setImmediate(fn) });
     const { launch } = createClaudeAgents({
       start: (request) => processes.start(request),
       attach: (request) => processes.attach(request),

@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
-import { listLinuxProcesses, readLinuxEnvironment, type PosixPlatform } from "../src/hosts/local/process.js";
+import { listLinuxProcesses, readLinuxEnvironment, type PosixPlatform } from "../src/hosts/local/index.js";
 
 /** The real process layer's platform on Linux, as src/main.ts builds it. */
 export const LINUX_PLATFORM: PosixPlatform = {

@@ -14,7 +14,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, afterEach, before, describe, test } from "node:test";
 
-import { listLinuxProcesses, type ProcessInfo } from "../src/hosts/local/process.js";
+import { listLinuxProcesses, type ProcessInfo } from "../src/hosts/local/index.js";
 import { commandLine, isAlive, waitFor } from "./processes.js";
 import { minimalEnvironment, ServerProcess, type RpcResponse } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { runCli, type CliIo } from "../src/cli/cli.js";
+import { runCli, type CliIo } from "../src/cli/index.js";
 import { systemClock } from "../src/core/clock.js";
 import { openForAppending, openForReading, openForWriting, readTextFile } from "../src/store/files.js";
 import { StateError, StateStore, readFileRange, type JobRecord } from "../src/store/state-store.js";

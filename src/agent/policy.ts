@@ -3,8 +3,12 @@
  * agent. A call that breaks it is refused with POLICY_DENIED, never quietly
  * changed; what a call leaves out is filled from the operator's defaults.
  */
-import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "../runtimes/claude/claude.js";
-import type { DirectoryCheck } from "../hosts/local/directory.js";
+import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "./options.js";
+
+/** A cwd or add_dirs entry as the host checked it (§5): its resolved path, or why it cannot be used. */
+export type DirectoryCheck =
+  | { ok: true; path: string }
+  | { ok: false; code: "INVALID_ARGUMENT" | "POLICY_DENIED"; problem: string };
 import { DispatchError } from "../core/errors.js";
 
 export interface Policy {

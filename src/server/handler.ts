@@ -4,9 +4,9 @@
  * notification (PROTOCOL.md §1–§5). It never throws and imports no node:
  * module; processes, files and time come in through deps.
  */
-import type { AgentOptions } from "../runtimes/claude/claude.js";
+import type { AgentOptions } from "../agent/options.js";
 import { sleep, type CancelTimer, type Clock } from "../core/clock.js";
-import type { DirectoryCheck } from "../hosts/local/directory.js";
+import type { DirectoryCheck } from "../agent/policy.js";
 import {
   LEGACY_PROTOCOL_VERSIONS,
   MODERN_PROTOCOL_VERSIONS,

@@ -34,116 +34,33 @@ import path from "node:path";
 
 import { openForAppending, openForReading, openForWriting, readTextFile } from "./files.js";
 
-import { ClaudeStream, type AgentOptions, type AgentResult } from "../runtimes/claude/claude.js";
-import type { ErrorCode } from "../core/errors.js";
-import { isRecord } from "../server/jsonrpc.js";
+import { ClaudeStream } from "../runtimes/claude/claude.js";
+import { isRecord } from "../core/values.js";
+import {
+  StateError,
+  bySubmission,
+  isFinishedStatus,
+  isJobId,
+  parseIdentity,
+  parseRecord,
+  type IndexedJob,
+  type JobRecord,
+  type ProcessIdentity,
+} from "./records.js";
 
-export const STATE_FORMAT = 1;
+// Existing importers keep working while the layers settle; new code imports records.ts directly.
+export * from "./records.js";
+export { stateDirectory } from "../hosts/local/state-location.js";
 
-export type RecordStatus = "queued" | "running" | "completed" | "failed" | "killed" | "lost";
-
-/** A process, identified so that a reused pid is not taken for it. */
-export interface ProcessIdentity {
-  pid: number;
-  /** From the process table (Linux: /proc/<pid>/stat field 22); absent where unknown. */
-  start_time?: string;
-}
-
-export interface AgentRecord {
-  pid?: number;
-  pgid?: number;
-  start_time?: string;
-  tree_marker?: string;
-}
-
-export interface StoredOutcome {
-  ok: boolean;
-  code?: ErrorCode;
-  detail?: string;
-  /** The result event, without its text: that is in result.txt. */
-  result?: Omit<AgentResult, "text">;
-  /** Length of result.txt's text in UTF-16 characters, when there is a result text. */
-  result_chars?: number;
-  /** The agent's exit code or signal, when it was the recording server's child. */
-  exit?: { code: number | null; signal: string | null };
-}
-
-export interface JobRecord {
-  format: typeof STATE_FORMAT;
-  id: string;
-  kind: "run" | "start";
-  cwd: string;
-  prompt_preview: string;
-  options: AgentOptions;
-  resume_session_id?: string;
-  timeout_ms?: number;
-  status: RecordStatus;
-  /** Milliseconds since the epoch. */
-  submitted_at: number;
-  started_at?: number;
-  finished_at?: number;
-  /** The server that owns the job: only it starts, follows and finishes it. */
-  owner: ProcessIdentity;
-  /** Bumped by each server that adopts the job after its owner died. */
-  generation: number;
-  /** Written before the spawn with the tree marker alone; the pid, group and start time follow (§15.2). */
-  agent?: AgentRecord;
-  kill_reason?: string;
-  outcome?: StoredOutcome;
-  /** Last known progress, for the CLI's table. */
-  turns?: number;
-  cost_usd?: number;
-}
-
-export class StateError extends Error {}
 
 const CHUNK_BYTES = 64 * 1024;
 /** Claim slots tried per restart before a job is left alone: each needs a holder that is gone before it. */
 const MAX_CLAIM_SLOTS = 8;
 
-type Env = Readonly<Record<string, string | undefined>>;
-
-/**
- * Where state lives: CLAUDE_DISPATCH_STATE_DIR, else $XDG_STATE_HOME/claude-dispatch,
- * else ~/.local/state/claude-dispatch; on Windows %LOCALAPPDATA%\claude-dispatch.
- */
-export function stateDirectory(env: Env, platform: string, home: string): string {
-  const explicit = env.CLAUDE_DISPATCH_STATE_DIR?.trim();
-  if (explicit) {
-    if (!path.isAbsolute(explicit)) throw new StateError(`CLAUDE_DISPATCH_STATE_DIR must be an absolute path, got ${JSON.stringify(explicit)}`);
-    return path.resolve(explicit);
-  }
-  if (platform === "win32") {
-    const local = env.LOCALAPPDATA?.trim();
-    if (local && path.win32.isAbsolute(local)) return path.win32.join(local, "claude-dispatch");
-    return path.win32.join(home, "AppData", "Local", "claude-dispatch");
-  }
-  // The XDG spec says a relative XDG_STATE_HOME is invalid and must be ignored.
-  const xdg = env.XDG_STATE_HOME?.trim();
-  if (xdg && path.isAbsolute(xdg)) return path.join(xdg, "claude-dispatch");
-  if (!home) throw new StateError("no home directory: set CLAUDE_DISPATCH_STATE_DIR");
-  return path.join(home, ".local", "state", "claude-dispatch");
-}
-
-const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** Job ids become folder names: only a UUID may. */
-export function isJobId(value: string): boolean {
-  return JOB_ID.test(value);
-}
-
 export interface LoadedRecords {
   records: JobRecord[];
   /** Folders whose record is missing or unreadable, with why. */
   skipped: { id: string; reason: string }[];
-}
-
-/** A finished job as the index of finished jobs keeps it: enough for retention, without reading its record (§15.5). */
-export interface IndexedJob {
-  id: string;
-  finished_at: number;
-  /** What its folder used on disk when it finished. */
-  bytes: number;
 }
 
 export interface StartupRecords extends LoadedRecords {
@@ -555,32 +472,6 @@ export class StateStore {
   }
 }
 
-export function isFinishedStatus(status: RecordStatus): boolean {
-  return status !== "queued" && status !== "running";
-}
-
-/**
- * Which finished jobs to delete: those finished longer than retentionMs ago,
- * then the oldest until the rest fit in maxBytes. Unfinished jobs are never chosen.
- */
-export function choosePrunable(
-  jobs: readonly { id: string; status: RecordStatus; finished_at?: number; bytes: number }[],
-  now: number,
-  retentionMs: number,
-  maxBytes: number,
-): string[] {
-  const chosen = new Set<string>();
-  let total = jobs.reduce((sum, job) => sum + job.bytes, 0);
-  const finished = jobs.filter((job) => isFinishedStatus(job.status)).sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
-  for (const job of finished) {
-    const expired = now - (job.finished_at ?? 0) >= retentionMs;
-    if (!expired && total <= maxBytes) break;
-    chosen.add(job.id);
-    total -= job.bytes;
-  }
-  return [...chosen];
-}
-
 /** Bytes [offset, offset + length) of a file, or undefined when it cannot be read. */
 export function readFileRange(file: string, offset: number, length: number): Buffer | undefined {
   let fd: number | undefined;
@@ -604,10 +495,6 @@ export function createTextFile(file: string): { write(text: string): void; close
     write: (text) => void writeSync(fd, text),
     close: () => closeSync(fd),
   };
-}
-
-function bySubmission(a: JobRecord, b: JobRecord): number {
-  return a.submitted_at - b.submitted_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 /** Never through a link: a result.txt pointing outside must not leak that file (§15.1). */
@@ -660,59 +547,4 @@ function writeAtomically(file: string, text: string, flush: boolean): void {
   }
 }
 
-const STATUSES: readonly string[] = ["queued", "running", "completed", "failed", "killed", "lost"];
 
-/** A pid we may ever signal: never 0, -1 or 1, which would address a group, everything, or init. */
-function isProcessId(value: unknown): value is number {
-  return Number.isSafeInteger(value) && (value as number) > 1;
-}
-
-function isAgent(value: unknown): boolean {
-  return (
-    isRecord(value) &&
-    // A pid, or, before the spawn, the marker alone.
-    (isProcessId(value.pid) || (value.pid === undefined && typeof value.tree_marker === "string")) &&
-    (value.start_time === undefined || typeof value.start_time === "string") &&
-    (value.tree_marker === undefined || typeof value.tree_marker === "string") &&
-    (value.pgid === undefined || isProcessId(value.pgid))
-  );
-}
-
-function parseIdentity(text: string | undefined): ProcessIdentity | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const value: unknown = JSON.parse(text);
-    // An owner or claimant is never signalled, only asked after: pid 1 is fine (a server that is a container's init).
-    if (isRecord(value) && Number.isSafeInteger(value.pid) && (value.pid as number) >= 1) {
-      return { pid: value.pid as number, ...(typeof value.start_time === "string" ? { start_time: value.start_time } : {}) };
-    }
-  } catch {
-    // Torn or foreign: not an identity.
-  }
-  return undefined;
-}
-
-/** A record is trusted only when its shape is right and it names its own folder. */
-export function parseRecord(text: string, id: string): JobRecord | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!isRecord(value)) return undefined;
-  const ok =
-    value.format === STATE_FORMAT &&
-    value.id === id &&
-    (value.kind === "run" || value.kind === "start") &&
-    typeof value.cwd === "string" &&
-    typeof value.prompt_preview === "string" &&
-    isRecord(value.options) &&
-    typeof value.status === "string" &&
-    STATUSES.includes(value.status) &&
-    Number.isFinite(value.submitted_at) &&
-    Number.isSafeInteger(value.generation) &&
-    parseIdentity(JSON.stringify(value.owner)) !== undefined &&
-    (value.agent === undefined || isAgent(value.agent));
-  return ok ? (value as unknown as JobRecord) : undefined;
-}

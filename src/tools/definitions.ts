@@ -4,7 +4,7 @@
  * unknown argument or a wrong type is an INVALID_ARGUMENT error, never a
  * silently ignored value.
  */
-import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "../runtimes/claude/claude.js";
+import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "../agent/options.js";
 import { DispatchError, ERROR_CODES, quoted } from "../core/errors.js";
 
 export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output"] as const;

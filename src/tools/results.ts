@@ -4,10 +4,10 @@
  * is inside structuredContent too, because some hosts show the model only that;
  * so is the next step (`next`), which Claude Code would otherwise never show its model.
  */
-import type { AgentResult, LiveSummary } from "../runtimes/claude/claude.js";
+import type { AgentResult, LiveSummary } from "../agent/types.js";
 import { formatError, type DispatchError, type ErrorCode } from "../core/errors.js";
 import { KILL_REASON_TEXT, type Job } from "../jobs/registry.js";
-import { isJobId } from "../store/state-store.js";
+import { isJobId } from "../store/records.js";
 import type { ReportStatus } from "./definitions.js";
 
 export interface Report {

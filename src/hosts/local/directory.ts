@@ -12,9 +12,9 @@ import { quoted } from "../../core/errors.js";
 const PATH_ECHO_CHARS = 500;
 const shown = (dir: string): string => quoted(dir, PATH_ECHO_CHARS);
 
-export type DirectoryCheck =
-  | { ok: true; path: string }
-  | { ok: false; code: "INVALID_ARGUMENT" | "POLICY_DENIED"; problem: string };
+import type { DirectoryCheck } from "../../agent/policy.js";
+
+export type { DirectoryCheck };
 
 export async function checkDirectory(dir: string, roots?: readonly string[], pathApi: typeof path = path): Promise<DirectoryCheck> {
   if (!pathApi.isAbsolute(dir)) return { ok: false, code: "INVALID_ARGUMENT", problem: `must be an absolute path, got ${shown(dir)}` };

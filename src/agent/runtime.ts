@@ -1,0 +1,65 @@
+/**
+ * The runtime seam: which agent CLI runs (PROTOCOL.md §7). A runtime knows
+ * its CLI's flags, the environment it needs, the shape of what it prints, and
+ * how its end reads as an outcome; nothing else in src/ does. `runtimes/claude/`
+ * is Claude Code; Codex (`codex exec --json`) and Gemini (`gemini -p
+ * --output-format stream-json`) print JSON lines too, and fit the same shape.
+ */
+import type { Transcript } from "../core/transcript.js";
+import type { ChildExit } from "./host.js";
+import type { AgentOutcome, AgentSpec, LiveSummary } from "./types.js";
+
+/** The agent's output file, read again, and where a long result's text is written (§15.4). */
+export interface OutputSource {
+  read(offset: number, length: number): Buffer | undefined;
+  /** Starts the result file afresh; returns how to add text to it and close it. Without it (a replay), a long result's text is skipped. */
+  createResult?(): { write(text: string): void; close(): void };
+}
+
+export interface ReaderOptions {
+  /** The longest single output line accepted; longer is OUTPUT_TOO_LARGE. */
+  maxLineBytes: number;
+  /** Transcript size kept for claude_output. */
+  transcriptChars: number;
+  onOverflow(): void;
+  onMalformedLine?(line: string): void;
+  /** The output as a file that can be read again (§15): then long lines are not held while they stream by. */
+  source?: OutputSource;
+}
+
+/** Reads one agent's stdout as it arrives: a live summary, a bounded transcript, and its final result. */
+export interface AgentOutputReader {
+  readonly transcript: Transcript;
+  /** An output line passed maxLineBytes: the agent was stopped. */
+  readonly overflow: boolean;
+  push(chunk: Buffer): void;
+  /** The output ended: whatever is left is read, and the result found. */
+  end(): void;
+  /** Whether a final result was read (after end()). */
+  hasResult(): boolean;
+  live(): LiveSummary;
+  /** Calls listener after each event that changed the summary; returns the unsubscribe. */
+  onActivity(listener: () => void): () => void;
+  /** Lets go of the result, which may be megabytes, once the outcome holds what is needed of it. */
+  forgetResult(): void;
+}
+
+/** The free space of the disk holding an agent's stdout, measured after it ended without a result (§7.3). */
+export interface StateDisk {
+  /** The folder of the output file. */
+  dir: string;
+  /** Bytes available to this server; undefined when unknown. */
+  freeBytes: number | undefined;
+}
+
+export interface Runtime<Reader extends AgentOutputReader = AgentOutputReader> {
+  /** Named in every record (§15.2): "claude". */
+  readonly name: string;
+  /** The program and its argv; the prompt always goes to stdin, never argv (§10). */
+  invocation(spec: AgentSpec): { command: string; args: string[] };
+  /** The agent's environment, from the server's own and the variables it adds (§7.2). */
+  environment(base: Readonly<Record<string, string | undefined>>, extra: Readonly<Record<string, string>>): Record<string, string | undefined>;
+  createReader(options: ReaderOptions): Reader;
+  /** How the agent's end reads as an outcome (§7.3). */
+  outcome(exit: ChildExit, reader: Reader, disk: StateDisk | undefined): AgentOutcome;
+}

@@ -1,0 +1,92 @@
+/**
+ * What every command works with: the io main.ts hands the CLI (nothing here
+ * touches process.* itself), the state directory opened and checked, and how
+ * a command prints its one answer, as text or as a JSON document.
+ */
+import { sleep, type Clock } from "../core/clock.js";
+import type { Host } from "../config.js";
+import { DispatchError } from "../core/errors.js";
+import { createLogger, type Logger, type TextSink } from "../core/log.js";
+import type { ProcessControl } from "../hosts/local/index.js";
+import { StateError, type ProcessIdentity } from "../store/records.js";
+import { stateDirectory, StateStore } from "../store/state-store.js";
+
+/** What main.ts hands the CLI; nothing here touches process.* itself. */
+export interface CliIo {
+  env: Readonly<Record<string, string | undefined>>;
+  host: Partial<Host> | undefined;
+  stdout: TextSink;
+  stderr: TextSink;
+  clock: Clock;
+  /** Loads the process layer (liveness checks, tree kills) only for commands that need it. */
+  processControl(logger: Logger): Promise<ProcessControl>;
+  /** The node binary and main.js of this install, for the host configuration `doctor` prints. */
+  nodePath: string;
+  mainPath: string;
+  /** Runs a program directly (argv, no shell), bounded by timeoutMs. */
+  runFile(file: string, args: string[], timeoutMs: number): Promise<RunFileResult>;
+  /** This process as a claim file names it, when `kill` finishes the record of a dead server (§15.3). */
+  identity(): ProcessIdentity;
+  /** This user's uid, which the state directory must belong to; undefined on Windows (§15.1). */
+  uid?: number | undefined;
+}
+
+export interface RunFileResult {
+  ok: boolean;
+  stdout: string;
+  stderr: string;
+  error?: string | undefined;
+}
+
+/** What every command but doctor works with. */
+export interface Context {
+  io: CliIo;
+  store: StateStore;
+  json: boolean;
+  now: number;
+}
+
+/** A tree whose processes survived SIGKILL is never idle: wait this long at most. */
+const IDLE_WAIT_MS = 5000;
+
+/** The state directory, located and checked: only it is needed, so a bad unrelated variable must not stop a kill. */
+export function openContext(io: CliIo, json: boolean): Context {
+  const root = asStateError(() => stateDirectory(io.env, io.host?.platform ?? "linux", io.host?.home ?? ""));
+  const store = new StateStore(root, { uid: io.uid });
+  // Never list, show or kill from a directory that is not ours: its records could name any process.
+  asStateError(() => store.check());
+  return { io, store, json, now: io.clock.now() };
+}
+
+function asStateError<T>(step: () => T): T {
+  try {
+    return step();
+  } catch (error) {
+    if (error instanceof StateError) throw new DispatchError("STATE_ERROR", error.message);
+    throw error;
+  }
+}
+
+export function emit(context: Context, document: unknown, text: string): void {
+  context.io.stdout.write(context.json ? toJson(document) : text);
+}
+
+export function toJson(document: unknown): string {
+  return `${JSON.stringify(document, null, 2)}\n`;
+}
+
+export function notFound(context: Context, id: string): DispatchError {
+  return new DispatchError("JOB_NOT_FOUND", `no job ${id} in ${context.store.root}`);
+}
+
+/** The process layer, for the commands that check liveness or kill: its warnings go to stderr. */
+export function loadProcessControl(io: CliIo): Promise<ProcessControl> {
+  return io.processControl(createLogger(io.stderr, "warn"));
+}
+
+/** Waits for the process layer to stop following the killed tree, so no timer keeps this process alive. */
+export async function settle(control: ProcessControl, clock: Clock): Promise<void> {
+  const stop = new AbortController();
+  await Promise.race([control.idle(), sleep(clock, IDLE_WAIT_MS, stop.signal)]);
+  stop.abort();
+}

@@ -1,0 +1,73 @@
+/**
+ * The host configuration for this install (PROTOCOL.md §17): the
+ * `mcpServers` entry and the `claude mcp add -s user` line that `doctor`
+ * prints, and the one-line hint for a server started from a terminal.
+ */
+import { DEPTH_VARIABLE } from "../config.js";
+import { SERVER_NAME } from "../core/version.js";
+import { printable } from "./format.js";
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Where this install is: what a host runs. */
+export interface Install {
+  nodePath: string;
+  mainPath: string;
+  platform?: string | undefined;
+}
+
+/**
+ * Set per process, never by an operator: the depth a server gives its agents
+ * (§7.4) and the marker on each agent's tree (process.ts's TREE_MARKER_VARIABLE).
+ * Pasted into a host's configuration they would gate or mislabel every server.
+ */
+const PER_PROCESS_VARIABLES: ReadonlySet<string> = new Set([DEPTH_VARIABLE, "CLAUDE_DISPATCH_TREE"]);
+
+/** The command line's one platform check: Windows quotes differently, runs no shim without a shell, and has no file modes. */
+export function isWindows(platform: string | undefined): boolean {
+  return platform === "win32";
+}
+
+/**
+ * The CLAUDE_DISPATCH_* variables of `env` a host must pass for its server to
+ * be configured as this process is, by name; the per-process ones left out.
+ */
+export function hostEnvironment(env: Env): Record<string, string> {
+  const entries = Object.entries(env).filter(
+    (entry): entry is [string, string] => entry[0].startsWith("CLAUDE_DISPATCH_") && entry[1] !== undefined && !PER_PROCESS_VARIABLES.has(entry[0]),
+  );
+  return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** The `mcpServers` entry of a host's JSON configuration (Claude Desktop, Cursor) for this install. */
+export function mcpServersEntry(install: Install, env: Env): { mcpServers: Record<string, { command: string; args: string[]; env: Record<string, string> }> } {
+  return { mcpServers: { [SERVER_NAME]: { command: install.nodePath, args: [install.mainPath], env: hostEnvironment(env) } } };
+}
+
+/**
+ * The `claude mcp add` line for this install and the CLAUDE_DISPATCH_* variables of `env`.
+ * User scope: the default (local) scope is the current project only. The --env options
+ * come after the name: --env takes several values, and before the name (Claude Code
+ * 2.1.332) it takes the name too and the command fails; `--` ends them.
+ */
+export function claudeMcpAddLine(install: Install, env: Env): string {
+  const quote = isWindows(install.platform) ? quoteForWindows : quoteForPosix;
+  const variables = Object.entries(hostEnvironment(env)).map(([name, value]) => ` --env ${quote(`${name}=${value}`)}`);
+  return `claude mcp add -s user ${SERVER_NAME}${variables.join("")} -- ${quote(install.nodePath)} ${quote(install.mainPath)}`;
+}
+
+/** The one line on stderr when the server is started from a terminal: it is meant for a host, and how to add it to one. */
+export function terminalHint(install: Install, env: Env): string {
+  // Absolute paths, as doctor prints them: from a clone, `claude-dispatch` is not on PATH.
+  const line = `${SERVER_NAME} is an MCP server on stdio, started by an MCP host. Add it to one, e.g. \`${claudeMcpAddLine(install, env)}\`; run it with --help or doctor for more.`;
+  return `${printable(line).replace(/[\n\t]/g, " ")}\n`;
+}
+
+/** Single quotes unless the word is plainly safe for a POSIX shell. */
+function quoteForPosix(word: string): string {
+  return /^[\w./:=@%+-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+function quoteForWindows(word: string): string {
+  return /^[\w.\\/:=@%+-]+$/.test(word) ? word : `"${word}"`;
+}

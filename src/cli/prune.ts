@@ -1,0 +1,53 @@
+/**
+ * `prune [--older-than AGE]` (PROTOCOL.md §17): deletes the folders of
+ * finished jobs, all or those finished more than AGE ago, and says how much
+ * disk that freed. Queued and running jobs are never touched.
+ */
+import { choosePrunable, isFinishedStatus } from "../store/records.js";
+import type { StateStore } from "../store/state-store.js";
+import { emit, type Context } from "./context.js";
+import { formatAge, formatBytes } from "./format.js";
+
+interface Removal {
+  removed: string[];
+  failed: { id: string; reason: string }[];
+  bytesFreed: number;
+}
+
+export function prune(context: Context, olderThanMs: number | undefined): number {
+  const { store } = context;
+  const { records } = store.loadAll();
+  const sizes = records.map((record) => ({
+    id: record.id,
+    status: record.status,
+    finished_at: record.finished_at,
+    // Unfinished jobs are never chosen, and no disk cap applies here: their size does not matter.
+    bytes: isFinishedStatus(record.status) ? store.size(record.id) : 0,
+  }));
+  const chosen = choosePrunable(sizes, context.now, olderThanMs ?? 0, Number.POSITIVE_INFINITY);
+  const { removed, failed, bytesFreed } = removeJobs(store, chosen, sizes);
+  const unfinished = records.filter((record) => !isFinishedStatus(record.status)).length;
+  const kept = records.length - removed.length;
+  const lines = [
+    `Removed ${removed.length} finished job${removed.length === 1 ? "" : "s"} from ${store.root}, freeing ${formatBytes(bytesFreed)}.`,
+    `Kept ${kept} (${unfinished} queued or running${olderThanMs === undefined ? "" : `, and those finished within ${formatAge(olderThanMs)}`}).`,
+    ...failed.map(({ id, reason }) => `Could not remove ${id}: ${reason}`),
+  ];
+  emit(context, { state_dir: store.root, removed, bytes_freed: bytesFreed, kept, failed }, `${lines.join("\n")}\n`);
+  return failed.length > 0 ? 1 : 0;
+}
+
+/** Removes each chosen job's folder; one that cannot be removed is reported, and the rest still go. */
+function removeJobs(store: StateStore, chosen: readonly string[], sizes: readonly { id: string; bytes: number }[]): Removal {
+  const removal: Removal = { removed: [], failed: [], bytesFreed: 0 };
+  for (const id of chosen) {
+    try {
+      store.remove(id);
+      removal.removed.push(id);
+      removal.bytesFreed += sizes.find((job) => job.id === id)?.bytes ?? 0;
+    } catch (error) {
+      removal.failed.push({ id, reason: (error as Error).message });
+    }
+  }
+  return removal;
+}

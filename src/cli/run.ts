@@ -1,0 +1,177 @@
+/**
+ * The command line for humans: `jobs`, `show`, `kill`, `prune` and
+ * `doctor`, one file each beside this one. Here: the usage, parsing the
+ * arguments, dispatching to a command, and reporting its failure. Commands
+ * read the state directory through store/, as the server does, and get
+ * everything else (environment, streams, clock, the process layer, running a
+ * program) from main.ts.
+ *
+ * Exit codes: 0 ok, 1 failure (no such job, a kill that left survivors, a
+ * failed doctor check), 2 usage error. `--json` prints one JSON document on
+ * stdout instead of text.
+ */
+import { toDispatchError } from "../core/errors.js";
+import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
+import { openContext, toJson, type CliIo } from "./context.js";
+import { doctor } from "./doctor.js";
+import { echo, indent } from "./format.js";
+import { AmbiguousJobId, isIdOrPrefix, matchTable, MIN_ID_PREFIX_HEX, resolveJobId } from "./job-ids.js";
+import { listJobs, RECENT_FINISHED } from "./jobs.js";
+import { killJob } from "./kill.js";
+import { prune } from "./prune.js";
+import { showJob } from "./show.js";
+
+const COMMANDS = ["jobs", "show", "kill", "prune", "doctor", "help"] as const;
+type Command = (typeof COMMANDS)[number];
+
+const USAGE = `Usage: claude-dispatch [COMMAND] [--json]
+
+Without a command, claude-dispatch is an MCP server on stdio, started by an MCP host.
+
+Commands:
+  jobs [--all]                  unfinished jobs and the ${RECENT_FINISHED} most recently finished (--all: every job)
+  show ID                       one job: its record, prompt, result and the tail of its output
+  kill ID                       kill a job's whole process tree
+                                (ID: a job id, or a unique prefix of one, at least ${MIN_ID_PREFIX_HEX} hex digits)
+  prune [--older-than AGE]      delete finished jobs (all, or those finished more than AGE ago: 30m, 12h, 7d)
+  doctor                        check claude, the state directory and the configuration; print the host config
+  help, --help, -h              this text
+  --version, -V                 the version
+
+Every command takes --json: one JSON document on stdout instead of text.
+Jobs are read from CLAUDE_DISPATCH_STATE_DIR, else $XDG_STATE_HOME/claude-dispatch,
+else ~/.local/state/claude-dispatch (%LOCALAPPDATA%\\claude-dispatch on Windows).
+`;
+
+const SHORT_USAGE = "Usage: claude-dispatch jobs|show ID|kill ID|prune|doctor [--json]; see claude-dispatch --help\n";
+
+/** A command line we cannot act on: exit 2. */
+class UsageError extends Error {}
+
+interface Invocation {
+  command: Command;
+  json: boolean;
+  help: boolean;
+  all: boolean;
+  olderThanMs: number | undefined;
+  id: string | undefined;
+}
+
+export async function runCli(args: string[], io: CliIo): Promise<number> {
+  const [first] = args;
+  if (first === "--version" || first === "-V") {
+    const json = args.slice(1).includes("--json");
+    if (args.slice(1).some((arg) => arg !== "--json")) return usageError(io, `${first} takes no arguments but --json`);
+    io.stdout.write(json ? toJson({ name: SERVER_NAME, version: SERVER_VERSION }) : `${SERVER_NAME} ${SERVER_VERSION}\n`);
+    return 0;
+  }
+  if (first === "--help" || first === "-h") {
+    io.stdout.write(USAGE);
+    return 0;
+  }
+  let invocation: Invocation;
+  try {
+    invocation = parseInvocation(args);
+  } catch (error) {
+    if (error instanceof UsageError) return usageError(io, error.message);
+    throw error;
+  }
+  if (invocation.help || invocation.command === "help") {
+    io.stdout.write(USAGE);
+    return 0;
+  }
+  try {
+    return await runCommand(invocation, io);
+  } catch (error) {
+    return reportFailure(io, invocation.json, error);
+  }
+}
+
+function usageError(io: CliIo, message: string): number {
+  io.stderr.write(`claude-dispatch: ${message}\n${SHORT_USAGE}`);
+  return 2;
+}
+
+/** A command that failed: its code and message, and for an ambiguous id prefix the jobs it matches. Exit 1. */
+function reportFailure(io: CliIo, json: boolean, error: unknown): number {
+  const failure = toDispatchError(error);
+  const matches = failure instanceof AmbiguousJobId ? failure.matches : undefined;
+  if (json) io.stdout.write(toJson({ error: { code: failure.code, message: failure.message, ...(matches ? { matches } : {}) } }));
+  else if (failure instanceof AmbiguousJobId) io.stderr.write(`claude-dispatch: ${failure.summary}:\n${indent(matchTable(failure.matches).join("\n"))}\n`);
+  else io.stderr.write(`claude-dispatch: ${failure.message}\n`);
+  return 1;
+}
+
+function parseInvocation(args: readonly string[]): Invocation {
+  const [name = "help", ...rest] = args;
+  if (!(COMMANDS as readonly string[]).includes(name)) {
+    throw new UsageError(name.startsWith("-") ? `unknown option ${echo(name)}` : `unknown command ${echo(name)}`);
+  }
+  const command = name as Command;
+  const invocation: Invocation = { command, json: false, help: false, all: false, olderThanMs: undefined, id: undefined };
+  const positional: string[] = [];
+  for (let i = 0; i < rest.length; i += 1) {
+    const arg = rest[i] as string;
+    const equals = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const flag = equals > 0 ? arg.slice(0, equals) : arg;
+    const inline = equals > 0 ? arg.slice(equals + 1) : undefined;
+    if (flag === "--older-than" && command === "prune") {
+      i += inline === undefined ? 1 : 0;
+      const value = inline ?? rest[i];
+      if (value === undefined) throw new UsageError("--older-than needs an age such as 30m, 12h or 7d");
+      invocation.olderThanMs = parseDuration(value);
+      continue;
+    }
+    if (inline !== undefined) throw new UsageError(`${echo(flag)} takes no value`);
+    if (flag === "--json") invocation.json = true;
+    else if (flag === "--help" || flag === "-h") invocation.help = true;
+    else if (flag === "--all" && command === "jobs") invocation.all = true;
+    else if (flag.startsWith("-") && flag !== "-") throw new UsageError(`unknown option ${echo(flag)} for ${command}`);
+    else positional.push(arg);
+  }
+  if (invocation.help) return invocation;
+  invocation.id = parseId(command, positional);
+  return invocation;
+}
+
+/** The job id of `show` and `kill`, checked; the other commands take no arguments. */
+function parseId(command: Command, positional: readonly string[]): string | undefined {
+  const takesId = command === "show" || command === "kill";
+  if (!takesId && positional.length > 0) throw new UsageError(`${command} takes no arguments, got ${echo(positional[0] as string)}`);
+  if (!takesId) return undefined;
+  if (positional.length !== 1) throw new UsageError(`${command} needs exactly one job id`);
+  const id = positional[0] as string;
+  // Ids become folder names: nothing but hex and dashes gets further, and a prefix is only compared with names read from the folder.
+  if (!isIdOrPrefix(id)) {
+    throw new UsageError(
+      `not a job id: ${echo(id)} (ids are UUIDs, as \`claude-dispatch jobs\` lists them, or a unique prefix of one, at least ${MIN_ID_PREFIX_HEX} hex digits)`,
+    );
+  }
+  return id;
+}
+
+const DURATION_UNITS_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "30m", "12h", "7d" (also "45s") to milliseconds. */
+function parseDuration(text: string): number {
+  const match = /^(\d{1,6})([smhd])$/.exec(text.trim());
+  if (!match) throw new UsageError(`not an age: ${echo(text)}; use a number and s, m, h or d, such as 30m, 12h or 7d`);
+  return Number(match[1]) * (DURATION_UNITS_MS[match[2] as string] as number);
+}
+
+async function runCommand(invocation: Invocation, io: CliIo): Promise<number> {
+  if (invocation.command === "doctor") return doctor(io, invocation.json);
+  const context = openContext(io, invocation.json);
+  switch (invocation.command) {
+    case "jobs":
+      return listJobs(context, invocation.all);
+    case "show":
+      return showJob(context, resolveJobId(context, invocation.id as string));
+    case "kill":
+      return killJob(context, resolveJobId(context, invocation.id as string));
+    case "prune":
+      return prune(context, invocation.olderThanMs);
+    default:
+      throw new Error(`unhandled command ${invocation.command}`);
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * Output collection, shared by both platforms: stdout and stderr through pipes, or written by the agent
+ * itself to files that are followed as they grow (§6, §15.4).
+ */
+import type { ChildProcess } from "node:child_process";
+import { closeSync, constants as fsConstants } from "node:fs";
+import { open as openFile, type FileHandle } from "node:fs/promises";
+
+import type { CancelTimer } from "../../core/clock.js";
+import { NO_FOLLOW, openForAppending, openForReading } from "../../store/files.js";
+import { describeSpawnError } from "./failed-start.js";
+import type { ChildExit, OutputFiles, ProcessControlOptions, SpawnRequest } from "./types.js";
+
+export interface Collected {
+  exited: Promise<ChildExit>;
+  /** Set once the agent process itself has exited (or never started). */
+  hasExited(): boolean;
+}
+
+/**
+ * Wires stdin/stdout/stderr and exit detection. A job completes when the agent
+ * exits, even if a grandchild still holds stdout: we drain briefly, then stop.
+ */
+export function collect(child: ChildProcess, request: SpawnRequest, options: ProcessControlOptions, onExit: () => void): Collected {
+  if (request.output) return collectFromFiles(child, request, request.output, options, onExit);
+  let exitedFlag = false;
+  child.stdout?.on("data", (chunk: Buffer) => request.onStdout(chunk));
+  const stderrTail = keepStderrTail(child, request.stderrTailBytes);
+  // Without these, an EPIPE or reset on a pipe is an unhandled 'error' that takes the server down.
+  for (const stream of [child.stdin, child.stdout, child.stderr]) {
+    stream?.on("error", (error: Error) => options.logger.debug(`agent pipe: ${error.message}`));
+  }
+  const exited = watchPipedExit(child, request, options, stderrTail, () => {
+    exitedFlag = true;
+    onExit();
+  });
+  if (child.stdin && typeof request.stdin === "string") child.stdin.end(request.stdin);
+  return { exited, hasExited: () => exitedFlag };
+}
+
+/** Keeps the last `bytes` of the agent's stderr; the returned function decodes them. */
+function keepStderrTail(child: ChildProcess, bytes: number): () => string {
+  let tail = Buffer.alloc(0);
+  child.stderr?.on("data", (chunk: Buffer) => {
+    const joined = Buffer.concat([tail, chunk]);
+    tail = joined.length > bytes ? joined.subarray(joined.length - bytes) : joined;
+  });
+  return () => decodeTail(tail);
+}
+
+/** The exit of a piped agent: at 'close', or a drain after 'exit' when a grandchild keeps the pipes open. */
+function watchPipedExit(
+  child: ChildProcess,
+  request: SpawnRequest,
+  options: ProcessControlOptions,
+  stderrTail: () => string,
+  markExited: () => void,
+): Promise<ChildExit> {
+  const drainMs = options.exitDrainMs ?? 250;
+  let exitInfo: { code: number | null; signal: string | null } | undefined;
+  return new Promise<ChildExit>((resolve) => {
+    let cancelDrain: CancelTimer | undefined;
+    let finished = false;
+    const finish = (exit: Omit<ChildExit, "stderrTail">): void => {
+      if (finished) return;
+      finished = true;
+      cancelDrain?.();
+      // A grandchild may still hold the pipes; stop reading so nothing waits on it.
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      resolve({ ...exit, stderrTail: stderrTail() });
+    };
+
+    // `on`, not `once`: a second 'error' with no listener would be thrown.
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      if (exitInfo) return;
+      // 'error' without a pid means the process never started (ENOENT, EACCES, bad cwd).
+      if (child.pid === undefined) {
+        markExited();
+        finish({ spawnError: describeSpawnError(error, request.cwd), exitCode: null, signal: null });
+      } else {
+        options.logger.warn(`agent ${child.pid}: ${error.message}`);
+      }
+    });
+    child.once("exit", (code, signal) => {
+      exitInfo = { code, signal };
+      markExited();
+      cancelDrain = options.clock.setTimer(() => finish({ exitCode: code, signal }), drainMs);
+    });
+    child.once("close", () => {
+      if (exitInfo) finish({ exitCode: exitInfo.code, signal: exitInfo.signal });
+    });
+  });
+}
+
+/**
+ * The agent writes its output to files: the exit is the end, and what the
+ * file holds by then is the whole output. A grandchild still writing later
+ * changes nothing, so there is no drain to wait for.
+ */
+function collectFromFiles(child: ChildProcess, request: SpawnRequest, output: OutputFiles, options: ProcessControlOptions, onExit: () => void): Collected {
+  let exitedFlag = false;
+  const follower = new FileFollower(output.stdoutPath, request.onStdout, options);
+  child.stdin?.on("error", (error: Error) => options.logger.debug(`agent pipe: ${error.message}`));
+  const exited = new Promise<ChildExit>((resolve) => {
+    let finishing = false;
+    const finish = (exit: Omit<ChildExit, "stderrTail">): void => {
+      if (finishing) return;
+      finishing = true;
+      exitedFlag = true;
+      onExit();
+      void follower
+        .finish()
+        .then(() => readTail(output.stderrPath, request.stderrTailBytes))
+        .then((stderrTail) => resolve({ ...exit, stderrTail }));
+    };
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) finish({ spawnError: describeSpawnError(error, request.cwd), exitCode: null, signal: null });
+      else if (!exitedFlag) options.logger.warn(`agent ${child.pid}: ${error.message}`);
+    });
+    child.once("exit", (code, signal) => finish({ exitCode: code, signal }));
+  });
+  follower.start();
+  if (typeof request.stdin === "string") child.stdin?.end(request.stdin);
+  return { exited, hasExited: () => exitedFlag };
+}
+
+const FOLLOW_CHUNK_BYTES = 64 * 1024;
+
+/** Reads a file as it grows, from the start, handing each new chunk on. */
+export class FileFollower {
+  private offset = 0;
+  private handle: FileHandle | undefined;
+  private cancelTimer: CancelTimer | undefined;
+  private reading: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly file: string,
+    private readonly onChunk: (chunk: Buffer) => void,
+    private readonly options: ProcessControlOptions,
+  ) {}
+
+  start(): void {
+    if (this.stopped || this.cancelTimer) return;
+    this.cancelTimer = this.options.clock.setTimer(() => {
+      this.cancelTimer = undefined;
+      this.reading = this.readAvailable().finally(() => {
+        this.reading = undefined;
+        this.start();
+      });
+    }, this.options.followMs ?? 100);
+  }
+
+  /** Reads what the file holds now, then follows it; resolves once that first read is done. */
+  catchUp(): Promise<void> {
+    const first = this.readAvailable().finally(() => {
+      this.reading = undefined;
+      this.start();
+    });
+    this.reading = first;
+    return first;
+  }
+
+  /** Reads to the end of the file once more, then closes it. */
+  async finish(): Promise<void> {
+    this.stopped = true;
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    await this.reading;
+    await this.readAvailable();
+    await this.handle?.close().catch(() => undefined);
+    this.handle = undefined;
+  }
+
+  private async readAvailable(): Promise<void> {
+    try {
+      this.handle ??= await openFile(this.file, fsConstants.O_RDONLY | NO_FOLLOW);
+      for (;;) {
+        const buffer = Buffer.allocUnsafe(FOLLOW_CHUNK_BYTES);
+        const { bytesRead } = await this.handle.read(buffer, 0, FOLLOW_CHUNK_BYTES, this.offset);
+        if (bytesRead === 0) return;
+        this.offset += bytesRead;
+        // A short read is copied, so a partial line kept by the reader does not pin the whole buffer.
+        this.onChunk(bytesRead === FOLLOW_CHUNK_BYTES ? buffer : Buffer.from(buffer.subarray(0, bytesRead)));
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") this.options.logger.warn(`reading ${this.file}: ${(error as Error).message}`);
+    }
+  }
+}
+
+/** The end of some UTF-8 output: a character cut in two at the start is left out rather than shown as U+FFFD. */
+function decodeTail(bytes: Buffer): string {
+  let start = 0;
+  // Continuation bytes (10xxxxxx) cannot start a character; at most three follow a lead byte.
+  while (start < Math.min(3, bytes.length) && ((bytes[start] as number) & 0xc0) === 0x80) start += 1;
+  return bytes.toString("utf8", start);
+}
+
+/** The last `bytes` of a file as text; empty when there is none. */
+export async function readTail(file: string, bytes: number): Promise<string> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await openFile(file, fsConstants.O_RDONLY | NO_FOLLOW);
+    const { size } = await handle.stat();
+    const length = Math.min(size, bytes);
+    const buffer = Buffer.alloc(length);
+    await handle.read(buffer, 0, length, size - length);
+    return decodeTail(buffer);
+  } catch {
+    return "";
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+export type StdioFds = { stdin: number | undefined; stdout: number | undefined; stderr: number | undefined };
+
+/**
+ * The agent's ends of its prompt and output files, none of them through a symbolic link; the server closes its
+ * copies once the agent has them. Throws with the file that could not be opened.
+ */
+export function openStdio(request: Pick<SpawnRequest, "stdin" | "output">): StdioFds {
+  const fds: StdioFds = { stdin: undefined, stdout: undefined, stderr: undefined };
+  try {
+    if (typeof request.stdin !== "string") fds.stdin = openForReading(request.stdin.file);
+    if (request.output) {
+      fds.stdout = openForAppending(request.output.stdoutPath);
+      fds.stderr = openForAppending(request.output.stderrPath);
+    }
+    return fds;
+  } catch (error) {
+    closeStdio(fds);
+    throw error;
+  }
+}
+
+export function closeStdio(fds: StdioFds | undefined): void {
+  for (const fd of [fds?.stdin, fds?.stdout, fds?.stderr]) if (fd !== undefined) closeSync(fd);
+}
+
+/** The spawn's stdio: our files where we have them, pipes elsewhere. */
+export function stdioOf(fds: StdioFds): ["pipe" | number, "pipe" | number, "pipe" | number] {
+  return [fds.stdin ?? "pipe", fds.stdout ?? "pipe", fds.stderr ?? "pipe"];
+}

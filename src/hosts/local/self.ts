@@ -1,0 +1,22 @@
+/**
+ * This server as its records name it (§15.2), told without loading the process layer (BENCHMARKS.md (a)):
+ * whether the platform has a process table at all, and its start time where /proc gives it at once.
+ */
+import { readFileSync } from "node:fs";
+
+import { parseProcStat } from "./posix/proc.js";
+
+/** Windows has no process table with start times: a record names the pid alone. */
+export function hasProcessTable(platform: string): boolean {
+  return platform !== "win32";
+}
+
+/** This process's start time from /proc/self/stat on Linux; undefined elsewhere (ask the process table) or when unreadable. */
+export function ownLinuxStartTime(platform: string, procRoot = "/proc"): string | undefined {
+  if (platform !== "linux") return undefined;
+  try {
+    return parseProcStat(readFileSync(`${procRoot}/self/stat`, "latin1"))?.startTime;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The process layer's vocabulary: what the platform offers (injected, so both branches are testable
+ * anywhere), and the options and surface of the process control (PROTOCOL.md §6, §15).
+ */
+import type { ChildProcess, SpawnOptions } from "node:child_process";
+
+import type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, KillReport, OutputFiles, SpawnRequest } from "../../agent/host.js";
+import type { Clock } from "../../core/clock.js";
+import type { Logger } from "../../core/log.js";
+
+// What a spawn or an attach asks for and what a child handle answers are the agent seam's (src/agent/host.ts).
+export type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, KillReport, OutputFiles, SpawnRequest };
+
+export interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  pgid: number | undefined;
+  sid: number | undefined;
+  /** Opaque, compared for equality only: guards against pid reuse. */
+  startTime: string;
+  zombie: boolean;
+}
+
+export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
+export type Signal = "SIGTERM" | "SIGKILL";
+
+export interface PosixPlatform {
+  kind: "posix";
+  spawn: SpawnFunction;
+  listProcesses(): Promise<ProcessInfo[]>;
+  /** process.kill: a negative pid addresses a process group. May throw (ESRCH, EPERM). */
+  signal(pid: number, signal: Signal): void;
+  /** The server's own pid: its group and session are never signalled. */
+  selfPid: number;
+  /** A process's environment as NUL-separated text, where the system exposes it (Linux /proc). */
+  readEnvironment?(pid: number): string | undefined;
+}
+
+export interface WindowsPlatform {
+  kind: "windows";
+  spawn: SpawnFunction;
+  runFile(file: string, args: readonly string[]): Promise<{ exitCode: number | null }>;
+  env: Readonly<Record<string, string | undefined>>;
+  fileExists(file: string): boolean;
+  readTextFile(file: string): string | undefined;
+  /** The node binary running this server, used for npm shims that wrap a script. */
+  nodePath: string;
+  /** Whether a process with this pid exists. Windows offers no start time to tell a reused pid apart. */
+  isRunning(pid: number): boolean;
+}
+
+export type Platform = PosixPlatform | WindowsPlatform;
+
+export interface ProcessControlOptions {
+  platform: Platform;
+  clock: Clock;
+  logger: Logger;
+  /** A fresh tree marker value: for a spawn whose caller made none, and for an attached agent recorded without one. */
+  newMarker(): string;
+  /** Runs fn once the current turn of the event loop is done (setImmediate): an outcome is answered before a cleanup starts. */
+  defer(fn: () => void): void;
+  /** Time between SIGTERM and SIGKILL. */
+  killGraceMs: number;
+  /** How often running trees are re-walked so orphaned tool children stay known. */
+  treeRefreshMs?: number;
+  /** How long to keep reading after the agent exited, when a grandchild holds stdout open. */
+  exitDrainMs?: number;
+  /** Poll interval while waiting for a tree to die. */
+  killPollMs?: number;
+  /** How often an output file is read for new lines. */
+  followMs?: number;
+  /** First and longest interval between liveness checks of an attached agent. */
+  livenessMs?: { first: number; max: number };
+}
+
+export interface ProcessControl {
+  start(request: SpawnRequest): ChildHandle;
+  /** Follows an agent that an earlier server started; its exit is noticed by liveness polling. */
+  attach(request: AttachRequest): ChildHandle;
+  /**
+   * Whether pid is still the process a record names: same start time, or,
+   * without one, carrying the tree marker (Linux). Windows has neither and
+   * goes by the pid alone. Undefined when the process table could not be
+   * read: callers must neither take the process for gone nor signal it.
+   */
+  isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean | undefined>;
+  /** A live process's start time as the process table shows it; undefined on Windows or when it is gone. */
+  startTimeOf(pid: number): Promise<string | undefined>;
+  /**
+   * The agent carrying this tree marker (the marked process whose parent is
+   * not marked), for a record that names no pid (§15.3): null when none does,
+   * undefined when it cannot be told (no process table, or no environments to read).
+   */
+  findMarked(marker: string): Promise<{ pid: number; startTime: string } | null | undefined>;
+  /** Resolves when every child has settled. */
+  idle(): Promise<void>;
+}

@@ -1,0 +1,138 @@
+/**
+ * One job in memory (PROTOCOL.md §8): its state, its agent once it runs, and
+ * the listeners waiting on it. The registry drives it; callers see it as a Job.
+ */
+import type { AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../agent/types.js";
+import type { CancelTimer } from "../core/clock.js";
+import { Transcript } from "../core/transcript.js";
+import type { AgentRecord } from "../store/records.js";
+import type { Job, JobKind, JobStatus, JobStore, KillReason } from "./types.js";
+
+const PREVIEW_CHARS = 80;
+/** Longer result texts are read from the job's result file when asked for, not held in memory. */
+export const RESULT_CHARS_IN_MEMORY = 4096;
+const NO_TRANSCRIPT = new Transcript(0);
+
+/** Enough of a prompt's start for its preview, however long the prompt: listings never touch the rest. */
+const PREVIEW_SOURCE_CHARS = 4096;
+
+/**
+ * The prompt's start on one line, clipped, computed once per job. A copy of its own: V8 keeps a slice's
+ * whole parent alive, and the parent may be a prompt of megabytes.
+ */
+export function previewOf(prompt: string): string {
+  const flat = prompt.slice(0, PREVIEW_SOURCE_CHARS).replace(/\s+/g, " ").trim();
+  const clipped = flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS)}…` : flat;
+  return JSON.parse(JSON.stringify(clipped)) as string;
+}
+
+export class JobEntry implements Job {
+  status: JobStatus = "queued";
+  finishedAt: number | undefined;
+  outcome: AgentOutcome | undefined;
+  killReason: KillReason | undefined;
+  run: AgentRun | undefined;
+  /** Set once the result text is in the job's result.txt (§15.4): where to read it when it is not in memory. */
+  resultFile: Pick<JobStore, "readResult" | "readResultHead"> | undefined;
+  /** For a job finished before this server started: its transcript, rebuilt on first use. */
+  replayTranscript: (() => Transcript) | undefined;
+  private replayed: Transcript | undefined;
+  submittedAt: number;
+  generation = 0;
+  agent: AgentRecord | undefined;
+  killing: Promise<{ survivors: number[]; undetermined?: true }> | undefined;
+  cancelTimeout: CancelTimer | undefined;
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+  private readonly doneListeners = new Set<() => void>();
+  /** Each listener, with its subscription to the agent once there is one. */
+  private readonly listeners = new Map<() => void, (() => void) | undefined>();
+
+  readonly promptPreview: string;
+
+  constructor(
+    readonly id: string,
+    readonly kind: JobKind,
+    public spec: AgentSpec,
+    public startedAt: number,
+    readonly timeoutMs: number | undefined,
+    private readonly positionOf: (job: JobEntry) => number | undefined,
+    promptPreview = previewOf(spec.prompt),
+  ) {
+    this.submittedAt = startedAt;
+    this.promptPreview = promptPreview;
+    this.done = new Promise<void>((resolve) => (this.resolveDone = resolve));
+  }
+
+  /** The prompt is on disk, or with the agent: memory keeps only its preview (a queued job starts from prompt.txt). */
+  forgetPrompt(): void {
+    if (this.spec.prompt !== "") this.spec = { ...this.spec, prompt: "" };
+  }
+
+  resultText(): string | undefined {
+    return this.outcome?.result?.text ?? this.resultFile?.readResult(this.id);
+  }
+
+  markDone(): void {
+    this.resolveDone();
+    for (const listener of [...this.doneListeners]) listener();
+    this.doneListeners.clear();
+  }
+
+  whenDone(listener: () => void): () => void {
+    if (this.finishedAt !== undefined) {
+      listener();
+      return () => undefined;
+    }
+    this.doneListeners.add(listener);
+    return () => this.doneListeners.delete(listener);
+  }
+
+  resultHead(maxChars: number): { text: string; chars: number } | undefined {
+    const inMemory = this.outcome?.result?.text;
+    if (inMemory !== undefined) return { text: inMemory.slice(0, maxChars), chars: inMemory.length };
+    const chars = this.outcome?.result?.textChars;
+    if (chars === undefined || !this.resultFile) return undefined;
+    const text = this.resultFile.readResultHead(this.id, maxChars);
+    return text === undefined ? undefined : { text, chars };
+  }
+
+  get cwd(): string {
+    return this.spec.cwd;
+  }
+  get resumeSessionId(): string | undefined {
+    return this.spec.resumeSessionId;
+  }
+  get launched(): boolean {
+    return this.run !== undefined || this.agent !== undefined;
+  }
+  /** The transcript if it is in memory; never rebuilds one from the output file. */
+  heldTranscript(): Transcript | undefined {
+    return this.run?.transcript ?? this.replayed;
+  }
+  get transcript(): Transcript {
+    if (this.run) return this.run.transcript;
+    if (this.replayTranscript) this.replayed ??= this.replayTranscript();
+    return this.replayed ?? NO_TRANSCRIPT;
+  }
+  queuePosition(): number | undefined {
+    return this.status === "queued" ? this.positionOf(this) : undefined;
+  }
+  live(): LiveSummary {
+    return this.run?.live() ?? { turns: 0, events: 0 };
+  }
+  onActivity(listener: () => void): () => void {
+    this.listeners.set(listener, this.run?.onActivity(listener));
+    return () => {
+      this.listeners.get(listener)?.();
+      this.listeners.delete(listener);
+    };
+  }
+  /** The agent started: listeners that came while queued now follow it, and hear of the start. */
+  attach(run: AgentRun): void {
+    this.run = run;
+    for (const listener of this.listeners.keys()) this.listeners.set(listener, run.onActivity(listener));
+    for (const listener of [...this.listeners.keys()]) listener();
+  }
+}
+

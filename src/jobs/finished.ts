@@ -1,0 +1,123 @@
+/**
+ * The finished jobs a registry still serves (PROTOCOL.md §8, §15.5): in
+ * finish order, with the disk each folder uses, including jobs known only
+ * from the index of finished jobs, whose records are read when asked for.
+ * Retention, the count cap, the disk cap and the shared transcript budget
+ * are applied here, looking only at the oldest, never scanning every job.
+ */
+import type { Clock } from "../core/clock.js";
+import type { Logger } from "../core/log.js";
+import type { IndexedJob } from "../store/records.js";
+import type { JobEntry } from "./entry.js";
+import type { JobStore } from "./types.js";
+
+export interface FinishedJobsOptions {
+  store: Pick<JobStore, "size" | "remove">;
+  clock: Clock;
+  logger: Logger;
+  retentionMs: number;
+  maxFinishedJobs: number;
+  maxBytes: number;
+  /** Transcript characters kept across all finished jobs in memory. */
+  transcriptChars: number;
+}
+
+export class FinishedJobs {
+  /** Finished job ids in finish order. */
+  private readonly order: string[] = [];
+  private readonly bytes = new Map<string, number>();
+  private totalBytes = 0;
+  /** Known from the index, not read yet: their finish times. */
+  private readonly unread = new Map<string, number>();
+
+  constructor(
+    private readonly jobs: Map<string, JobEntry>,
+    private readonly options: FinishedJobsOptions,
+  ) {}
+
+  /** A job that just finished, or was read back from its record: last in the finish order. */
+  add(id: string): void {
+    this.order.push(id);
+    const bytes = this.options.store.size(id);
+    this.bytes.set(id, bytes);
+    this.totalBytes += bytes;
+  }
+
+  /** Indexed jobs (§15.5): counted now, read when asked for. */
+  remember(entries: readonly IndexedJob[]): void {
+    const now = this.options.clock.now();
+    const fresh = entries.filter((entry) => !this.jobs.has(entry.id) && !this.unread.has(entry.id));
+    for (const entry of [...fresh].sort((a, b) => a.finished_at - b.finished_at)) {
+      // A finish time in the future (the clock was set back since) counts as now, as for a record.
+      this.unread.set(entry.id, Math.min(entry.finished_at, now));
+      this.order.push(entry.id);
+      this.bytes.set(entry.id, entry.bytes);
+      this.totalBytes += entry.bytes;
+    }
+  }
+
+  isUnread(id: string): boolean {
+    return this.unread.has(id);
+  }
+
+  unreadIds(): string[] {
+    return [...this.unread.keys()];
+  }
+
+  /** An indexed job was read and is now in memory. */
+  markRead(id: string): void {
+    this.unread.delete(id);
+  }
+
+  /** Indexed jobs and ones read from their records at a takeover, in one finish order. */
+  sort(): void {
+    if (this.unread.size > 0) this.order.sort((a, b) => (this.finishedAtOf(a) ?? 0) - (this.finishedAtOf(b) ?? 0));
+  }
+
+  /** Forgets a finished job: from memory and from these counts (not from disk). */
+  forget(id: string): void {
+    const at = this.order.indexOf(id);
+    if (at >= 0) this.order.splice(at, 1);
+    this.totalBytes -= this.bytes.get(id) ?? 0;
+    this.bytes.delete(id);
+    this.unread.delete(id);
+    this.jobs.delete(id);
+  }
+
+  /** Drops finished jobs past retention, and the oldest beyond the count and disk caps; from disk too. */
+  reap(): void {
+    const { retentionMs, maxFinishedJobs, maxBytes } = this.options;
+    const now = this.options.clock.now();
+    while (this.order.length > 0) {
+      const oldestId = this.order[0] as string;
+      const finishedAt = this.finishedAtOf(oldestId);
+      const expired = finishedAt === undefined || now - finishedAt >= retentionMs;
+      if (!expired && this.order.length <= maxFinishedJobs && this.totalBytes <= maxBytes) break;
+      this.forget(oldestId);
+      try {
+        this.options.store.remove(oldestId);
+      } catch (error) {
+        this.options.logger.warn(`cannot remove job ${oldestId} from the state directory: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  /** Finished jobs keep their results, but their transcripts share one budget, oldest dropped first. */
+  boundTranscripts(): void {
+    let total = 0;
+    for (let i = this.order.length - 1; i >= 0; i -= 1) {
+      // Only transcripts in memory count: one not rebuilt from its file yet costs nothing, and is not rebuilt to be measured.
+      const transcript = this.jobs.get(this.order[i] as string)?.heldTranscript();
+      if (!transcript) continue;
+      total += transcript.size;
+      if (total > this.options.transcriptChars) {
+        total -= transcript.size;
+        transcript.release();
+      }
+    }
+  }
+
+  private finishedAtOf(id: string): number | undefined {
+    return this.jobs.get(id)?.finishedAt ?? this.unread.get(id);
+  }
+}

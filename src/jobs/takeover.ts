@@ -1,0 +1,209 @@
+/**
+ * Taking over the jobs of servers that are gone (PROTOCOL.md §15.3): which
+ * records to claim, where a running job's agent is now, and what each kind
+ * of record becomes here (queued again, followed, finished from its output,
+ * or lost). The registry owns the jobs; this decides what to do with each.
+ */
+import type { AgentSpec } from "../agent/types.js";
+import { DispatchError, toDispatchError } from "../core/errors.js";
+import { isFinishedStatus, type AgentRecord, type JobRecord } from "../store/records.js";
+import { JobEntry } from "./entry.js";
+import type { AgentOutcome, AgentRun } from "../agent/types.js";
+import type { FindMarked, IsAlive, JobRegistryOptions, KillReason } from "./types.js";
+
+type LocatedAgent =
+  | { state: "alive" | "gone"; pid: number | undefined; startTime: string | undefined }
+  | { state: "unrecorded" };
+
+/** What a takeover needs of the registry it adds jobs to. */
+export interface TakeoverTarget {
+  readonly options: JobRegistryOptions;
+  /** Whether this registry knows the job already (in memory, or from the index). */
+  knows(id: string): boolean;
+  restoreFinished(record: JobRecord): void;
+  /** Makes the job reachable. */
+  serve(job: JobEntry): void;
+  queuePosition(job: JobEntry): number | undefined;
+  /** Puts a job back in the queue, untouched until the takeover ends. */
+  requeue(job: JobEntry): void;
+  countRunning(): void;
+  release(): void;
+  follow(job: JobEntry, run: AgentRun): void;
+  finish(job: JobEntry, outcome: AgentOutcome): void;
+  save(job: JobEntry): void;
+  armTimeout(job: JobEntry, timeoutMs: number | undefined): void;
+  kill(id: string, reason: KillReason): Promise<unknown>;
+}
+
+export class Takeover {
+  constructor(private readonly target: TakeoverTarget) {}
+
+  async takeOver(records: readonly JobRecord[], isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<void> {
+    const { logger, persistence } = this.target.options;
+    // Finished jobs first, in finish order, so that jobs ending during the takeover come after them (reaping reads that order).
+    const finished = records.filter((record) => !this.target.knows(record.id) && isFinishedStatus(record.status));
+    finished.sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
+    for (const record of finished) this.target.restoreFinished(record);
+    for (const loaded of records) {
+      if (this.target.knows(loaded.id) || isFinishedStatus(loaded.status)) continue;
+      // A job of another runtime or host (a later version's) is left to a server that has them; older records name neither (§15.2).
+      if ((loaded.runtime ?? "claude") !== (persistence.runtime ?? "claude") || (loaded.host ?? "local") !== (persistence.host ?? "local")) {
+        logger.warn(`job ${loaded.id} runs on ${loaded.runtime ?? "claude"} at ${loaded.host ?? "local"}, which this server does not have; left as it is`);
+        continue;
+      }
+      try {
+        const record = await this.claim(loaded, isAlive);
+        if (record) await this.adopt(record, isAlive, findMarked);
+      } catch (error) {
+        // One unreadable folder must not stop the server: the job is left where it is.
+        logger.error(`cannot take over job ${loaded.id}: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  /** The record, read again once the job is ours; undefined when its owner may live, or someone else got it. */
+  private async claim(loaded: JobRecord, isAlive: IsAlive): Promise<JobRecord | undefined> {
+    const { store, owner } = this.target.options.persistence;
+    // An owner that may be alive (unknown counts: the process table could not be read) keeps its job.
+    if ((await isAlive(loaded.owner)) !== false) return undefined;
+    if (!(await store.claimJob(loaded.id, loaded.generation + 1, owner, isAlive))) return undefined;
+    // Read again now that it is ours: another server may have taken it over, or finished it, since the directory was read.
+    const record = store.read(loaded.id);
+    if (!record || record.generation !== loaded.generation || isFinishedStatus(record.status)) return undefined;
+    store.dropClaimsBefore(record.id, record.generation + 1);
+    return record;
+  }
+
+  private async adopt(record: JobRecord, isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<void> {
+    if (record.status === "queued") {
+      await this.adoptQueued(record);
+      return;
+    }
+    const located = await this.locate(record.agent, isAlive, findMarked);
+    if (located.state === "unrecorded") this.adoptUnrecorded(record);
+    else await this.adoptRunning(record, located);
+  }
+
+  private entryOf(record: JobRecord, spec: AgentSpec): JobEntry {
+    const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, (entry) => this.target.queuePosition(entry), record.prompt_preview);
+    job.submittedAt = record.submitted_at;
+    job.generation = record.generation + 1;
+    job.agent = record.agent;
+    job.killReason = record.kill_reason as KillReason | undefined;
+    return job;
+  }
+
+  /** The caller's budget counts from submission, across restarts; capped at the whole budget, so a wall clock set back cannot lengthen it. */
+  private remainingOf(record: JobRecord): number | undefined {
+    if (record.timeout_ms === undefined) return undefined;
+    const elapsed = this.target.options.clock.now() - record.submitted_at;
+    return Math.min(record.timeout_ms, Math.max(0, record.timeout_ms - elapsed));
+  }
+
+  /** A queued job queues here, after today's policy is checked (§15.3), unless its prompt or its time is gone. */
+  private async adoptQueued(record: JobRecord): Promise<void> {
+    const { persistence, logger } = this.target.options;
+    const spec = specOf(record, persistence.store.hasPrompt(record.id));
+    const job = this.entryOf(record, spec ?? { prompt: "", cwd: record.cwd, options: record.options });
+    let refusal: DispatchError | undefined;
+    if (spec) {
+      try {
+        Object.assign(spec, await persistence.admit(spec));
+      } catch (error) {
+        refusal = toDispatchError(error);
+      }
+    }
+    const remaining = this.remainingOf(record);
+    this.target.serve(job);
+    if (!spec) {
+      // Starting it with no prompt would spend money on nothing.
+      this.target.finish(job, { ok: false, code: "STATE_ERROR", detail: "its prompt.txt is missing from the state directory; it was not started" });
+    } else if (refusal) {
+      this.target.finish(job, { ok: false, code: refusal.code, detail: `not started after the restart: ${refusal.message}` });
+    } else if (remaining === 0) {
+      // Its time ran out while no server ran: it is not started only to be killed.
+      job.killReason = "timeout";
+      this.target.finish(job, { ok: false, code: "TIMEOUT", detail: "" });
+    } else {
+      this.target.save(job);
+      logger.info(`job ${job.id} adopted: queued`);
+      this.target.armTimeout(job, remaining);
+      // Only queued here: restore starts the queue once every running job is counted.
+      this.target.requeue(job);
+    }
+  }
+
+  /** A running job whose record names no process: it can be neither followed nor killed from here. */
+  private adoptUnrecorded(record: JobRecord): void {
+    const job = this.runningEntry(record);
+    this.target.save(job);
+    this.target.serve(job);
+    this.target.release();
+    const detail = job.agent?.tree_marker
+      ? "the server stopped before it recorded the agent's pid, and this system cannot find the agent by its tree marker"
+      : "the server stopped before it recorded the agent's pid";
+    this.target.finish(job, { ok: false, code: "AGENT_LOST", detail });
+  }
+
+  /** A running job whose agent is alive (followed) or gone (finished from its output file). */
+  private async adoptRunning(record: JobRecord, located: Exclude<LocatedAgent, { state: "unrecorded" }>): Promise<void> {
+    const { persistence, logger } = this.target.options;
+    const job = this.runningEntry(record);
+    if (located.state === "alive" && job.agent) {
+      job.agent = { ...job.agent, pid: located.pid };
+      if (located.startTime !== undefined) job.agent.start_time = located.startTime;
+    }
+    this.target.save(job);
+    logger.info(`job ${job.id} adopted: ${located.state === "alive" ? `following agent ${located.pid}` : "its agent is gone; reading its output"}`);
+    const output = persistence.store.outputFiles(job.id);
+    // Only a store on disk has jobs to take over: one in memory ends with its server.
+    if (!output) throw new Error(`job ${job.id}: the store has no output files to follow`);
+    const run = persistence.attach({ pid: located.pid, startTime: located.startTime, marker: job.agent?.tree_marker, output });
+    // Served only once what the agent printed while no server ran has been read: its transcript and turns are there at the first call.
+    await run.ready;
+    this.target.serve(job);
+    this.target.follow(job, run);
+    // An agent already gone is finished from its output, result and all: no timeout applies to it.
+    if (located.state !== "alive") return;
+    // A kill under way when the last server stopped is carried out now.
+    if (job.killReason !== undefined) {
+      this.target.kill(job.id, job.killReason).catch((error: unknown) => logger.error(`kill of adopted job ${job.id}: ${String(error)}`));
+      return;
+    }
+    this.target.armTimeout(job, this.remainingOf(record));
+  }
+
+  private runningEntry(record: JobRecord): JobEntry {
+    const job = this.entryOf(record, { prompt: "", cwd: record.cwd, options: record.options });
+    job.status = "running";
+    this.target.countRunning();
+    if (job.killReason === undefined && this.target.options.persistence.store.killRequested(job.id)) job.killReason = "cli";
+    return job;
+  }
+
+  /**
+   * Where a running job's agent is now. A recorded pid is checked (unknown
+   * counts as alive: it is followed, and its liveness polled until it can be
+   * told). A record written just before the spawn has only the tree marker:
+   * the agent is looked for by it.
+   */
+  private async locate(agent: AgentRecord | undefined, isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<LocatedAgent> {
+    if (!agent) return { state: "unrecorded" };
+    // This server is never its own agent: a record naming its pid is wrong about the pid, so the marker alone is trusted.
+    if (agent.pid !== undefined && agent.pid !== this.target.options.persistence.owner.pid) {
+      const named = { pid: agent.pid, ...(agent.start_time ? { start_time: agent.start_time } : {}), ...(agent.tree_marker ? { tree_marker: agent.tree_marker } : {}) };
+      const alive = (await isAlive(named)) !== false;
+      return { state: alive ? "alive" : "gone", pid: agent.pid, startTime: agent.start_time };
+    }
+    const found = agent.tree_marker === undefined || !findMarked ? undefined : await findMarked(agent.tree_marker);
+    if (found === undefined) return { state: "unrecorded" };
+    if (found === null) return { state: "gone", pid: undefined, startTime: undefined };
+    return { state: "alive", pid: found.pid, startTime: found.startTime };
+  }
+}
+
+/** What the job asked for; its prompt stays in prompt.txt, the agent's stdin. Undefined when prompt.txt is gone. */
+function specOf(record: JobRecord, hasPrompt: boolean): AgentSpec | undefined {
+  if (!hasPrompt) return undefined;
+  return { prompt: "", cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
+}

@@ -1,0 +1,151 @@
+/**
+ * What the job layer is made of (PROTOCOL.md §8, §15): a job as callers see
+ * it, what the registry needs of the store it keeps jobs in, and its options.
+ */
+import type { OutputFiles } from "../agent/host.js";
+import type { AgentAttacher, AgentLauncher, AgentOutcome, AgentSpec, LiveSummary } from "../agent/types.js";
+import type { Clock } from "../core/clock.js";
+import type { Logger } from "../core/log.js";
+import type { Transcript } from "../core/transcript.js";
+import { isFinishedStatus, type JobRecord, type ProcessIdentity, type RecordStatus } from "../store/records.js";
+
+/** A job's status is its record's (§8, §15.2). */
+export type JobStatus = RecordStatus;
+export type JobKind = "run" | "start";
+export type KillReason = "claude_kill" | "cancelled" | "timeout" | "shutdown" | "cli";
+
+/** Queued or running: the job has not finished yet. */
+export function isUnfinished(job: Pick<Job, "status">): boolean {
+  return !isFinishedStatus(job.status);
+}
+
+export interface Job {
+  readonly id: string;
+  readonly kind: JobKind;
+  readonly cwd: string;
+  readonly resumeSessionId: string | undefined;
+  /** When the job was submitted, then when its agent started. */
+  readonly startedAt: number;
+  /** When the job was submitted; unlike startedAt, it never moves, across restarts too. */
+  readonly submittedAt: number;
+  readonly status: JobStatus;
+  readonly finishedAt: number | undefined;
+  /**
+   * Set when the job finishes. For a killed job it is KILLED (KILL_FAILED when processes survived),
+   * with the result the agent printed, if any.
+   * A long result text is not kept here: resultText() reads it.
+   */
+  readonly outcome: AgentOutcome | undefined;
+  /** The whole result text, from memory or from the job's result file. */
+  resultText(): string | undefined;
+  /** The result text's first maxChars characters and its whole length, reading no more of its file than needed. */
+  resultHead(maxChars: number): { text: string; chars: number } | undefined;
+  /** Set before the kill is sent, so the exit that follows is read as a kill, not a crash. */
+  readonly killReason: KillReason | undefined;
+  /** Resolves when the job is finished; never rejects. */
+  readonly done: Promise<void>;
+  readonly timeoutMs: number | undefined;
+  /** The prompt's first line, clipped, for listings. */
+  readonly promptPreview: string;
+  /** False while queued, and for a job killed before its turn came. */
+  readonly launched: boolean;
+  /** 1 for the next job to run; undefined unless queued. */
+  queuePosition(): number | undefined;
+  /** What the agent has done so far (§5.3). */
+  live(): LiveSummary;
+  /** Calls listener once when the job finishes (at once if it has); returns the unsubscribe. */
+  whenDone(listener: () => void): () => void;
+  /** Calls listener whenever the job starts or its agent reports something; returns the unsubscribe. */
+  onActivity(listener: () => void): () => void;
+  readonly transcript: Transcript;
+}
+
+export interface KillResult {
+  /** False when the job had already finished: nothing was signalled. */
+  killed: boolean;
+  survivors: number[];
+}
+
+/** What the registry needs of the state directory (§15). */
+export interface JobStore {
+  create(record: JobRecord, prompt: string): void;
+  write(record: JobRecord): void;
+  /** Where the agent writes its output (§15.4); undefined for a store in memory: the agent's output then comes through pipes. */
+  outputFiles(id: string): OutputFiles | undefined;
+  writeResult(id: string, text: string): void;
+  readResult(id: string): string | undefined;
+  readResultHead(id: string, maxChars: number): string | undefined;
+  /** Whether the job's prompt.txt is there (a regular file, not a link). */
+  hasPrompt(id: string): boolean;
+  /** Where the job's prompt is: the agent reads it as its stdin (§15.2). Undefined for a store in memory, which keeps no prompt. */
+  promptFile(id: string): string | undefined;
+  killRequested(id: string): boolean;
+  /** Bytes the job's folder uses. */
+  size(id: string): number;
+  remove(id: string): void;
+  claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean | undefined>): Promise<boolean>;
+  /** Removes the claim files of earlier restarts, which no one reads again. */
+  dropClaimsBefore(id: string, generation: number): void;
+  read(id: string): JobRecord | undefined;
+}
+
+export interface Persistence {
+  store: JobStore;
+  /** This server, as it appears in the records it owns. */
+  owner: ProcessIdentity;
+  attach: AgentAttacher;
+  /** Rebuilds the transcript of a job finished before this server started, from its output file. */
+  replayTranscript(id: string): Transcript;
+  /** Disk used by finished jobs; the oldest are removed beyond it. */
+  maxBytes: number;
+  /** A fresh tree marker value for an agent about to be spawned. */
+  newMarker(): string;
+  /** For taking over a job on a lookup miss (§15.3): the same checks restore uses. */
+  isAlive: IsAlive;
+  findMarked?: FindMarked;
+  /**
+   * Checks a queued job taken over after a restart against today's policy and
+   * directories, as a new call would be (§15.3); throws DispatchError to refuse it.
+   */
+  admit(spec: AgentSpec): Promise<AgentSpec>;
+  /** The runtime and host this server runs agents with, named in its records (§15.2); "claude" and "local" unless said. */
+  runtime?: string;
+  host?: string;
+}
+
+/**
+ * Whether a process is still the one a record names: same start time, or else
+ * carrying the tree marker. Undefined when it cannot be told (no process table).
+ */
+export type IsAlive = (process: ProcessIdentity & { tree_marker?: string }) => Promise<boolean | undefined>;
+
+/** The live process carrying a tree marker (null: none; undefined: cannot be told). */
+export type FindMarked = (marker: string) => Promise<{ pid: number; startTime: string } | null | undefined>;
+
+
+export interface JobRegistryOptions {
+  launch: AgentLauncher;
+  clock: Clock;
+  newId(): string;
+  logger: Logger;
+  /** How long a finished job stays reachable. Running and queued jobs are never reaped. */
+  retentionMs: number;
+  /** At most this many finished jobs are kept; the oldest go first. */
+  maxFinishedJobs: number;
+  /** Transcript characters kept across all finished jobs; the oldest finished transcripts are dropped first. */
+  finishedTranscriptChars: number;
+  /** Agents running at once (§8); later jobs queue. */
+  maxRunning: number;
+  /** Where jobs are kept (§15): the state directory, or a store in memory (jobs/memory.ts). */
+  persistence: Persistence;
+}
+
+/** How a killed job's outcome says who killed it. */
+export const KILL_REASON_TEXT: Readonly<Record<KillReason, string>> = {
+  claude_kill: "by claude_kill",
+  cancelled: "because its request was cancelled",
+  shutdown: "because the server shut down",
+  timeout: "at its timeout",
+  cli: "from the command line (claude-dispatch kill)",
+};
+
