@@ -5,13 +5,14 @@
  * configuration, builds the real dependencies, takes over the jobs of dead
  * servers, serves stdio, and shuts down as PROTOCOL.md §3 describes.
  */
-import { readFileSync, statfsSync } from "node:fs";
+import { statfsSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
 import { createAgents } from "./agent/launcher.js";
 import { claudeRuntime } from "./runtimes/claude/index.js";
 import { memoryPersistence } from "./jobs/memory.js";
+import { hasProcessTable, ownLinuxStartTime } from "./hosts/local/self.js";
 import { systemClock } from "./core/clock.js";
 import { DEPTH_VARIABLE, loadConfig, type Config } from "./config.js";
 import { checkDirectory, resolveRoots } from "./hosts/local/directory.js";
@@ -103,20 +104,9 @@ function hostFacts(): Parameters<typeof loadConfig>[1] {
  * from the process table (ps) elsewhere on POSIX, none on Windows.
  */
 async function ownIdentity(processControl: () => Promise<ProcessControl>): Promise<ProcessIdentity> {
-  if (process.platform === "win32") return { pid: process.pid };
-  const startTime = linuxStartTime() ?? (await (await processControl()).startTimeOf(process.pid));
+  if (!hasProcessTable(process.platform)) return { pid: process.pid };
+  const startTime = ownLinuxStartTime(process.platform) ?? (await (await processControl()).startTimeOf(process.pid));
   return startTime ? { pid: process.pid, start_time: startTime } : { pid: process.pid };
-}
-
-/** This process's start time from /proc (field 22 of stat), without loading the process layer. */
-function linuxStartTime(): string | undefined {
-  if (process.platform !== "linux") return undefined;
-  try {
-    const stat = readFileSync("/proc/self/stat", "latin1");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
 }
 
 
@@ -157,7 +147,7 @@ async function main(): Promise<void> {
       // Names the CLI in a claim file when `kill` finishes the record of a dead server.
       uid: process.getuid?.(),
       identity: () => {
-        const startTime = linuxStartTime();
+        const startTime = ownLinuxStartTime(process.platform);
         return startTime ? { pid: process.pid, start_time: startTime } : { pid: process.pid };
       },
     });
@@ -234,7 +224,9 @@ async function serve(): Promise<void> {
       store,
       owner: await ownIdentity(processControl),
       attach: agents.attach,
-      replayTranscript: (id) => store.replay(id, { maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS }).transcript,
+      replayTranscript: (id) =>
+        store.replay(id, runtime.createReader({ maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS, onOverflow: () => undefined, source: store.outputSource(id) }))
+          .transcript,
       maxBytes: config.stateMaxBytes,
       newMarker: () => crypto.randomUUID(),
       // Both load the process layer on first use: only unfinished records need them (BENCHMARKS.md (a)).

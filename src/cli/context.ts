@@ -9,7 +9,8 @@ import { DispatchError } from "../core/errors.js";
 import { createLogger, type Logger, type TextSink } from "../core/log.js";
 import type { ProcessControl } from "../hosts/local/index.js";
 import { StateError, type ProcessIdentity } from "../store/records.js";
-import { stateDirectory, StateStore } from "../store/state-store.js";
+import { stateDirectory } from "../hosts/local/state-location.js";
+import { StateStore } from "../store/state-store.js";
 
 /** What main.ts hands the CLI; nothing here touches process.* itself. */
 export interface CliIo {

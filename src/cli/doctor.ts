@@ -4,14 +4,16 @@
  * `fail` lines, then prints the host configuration for this install.
  * Exit 1 if a check failed.
  */
-import { accessSync, constants as fsConstants, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
+import { findProgram } from "../hosts/local/find-program.js";
+import { rmSync, statSync, writeFileSync, type Stats } from "node:fs";
 import path from "node:path";
 
 import { loadConfig, type Config } from "../config.js";
 import { resolveRoots } from "../hosts/local/directory.js";
 import { DEFAULT_CLAUDE_BIN } from "../runtimes/claude/claude.js";
 import type { JobRecord } from "../store/records.js";
-import { stateDirectory, StateStore } from "../store/state-store.js";
+import { stateDirectory } from "../hosts/local/state-location.js";
+import { StateStore } from "../store/state-store.js";
 import { toJson, type CliIo } from "./context.js";
 import { firstLine, formatAge, formatBytes, indent, printable } from "./format.js";
 import { claudeMcpAddLine, isWindows, mcpServersEntry, type Install } from "./host-config.js";
@@ -70,7 +72,8 @@ function checkConfiguration(io: CliIo): { config: Config | undefined; check: Che
 
 async function checkClaude(io: CliIo, bin: string): Promise<Check> {
   const name = "claude";
-  const program = findProgram(bin, io);
+  // The resolver the server's spawn uses: doctor names the program the server would run.
+  const program = findProgram(bin, io.env, { platform: io.host?.platform ?? "linux" });
   if (program === undefined) {
     const where = hasDirectory(bin) ? `${bin} is not an executable file` : `${bin} not found on PATH`;
     return { name, status: "fail", detail: `${where}; set CLAUDE_DISPATCH_CLAUDE_BIN to the output of \`which claude\`` };
@@ -91,32 +94,6 @@ function hasDirectory(bin: string): boolean {
   return bin.includes("/") || bin.includes("\\");
 }
 
-/** Like execvp, but only absolute PATH entries: the path of the program the server would run, or undefined. */
-function findProgram(bin: string, io: CliIo): string | undefined {
-  // TODO(issue 12): use hosts/local findProgram, the one PATH resolver the server uses too.
-  const windows = isWindows(io.host?.platform);
-  const pathApi = windows ? path.win32 : path.posix;
-  const isProgram = (file: string): boolean => {
-    try {
-      if (!statSync(file).isFile()) return false;
-      if (!windows) accessSync(file, fsConstants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (hasDirectory(bin)) return isProgram(bin) ? bin : undefined;
-  const directories = (io.env.PATH ?? io.env.Path ?? "").split(io.host?.pathDelimiter ?? (windows ? ";" : ":"));
-  const extensions = windows ? ["", ...(io.env.PATHEXT ?? ".COM;.EXE;.BAT;.CMD").split(";").filter(Boolean)] : [""];
-  for (const directory of directories) {
-    if (!pathApi.isAbsolute(directory)) continue;
-    for (const extension of extensions) {
-      const candidate = pathApi.join(directory, bin + extension);
-      if (isProgram(candidate)) return candidate;
-    }
-  }
-  return undefined;
-}
 
 /* ------------------------------------------------------------------ *
  * The state directory

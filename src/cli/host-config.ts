@@ -3,6 +3,7 @@
  * `mcpServers` entry and the `claude mcp add -s user` line that `doctor`
  * prints, and the one-line hint for a server started from a terminal.
  */
+import { isWindowsPlatform } from "../hosts/local/self.js";
 import { DEPTH_VARIABLE } from "../config.js";
 import { SERVER_NAME } from "../core/version.js";
 import { printable } from "./format.js";
@@ -24,9 +25,7 @@ export interface Install {
 const PER_PROCESS_VARIABLES: ReadonlySet<string> = new Set([DEPTH_VARIABLE, "CLAUDE_DISPATCH_TREE"]);
 
 /** The command line's one platform check: Windows quotes differently, runs no shim without a shell, and has no file modes. */
-export function isWindows(platform: string | undefined): boolean {
-  return platform === "win32";
-}
+export const isWindows = isWindowsPlatform;
 
 /**
  * The CLAUDE_DISPATCH_* variables of `env` a host must pass for its server to

@@ -34,7 +34,6 @@ import path from "node:path";
 
 import { openForAppending, openForReading, openForWriting, readTextFile } from "./files.js";
 
-import { ClaudeStream } from "../runtimes/claude/claude.js";
 import { isRecord } from "../core/values.js";
 import {
   StateError,
@@ -50,7 +49,6 @@ import {
 
 // Existing importers keep working while the layers settle; new code imports records.ts directly.
 export * from "./records.js";
-export { stateDirectory } from "../hosts/local/state-location.js";
 
 
 const CHUNK_BYTES = 64 * 1024;
@@ -334,20 +332,20 @@ export class StateStore {
   }
 
   /**
-   * Reads a job's output again through the stream-json reader, for its
-   * transcript and progress: a piece at a time, long lines left in the file
-   * (§15.4), and nothing written.
+   * Hands a job's output to a runtime's reader again, for its transcript and
+   * progress: a piece at a time, long lines left in the file (§15.4), and
+   * nothing written. Give the reader outputSource(id) to read those back.
    */
-  replay(id: string, limits: { maxLineBytes: number; transcriptChars: number }): ClaudeStream {
+  replay<Reader extends { push(chunk: Buffer): void; end(): void }>(id: string, reader: Reader): Reader {
+    this.readChunks(id, "stdout.jsonl", (chunk) => reader.push(chunk));
+    reader.end();
+    return reader;
+  }
+
+  /** The job's stdout.jsonl, for a reader to read a long line back from (§15.4). */
+  outputSource(id: string): { read(offset: number, length: number): Buffer | undefined } {
     const stdoutPath = this.file(id, "stdout.jsonl");
-    const stream = new ClaudeStream({
-      ...limits,
-      onOverflow: () => undefined,
-      source: { read: (offset, length) => readFileRange(stdoutPath, offset, length) },
-    });
-    this.readChunks(id, "stdout.jsonl", (chunk) => stream.push(chunk));
-    stream.end();
-    return stream;
+    return { read: (offset, length) => readFileRange(stdoutPath, offset, length) };
   }
 
   /** Hands a job's file to onChunk piece by piece, so a large output is never read whole. */

@@ -6,9 +6,14 @@ import { readFileSync } from "node:fs";
 
 import { parseProcStat } from "./posix/proc.js";
 
+/** The one test for Windows outside the platform switch's own files, for the command line's quoting and shims. */
+export function isWindowsPlatform(platform: string | undefined): boolean {
+  return platform === "win32";
+}
+
 /** Windows has no process table with start times: a record names the pid alone. */
 export function hasProcessTable(platform: string): boolean {
-  return platform !== "win32";
+  return !isWindowsPlatform(platform);
 }
 
 /** This process's start time from /proc/self/stat on Linux; undefined elsewhere (ask the process table) or when unreadable. */
