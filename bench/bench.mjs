@@ -22,6 +22,12 @@
  *   g wait     agent exit (seen in /proc) -> claude_wait answer, p50/p99
  *   h startup  cold start (as a) and RSS after initialize (as d) on an empty
  *              state directory and on one holding 1000 finished jobs
+ *   i jobcost  100 concurrent 1 s jobs of a SHELL fake agent (cheap to start,
+ *              so the server's own cost shows): first claude_start -> last
+ *              claude_wait answer, next to the same 100 shell agents spawned
+ *              and awaited directly by the bench in the same round (stdin from
+ *              a file, output to files, as the server does); the ratio, and
+ *              the server's CPU time per job (CLAUDE_DISPATCH_MAX_JOBS=100)
  *
  * Every process it starts carries BENCH_RUN_ID=<uuid> in its environment (the
  * server passes its environment on to agents), so leftovers are found by that
@@ -49,6 +55,8 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** The built server; BENCH_SERVER_MAIN=/path/to/other/dist/main.js measures another build. */
 const SERVER_MAIN = process.env.BENCH_SERVER_MAIN ? path.resolve(process.env.BENCH_SERVER_MAIN) : path.join(ROOT, "dist", "main.js");
 const FAKE_CLAUDE = path.join(ROOT, "test", "fixtures", "fake-claude.mjs");
+/** (i): a POSIX sh agent, so that the agents' own start-up does not hide the server's cost. */
+const FAKE_CLAUDE_SH = path.join(ROOT, "test", "fixtures", "fake-claude.sh");
 const RUN_ID = randomUUID();
 const STATE_ROOT = fs.mkdtempSync(path.join(os.tmpdir(), "claude-dispatch-bench-state-"));
 process.on("exit", () => fs.rmSync(STATE_ROOT, { recursive: true, force: true }));
@@ -73,6 +81,8 @@ const SIZES = {
   finishedJobs: 1000,
   finishedStdoutBytes: 1024 * 1024,
   finishedResultChars: 1024,
+  /** (i): concurrent shell agents, each sleeping 1 s. */
+  jobCostJobs: 100,
 };
 
 const SECTIONS = [
@@ -84,6 +94,7 @@ const SECTIONS = [
   { key: "f", name: "big", run: benchBigOutput },
   { key: "g", name: "wait", run: benchWaitLatency },
   { key: "h", name: "startup", run: benchStartupWithJobs },
+  { key: "i", name: "jobcost", run: benchJobCost },
 ];
 
 /* ------------------------------------------------------------------ *
@@ -738,6 +749,149 @@ async function benchBigOutput(rounds) {
 }
 
 /**
+ * The floor of (i): the same shell agents, spawned all at once by the bench and awaited until the last exit,
+ * wired as the server wires them: the prompt from a file on stdin, stdout and stderr to files, each agent
+ * leading a session of its own (detached). Checks that every agent printed its result line.
+ */
+async function bareShellAgents(dir, prompts) {
+  const env = baseEnv();
+  const files = prompts.map((prompt, k) => {
+    const promptFile = path.join(dir, `prompt-${k}.txt`);
+    fs.writeFileSync(promptFile, prompt);
+    return { promptFile, stdout: path.join(dir, `stdout-${k}.jsonl`), stderr: path.join(dir, `stderr-${k}.log`) };
+  });
+  const startedAt = now();
+  const exits = files.map((file) => {
+    const fds = [fs.openSync(file.promptFile, "r"), fs.openSync(file.stdout, "a"), fs.openSync(file.stderr, "a")];
+    let child;
+    try {
+      child = track(spawn(FAKE_CLAUDE_SH, AGENT_ARGS, { cwd: dir, env, stdio: fds, detached: true }));
+    } finally {
+      for (const fd of fds) fs.closeSync(fd);
+    }
+    return new Promise((resolve, reject) => {
+      child.once("error", reject);
+      child.once("exit", (code, signal) => resolve({ endedAt: now(), code, signal }));
+    });
+  });
+  const results = await Promise.all(exits);
+  const ms = Math.max(...results.map((r) => r.endedAt)) - startedAt;
+  const failed = results.filter((r) => r.code !== 0).length;
+  if (failed > 0) throw new Error(`i: ${failed} bare shell agents failed`);
+  const wrong = files.filter((file, k) => {
+    const last = fs.readFileSync(file.stdout, "utf8").trim().split("\n").pop();
+    return JSON.parse(last).result !== `ECHO: ${prompts[k]}`;
+  }).length;
+  if (wrong > 0) throw new Error(`i: ${wrong} bare shell agents printed the wrong result`);
+  return ms;
+}
+
+/**
+ * (i) The per-job cost (issue 12, §4): SIZES.jobCostJobs concurrent 1 s jobs of the shell fake agent through
+ * the server, from the first claude_start to the last answered claude_wait (hold_ms 60000, each sent when its
+ * claude_start answers), and in the same round the floor (bareShellAgents). The order of the two alternates by
+ * round. The server's CPU time (utime + stime from /proc/<pid>/stat) is read just before the first start and
+ * just after the last answer; per job is that over the number of jobs. Every job must complete with its own
+ * prompt echoed back.
+ */
+async function benchJobCost(rounds) {
+  const count = SIZES.jobCostJobs;
+  const perRound = { serverMs: [], floorMs: [], ratio: [], cpuPerJobMs: [], startPhaseMs: [] };
+  const failures = [];
+  const dir = makeWorkDir();
+  try {
+    const throughServer = async (round) => {
+      const cwd = fs.mkdtempSync(path.join(dir, `server-${round}-`));
+      const s = new Server({ CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE_SH, CLAUDE_DISPATCH_MAX_JOBS: String(count) });
+      try {
+        await s.initialize();
+        const cpuBefore = procCpuMs(s.pid);
+        const startedAt = now();
+        const tasks = [];
+        for (let k = 0; k < count; k += 1) {
+          const prompt = `jobcost round ${round} job ${k}`;
+          tasks.push(
+            s.callTool("claude_start", { prompt, cwd }).then(async (started) => {
+              const jobId = started.structured?.job_id;
+              if (typeof jobId !== "string") throw new Error(`claude_start gave no job_id: ${JSON.stringify(started.result).slice(0, 300)}`);
+              const waited = await s.callTool("claude_wait", { job_id: jobId, hold_ms: 60_000 }, 90_000);
+              const w = waited.structured ?? {};
+              return { startAt: started.at, waitAt: waited.at, ok: w.status === "completed" && w.result === `ECHO: ${prompt}`, status: w.status, result: w.result, error: w.error };
+            }),
+          );
+        }
+        const done = await Promise.all(tasks);
+        const lastAt = Math.max(...done.map((d) => d.waitAt));
+        const cpuAfter = procCpuMs(s.pid);
+        for (const d of done.filter((d) => !d.ok)) {
+          failures.push({ round, status: d.status, result: d.result ?? null, error: d.error ?? null });
+          log(`i: a job ended ${d.status} with ${JSON.stringify(d.result ?? null).slice(0, 100)}: ${JSON.stringify(d.error ?? null).slice(0, 300)}`);
+        }
+        return { ms: lastAt - startedAt, startPhaseMs: Math.max(...done.map((d) => d.startAt)) - startedAt, cpuPerJobMs: (cpuAfter - cpuBefore) / count };
+      } finally {
+        await s.close();
+        await reapLeftovers();
+      }
+    };
+    const floorRound = async (round) => {
+      const floorDir = fs.mkdtempSync(path.join(dir, `floor-${round}-`));
+      const prompts = Array.from({ length: count }, (_, k) => `jobcost round ${round} job ${k}`);
+      const ms = await bareShellAgents(floorDir, prompts);
+      await reapLeftovers();
+      return ms;
+    };
+    // One unmeasured round of each first, so both run with warm caches.
+    await floorRound(-1);
+    await throughServer(-1);
+    for (let i = 0; i < rounds; i += 1) {
+      let server;
+      let floorMs;
+      if (i % 2 === 0) {
+        server = await throughServer(i);
+        floorMs = await floorRound(i);
+      } else {
+        floorMs = await floorRound(i);
+        server = await throughServer(i);
+      }
+      perRound.serverMs.push(round2(server.ms));
+      perRound.floorMs.push(round2(floorMs));
+      perRound.ratio.push(round2(server.ms / floorMs));
+      perRound.cpuPerJobMs.push(round2(server.cpuPerJobMs));
+      perRound.startPhaseMs.push(round2(server.startPhaseMs));
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const serverS = median(perRound.serverMs) / 1000;
+  const floorS = median(perRound.floorMs) / 1000;
+  const ratio = median(perRound.ratio);
+  const cpuPerJob = median(perRound.cpuPerJobMs);
+  const bad = failures.length;
+  return {
+    rows: [
+      {
+        metric: `i  ${count} concurrent 1 s shell-agent jobs: first start -> last wait answer, over the floor`,
+        value: `${serverS.toFixed(2)} s, ${ratio.toFixed(2)}x`,
+        target: "<= 1.15 x floor",
+        pass: ratio <= 1.15 && bad === 0,
+        detail:
+          `floor (the same ${count} shell agents spawned and awaited by the bench, same rounds): ${floorS.toFixed(2)} s; ` +
+          `ratio is the median of the per-round ratios; all starts answered after ${(median(perRound.startPhaseMs) / 1000).toFixed(2)} s` +
+          (bad > 0 ? `; ${bad} jobs not completed with their result!` : `; all ${count * (rounds + 1)} (one unmeasured round included) completed with their own result`),
+      },
+      {
+        metric: `i  server CPU time per job (utime + stime, first start -> last answer, / ${count})`,
+        value: `${cpuPerJob.toFixed(2)} ms`,
+        target: "(issue 12: reference server about 2 ms)",
+        pass: undefined,
+        detail: `per round: ${perRound.cpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms (clock tick ${(1000 / CLOCK_TICKS).toFixed(0)} ms, so ±${(1000 / CLOCK_TICKS / count).toFixed(2)} ms a job)`,
+      },
+    ],
+    data: { jobs: count, serverS: round2(serverS), floorS: round2(floorS), ratio, cpuPerJobMs: cpuPerJob, perRound, failures },
+  };
+}
+
+/**
  * (g) agent exit -> claude_wait answer, one job at a time, with the wait
  * already pending when the agent exits. The fake agent cannot report when it
  * exits, so two clocks are read, both CLOCK_MONOTONIC:
@@ -1132,7 +1286,7 @@ function parseArgs(argv) {
     } else if (arg === "--out" || arg.startsWith("--out=")) {
       options.out = path.resolve(value());
     } else if (arg === "--help" || arg === "-h") {
-      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup] [--out FILE]\n");
+      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup,jobcost] [--out FILE]\n");
       process.exit(0);
     } else {
       throw new Error(`unknown argument ${arg}`);

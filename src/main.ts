@@ -19,7 +19,7 @@ import { checkDirectory, resolveRoots } from "./hosts/local/directory.js";
 import { createRequestHandler } from "./server/handler.js";
 import { JobRegistry } from "./jobs/registry.js";
 import { createLogger, type Logger } from "./core/log.js";
-import { admitAgent } from "./agent/policy.js";
+import { admitAgent, type Policy } from "./agent/policy.js";
 import type { AttachRequest, ChildHandle, ProcessControl, SpawnRequest } from "./hosts/local/index.js";
 import { createTextFile, readFileRange, StateError, StateStore, type ProcessIdentity } from "./store/state-store.js";
 import { createMessageWriter, serveStdio } from "./server/stdio.js";
@@ -111,7 +111,7 @@ async function ownIdentity(processControl: () => Promise<ProcessControl>): Promi
 
 
 function openState(config: Config): StateStore {
-  const store = new StateStore(config.stateDir, { uid: process.getuid?.() });
+  const store = new StateStore(config.stateDir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
   try {
     store.open();
   } catch (error) {
@@ -146,6 +146,7 @@ async function main(): Promise<void> {
       },
       // Names the CLI in a claim file when `kill` finishes the record of a dead server.
       uid: process.getuid?.(),
+      randomName: () => crypto.randomUUID(),
       identity: () => {
         const startTime = ownLinuxStartTime(process.platform);
         return startTime ? { pid: process.pid, start_time: startTime } : { pid: process.pid };
@@ -163,43 +164,43 @@ async function main(): Promise<void> {
   await serve();
 }
 
-async function serve(): Promise<void> {
-  let config;
-  let roots: string[] | undefined;
+/** The configuration and the resolved roots, or exit 2 with the reason (§11). */
+async function readConfig(): Promise<{ config: Config; roots: string[] | undefined }> {
   try {
-    config = loadConfig(process.env, hostFacts());
-    roots = config.roots ? await resolveRoots(config.roots) : undefined;
+    const config = loadConfig(process.env, hostFacts());
+    return { config, roots: config.roots ? await resolveRoots(config.roots) : undefined };
   } catch (error) {
     if (!(error instanceof Error)) throw error;
     process.stderr.write(`claude-dispatch: ${error.message}\n`);
     process.exit(2);
   }
-  const policy = { ...config.policy, roots };
-  // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of
-  // this server inside a dispatched agent must never restore, adopt, claim or write its parent's jobs.
-  const gated = config.depth >= config.maxDepth;
-  const store = gated ? undefined : openState(config);
+}
 
-  const logger = createLogger(process.stderr, config.logLevel);
-  const clock = systemClock;
+/** This machine as the host agents run on; the process layer loads with the first job (BENCHMARKS.md (a)). */
+function lazyLocalHost(config: Config, logger: Logger) {
   let processes: ProcessControl | undefined;
-  let loadingProcesses: Promise<ProcessControl> | undefined;
+  let loading: Promise<ProcessControl> | undefined;
   const processControl = (): Promise<ProcessControl> => {
-    loadingProcesses ??= loadProcessControl({ clock, logger, killGraceMs: config.killGraceMs }).then((loaded) => (processes = loaded));
-    return loadingProcesses;
+    loading ??= loadProcessControl({ clock: systemClock, logger, killGraceMs: config.killGraceMs }).then((loaded) => (processes = loaded));
+    return loading;
   };
-  const startChild = (request: SpawnRequest): ChildHandle => {
-    if (processes) return processes.start(request);
-    return deferredChild(processControl().then((loaded) => loaded.start(request)));
+  return {
+    processControl,
+    /** The process layer if it was ever loaded, for shutdown to wait on. */
+    loaded: (): Promise<ProcessControl | undefined> => loading?.catch(() => undefined) ?? Promise.resolve(undefined),
+    start: (request: SpawnRequest): ChildHandle => processes?.start(request) ?? deferredChild(processControl().then((loaded) => loaded.start(request))),
+    attach: (request: AttachRequest): ChildHandle => processes?.attach(request) ?? deferredChild(processControl().then((loaded) => loaded.attach(request))),
   };
-  const attachChild = (request: AttachRequest): ChildHandle => {
-    if (processes) return processes.attach(request);
-    return deferredChild(processControl().then((loaded) => loaded.attach(request)));
-  };
+}
+
+type LocalHost = ReturnType<typeof lazyLocalHost>;
+
+/** The job registry on the state directory, or in memory for a server at the depth limit (§7.4). */
+async function createJobs(config: Config, policy: Policy, roots: string[] | undefined, store: StateStore | undefined, host: LocalHost, logger: Logger): Promise<JobRegistry> {
   const runtime = claudeRuntime(config.claudeBin);
   const agents = createAgents({
     runtime,
-    host: { start: startChild, attach: attachChild },
+    host,
     files: { readRange: readFileRange, create: createTextFile, freeBytes: freeBytesOf, folderOf: (file) => path.dirname(file) },
     // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
     env: runtime.environment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),
@@ -208,10 +209,11 @@ async function serve(): Promise<void> {
     stderrTailBytes: 64 * 1024,
     onMalformedLine: (line) => logger.warn(`skipped a line of agent output that is not JSON: ${line.slice(0, 200)}`),
   });
-
-  const jobs = new JobRegistry({
+  const replayReader = (id: string, from: StateStore) =>
+    runtime.createReader({ maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS, onOverflow: () => undefined, source: from.outputSource(id) });
+  return new JobRegistry({
     launch: agents.launch,
-    clock,
+    clock: systemClock,
     // The global Web Crypto: node:crypto is not loaded before a job needs an id.
     newId: () => crypto.randomUUID(),
     logger,
@@ -219,22 +221,33 @@ async function serve(): Promise<void> {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: FINISHED_TRANSCRIPT_CHARS,
     maxRunning: config.maxJobs,
-    // A server at the depth limit keeps its (never started) jobs in memory: it must not touch the state directory (§7.4).
-    persistence: !store ? memoryPersistence() : {
-      store,
-      owner: await ownIdentity(processControl),
-      attach: agents.attach,
-      replayTranscript: (id) =>
-        store.replay(id, runtime.createReader({ maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS, onOverflow: () => undefined, source: store.outputSource(id) }))
-          .transcript,
-      maxBytes: config.stateMaxBytes,
-      newMarker: () => crypto.randomUUID(),
-      // Both load the process layer on first use: only unfinished records need them (BENCHMARKS.md (a)).
-      isAlive: async (named) => (await processControl()).isAlive(named.pid, named.start_time, named.tree_marker),
-      findMarked: async (marker) => (await processControl()).findMarked(marker),
-      admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
-    },
+    persistence: !store
+      ? memoryPersistence()
+      : {
+          store,
+          owner: await ownIdentity(host.processControl),
+          attach: agents.attach,
+          replayTranscript: (id) => store.replay(id, replayReader(id, store)).transcript,
+          maxBytes: config.stateMaxBytes,
+          newMarker: () => crypto.randomUUID(),
+          // Both load the process layer on first use: only unfinished records need them (BENCHMARKS.md (a)).
+          isAlive: async (named) => (await host.processControl()).isAlive(named.pid, named.start_time, named.tree_marker),
+          findMarked: async (marker) => (await host.processControl()).findMarked(marker),
+          admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
+        },
   });
+}
+
+async function serve(): Promise<void> {
+  const { config, roots } = await readConfig();
+  const policy = { ...config.policy, roots };
+  // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of
+  // this server inside a dispatched agent must never restore, adopt, claim or write its parent's jobs.
+  const gated = config.depth >= config.maxDepth;
+  const store = gated ? undefined : openState(config);
+  const logger = createLogger(process.stderr, config.logLevel);
+  const host = lazyLocalHost(config, logger);
+  const jobs = await createJobs(config, policy, roots, store, host, logger);
   if (store) await restoreJobs(store, jobs, logger);
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({
@@ -244,19 +257,28 @@ async function serve(): Promise<void> {
     policy,
     maxResultChars: config.maxResultChars,
     heartbeatMs: config.heartbeatMs,
-    clock,
+    clock: systemClock,
     logger,
     server: { name: SERVER_NAME, version: SERVER_VERSION },
     depth: { current: config.depth, max: config.maxDepth },
     jobRetentionMs: config.jobRetentionMs,
   });
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
-
-  if (gated) {
-    logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
-  }
+  if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
   logger.info(`${SERVER_NAME} ${SERVER_VERSION} ready (claude: ${config.claudeBin})`);
+  installShutdown({ config, jobs, host, server, writer, logger });
+}
 
+/** Shutdown as §3 describes: on end of stdin, a signal, or an internal error. */
+function installShutdown(parts: {
+  config: Config;
+  jobs: JobRegistry;
+  host: LocalHost;
+  server: ReturnType<typeof serveStdio>;
+  writer: ReturnType<typeof createMessageWriter>;
+  logger: Logger;
+}): void {
+  const { config, jobs, host, server, writer, logger } = parts;
   let shuttingDown = false;
   let finalExitCode = 0;
   const shutdown = async (reason: string, exitCode = 0): Promise<void> => {
@@ -276,16 +298,15 @@ async function serve(): Promise<void> {
       await jobs.leave();
     } else {
       await jobs.shutdown();
-      await (await loadingProcesses?.catch(() => undefined))?.idle();
+      await (await host.loaded())?.idle();
     }
     // Runs and waits on the killed jobs now answer; give their responses a moment to be written.
     let cancelSlack = (): void => undefined;
-    await Promise.race([server.idle(), new Promise<void>((resolve) => (cancelSlack = clock.setTimer(resolve, SHUTDOWN_SLACK_MS)))]);
+    await Promise.race([server.idle(), new Promise<void>((resolve) => (cancelSlack = systemClock.setTimer(resolve, SHUTDOWN_SLACK_MS)))]);
     cancelSlack();
     await writer.flush();
     process.exit(finalExitCode);
   };
-
   void server.ended.then(() => shutdown("stdin closed"));
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.on(signal, () => void shutdown(signal));

@@ -3,19 +3,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import {
-  ClaudeStream,
-  DISK_FULL_BYTES,
-  agentEnvironment,
-  claudeArgs,
-  createClaudeAgents,
-  describeToolUse,
-  findResultEvent,
-  interpretExit,
-  toAgentResult,
-  type AgentOutcome,
-  type StateDisk,
-} from "../src/runtimes/claude/claude.js";
+import { ClaudeStream, DISK_FULL_BYTES, agentEnvironment, claudeArgs, describeToolUse, findResultEvent, interpretExit, toAgentResult } from "../src/runtimes/claude/index.js";
+import { createClaudeAgents } from "./helpers.js";
+import type { AgentOutcome } from "../src/agent/types.js";
+import type { StateDisk } from "../src/agent/runtime.js";
 import type { ChildExit, ChildHandle } from "../src/hosts/local/index.js";
 
 const fixture = (name: string): string => readFileSync(new URL(`./fixtures/cli/${name}`, import.meta.url), "utf8");

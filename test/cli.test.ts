@@ -127,6 +127,7 @@ async function cli(args: string[], setup: Setup): Promise<Run> {
     mainPath: "/opt/claude dispatch/dist/main.js",
     runFile: setup.runFile ?? (async () => ({ ok: true, stdout: "2.1.332 (Claude Code)\n", stderr: "" })),
     identity: () => CLI_IDENTITY,
+    randomName: () => randomUUID(),
   };
   const code = await runCli(args, io);
   return { code, stdout, stderr };
@@ -134,7 +135,7 @@ async function cli(args: string[], setup: Setup): Promise<Run> {
 
 function newState(): { dir: string; store: StateStore } {
   const dir = mkdtempSync(path.join(scratch, "state-"));
-  const store = new StateStore(dir);
+  const store = new StateStore(dir, { randomName: () => randomUUID() });
   store.open();
   return { dir, store };
 }

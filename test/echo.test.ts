@@ -193,6 +193,7 @@ test("the command line echoes a 1 MiB option, flag, id, age or argument the same
       },
       nodePath: "/usr/bin/node",
       mainPath: "/opt/claude-dispatch/dist/main.js",
+      randomName: () => "random",
       runFile: async () => {
         throw new Error("a usage error runs nothing");
       },

@@ -4,6 +4,7 @@
  * finished ones are counted for retention from the index and read when asked for.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -20,7 +21,7 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 let dirs = 0;
 function freshStore(): StateStore {
   dirs += 1;
-  const store = new StateStore(path.join(scratch, `s${dirs}`), { uid: process.getuid?.() });
+  const store = new StateStore(path.join(scratch, `s${dirs}`), { uid: process.getuid?.(), randomName: () => randomUUID() });
   store.open();
   return store;
 }

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import type { AgentOptions } from "../src/runtimes/claude/claude.js";
+import type { AgentOptions } from "../src/agent/options.js";
 import type { JsonRpcNotification, JsonRpcResponse, RequestId } from "../src/server/jsonrpc.js";
 import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "../src/agent/policy.js";
 import { LIMITS, type ToolDefinition } from "../src/tools/definitions.js";

@@ -1,7 +1,12 @@
 /** Shared fakes: a manual clock and a scriptable agent launcher. No module mocking. */
+import path from "node:path";
+
+import type { AttachRequest, ChildHandle, SpawnRequest } from "../src/agent/host.js";
+import { createAgents, type AgentFiles, type Agents, type LauncherOptions } from "../src/agent/launcher.js";
 import { memoryPersistence } from "../src/jobs/memory.js";
+import { claudeRuntime, type ClaudeStream } from "../src/runtimes/claude/index.js";
 import type { AgentIdentity } from "../src/hosts/local/index.js";
-import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../src/runtimes/claude/claude.js";
+import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../src/agent/types.js";
 import type { CancelTimer, Clock } from "../src/core/clock.js";
 import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/server/handler.js";
 import { JobRegistry } from "../src/jobs/registry.js";
@@ -213,4 +218,23 @@ export function track<T>(promise: Promise<T>): Tracked<T> {
 /** Sends notifications/cancelled for a request id; the handler answers notifications with null. */
 export function cancel(h: HandlerHarness, requestId: unknown): Promise<JsonRpcResponse | null> {
   return h.handle({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "test" } });
+}
+
+/** What the tests give createClaudeAgents: the launcher's options, with the host's two calls and Claude Code's program. */
+export interface ClaudeLauncherOptions extends Omit<LauncherOptions<ClaudeStream>, "runtime" | "host" | "files"> {
+  start(request: SpawnRequest): ChildHandle;
+  attach(request: AttachRequest): ChildHandle;
+  files?: Omit<AgentFiles, "folderOf">;
+  bin: string;
+}
+
+/** Claude Code's runtime on the given start and attach, as main.ts puts them together. */
+export function createClaudeAgents(options: ClaudeLauncherOptions): Agents {
+  const { start, attach, files, bin, ...rest } = options;
+  return createAgents({
+    ...rest,
+    runtime: claudeRuntime(bin),
+    host: { start, attach },
+    ...(files ? { files: { ...files, folderOf: (file: string) => path.dirname(file) } } : {}),
+  });
 }

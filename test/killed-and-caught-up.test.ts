@@ -13,13 +13,14 @@
  */
 import { memoryPersistence } from "../src/jobs/memory.js";
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import type { AgentOutcome } from "../src/runtimes/claude/claude.js";
+import type { AgentOutcome } from "../src/agent/types.js";
 import { JobRegistry, type IsAlive, type KillReason } from "../src/jobs/registry.js";
 import { StateStore, type JobRecord } from "../src/store/state-store.js";
 import { Transcript } from "../src/core/transcript.js";
@@ -44,7 +45,7 @@ after(() => {
 let dirs = 0;
 function freshStore(): StateStore {
   dirs += 1;
-  const store = new StateStore(path.join(scratch, `store${dirs}`));
+  const store = new StateStore(path.join(scratch, `store${dirs}`), { randomName: () => randomUUID() });
   store.open();
   return store;
 }

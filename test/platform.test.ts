@@ -13,7 +13,7 @@ import { PassThrough } from "node:stream";
 import { test } from "node:test";
 import type { ChildProcess, SpawnOptions } from "node:child_process";
 
-import { ClaudeStream, interpretExit } from "../src/runtimes/claude/claude.js";
+import { ClaudeStream, interpretExit } from "../src/runtimes/claude/index.js";
 import {
   createProcessControl,
   parseNpmShimTarget,

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { PERMISSION_MODES, type AgentOptions } from "../src/runtimes/claude/claude.js";
+import { PERMISSION_MODES, type AgentOptions } from "../src/agent/options.js";
 import { DispatchError } from "../src/core/errors.js";
 import { applyPolicy, DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "../src/agent/policy.js";
 

@@ -13,7 +13,9 @@ import { after, describe, test } from "node:test";
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-import { agentEnvironment, createClaudeAgents, type AgentOutcome, type AgentRun } from "../src/runtimes/claude/claude.js";
+import { agentEnvironment } from "../src/runtimes/claude/index.js";
+import { createClaudeAgents } from "./helpers.js";
+import type { AgentOutcome, AgentRun } from "../src/agent/types.js";
 import { systemClock } from "../src/core/clock.js";
 import { createProcessControl, type PosixPlatform, type ProcessControl } from "../src/hosts/local/index.js";
 import { RecordingLogger } from "./helpers.js";

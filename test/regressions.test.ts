@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ClaudeStream } from "../src/runtimes/claude/claude.js";
+import { ClaudeStream } from "../src/runtimes/claude/index.js";
 import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 

@@ -4,6 +4,7 @@
  * store, the process layer, the server or the CLI.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import { chownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -54,7 +55,7 @@ describe("a state directory that is not ours is refused", { skip: !posix && "uid
   test("open() refuses a directory owned by another user, before changing anything", () => {
     const dir = freshDir();
     mkdirSync(path.join(dir, "jobs"), { recursive: true, mode: 0o755 });
-    const store = new StateStore(dir, { uid: ourUid + 1 });
+    const store = new StateStore(dir, { uid: ourUid + 1, randomName: () => randomUUID() });
     assert.throws(() => store.open(), (error: unknown) => error instanceof StateError && /owned by uid \d+, not by this user/.test(error.message));
     assert.equal(lstatSync(dir).mode & 0o777, 0o755, "its mode was left as it was");
     assert.throws(() => store.check(), StateError);
@@ -65,16 +66,16 @@ describe("a state directory that is not ours is refused", { skip: !posix && "uid
     mkdirSync(real, { recursive: true });
     const link = freshDir();
     symlinkSync(real, link);
-    assert.throws(() => new StateStore(link, { uid: ourUid }).open(), /is a symbolic link/);
+    assert.throws(() => new StateStore(link, { uid: ourUid, randomName: () => randomUUID() }).open(), /is a symbolic link/);
     const dir = freshDir();
     mkdirSync(dir, { recursive: true });
     symlinkSync(real, path.join(dir, "jobs"));
-    assert.throws(() => new StateStore(dir, { uid: ourUid }).open(), /jobs is a symbolic link/);
+    assert.throws(() => new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() }).open(), /jobs is a symbolic link/);
   });
 
   test("a job folder of another user's is skipped, never loaded or run", { skip: !isRoot && "chown needs root" }, () => {
     const dir = freshDir();
-    const store = new StateStore(dir, { uid: ourUid });
+    const store = new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() });
     store.open();
     store.create(record(ID), "rm -rf ~");
     store.create(record(OTHER_ID), "fine");
@@ -107,7 +108,7 @@ describe("a state directory that is not ours is refused", { skip: !posix && "uid
 
   test("the CLI refuses to list or kill from a directory that is not ours (a store told to expect another uid)", async () => {
     const dir = freshDir();
-    new StateStore(dir, { uid: ourUid }).open();
+    new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() }).open();
     const listed = await runCliCapture(["jobs", "--json"], dir, ourUid + 1);
     assert.equal(listed.code, 1);
     assert.match(listed.stdout, /STATE_ERROR/);
@@ -133,7 +134,7 @@ describe("no symbolic link in the state directory is followed", { skip: !posix &
 
   test("a result.txt, record.json or job folder that is a link is not read", () => {
     const dir = freshDir();
-    const store = new StateStore(dir, { uid: ourUid });
+    const store = new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() });
     store.open();
     store.create(record(ID, { status: "completed", finished_at: 2, outcome: { ok: true, result: {}, result_chars: 23 } }), "p");
     symlinkSync(secret, store.file(ID, "result.txt"));
@@ -217,6 +218,7 @@ async function runCliCapture(args: string[], stateDir: string, uid = ourUid): Pr
     mainPath: SERVER_MAIN,
     runFile: async () => ({ ok: true, stdout: "2.1.332 (Claude Code)\n", stderr: "" }),
     identity: () => ({ pid: process.pid }),
+    randomName: () => randomUUID(),
     uid,
   };
   const code = await runCli(args, io);

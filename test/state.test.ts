@@ -4,15 +4,16 @@
  * jobs over, retention on disk, and long results kept out of memory.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import type { AgentSpec, AgentToAttach } from "../src/runtimes/claude/claude.js";
+import type { AgentSpec, AgentToAttach } from "../src/agent/types.js";
 import { DispatchError } from "../src/core/errors.js";
 import { JobRegistry, type IsAlive } from "../src/jobs/registry.js";
-import { ClaudeStream, interpretExit } from "../src/runtimes/claude/claude.js";
+import { ClaudeStream, interpretExit } from "../src/runtimes/claude/index.js";
 import { parseStreamingMember } from "../src/runtimes/claude/json-stream.js";
 import { LineReader } from "../src/core/lines.js";
 import { isJobId, StateStore, type JobRecord } from "../src/store/state-store.js";
@@ -25,7 +26,7 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 let dirs = 0;
 function freshStore(): StateStore {
   dirs += 1;
-  const store = new StateStore(path.join(scratch, `s${dirs}`));
+  const store = new StateStore(path.join(scratch, `s${dirs}`), { randomName: () => randomUUID() });
   store.open();
   return store;
 }
@@ -292,7 +293,7 @@ describe("the job registry with a state directory", () => {
         throw Object.assign(new Error("ENOSPC"), { code: "ENOSPC" });
       }
     }
-    const store = new NoResults(path.join(scratch, `noresult-${nextId()}`));
+    const store = new NoResults(path.join(scratch, `noresult-${nextId()}`), { randomName: () => randomUUID() });
     store.open();
     const { jobs, launcher } = harness(store);
     const job = jobs.start({ prompt: "p", cwd: "/w" }, "start");
@@ -695,7 +696,7 @@ describe("the takeover, against what a second review found", () => {
         super.write(record);
       }
     }
-    const store = new FullDisk(path.join(scratch, `full-${nextId()}`));
+    const store = new FullDisk(path.join(scratch, `full-${nextId()}`), { randomName: () => randomUUID() });
     store.open();
     const { jobs, launcher } = harness(store, { maxRunning: 1 });
     jobs.start({ prompt: "blocker", cwd: "/w" }, "start");

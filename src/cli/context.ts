@@ -29,6 +29,8 @@ export interface CliIo {
   /** This process as a claim file names it, when `kill` finishes the record of a dead server (§15.3). */
   identity(): ProcessIdentity;
   /** This user's uid, which the state directory must belong to; undefined on Windows (§15.1). */
+  /** A fresh random name, for temporary files (injected: nothing here calls a random source itself). */
+  randomName(): string;
   uid?: number | undefined;
 }
 
@@ -53,7 +55,7 @@ const IDLE_WAIT_MS = 5000;
 /** The state directory, located and checked: only it is needed, so a bad unrelated variable must not stop a kill. */
 export function openContext(io: CliIo, json: boolean): Context {
   const root = asStateError(() => stateDirectory(io.env, io.host?.platform ?? "linux", io.host?.home ?? ""));
-  const store = new StateStore(root, { uid: io.uid });
+  const store = new StateStore(root, { uid: io.uid, randomName: () => io.randomName() });
   // Never list, show or kill from a directory that is not ours: its records could name any process.
   asStateError(() => store.check());
   return { io, store, json, now: io.clock.now() };

@@ -10,7 +10,7 @@ import path from "node:path";
 
 import { loadConfig, type Config } from "../config.js";
 import { resolveRoots } from "../hosts/local/directory.js";
-import { DEFAULT_CLAUDE_BIN } from "../runtimes/claude/claude.js";
+import { DEFAULT_CLAUDE_BIN } from "../runtimes/claude/index.js";
 import type { JobRecord } from "../store/records.js";
 import { stateDirectory } from "../hosts/local/state-location.js";
 import { StateStore } from "../store/state-store.js";
@@ -109,19 +109,19 @@ function checkStateDirectory(io: CliIo, config: Config | undefined): Check[] {
   } catch (error) {
     return [{ name, status: "fail", detail: (error as Error).message }];
   }
-  const store = new StateStore(root, { uid: io.uid });
+  const store = new StateStore(root, { uid: io.uid, randomName: () => io.randomName() });
   try {
     store.check();
   } catch (error) {
     return [{ name, status: "fail", detail: `${(error as Error).message}; the server will not start` }];
   }
-  const found = statWritable(root);
+  const found = statWritable(root, io.randomName());
   if ("check" in found) return [found.check];
   return [modeCheck(io, root, found.info), jobsCheck(store)];
 }
 
 /** The directory's stat once a probe file was written there; else the check that ends doctor's look at it. */
-function statWritable(root: string): { info: Stats } | { check: Check } {
+function statWritable(root: string, probeName: string): { info: Stats } | { check: Check } {
   const name = STATE_DIRECTORY;
   let info: Stats;
   try {
@@ -133,7 +133,7 @@ function statWritable(root: string): { info: Stats } | { check: Check } {
     return { check: { name, status: "fail", detail: `${root}: ${(error as Error).message}` } };
   }
   if (!info.isDirectory()) return { check: { name, status: "fail", detail: `${root} is not a directory` } };
-  const probe = path.join(root, `.doctor-${crypto.randomUUID()}.tmp`);
+  const probe = path.join(root, `.doctor-${probeName}.tmp`);
   try {
     writeFileSync(probe, "", { flag: "wx", mode: 0o600 });
     rmSync(probe, { force: true });

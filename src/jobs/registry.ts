@@ -14,6 +14,7 @@
  */
 import type { AgentOptions } from "../agent/options.js";
 import type { AgentOutcome, AgentRun, AgentSpec } from "../agent/types.js";
+import type { CancelTimer } from "../core/clock.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isFinishedStatus, isJobId, type IndexedJob, type JobRecord } from "../store/records.js";
 import { JobEntry, RESULT_CHARS_IN_MEMORY } from "./entry.js";
@@ -320,10 +321,8 @@ export class JobRegistry {
     if (!spec) return;
     const run = this.options.launch(spec);
     job.forgetPrompt();
-    if (run.pid !== undefined) {
-      job.agent = { ...job.agent, pid: run.pid };
-      this.save(job);
-    }
+    // The pid follows the spawn (§15.2), in one write with the rest of the identity when that is known at once.
+    if (run.pid !== undefined) job.agent = { ...job.agent, pid: run.pid };
     logger.info(`job ${job.id} started (${job.kind}, pid ${run.pid ?? "none"}) in ${job.cwd}`);
     this.recordIdentity(job, run);
     this.follow(job, run);
@@ -355,12 +354,29 @@ export class JobRegistry {
     return { ...job.spec, marker, ...(output ? { output } : {}), ...(promptFile ? { promptFile } : {}) };
   }
 
-  /** The pid, start time and tree marker let a later server recognise this agent (§15.3). */
+  /**
+   * The pid, start time and tree marker let a later server recognise this agent (§15.3). A host that knows
+   * the identity at the spawn answers within this turn, and the record is written once with all of it; one
+   * that has to read the process table first gets the pid written alone as soon as this turn is over.
+   */
   private recordIdentity(job: JobEntry, run: AgentRun): void {
+    let cancelPidWrite: CancelTimer | undefined;
+    if (run.pid !== undefined) {
+      cancelPidWrite = this.options.clock.setTimer(() => {
+        cancelPidWrite = undefined;
+        if (job.status === "running") this.save(job);
+      }, 0);
+    }
     const recorded = run
       .identity()
       .then(({ pid, pgid, startTime, marker }) => {
-        if (job.status !== "running" || pid === undefined) return;
+        cancelPidWrite?.();
+        cancelPidWrite = undefined;
+        if (job.status !== "running") return;
+        if (pid === undefined) {
+          if (run.pid !== undefined) this.save(job);
+          return;
+        }
         job.agent = { ...job.agent, pid };
         if (pgid !== undefined) job.agent.pgid = pgid;
         if (startTime !== undefined) job.agent.start_time = startTime;

@@ -13,34 +13,18 @@
  *   <state>/jobs/<id>/claim.N[.S]   who adopted the job after restart N (slot S; created exclusively)
  *   <state>/jobs/<id>/kill          a kill asked for by the CLI
  */
-import {
-  chmodSync,
-  closeSync,
-  fstatSync,
-  fsyncSync,
-  linkSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-  type Stats,
-} from "node:fs";
+import { chmodSync, closeSync, lstatSync, mkdirSync, readdirSync, readSync, rmSync, type Stats } from "node:fs";
 import path from "node:path";
 
-import { openForAppending, openForReading, openForWriting, readTextFile } from "./files.js";
-
-import { isRecord } from "../core/values.js";
+import { readFileRange, writeAtomically } from "./atomic.js";
+import { claimHolder, claimJob, claimSlot, dropClaimsBefore, type HolderAlive } from "./claims.js";
+import { openForReading, readTextFile } from "./files.js";
+import { appendToIndex, compactIndex, readIndex } from "./finished-index.js";
 import {
   StateError,
   bySubmission,
   isFinishedStatus,
   isJobId,
-  parseIdentity,
   parseRecord,
   type IndexedJob,
   type JobRecord,
@@ -49,11 +33,10 @@ import {
 
 // Existing importers keep working while the layers settle; new code imports records.ts directly.
 export * from "./records.js";
+export { createTextFile, readFileRange } from "./atomic.js";
 
 
 const CHUNK_BYTES = 64 * 1024;
-/** Claim slots tried per restart before a job is left alone: each needs a holder that is gone before it. */
-const MAX_CLAIM_SLOTS = 8;
 
 export interface LoadedRecords {
   records: JobRecord[];
@@ -66,16 +49,6 @@ export interface StartupRecords extends LoadedRecords {
   finished: IndexedJob[];
 }
 
-/**
- * The index of finished jobs, one JSON line each, appended whenever a job's
- * final record is written. A cache only: a job missing from it (a lost line,
- * an older state directory) has its record read at startup and is indexed
- * then, so nothing depends on the index being complete.
- */
-const INDEX_FILE = "finished.jsonl";
-/** The index is rewritten at startup once it holds this many lines per live entry (removed jobs leave theirs behind). */
-const INDEX_SLACK = 2;
-
 export interface StateStoreOptions {
   /**
    * The user the directory must belong to (process.getuid()); undefined where
@@ -83,18 +56,22 @@ export interface StateStoreOptions {
    * a job planted there would run as this one (§15.1).
    */
   uid?: number | undefined;
+  /** A fresh random name for a temporary file: two writers (a server, the CLI) never share one. */
+  randomName(): string;
 }
 
 export class StateStore {
   readonly jobsDir: string;
   private readonly uid: number | undefined;
+  private readonly randomName: () => string;
 
   constructor(
     readonly root: string,
-    options: StateStoreOptions = {},
+    options: StateStoreOptions,
   ) {
     this.jobsDir = path.join(root, "jobs");
     this.uid = options.uid;
+    this.randomName = options.randomName;
   }
 
   /**
@@ -205,8 +182,8 @@ export class StateStore {
   create(record: JobRecord, prompt: string): void {
     // Recursive: the state directory may have been removed while the server ran.
     mkdirSync(this.jobDir(record.id), { recursive: true, mode: 0o700 });
-    writeAtomically(this.file(record.id, "prompt.txt"), prompt, true);
-    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, true);
+    writeAtomically(this.file(record.id, "prompt.txt"), prompt, true, this.randomName);
+    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, true, this.randomName);
   }
 
   /**
@@ -215,24 +192,12 @@ export class StateStore {
    * anyway; only a power failure might keep an older record.
    */
   write(record: JobRecord): void {
-    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, false);
+    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, false, this.randomName);
     if (isFinishedStatus(record.status)) this.index(record);
   }
 
-  /** Adds a finished job to the index; a failure only costs a read of its record at the next startup. */
   private index(record: JobRecord): void {
-    const entry: IndexedJob = { id: record.id, finished_at: record.finished_at ?? record.submitted_at, bytes: this.size(record.id) };
-    try {
-      const fd = openForAppending(path.join(this.root, INDEX_FILE));
-      try {
-        // One write of one short line: appends from several processes do not interleave.
-        writeSync(fd, `${JSON.stringify(entry)}\n`);
-      } finally {
-        closeSync(fd);
-      }
-    } catch {
-      // The index is a cache (see INDEX_FILE).
-    }
+    appendToIndex(this.root, { id: record.id, finished_at: record.finished_at ?? record.submitted_at, bytes: this.size(record.id) });
   }
 
   /**
@@ -241,7 +206,7 @@ export class StateStore {
    * records are left on disk until asked for.
    */
   loadForStartup(): StartupRecords {
-    const indexed = this.readIndex();
+    const indexed = readIndex(this.root);
     const records: JobRecord[] = [];
     const skipped: LoadedRecords["skipped"] = [];
     const finished: IndexedJob[] = [];
@@ -260,33 +225,8 @@ export class StateStore {
       if (isFinishedStatus(loaded.record.status)) this.index(loaded.record);
     }
     records.sort(bySubmission);
-    if (indexed.size > INDEX_SLACK * finished.length + 64) this.rewriteIndex(finished);
+    compactIndex(this.root, indexed.size, finished, this.randomName);
     return { records, skipped, finished };
-  }
-
-  private readIndex(): Map<string, IndexedJob> {
-    const entries = new Map<string, IndexedJob>();
-    const text = readTextFile(path.join(this.root, INDEX_FILE)) ?? "";
-    for (const line of text.split("\n")) {
-      if (line === "") continue;
-      try {
-        const value: unknown = JSON.parse(line);
-        if (isRecord(value) && typeof value.id === "string" && isJobId(value.id) && Number.isFinite(value.finished_at) && Number.isSafeInteger(value.bytes)) {
-          entries.set(value.id, { id: value.id, finished_at: value.finished_at as number, bytes: value.bytes as number });
-        }
-      } catch {
-        // A torn line: its job is read from its record instead.
-      }
-    }
-    return entries;
-  }
-
-  private rewriteIndex(entries: readonly IndexedJob[]): void {
-    try {
-      writeAtomically(path.join(this.root, INDEX_FILE), entries.map((entry) => `${JSON.stringify(entry)}\n`).join(""), false);
-    } catch {
-      // Left as it was: still correct, only longer.
-    }
   }
 
   private jobIds(): string[] {
@@ -317,7 +257,7 @@ export class StateStore {
   }
 
   writeResult(id: string, text: string): void {
-    writeAtomically(this.file(id, "result.txt"), text, false);
+    writeAtomically(this.file(id, "result.txt"), text, false, this.randomName);
   }
 
   readResult(id: string): string | undefined {
@@ -383,65 +323,26 @@ export class StateStore {
   }
 
 
-  /**
-   * Claims a job for the server (or CLI) taking it over after restart number
-   * `generation` (§15.3): the first claim slot it can take, where a later slot
-   * is tried only while every earlier one is held by a process that is gone.
-   * Of two claimants at once, exactly one gets the job.
-   */
-  async claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean | undefined>): Promise<boolean> {
-    for (let slot = 0; slot < MAX_CLAIM_SLOTS; slot += 1) {
-      if (this.claim(id, generation, slot, claimer)) return true;
-      const holder = this.claimHolder(id, generation, slot);
-      // A holder that may be alive (unknown counts, and so does a claim whose holder cannot be read) keeps the job.
-      if (holder === undefined || (await isAlive(holder)) !== false) return false;
-    }
-    return false;
+  /** Claims the job for whoever takes it over after restart `generation` (§15.3); see claims.ts. */
+  claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: HolderAlive): Promise<boolean> {
+    return claimJob(this.jobDir(id), generation, claimer, isAlive, this.randomName);
   }
 
-  /**
-   * Claims a job in claim slot `slot` for restart number `generation`. The
-   * claim file is written whole under a temporary name and then linked into
-   * place, which fails if the slot is taken: exactly one claimant gets each
-   * slot, and no one ever sees a claim without its holder. The caller tries a
-   * later slot only when the holder of this one is gone (§15.3).
-   */
   claim(id: string, generation: number, slot: number, claimer: ProcessIdentity): boolean {
-    const file = this.claimFile(id, generation, slot);
-    const temporary = `${file}.${randomSuffix()}.tmp`;
-    try {
-      writeFileSync(temporary, JSON.stringify(claimer), { mode: 0o600, flag: "wx" });
-      linkSync(temporary, file);
-      return true;
-    } catch (error) {
-      // Any other failure is taken for a file system without hard links (FAT gives EISDIR on Windows, shares EACCES or EPERM):
-      // the exclusive create below is safe on its own, and throws if the folder itself is the problem.
-      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-      return claimWithoutLinks(file, claimer);
-    } finally {
-      rmSync(temporary, { force: true });
-    }
+    return claimSlot(this.jobDir(id), generation, slot, claimer, this.randomName);
+  }
+
+  claimHolder(id: string, generation: number, slot: number): ProcessIdentity | undefined {
+    return claimHolder(this.jobDir(id), generation, slot);
   }
 
   dropClaimsBefore(id: string, generation: number): void {
-    for (const name of readdirSync(this.jobDir(id))) {
-      const claimed = /^claim\.(\d+)(?:\.\d+)?$/.exec(name);
-      if (claimed && Number(claimed[1]) < generation) rmSync(path.join(this.jobDir(id), name), { force: true });
-    }
-  }
-
-  /** Who holds a claim slot, if anyone does. */
-  claimHolder(id: string, generation: number, slot: number): ProcessIdentity | undefined {
-    return parseIdentity(readOptional(this.claimFile(id, generation, slot)));
-  }
-
-  private claimFile(id: string, generation: number, slot: number): string {
-    return path.join(this.jobDir(id), slot === 0 ? `claim.${generation}` : `claim.${generation}.${slot}`);
+    dropClaimsBefore(this.jobDir(id), generation);
   }
 
   /** Records that a kill was asked for outside the owning server (the CLI). */
   requestKill(id: string, by: string, at: number): void {
-    writeAtomically(this.file(id, "kill"), `${JSON.stringify({ by, at })}\n`, true);
+    writeAtomically(this.file(id, "kill"), `${JSON.stringify({ by, at })}\n`, true, this.randomName);
   }
 
   killRequested(id: string): boolean {
@@ -470,79 +371,8 @@ export class StateStore {
   }
 }
 
-/** Bytes [offset, offset + length) of a file, or undefined when it cannot be read. */
-export function readFileRange(file: string, offset: number, length: number): Buffer | undefined {
-  let fd: number | undefined;
-  try {
-    fd = openForReading(file);
-    const available = Math.max(0, Math.min(length, fstatSync(fd).size - offset));
-    const buffer = Buffer.alloc(available);
-    const read = available === 0 ? 0 : readSync(fd, buffer, 0, available, offset);
-    return read === available ? buffer : buffer.subarray(0, read);
-  } catch {
-    return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
-/** A file written from the start in pieces, private to this user. */
-export function createTextFile(file: string): { write(text: string): void; close(): void } {
-  const fd = openForWriting(file);
-  return {
-    write: (text) => void writeSync(fd, text),
-    close: () => closeSync(fd),
-  };
-}
-
 /** Never through a link: a result.txt pointing outside must not leak that file (§15.1). */
 function readOptional(file: string): string | undefined {
   return readTextFile(file);
 }
-
-/**
- * Exclusive create, then the holder written: still one claimant per slot. A
- * crash between the two leaves an empty claim, which no one can tell alive or
- * gone: the job is then left alone rather than risk running twice (§15.3).
- */
-function claimWithoutLinks(file: string, claimer: ProcessIdentity): boolean {
-  let fd: number;
-  try {
-    fd = openSync(file, "wx", 0o600);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw error;
-  }
-  try {
-    writeSync(fd, JSON.stringify(claimer));
-  } finally {
-    closeSync(fd);
-  }
-  return true;
-}
-
-function randomSuffix(): string {
-  return `${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
-}
-
-/** Temporary file in the same folder, flushed if asked, then renamed over the target. */
-function writeAtomically(file: string, text: string, flush: boolean): void {
-  // A random name: two writers (the server and the CLI) never share a temporary file.
-  const temporary = `${file}.${randomSuffix()}.tmp`;
-  try {
-    // Exclusive: a link planted under the temporary name is never written through.
-    const fd = openSync(temporary, "wx", 0o600);
-    try {
-      writeFileSync(fd, text);
-      if (flush) fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(temporary, file);
-  } catch (error) {
-    rmSync(temporary, { force: true });
-    throw error;
-  }
-}
-
 

@@ -3,8 +3,7 @@
  * itself to files that are followed as they grow (§6, §15.4).
  */
 import type { ChildProcess } from "node:child_process";
-import { closeSync, constants as fsConstants } from "node:fs";
-import { open as openFile, type FileHandle } from "node:fs/promises";
+import { closeSync, constants as fsConstants, fstatSync, openSync, readSync } from "node:fs";
 
 import type { CancelTimer } from "../../core/clock.js";
 import { NO_FOLLOW, openForAppending, openForReading } from "../../store/files.js";
@@ -126,66 +125,134 @@ function collectFromFiles(child: ChildProcess, request: SpawnRequest, output: Ou
 }
 
 const FOLLOW_CHUNK_BYTES = 64 * 1024;
+/** At most this much of one file is read per tick; more waits for the next turn, so one busy agent cannot hold up the rest. */
+const FOLLOW_SLICE_BYTES = 1024 * 1024;
+
+/**
+ * One timer for every file followed under the same options (one process control): each tick reads every
+ * file once, so a hundred running agents cost one timer, not a hundred. Reads are synchronous: a read of a
+ * file that has not grown returns at once, and an unchanged file costs one read call, not a trip through
+ * the thread pool.
+ */
+class FollowPool {
+  private readonly followers = new Set<FileFollower>();
+  private cancelTimer: CancelTimer | undefined;
+  private continuing = false;
+
+  constructor(private readonly options: ProcessControlOptions) {}
+
+  add(follower: FileFollower): void {
+    this.followers.add(follower);
+    this.schedule();
+  }
+
+  delete(follower: FileFollower): void {
+    this.followers.delete(follower);
+    if (this.followers.size === 0) {
+      this.cancelTimer?.();
+      this.cancelTimer = undefined;
+    }
+  }
+
+  private schedule(): void {
+    if (this.cancelTimer || this.continuing || this.followers.size === 0) return;
+    this.cancelTimer = this.options.clock.setTimer(() => {
+      this.cancelTimer = undefined;
+      this.tick();
+    }, this.options.followMs ?? 100);
+  }
+
+  private tick(): void {
+    let more = false;
+    for (const follower of [...this.followers]) if (follower.poll()) more = true;
+    if (!more) return this.schedule();
+    // A file with more than a slice to read goes on after this turn, not a whole interval later.
+    this.continuing = true;
+    this.options.defer(() => {
+      this.continuing = false;
+      if (this.followers.size > 0) this.tick();
+    });
+  }
+}
+
+const pools = new WeakMap<ProcessControlOptions, FollowPool>();
+
+function poolFor(options: ProcessControlOptions): FollowPool {
+  let pool = pools.get(options);
+  if (!pool) pools.set(options, (pool = new FollowPool(options)));
+  return pool;
+}
 
 /** Reads a file as it grows, from the start, handing each new chunk on. */
 export class FileFollower {
   private offset = 0;
-  private handle: FileHandle | undefined;
-  private cancelTimer: CancelTimer | undefined;
-  private reading: Promise<void> | undefined;
+  private fd: number | undefined;
   private stopped = false;
+  private readonly pool: FollowPool;
 
   constructor(
     private readonly file: string,
     private readonly onChunk: (chunk: Buffer) => void,
     private readonly options: ProcessControlOptions,
-  ) {}
-
-  start(): void {
-    if (this.stopped || this.cancelTimer) return;
-    this.cancelTimer = this.options.clock.setTimer(() => {
-      this.cancelTimer = undefined;
-      this.reading = this.readAvailable().finally(() => {
-        this.reading = undefined;
-        this.start();
-      });
-    }, this.options.followMs ?? 100);
+  ) {
+    this.pool = poolFor(options);
   }
 
-  /** Reads what the file holds now, then follows it; resolves once that first read is done. */
+  start(): void {
+    if (!this.stopped) this.pool.add(this);
+  }
+
+  /** Reads what the file holds now (just after this turn's code, as a read would), then follows it; resolves once that first read is done. */
   catchUp(): Promise<void> {
-    const first = this.readAvailable().finally(() => {
-      this.reading = undefined;
+    return Promise.resolve().then(() => {
+      if (this.stopped) return;
+      while (this.readSlice()) {
+        // The whole of what is there, before the caller goes on.
+      }
       this.start();
     });
-    this.reading = first;
-    return first;
   }
 
   /** Reads to the end of the file once more, then closes it. */
   async finish(): Promise<void> {
+    if (this.stopped) return;
     this.stopped = true;
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
-    await this.reading;
-    await this.readAvailable();
-    await this.handle?.close().catch(() => undefined);
-    this.handle = undefined;
+    this.pool.delete(this);
+    while (this.readSlice()) {
+      // To the end.
+    }
+    if (this.fd !== undefined) {
+      try {
+        closeSync(this.fd);
+      } catch {
+        // Closed is closed.
+      }
+      this.fd = undefined;
+    }
   }
 
-  private async readAvailable(): Promise<void> {
+  /** One tick of the pool: reads up to a slice; true when there may be more to read at once. */
+  poll(): boolean {
+    return !this.stopped && this.readSlice();
+  }
+
+  /** Reads up to FOLLOW_SLICE_BYTES; true when it stopped at that limit rather than at the end of the file. */
+  private readSlice(): boolean {
     try {
-      this.handle ??= await openFile(this.file, fsConstants.O_RDONLY | NO_FOLLOW);
-      for (;;) {
+      this.fd ??= openSync(this.file, fsConstants.O_RDONLY | NO_FOLLOW);
+      for (let sliced = 0; sliced < FOLLOW_SLICE_BYTES; ) {
         const buffer = Buffer.allocUnsafe(FOLLOW_CHUNK_BYTES);
-        const { bytesRead } = await this.handle.read(buffer, 0, FOLLOW_CHUNK_BYTES, this.offset);
-        if (bytesRead === 0) return;
+        const bytesRead = readSync(this.fd, buffer, 0, FOLLOW_CHUNK_BYTES, this.offset);
+        if (bytesRead === 0) return false;
         this.offset += bytesRead;
+        sliced += bytesRead;
         // A short read is copied, so a partial line kept by the reader does not pin the whole buffer.
         this.onChunk(bytesRead === FOLLOW_CHUNK_BYTES ? buffer : Buffer.from(buffer.subarray(0, bytesRead)));
       }
+      return true;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") this.options.logger.warn(`reading ${this.file}: ${(error as Error).message}`);
+      return false;
     }
   }
 }
@@ -198,20 +265,20 @@ function decodeTail(bytes: Buffer): string {
   return bytes.toString("utf8", start);
 }
 
-/** The last `bytes` of a file as text; empty when there is none. */
+/** The last `bytes` of a file as text; empty when there is none. Read synchronously: one small read at the agent's end. */
 export async function readTail(file: string, bytes: number): Promise<string> {
-  let handle: FileHandle | undefined;
+  let fd: number | undefined;
   try {
-    handle = await openFile(file, fsConstants.O_RDONLY | NO_FOLLOW);
-    const { size } = await handle.stat();
+    fd = openSync(file, fsConstants.O_RDONLY | NO_FOLLOW);
+    const { size } = fstatSync(fd);
     const length = Math.min(size, bytes);
     const buffer = Buffer.alloc(length);
-    await handle.read(buffer, 0, length, size - length);
-    return decodeTail(buffer);
+    const read = length === 0 ? 0 : readSync(fd, buffer, 0, length, size - length);
+    return decodeTail(read === length ? buffer : buffer.subarray(0, read));
   } catch {
     return "";
   } finally {
-    await handle?.close().catch(() => undefined);
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

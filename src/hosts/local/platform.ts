@@ -7,7 +7,7 @@ import { execFile, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 
 import { isRegularFile } from "./find-program.js";
-import { listLinuxProcesses, readLinuxEnvironment } from "./posix/proc.js";
+import { listLinuxProcesses, readLinuxEnvironment, readLinuxProcess } from "./posix/proc.js";
 import { parsePsOutput, PS_ARGS } from "./posix/ps.js";
 import type { Platform, Signal } from "./types.js";
 
@@ -53,7 +53,7 @@ export async function createLocalPlatform(facts: LocalFacts): Promise<Platform> 
     listProcesses: linux ? () => listLinuxProcesses() : async () => parsePsOutput((await runFile("/bin/ps", PS_ARGS)).stdout),
     signal: (pid, signal) => facts.kill(pid, signal),
     selfPid: facts.pid,
-    ...(linux ? { readEnvironment: (pid: number) => readLinuxEnvironment(pid) } : {}),
+    ...(linux ? { readEnvironment: (pid: number) => readLinuxEnvironment(pid), readProcess: (pid: number) => readLinuxProcess(pid) } : {}),
   };
 }
 

@@ -34,6 +34,11 @@ export interface PosixPlatform {
   selfPid: number;
   /** A process's environment as NUL-separated text, where the system exposes it (Linux /proc). */
   readEnvironment?(pid: number): string | undefined;
+  /**
+   * One process as the process table shows it, read on its own (Linux: /proc/<pid>/stat), where that is
+   * cheap: an agent's start time is known right after its spawn, without reading the whole table.
+   */
+  readProcess?(pid: number): ProcessInfo | undefined;
 }
 
 export interface WindowsPlatform {
@@ -65,6 +70,11 @@ export interface ProcessControlOptions {
   treeRefreshMs?: number;
   /** How long to keep reading after the agent exited, when a grandchild holds stdout open. */
   exitDrainMs?: number;
+  /**
+   * How long the cleanup after an agent's exit waits, so that the exits of a burst share one read of the
+   * process table (taken after the last of them); default 50 ms. The job's outcome does not wait for it.
+   */
+  exitSweepMs?: number;
   /** Poll interval while waiting for a tree to die. */
   killPollMs?: number;
   /** How often an output file is read for new lines. */

@@ -36,6 +36,23 @@ export function parseProcStat(text: string): ProcessInfo | undefined {
   };
 }
 
+/** Linux: one process as /proc/<pid>/stat shows it now, or undefined when it is gone or unreadable. One open, one read. */
+export function readLinuxProcess(pid: number, procRoot = "/proc"): ProcessInfo | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(`${procRoot}/${pid}/stat`, "r");
+    const length = readSync(fd, statBuffer, 0, statBuffer.length, 0);
+    return parseProcStat(statBuffer.toString("latin1", 0, length));
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** A stat line is well under 1 KiB; one buffer serves every read (they are synchronous). */
+const statBuffer = Buffer.allocUnsafe(4096);
+
 /**
  * Linux: one read of /proc/<pid>/stat per process. Synchronous on purpose:
  * with a reused buffer a scan costs ~10 µs a process, about six times less
@@ -43,7 +60,7 @@ export function parseProcStat(text: string): ProcessInfo | undefined {
  */
 export async function listLinuxProcesses(procRoot = "/proc"): Promise<ProcessInfo[]> {
   const found: ProcessInfo[] = [];
-  const buffer = Buffer.allocUnsafe(4096);
+  const buffer = statBuffer;
   for (const name of readdirSync(procRoot)) {
     if (!/^\d+$/.test(name)) continue;
     let fd: number | undefined;

@@ -15,6 +15,11 @@ import { indexProcesses, isSameLiveProcess, startedBefore, type ProcessTable } f
 import { absorb, TrackedTree } from "./tracked-tree.js";
 
 const SHARED_SNAPSHOT_MS = 25;
+/** See ProcessControlOptions.exitSweepMs. */
+const EXIT_SWEEP_MS = 50;
+
+/** Environments read from one table, by pid: the trees swept with it read each process once between them. */
+const environmentsRead = new WeakMap<ProcessTable, Map<number, string | undefined>>();
 
 /** One shared timer walks the process table for all trees at once, so cost does not grow per job. */
 export class TreeTracker {
@@ -22,6 +27,8 @@ export class TreeTracker {
   private shared: { at: number; table: Promise<ProcessTable | undefined> } | undefined;
   private cancelRefresh: CancelTimer | undefined;
   private refreshing = false;
+  /** The table the exits of the current burst wait for: read once its window closes (exitSnapshot). */
+  private exitSweep: Promise<ProcessTable | undefined> | undefined;
 
   constructor(
     private readonly platform: PosixPlatform,
@@ -30,8 +37,9 @@ export class TreeTracker {
 
   track(rootPid: number, marker: string, rootStartTime?: string): TrackedTree {
     const tree = new TrackedTree(rootPid, marker);
-    // Known for an attached agent: a process with this pid but another start time is not it.
-    tree.rootStartTime = rootStartTime;
+    // Known for an attached agent: a process with this pid but another start time is not it. For one
+    // just spawned (still our child, so its pid cannot have been reused), read it at once where that is cheap.
+    tree.rootStartTime = rootStartTime ?? this.platform.readProcess?.(rootPid)?.startTime;
     this.trees.add(tree);
     void this.recentSnapshot(SHARED_SNAPSHOT_MS).catch(() => undefined);
     this.scheduleRefresh();
@@ -96,11 +104,28 @@ export class TreeTracker {
   }
 
   async hasLiveMembers(tree: TrackedTree): Promise<boolean> {
-    // Exits seen in one turn of the event loop share one table read after them all.
-    const table = await this.recentSnapshot(0);
+    // Exits of a burst share one table read after them all.
+    const table = await this.exitSnapshot();
     if (!table) return false;
     this.adoptMarked(tree, table);
     return this.liveMembers(tree, table).length > 0;
+  }
+
+  /**
+   * A table read after every exit asked for it so far: the first exit of a burst opens a window of
+   * exitSweepMs, and every exit until it closes shares the one read taken then. A read taken before an
+   * exit is never used for it (it would show the agent alive).
+   */
+  private exitSnapshot(): Promise<ProcessTable | undefined> {
+    if (this.exitSweep) return this.exitSweep;
+    const sweep = new Promise<ProcessTable | undefined>((resolve) => {
+      this.options.clock.setTimer(() => {
+        this.exitSweep = undefined;
+        resolve(this.freshSnapshot());
+      }, this.options.exitSweepMs ?? EXIT_SWEEP_MS);
+    });
+    this.exitSweep = sweep;
+    return sweep;
   }
 
   /** SIGTERM everything, re-walk during the grace period, SIGKILL what is left, verify. */
@@ -186,11 +211,15 @@ export class TreeTracker {
     // Members of other agents' trees carry their own markers: no need to read them.
     const tracked = new Set<number>();
     for (const other of this.trees) for (const pid of other.members.keys()) tracked.add(pid);
+    // Trees swept with the same table (a burst of exits) read each process's environment once between them.
+    let environments = environmentsRead.get(table);
+    if (!environments) environmentsRead.set(table, (environments = new Map()));
     let adopted = false;
     for (const info of table.byPid.values()) {
       if (info.zombie || table.protectedIds.has(info.pid) || tree.members.has(info.pid) || tracked.has(info.pid)) continue;
       if (tree.rootStartTime !== undefined && startedBefore(info.startTime, tree.rootStartTime)) continue;
-      const environment = read(info.pid);
+      let environment = environments.get(info.pid);
+      if (environment === undefined && !environments.has(info.pid)) environments.set(info.pid, (environment = read(info.pid)));
       if (environment !== undefined && hasVariable(environment, tree.marker)) {
         tree.members.set(info.pid, info);
         adopted = true;

@@ -1,0 +1,55 @@
+/**
+ * Writing and reading the state directory's files whole or in ranges: records
+ * are replaced atomically (a temporary file, then a rename), so a reader sees
+ * the old one or the new one, never half of one; nothing goes through a link.
+ */
+import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+
+import { openForReading, openForWriting } from "./files.js";
+
+/** Bytes [offset, offset + length) of a file, or undefined when it cannot be read. */
+export function readFileRange(file: string, offset: number, length: number): Buffer | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openForReading(file);
+    const available = Math.max(0, Math.min(length, fstatSync(fd).size - offset));
+    const buffer = Buffer.alloc(available);
+    const read = available === 0 ? 0 : readSync(fd, buffer, 0, available, offset);
+    return read === available ? buffer : buffer.subarray(0, read);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** A file written from the start in pieces, private to this user. */
+export function createTextFile(file: string): { write(text: string): void; close(): void } {
+  const fd = openForWriting(file);
+  return {
+    write: (text) => void writeSync(fd, text),
+    close: () => closeSync(fd),
+  };
+}
+
+/** Temporary file in the same folder, flushed if asked, then renamed over the target. */
+export function writeAtomically(file: string, text: string, flush: boolean, randomName: () => string): void {
+  // A random name: two writers (the server and the CLI) never share a temporary file.
+  const temporary = `${file}.${randomName()}.tmp`;
+  try {
+    // Exclusive: a link planted under the temporary name is never written through.
+    const fd = openSync(temporary, "wx", 0o600);
+    try {
+      writeFileSync(fd, text);
+      if (flush) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temporary, file);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
+}
+
+
