@@ -6,7 +6,7 @@ import { PERMISSION_MODES, type PermissionMode } from "./agent/options.js";
 import { DEFAULT_CLAUDE_BIN } from "./runtimes/claude/index.js";
 import { LOG_LEVELS, type LogLevel } from "./core/log.js";
 import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "./agent/policy.js";
-import { MODEL_NAME } from "./tools/definitions.js";
+import { MODEL_NAME } from "./tools/validation.js";
 import { stateDirectory } from "./hosts/local/state-location.js";
 import { StateError } from "./store/records.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./server/stdio.js";

@@ -9,6 +9,7 @@ import { admitAgent } from "../agent/policy.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isUnfinished, type Job } from "../jobs/registry.js";
 import { renderJob, renderKill, renderList, renderOutputPage, renderStarted, type CallToolResult } from "../tools/results.js";
+import type { ToolName } from "../tools/definitions.js";
 import {
   parseKillInput,
   parseListInput,
@@ -16,9 +17,8 @@ import {
   parseRunInput,
   parseStartInput,
   parseWaitInput,
-  type ToolName,
   type ToolSettings,
-} from "../tools/definitions.js";
+} from "../tools/validation.js";
 import type { HandlerDeps } from "./handler.js";
 import { hold, withProgress, type ProgressToken } from "./progress.js";
 import type { TaskTool } from "./tasks.js";

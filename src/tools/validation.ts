@@ -1,0 +1,272 @@
+/**
+ * Validation that turns a caller's `arguments` into typed input (PROTOCOL.md
+ * §5). Strict: an unknown argument or a wrong type is an INVALID_ARGUMENT
+ * error, never a silently ignored value; what the operator allows is the
+ * policy's to decide afterwards (§5.6).
+ */
+import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "../agent/options.js";
+import { DispatchError, quoted } from "../core/errors.js";
+
+export const LIMITS = {
+  minTimeoutMs: 1_000,
+  maxTimeoutMs: 86_400_000,
+  defaultHoldMs: 30_000,
+  maxHoldMs: 60_000,
+  maxTurns: 10_000,
+  maxBudgetUsd: 10_000,
+  maxToolRules: 100,
+  maxToolRuleChars: 500,
+  maxAddDirs: 20,
+  maxSystemPromptChars: 100_000,
+} as const;
+
+/** What the operator's configuration changes in the tools' shapes. */
+export interface ToolSettings {
+  defaultTimeoutMs: number;
+  maxResultChars: number;
+  permissionModes: readonly PermissionMode[];
+}
+
+export interface RunInput {
+  prompt: string;
+  cwd: string;
+  sessionId: string | undefined;
+  timeoutMs: number;
+  options: AgentOptions;
+}
+export interface StartInput {
+  prompt: string;
+  cwd: string;
+  sessionId: string | undefined;
+  options: AgentOptions;
+}
+export interface WaitInput {
+  jobId: string;
+  holdMs: number;
+}
+export interface KillInput {
+  jobId: string;
+}
+export const OUTPUT_VIEWS = ["result", "transcript"] as const;
+export interface OutputInput {
+  jobId: string;
+  view: (typeof OUTPUT_VIEWS)[number];
+  offset: number;
+  limit: number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Aliases (sonnet), full ids (claude-opus-4-8[1m]) and provider ids (us.anthropic.…:0, arn:…/…). Never a leading dash. */
+export const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@[\]-]{0,199}$/;
+/** Tool rules such as Bash(git log:*), Edit, mcp__server__tool: printable, one line, never a leading dash. */
+const TOOL_RULE = /^(?![\s-])[^\x00-\x1f\x7f-\x9f]+$/;
+
+function invalid(detail: string): DispatchError {
+  return new DispatchError("INVALID_ARGUMENT", detail);
+}
+
+function checkKnown(args: Record<string, unknown>, allowed: readonly string[]): void {
+  for (const key of Object.keys(args)) {
+    if (!allowed.includes(key)) throw invalid(`unknown argument ${quoted(key)}; expected only ${allowed.join(", ")}`);
+  }
+}
+
+/** Optional arguments may be omitted or null: models often send null for "not given". */
+function present(args: Record<string, unknown>, key: string): boolean {
+  return args[key] !== undefined && args[key] !== null;
+}
+
+function requirePrompt(args: Record<string, unknown>): string {
+  const prompt = args.prompt;
+  if (typeof prompt !== "string") throw invalid(`"prompt" must be a string, got ${describeType(prompt)}`);
+  if (prompt.trim() === "") throw invalid(`"prompt" must not be empty`);
+  return prompt;
+}
+
+/** Shape only; that the directory exists is checked by the handler through its injected file check. */
+function requireCwd(args: Record<string, unknown>): string {
+  const cwd = args.cwd;
+  if (typeof cwd !== "string") throw invalid(`"cwd" must be a string, got ${describeType(cwd)}`);
+  if (cwd.trim() === "") throw invalid(`"cwd" must not be empty`);
+  if (cwd.includes("\0")) throw invalid(`"cwd" must not contain NUL`);
+  return cwd;
+}
+
+function optionalSessionId(args: Record<string, unknown>): string | undefined {
+  if (!present(args, "session_id")) return undefined;
+  const value = args.session_id;
+  // A UUID can never be mistaken for a flag such as "--anything" (§10).
+  if (typeof value !== "string" || !UUID.test(value)) {
+    throw invalid(`"session_id" must be a session UUID as returned by an earlier run, got ${preview(value)}`);
+  }
+  return value.toLowerCase();
+}
+
+function requireJobId(args: Record<string, unknown>): string {
+  const value = args.job_id;
+  if (typeof value !== "string" || value.trim() === "") throw invalid(`"job_id" must be a non-empty string, got ${preview(value)}`);
+  return value;
+}
+
+function integerIn(args: Record<string, unknown>, key: string, min: number, max: number, unit = "number of milliseconds"): number {
+  const value = args[key];
+  if (typeof value !== "number" || !Number.isInteger(value)) {
+    throw invalid(`"${key}" must be an integer ${unit}, got ${preview(value)}`);
+  }
+  if (value < min || value > max) throw invalid(`"${key}" must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function describeType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value;
+}
+
+/** A received value in a message: a string as every echo is (quoted, §10); other values by their type. */
+function preview(value: unknown): string {
+  if (typeof value === "string") return quoted(value);
+  if (typeof value === "number" || typeof value === "boolean" || value === null) return String(value);
+  return describeType(value);
+}
+
+const AGENT_OPTION_NAMES = [
+  "model",
+  "permission_mode",
+  "allowed_tools",
+  "disallowed_tools",
+  "max_turns",
+  "max_budget_usd",
+  "append_system_prompt",
+  "add_dirs",
+] as const;
+
+function toolRules(args: Record<string, unknown>, key: string): string[] | undefined {
+  if (!present(args, key)) return undefined;
+  const value = args[key];
+  if (!Array.isArray(value) || value.length === 0 || value.length > LIMITS.maxToolRules) {
+    throw invalid(`"${key}" must be a non-empty array of at most ${LIMITS.maxToolRules} tool rules such as "Edit" or "Bash(git log:*)"`);
+  }
+  return value.map((rule, index) => {
+    if (typeof rule !== "string" || !TOOL_RULE.test(rule) || rule.length > LIMITS.maxToolRuleChars) {
+      throw invalid(`"${key}"[${index}] must be a tool rule such as "Edit" or "Bash(git log:*)" (one line, no leading dash or space), got ${preview(rule)}`);
+    }
+    return rule;
+  });
+}
+
+function directories(args: Record<string, unknown>, key: string): string[] | undefined {
+  if (!present(args, key)) return undefined;
+  const value = args[key];
+  if (!Array.isArray(value) || value.length === 0 || value.length > LIMITS.maxAddDirs) {
+    throw invalid(`"${key}" must be a non-empty array of at most ${LIMITS.maxAddDirs} absolute directory paths`);
+  }
+  return value.map((entry, index) => {
+    if (typeof entry !== "string" || entry.trim() === "" || entry.includes("\0")) {
+      throw invalid(`"${key}"[${index}] must be a directory path, got ${preview(entry)}`);
+    }
+    return entry;
+  });
+}
+
+/** The agent options of §5.6: types and formats here; the operator's policy is applied by the handler. */
+function parseAgentOptions(args: Record<string, unknown>): AgentOptions {
+  const options: AgentOptions = {};
+  if (present(args, "model")) {
+    const model = args.model;
+    if (typeof model !== "string" || !MODEL_NAME.test(model)) {
+      throw invalid(`"model" must be a model name or alias such as "sonnet" or "claude-sonnet-4-5", got ${preview(model)}`);
+    }
+    options.model = model;
+  }
+  if (present(args, "permission_mode")) {
+    const mode = args.permission_mode;
+    if (typeof mode !== "string" || !(PERMISSION_MODES as readonly string[]).includes(mode)) {
+      throw invalid(`"permission_mode" must be one of ${PERMISSION_MODES.join(", ")}, got ${preview(mode)}`);
+    }
+    // A known mode that is not allowed is the policy's refusal (POLICY_DENIED), made later.
+    options.permissionMode = mode as PermissionMode;
+  }
+  const allowed = toolRules(args, "allowed_tools");
+  if (allowed) options.allowedTools = allowed;
+  const disallowed = toolRules(args, "disallowed_tools");
+  if (disallowed) options.disallowedTools = disallowed;
+  if (present(args, "max_turns")) options.maxTurns = integerIn(args, "max_turns", 1, LIMITS.maxTurns, "number of turns");
+  if (present(args, "max_budget_usd")) {
+    const budget = args.max_budget_usd;
+    if (typeof budget !== "number" || !Number.isFinite(budget) || budget <= 0 || budget > LIMITS.maxBudgetUsd) {
+      throw invalid(`"max_budget_usd" must be a number of dollars above 0 and at most ${LIMITS.maxBudgetUsd}, got ${preview(budget)}`);
+    }
+    options.maxBudgetUsd = budget;
+  }
+  if (present(args, "append_system_prompt")) {
+    const text = args.append_system_prompt;
+    if (typeof text !== "string" || text.trim() === "" || text.includes("\0") || text.length > LIMITS.maxSystemPromptChars) {
+      throw invalid(`"append_system_prompt" must be non-empty text of at most ${LIMITS.maxSystemPromptChars} characters without NUL`);
+    }
+    options.appendSystemPrompt = text;
+  }
+  const addDirs = directories(args, "add_dirs");
+  if (addDirs) options.addDirs = addDirs;
+  return options;
+}
+
+export function parseRunInput(args: Record<string, unknown>, settings: ToolSettings): RunInput {
+  checkKnown(args, ["prompt", "cwd", "session_id", "timeout_ms", ...AGENT_OPTION_NAMES]);
+  return {
+    prompt: requirePrompt(args),
+    cwd: requireCwd(args),
+    sessionId: optionalSessionId(args),
+    timeoutMs: present(args, "timeout_ms")
+      ? integerIn(args, "timeout_ms", LIMITS.minTimeoutMs, LIMITS.maxTimeoutMs)
+      : settings.defaultTimeoutMs,
+    options: parseAgentOptions(args),
+  };
+}
+
+export function parseStartInput(args: Record<string, unknown>, settings: ToolSettings): StartInput {
+  checkKnown(args, ["prompt", "cwd", "session_id", ...AGENT_OPTION_NAMES]);
+  return {
+    prompt: requirePrompt(args),
+    cwd: requireCwd(args),
+    sessionId: optionalSessionId(args),
+    options: parseAgentOptions(args),
+  };
+}
+
+export function parseWaitInput(args: Record<string, unknown>): WaitInput {
+  checkKnown(args, ["job_id", "hold_ms"]);
+  const jobId = requireJobId(args);
+  // Larger holds are capped rather than refused: waiting less than asked is harmless (§5.3).
+  const holdMs = present(args, "hold_ms")
+    ? Math.min(integerIn(args, "hold_ms", 0, Number.MAX_SAFE_INTEGER), LIMITS.maxHoldMs)
+    : LIMITS.defaultHoldMs;
+  return { jobId, holdMs };
+}
+
+export function parseKillInput(args: Record<string, unknown>): KillInput {
+  checkKnown(args, ["job_id"]);
+  return { jobId: requireJobId(args) };
+}
+
+export function parseListInput(args: Record<string, unknown>): Record<string, never> {
+  checkKnown(args, []);
+  return {};
+}
+
+export function parseOutputInput(args: Record<string, unknown>, settings: ToolSettings): OutputInput {
+  checkKnown(args, ["job_id", "view", "offset", "limit"]);
+  const jobId = requireJobId(args);
+  let view: OutputInput["view"] = "result";
+  if (present(args, "view")) {
+    if (!(OUTPUT_VIEWS as readonly unknown[]).includes(args.view)) throw invalid(`"view" must be "result" or "transcript", got ${preview(args.view)}`);
+    view = args.view as OutputInput["view"];
+  }
+  return {
+    jobId,
+    view,
+    offset: present(args, "offset") ? integerIn(args, "offset", 0, Number.MAX_SAFE_INTEGER, "number of characters") : 0,
+    limit: present(args, "limit") ? integerIn(args, "limit", 1, settings.maxResultChars, "number of characters") : settings.maxResultChars,
+  };
+}
+
