@@ -3,9 +3,9 @@
  * tree if it is certainly alive, then the record: by its server if that may
  * be alive, else here, claiming the job as a restarting server would (§15.3).
  */
-import { KILL_REASON_TEXT } from "../jobs/types.js";
+import { finishAbandonedKill } from "../jobs/abandoned.js";
 import type { KillReport, ProcessControl } from "../hosts/local/index.js";
-import { isFinishedStatus, type JobRecord, type StoredOutcome } from "../store/records.js";
+import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
 import { emit, loadProcessControl, notFound, settle, type Context } from "./context.js";
 import { replayOutput } from "./job-output.js";
@@ -112,27 +112,16 @@ async function killAgent(control: ProcessControl, store: StateStore, record: Job
   return handle.killTree();
 }
 
-/**
- * The owner is gone: claim the job as a restarting server would (§15.3) and
- * write its final record. A claim held by a live process is a server adopting
- * the job right now; that server reads the kill marker and finishes it.
- * Returns the record written, or undefined when another process finishes it.
- */
+/** The owner is gone: the job is finished here, as a restarting server would finish it (jobs/abandoned.ts). */
 async function finishRecord(context: Context, control: ProcessControl, record: JobRecord, survivors: readonly number[]): Promise<JobRecord | undefined> {
   const { store, io } = context;
-  const generation = record.generation + 1;
-  const self = io.identity();
-  if (!(await store.claimJob(record.id, generation, self, (holder) => control.isAlive(holder.pid, holder.start_time)))) return undefined;
-  const current = store.read(record.id) ?? record;
-  if (isFinishedStatus(current.status)) return current;
-  const live = replayOutput(store, record.id, 1).live();
-  const outcome: StoredOutcome =
-    survivors.length > 0
-      ? { ok: false, code: "KILL_FAILED", detail: `processes ${survivors.join(", ")} survived SIGKILL` }
-      : { ok: false, code: "KILLED", detail: `killed ${KILL_REASON_TEXT.cli}` };
-  const final: JobRecord = { ...current, status: "killed", kill_reason: "cli", finished_at: io.clock.now(), generation, outcome };
-  if (live.turns > 0) final.turns = live.turns;
-  if (live.costUsd !== undefined) final.cost_usd = live.costUsd;
-  store.write(final);
-  return final;
+  return finishAbandonedKill({
+    store,
+    record,
+    claimer: io.identity(),
+    isAlive: (holder) => control.isAlive(holder.pid, holder.start_time),
+    survivors,
+    live: replayOutput(store, record.id, 1).live(),
+    now: io.clock.now(),
+  });
 }

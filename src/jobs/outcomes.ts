@@ -27,3 +27,8 @@ export function outcomeFrom(stored: StoredOutcome | undefined): AgentOutcome {
   if (stored.ok) return { ok: true, result: result ?? {} };
   return { ok: false, code: stored.code ?? "INTERNAL_ERROR", detail: stored.detail ?? "", ...(result ? { result } : {}) };
 }
+
+/** The outcome of a kill that left processes alive (§8). */
+export function killFailed(survivors: readonly number[]): { ok: false; code: "KILL_FAILED"; detail: string } {
+  return { ok: false, code: "KILL_FAILED", detail: `processes ${survivors.join(", ")} survived SIGKILL` };
+}
