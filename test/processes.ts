@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
-import { listLinuxProcesses, readLinuxEnvironment, type PosixPlatform } from "../src/hosts/local/index.js";
+import { listLinuxProcesses, readLinuxEnvironment, readLinuxProcess, type PosixPlatform } from "../src/hosts/local/index.js";
 
 /** The real process layer's platform on Linux, as src/main.ts builds it. */
 export const LINUX_PLATFORM: PosixPlatform = {
@@ -13,6 +13,7 @@ export const LINUX_PLATFORM: PosixPlatform = {
   signal: (pid, signal) => void process.kill(pid, signal),
   selfPid: process.pid,
   readEnvironment: (pid) => readLinuxEnvironment(pid),
+  readProcess: (pid) => readLinuxProcess(pid),
 };
 
 /** Alive and not a zombie: a killed orphan may linger as a zombie until init reaps it. */

@@ -88,6 +88,10 @@ export class JobRegistry {
     const { clock } = this.options;
     const job = new JobEntry(this.options.newId(), kind, spec, clock.now(), timeoutMs, (entry) => this.queue.indexOf(entry) + 1);
     const { store } = this.options.persistence;
+    // A job with a free slot starts now: its first record already says "running" with its tree marker, so one
+    // flushed write serves both its submission and its start (§15.2).
+    const startsNow = this.hasFreeSlot();
+    if (startsNow) this.markRunning(job);
     try {
       store.create(this.recordOf(job), spec.prompt);
     } catch (error) {
@@ -97,8 +101,26 @@ export class JobRegistry {
     if (store.promptFile(job.id) !== undefined) job.forgetPrompt();
     this.jobs.set(job.id, job);
     this.armTimeout(job, timeoutMs);
-    this.enqueue(job);
+    if (startsNow) {
+      this.runningCount += 1;
+      this.spawn(job);
+    } else {
+      this.queue.push(job);
+      this.options.logger.info(`job ${job.id} queued (${job.kind}, position ${this.queue.length}) for ${job.cwd}`);
+    }
     return job;
+  }
+
+  /** A slot just freed belongs to the oldest queued job, not to a newcomer. */
+  private hasFreeSlot(): boolean {
+    return this.runningCount < this.options.maxRunning && this.queue.length === 0 && !this.closing;
+  }
+
+  /** "running", with the tree marker its agent will carry: what the record says before the spawn (§15.2). */
+  private markRunning(job: JobEntry): void {
+    job.status = "running";
+    job.startedAt = this.options.clock.now();
+    job.agent = { tree_marker: this.options.persistence.newMarker() };
   }
 
   get(id: string): Job | undefined {
@@ -295,18 +317,8 @@ export class JobRegistry {
     }, timeoutMs);
   }
 
-  private enqueue(job: JobEntry): void {
-    // A slot just freed belongs to the oldest queued job, not to this newcomer.
-    if (this.runningCount < this.options.maxRunning && this.queue.length === 0 && !this.closing) {
-      this.launch(job);
-    } else {
-      this.queue.push(job);
-      this.options.logger.info(`job ${job.id} queued (${job.kind}, position ${this.queue.length}) for ${job.cwd}`);
-    }
-  }
-
+  /** A queued job's turn: "running" on disk, then the spawn. */
   private launch(job: JobEntry): void {
-    const { clock, logger } = this.options;
     const { store } = this.options.persistence;
     // A kill asked for from the command line while the job was queued.
     if (store.killRequested(job.id)) {
@@ -315,11 +327,35 @@ export class JobRegistry {
       return;
     }
     this.runningCount += 1;
-    job.status = "running";
-    job.startedAt = clock.now();
-    const spec = this.recordLaunch(job);
-    if (!spec) return;
-    const run = this.options.launch(spec);
+    if (this.recordLaunch(job)) this.spawn(job);
+  }
+
+  /**
+   * "running", with the agent's tree marker, is on disk before the spawn: a server that dies right after it
+   * leaves an agent the next one can find by its marker, never a "queued" record it would start a second time
+   * (§15.2). False (the job failed) when the record could not be written.
+   */
+  private recordLaunch(job: JobEntry): boolean {
+    this.markRunning(job);
+    try {
+      this.options.persistence.store.write(this.recordOf(job));
+    } catch (error) {
+      job.agent = undefined;
+      this.release();
+      this.finish(job, { ok: false, code: "STATE_ERROR", detail: `its record could not be written, so it was not started: ${(error as Error).message}` });
+      return false;
+    }
+    return true;
+  }
+
+  /** Spawns the agent of a job whose "running" record is on disk, and follows it. */
+  private spawn(job: JobEntry): void {
+    const { logger } = this.options;
+    const { store } = this.options.persistence;
+    const output = store.outputFiles(job.id);
+    const promptFile = store.promptFile(job.id);
+    const marker = job.agent?.tree_marker;
+    const run = this.options.launch({ ...job.spec, ...(marker ? { marker } : {}), ...(output ? { output } : {}), ...(promptFile ? { promptFile } : {}) });
     job.forgetPrompt();
     // The pid follows the spawn (§15.2), in one write with the rest of the identity when that is known at once.
     if (run.pid !== undefined) job.agent = { ...job.agent, pid: run.pid };
@@ -330,28 +366,6 @@ export class JobRegistry {
     if (store.killRequested(job.id)) {
       this.kill(job.id, "cli").catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
     }
-  }
-
-  /**
-   * "running", with the agent's tree marker, is on disk before the spawn: a server that dies right after it
-   * leaves an agent the next one can find by its marker, never a "queued" record it would start a second time
-   * (§15.2). Returns what to launch, or undefined (the job failed) when the record could not be written.
-   */
-  private recordLaunch(job: JobEntry): AgentSpec | undefined {
-    const { store, newMarker } = this.options.persistence;
-    const marker = newMarker();
-    job.agent = { tree_marker: marker };
-    try {
-      store.write(this.recordOf(job));
-    } catch (error) {
-      job.agent = undefined;
-      this.release();
-      this.finish(job, { ok: false, code: "STATE_ERROR", detail: `its record could not be written, so it was not started: ${(error as Error).message}` });
-      return undefined;
-    }
-    const output = store.outputFiles(job.id);
-    const promptFile = store.promptFile(job.id);
-    return { ...job.spec, marker, ...(output ? { output } : {}), ...(promptFile ? { promptFile } : {}) };
   }
 
   /**

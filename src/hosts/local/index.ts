@@ -6,7 +6,7 @@ export { createProcessControl } from "./control.js";
 export { findProgram, type ProgramHost } from "./find-program.js";
 export { createLocalPlatform, type LocalFacts } from "./platform.js";
 export { TREE_MARKER_VARIABLE } from "./posix/marker.js";
-export { listLinuxProcesses, parseProcStat, readLinuxEnvironment } from "./posix/proc.js";
+export { listLinuxProcesses, parseProcStat, readLinuxEnvironment, readLinuxProcess } from "./posix/proc.js";
 export { parsePsOutput, PS_ARGS } from "./posix/ps.js";
 export { hasProcessTable, ownLinuxStartTime } from "./self.js";
 export { parseNpmShimTarget, resolveWindowsInvocation, type Invocation } from "./windows/resolve.js";

@@ -176,6 +176,7 @@ class FollowPool {
 }
 
 const pools = new WeakMap<ProcessControlOptions, FollowPool>();
+const scratch = Buffer.allocUnsafe(FOLLOW_CHUNK_BYTES);
 
 function poolFor(options: ProcessControlOptions): FollowPool {
   let pool = pools.get(options);
@@ -241,13 +242,13 @@ export class FileFollower {
     try {
       this.fd ??= openSync(this.file, fsConstants.O_RDONLY | NO_FOLLOW);
       for (let sliced = 0; sliced < FOLLOW_SLICE_BYTES; ) {
-        const buffer = Buffer.allocUnsafe(FOLLOW_CHUNK_BYTES);
-        const bytesRead = readSync(this.fd, buffer, 0, FOLLOW_CHUNK_BYTES, this.offset);
+        // Into one scratch buffer (reads are synchronous, so it is never shared): a file that has not grown costs no allocation.
+        const bytesRead = readSync(this.fd, scratch, 0, FOLLOW_CHUNK_BYTES, this.offset);
         if (bytesRead === 0) return false;
         this.offset += bytesRead;
         sliced += bytesRead;
-        // A short read is copied, so a partial line kept by the reader does not pin the whole buffer.
-        this.onChunk(bytesRead === FOLLOW_CHUNK_BYTES ? buffer : Buffer.from(buffer.subarray(0, bytesRead)));
+        // A copy of just what was read: the reader may keep a partial line, and it must pin nothing more.
+        this.onChunk(Buffer.from(scratch.subarray(0, bytesRead)));
       }
       return true;
     } catch (error) {

@@ -71,8 +71,9 @@ export interface ProcessControlOptions {
   /** How long to keep reading after the agent exited, when a grandchild holds stdout open. */
   exitDrainMs?: number;
   /**
-   * How long the cleanup after an agent's exit waits, so that the exits of a burst share one read of the
-   * process table (taken after the last of them); default 50 ms. The job's outcome does not wait for it.
+   * How long the cleanup after an agent's exit (and, where the start time is read at the spawn, the first
+   * walk of a new agent's tree) waits, so that a burst shares one read of the process table, taken after the
+   * last of them; default 50 ms. The job's outcome does not wait for it.
    */
   exitSweepMs?: number;
   /** Poll interval while waiting for a tree to die. */

@@ -20,6 +20,8 @@ const EXIT_SWEEP_MS = 50;
 
 /** Environments read from one table, by pid: the trees swept with it read each process once between them. */
 const environmentsRead = new WeakMap<ProcessTable, Map<number, string | undefined>>();
+/** The members of every tree when a table was first swept with (see adoptMarked). */
+const trackedFor = new WeakMap<ProcessTable, Set<number>>();
 
 /** One shared timer walks the process table for all trees at once, so cost does not grow per job. */
 export class TreeTracker {
@@ -27,8 +29,8 @@ export class TreeTracker {
   private shared: { at: number; table: Promise<ProcessTable | undefined> } | undefined;
   private cancelRefresh: CancelTimer | undefined;
   private refreshing = false;
-  /** The table the exits of the current burst wait for: read once its window closes (exitSnapshot). */
-  private exitSweep: Promise<ProcessTable | undefined> | undefined;
+  /** The table the exits and starts of the current burst wait for: read once its window closes (sweepSnapshot). */
+  private sweep: Promise<ProcessTable | undefined> | undefined;
 
   constructor(
     private readonly platform: PosixPlatform,
@@ -39,9 +41,13 @@ export class TreeTracker {
     const tree = new TrackedTree(rootPid, marker);
     // Known for an attached agent: a process with this pid but another start time is not it. For one
     // just spawned (still our child, so its pid cannot have been reused), read it at once where that is cheap.
-    tree.rootStartTime = rootStartTime ?? this.platform.readProcess?.(rootPid)?.startTime;
+    const readAtOnce = rootStartTime === undefined ? this.platform.readProcess?.(rootPid)?.startTime : undefined;
+    tree.rootStartTime = rootStartTime ?? readAtOnce;
     this.trees.add(tree);
-    void this.recentSnapshot(SHARED_SNAPSHOT_MS).catch(() => undefined);
+    // The first walk of the tree: a burst of agents starting together shares one read of the table, taken
+    // after them all; without the start time, it is also what tells it (startTimeOf).
+    if (readAtOnce !== undefined) void this.sweepSnapshot().catch(() => undefined);
+    else void this.recentSnapshot(SHARED_SNAPSHOT_MS).catch(() => undefined);
     this.scheduleRefresh();
     return tree;
   }
@@ -105,26 +111,26 @@ export class TreeTracker {
 
   async hasLiveMembers(tree: TrackedTree): Promise<boolean> {
     // Exits of a burst share one table read after them all.
-    const table = await this.exitSnapshot();
+    const table = await this.sweepSnapshot();
     if (!table) return false;
     this.adoptMarked(tree, table);
     return this.liveMembers(tree, table).length > 0;
   }
 
   /**
-   * A table read after every exit asked for it so far: the first exit of a burst opens a window of
-   * exitSweepMs, and every exit until it closes shares the one read taken then. A read taken before an
-   * exit is never used for it (it would show the agent alive).
+   * A table read after everything that asked for it so far: the first exit (or start) of a burst opens a
+   * window of exitSweepMs, and every one until it closes shares the one read taken then. A read taken
+   * before an exit is never used for it (it would show the agent alive).
    */
-  private exitSnapshot(): Promise<ProcessTable | undefined> {
-    if (this.exitSweep) return this.exitSweep;
+  private sweepSnapshot(): Promise<ProcessTable | undefined> {
+    if (this.sweep) return this.sweep;
     const sweep = new Promise<ProcessTable | undefined>((resolve) => {
       this.options.clock.setTimer(() => {
-        this.exitSweep = undefined;
+        this.sweep = undefined;
         resolve(this.freshSnapshot());
       }, this.options.exitSweepMs ?? EXIT_SWEEP_MS);
     });
-    this.exitSweep = sweep;
+    this.sweep = sweep;
     return sweep;
   }
 
@@ -208,9 +214,14 @@ export class TreeTracker {
   private adoptMarked(tree: TrackedTree, table: ProcessTable): void {
     const read = this.platform.readEnvironment;
     if (!read) return;
-    // Members of other agents' trees carry their own markers: no need to read them.
-    const tracked = new Set<number>();
-    for (const other of this.trees) for (const pid of other.members.keys()) tracked.add(pid);
+    // Members of other agents' trees carry their own markers: no need to read them. Gathered once per table
+    // for the trees swept with it, again after an adoption.
+    let tracked = trackedFor.get(table);
+    if (!tracked) {
+      tracked = new Set<number>();
+      for (const other of this.trees) for (const pid of other.members.keys()) tracked.add(pid);
+      trackedFor.set(table, tracked);
+    }
     // Trees swept with the same table (a burst of exits) read each process's environment once between them.
     let environments = environmentsRead.get(table);
     if (!environments) environmentsRead.set(table, (environments = new Map()));
@@ -226,7 +237,10 @@ export class TreeTracker {
       }
     }
     // Their own children, groups and sessions come along.
-    if (adopted) absorb(tree, table, this.platform.readEnvironment);
+    if (adopted) {
+      absorb(tree, table, this.platform.readEnvironment);
+      trackedFor.delete(table);
+    }
   }
 
   private liveMembers(tree: TrackedTree, table: ProcessTable): ProcessInfo[] {
