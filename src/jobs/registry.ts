@@ -12,17 +12,16 @@
  * With a store (§15) every change is written to the job's record before the
  * method returns, and a new registry can pick up where a dead server left off.
  */
-import type { AgentOptions } from "../agent/options.js";
 import type { AgentOutcome, AgentRun, AgentSpec } from "../agent/types.js";
 import type { CancelTimer } from "../core/clock.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isFinishedStatus, isJobId, type IndexedJob, type JobRecord } from "../store/records.js";
-import { JobEntry, RESULT_CHARS_IN_MEMORY } from "./entry.js";
+import { JobEntry } from "./entry.js";
 import { FinishedJobs } from "./finished.js";
-import { outcomeFrom, storedOutcome } from "./outcomes.js";
+import { finalState, finishedFromRecord, recordOf, storeResult } from "./job-record.js";
+import { killFailed } from "./outcomes.js";
 import { Takeover } from "./takeover.js";
 import {
-  KILL_REASON_TEXT,
   type FindMarked,
   type IsAlive,
   type Job,
@@ -93,7 +92,7 @@ export class JobRegistry {
     const startsNow = this.hasFreeSlot();
     if (startsNow) this.markRunning(job);
     try {
-      store.create(this.recordOf(job), spec.prompt);
+      store.create(recordOf(job, this.options.persistence), spec.prompt);
     } catch (error) {
       throw new DispatchError("STATE_ERROR", `cannot write the job's record: ${(error as Error).message}`);
     }
@@ -212,7 +211,7 @@ export class JobRegistry {
     } else if (job.status === "running") {
       // The agent itself may never exit: end the job now, so nothing waits on it forever.
       this.release();
-      this.finish(job, { ok: false, code: "KILL_FAILED", detail: `processes ${survivors.join(", ")} survived SIGKILL` });
+      this.finish(job, killFailed(survivors));
     }
     return { killed: true, survivors };
   }
@@ -268,28 +267,9 @@ export class JobRegistry {
 
   /** A finished job from its record: reachable again, and counted for retention unless it already is (an indexed one). */
   private restoreFinished(record: JobRecord): JobEntry {
-    const job = this.finishedFromRecord(record);
+    const job = finishedFromRecord(record, this.options.persistence, this.options.clock.now());
     this.jobs.set(job.id, job);
     this.finished.add(job.id);
-    return job;
-  }
-
-  private finishedFromRecord(record: JobRecord): JobEntry {
-    const persistence = this.options.persistence;
-    const spec: AgentSpec = { prompt: "", cwd: record.cwd, options: record.options };
-    if (record.resume_session_id) spec.resumeSessionId = record.resume_session_id;
-    const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, () => undefined, record.prompt_preview);
-    job.submittedAt = record.submitted_at;
-    job.status = record.status;
-    // A finish time in the future (the clock was set back since) counts as now, so retention is not stretched by the jump.
-    job.finishedAt = Math.min(record.finished_at ?? record.submitted_at, this.options.clock.now());
-    job.killReason = record.kill_reason as KillReason | undefined;
-    job.agent = record.agent;
-    job.generation = record.generation;
-    job.outcome = outcomeFrom(record.outcome);
-    if (record.outcome?.result_chars !== undefined) job.resultFile = persistence.store;
-    job.replayTranscript = () => persistence.replayTranscript(job.id);
-    job.markDone();
     return job;
   }
 
@@ -305,7 +285,7 @@ export class JobRegistry {
   /** An indexed job's record, read now; undefined (and forgotten) when it cannot be. */
   private readUnread(id: string): JobEntry | undefined {
     const record = this.options.persistence.store.read(id);
-    if (record && isFinishedStatus(record.status)) return this.finishedFromRecord(record);
+    if (record && isFinishedStatus(record.status)) return finishedFromRecord(record, this.options.persistence, this.options.clock.now());
     this.finished.forget(id);
     return undefined;
   }
@@ -338,7 +318,7 @@ export class JobRegistry {
   private recordLaunch(job: JobEntry): boolean {
     this.markRunning(job);
     try {
-      this.options.persistence.store.write(this.recordOf(job));
+      this.options.persistence.store.write(recordOf(job, this.options.persistence));
     } catch (error) {
       job.agent = undefined;
       this.release();
@@ -437,35 +417,10 @@ export class JobRegistry {
     job.cancelTimeout = undefined;
     job.finishedAt = clock.now();
     if (!job.killReason && persistence.store.killRequested(job.id)) job.killReason = "cli";
-    if (job.killReason === "timeout") {
-      job.status = "failed";
-      const seconds = Math.round((job.timeoutMs ?? 0) / 1000);
-      const where = job.launched ? "the agent's process tree was killed" : "it was still queued and never started";
-      job.outcome = {
-        ok: false,
-        code: "TIMEOUT",
-        detail: `no result within ${seconds}s; ${where}`,
-        ...(outcome.ok || outcome.result ? { result: outcome.result } : {}),
-      };
-    } else if (job.killReason && !outcome.ok && outcome.code === "KILL_FAILED") {
-      // Processes survived SIGKILL: the record keeps which.
-      job.status = "killed";
-      job.outcome = outcome;
-    } else if (job.killReason) {
-      // Killed is killed, however the agent's end looked from here (an adopted agent's is unobserved: AGENT_LOST).
-      job.status = "killed";
-      job.outcome = {
-        ok: false,
-        code: "KILLED",
-        detail: !outcome.ok && outcome.code === "KILLED" ? outcome.detail : `killed ${KILL_REASON_TEXT[job.killReason]}`,
-        ...(outcome.result ? { result: outcome.result } : {}),
-        ...(outcome.exit ? { exit: outcome.exit } : {}),
-      };
-    } else {
-      job.status = outcome.ok ? "completed" : outcome.code === "AGENT_LOST" ? "lost" : "failed";
-      job.outcome = outcome;
-    }
-    this.storeResult(job, persistence);
+    const final = finalState(job, outcome);
+    job.status = final.status;
+    job.outcome = final.outcome;
+    storeResult(job, persistence.store, this.options.logger);
     this.save(job);
     // Older jobs are forgotten now; this one only at a later lookup, so whoever waits on it still reads its result.
     this.finished.reap();
@@ -475,67 +430,13 @@ export class JobRegistry {
     this.finished.boundTranscripts();
   }
 
-  /** A long result text goes to the job's result file (if the agent's reader did not put it there already) and leaves memory. */
-  private storeResult(job: JobEntry, persistence: Persistence): void {
-    const result = job.outcome?.result;
-    if (!job.outcome || !result) return;
-    if (result.text === undefined) {
-      // Streamed there by the agent's reader.
-      if (result.textChars !== undefined) job.resultFile = persistence.store;
-      return;
-    }
-    const text = result.text;
-    try {
-      persistence.store.writeResult(job.id, text);
-    } catch (error) {
-      this.options.logger.error(`job ${job.id}: cannot write its result file; keeping it in memory: ${(error as Error).message}`);
-      return;
-    }
-    job.resultFile = persistence.store;
-    if (text.length > RESULT_CHARS_IN_MEMORY) {
-      const { text: _inFile, ...rest } = result;
-      job.outcome = { ...job.outcome, result: { ...rest, textChars: text.length } };
-    }
-  }
-
   /** Writes the job's record; a failure is logged, the job goes on in memory. */
   private save(job: JobEntry): void {
     const persistence = this.options.persistence;
     try {
-      persistence.store.write(this.recordOf(job));
+      persistence.store.write(recordOf(job, this.options.persistence));
     } catch (error) {
       this.options.logger.error(`job ${job.id}: cannot write its record: ${(error as Error).message}`);
     }
-  }
-
-  private recordOf(job: JobEntry): JobRecord {
-    const persistence = this.options.persistence;
-    const live = job.live();
-    const turns = job.outcome?.result?.numTurns ?? live.turns;
-    const cost = job.outcome?.result?.costUsd ?? live.costUsd;
-    const record: JobRecord = {
-      format: 1,
-      id: job.id,
-      kind: job.kind,
-      cwd: job.cwd,
-      prompt_preview: job.promptPreview,
-      options: job.spec.options ?? ({} as AgentOptions),
-      status: job.status,
-      submitted_at: job.submittedAt,
-      runtime: persistence.runtime ?? "claude",
-      host: persistence.host ?? "local",
-      owner: persistence.owner,
-      generation: job.generation,
-    };
-    if (job.resumeSessionId !== undefined) record.resume_session_id = job.resumeSessionId;
-    if (job.timeoutMs !== undefined) record.timeout_ms = job.timeoutMs;
-    if (job.status !== "queued" && job.launched) record.started_at = job.startedAt;
-    if (job.finishedAt !== undefined) record.finished_at = job.finishedAt;
-    if (job.agent) record.agent = { ...job.agent };
-    if (job.killReason) record.kill_reason = job.killReason;
-    if (job.outcome) record.outcome = storedOutcome(job.outcome, job.resultFile !== undefined);
-    if (turns > 0) record.turns = turns;
-    if (cost !== undefined) record.cost_usd = cost;
-    return record;
   }
 }
