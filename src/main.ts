@@ -21,7 +21,9 @@ import { JobRegistry } from "./jobs/registry.js";
 import { createLogger, type Logger } from "./core/log.js";
 import { admitAgent, type Policy } from "./agent/policy.js";
 import type { AttachRequest, ChildHandle, ProcessControl, SpawnRequest } from "./hosts/local/index.js";
-import { createTextFile, readFileRange, StateError, StateStore, type ProcessIdentity } from "./store/state-store.js";
+import { StateStore } from "./store/state-store.js";
+import { StateError, type ProcessIdentity } from "./store/records.js";
+import { createTextFile, readFileRange } from "./store/atomic.js";
 import { createMessageWriter, serveStdio } from "./server/stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./core/version.js";
 

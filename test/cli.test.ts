@@ -24,7 +24,8 @@ import {
   type ChildHandle,
   type ProcessControl,
 } from "../src/hosts/local/index.js";
-import { StateStore, type JobRecord } from "../src/store/state-store.js";
+import { StateStore } from "../src/store/state-store.js";
+import { type JobRecord } from "../src/store/records.js";
 import { SERVER_VERSION } from "../src/core/version.js";
 import { RecordingLogger } from "./helpers.js";
 import { isAlive, LINUX_PLATFORM, waitFor } from "./processes.js";

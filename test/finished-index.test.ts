@@ -11,7 +11,8 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 
 import { JobRegistry } from "../src/jobs/registry.js";
-import { StateStore, type JobRecord } from "../src/store/state-store.js";
+import { StateStore } from "../src/store/state-store.js";
+import { type JobRecord } from "../src/store/records.js";
 import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger } from "./helpers.js";
 

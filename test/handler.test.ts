@@ -11,7 +11,7 @@ import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIO
 import type { JsonRpcResponse, RequestId } from "../src/server/jsonrpc.js";
 import { JOB_REPORT_SCHEMA, JOB_STATUSES, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, TOOL_NAMES, type ToolName } from "../src/tools/definitions.js";
 import type { Report } from "../src/tools/results.js";
-import { isJobId } from "../src/store/state-store.js";
+import { isJobId } from "../src/store/records.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 /* ------------------------------------------------------------------ *

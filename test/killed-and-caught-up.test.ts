@@ -22,7 +22,8 @@ import { after, describe, test } from "node:test";
 
 import type { AgentOutcome } from "../src/agent/types.js";
 import { JobRegistry, type IsAlive, type KillReason } from "../src/jobs/registry.js";
-import { StateStore, type JobRecord } from "../src/store/state-store.js";
+import { StateStore } from "../src/store/state-store.js";
+import { type JobRecord } from "../src/store/records.js";
 import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle, track } from "./helpers.js";
 import { agentRecorded, isAlive, readPids, waitFor } from "./processes.js";

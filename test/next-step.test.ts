@@ -12,7 +12,7 @@ import { test } from "node:test";
 
 import { JobRegistry } from "../src/jobs/registry.js";
 import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
-import { isJobId } from "../src/store/state-store.js";
+import { isJobId } from "../src/store/records.js";
 import { TOOL_NAMES, type ToolName } from "../src/tools/definitions.js";
 import { FakeClock, FakeLauncher, RecordingLogger, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 

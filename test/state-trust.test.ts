@@ -14,7 +14,9 @@ import { after, describe, test } from "node:test";
 import { runCli, type CliIo } from "../src/cli/index.js";
 import { systemClock } from "../src/core/clock.js";
 import { openForAppending, openForReading, openForWriting, readTextFile } from "../src/store/files.js";
-import { StateError, StateStore, readFileRange, type JobRecord } from "../src/store/state-store.js";
+import { StateStore } from "../src/store/state-store.js";
+import { StateError, type JobRecord } from "../src/store/records.js";
+import { readFileRange } from "../src/store/atomic.js";
 import { SERVER_MAIN, ServerProcess, minimalEnvironment } from "./server-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-trust-"));

@@ -16,7 +16,8 @@ import { JobRegistry, type IsAlive } from "../src/jobs/registry.js";
 import { ClaudeStream, interpretExit } from "../src/runtimes/claude/index.js";
 import { parseStreamingMember } from "../src/runtimes/claude/json-stream.js";
 import { LineReader } from "../src/core/lines.js";
-import { isJobId, StateStore, type JobRecord } from "../src/store/state-store.js";
+import { StateStore } from "../src/store/state-store.js";
+import { isJobId, type JobRecord } from "../src/store/records.js";
 import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
 

@@ -16,7 +16,8 @@ import { stateDirectory } from "../hosts/local/state-location.js";
 import { StateStore } from "../store/state-store.js";
 import { toJson, type CliIo } from "./context.js";
 import { firstLine, formatAge, formatBytes, indent, printable } from "./format.js";
-import { claudeMcpAddLine, isWindows, mcpServersEntry, type Install } from "./host-config.js";
+import { isWindowsPlatform } from "../hosts/local/self.js";
+import { claudeMcpAddLine, mcpServersEntry, type Install } from "./host-config.js";
 
 const VERSION_TIMEOUT_MS = 10_000;
 
@@ -79,7 +80,7 @@ async function checkClaude(io: CliIo, bin: string): Promise<Check> {
     return { name, status: "fail", detail: `${where}; set CLAUDE_DISPATCH_CLAUDE_BIN to the output of \`which claude\`` };
   }
   // execFile cannot run a .cmd or .bat without a shell, and a shell is what we never start.
-  if (isWindows(io.host?.platform) && /\.(cmd|bat)$/i.test(program)) {
+  if (isWindowsPlatform(io.host?.platform) && /\.(cmd|bat)$/i.test(program)) {
     return { name, status: "warn", detail: `${program} (an npm shim; its version was not checked)` };
   }
   const run = await io.runFile(program, ["--version"], VERSION_TIMEOUT_MS);
@@ -145,7 +146,7 @@ function statWritable(root: string, probeName: string): { info: Stats } | { chec
 
 function modeCheck(io: CliIo, root: string, info: Stats): Check {
   const name = STATE_DIRECTORY;
-  const windows = isWindows(io.host?.platform);
+  const windows = isWindowsPlatform(io.host?.platform);
   const mode = info.mode & 0o777;
   if (!windows && mode !== 0o700) {
     return { name, status: "warn", detail: `${root} is writable but has mode 0${mode.toString(8)}; the server makes it 0700 when it starts` };

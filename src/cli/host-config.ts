@@ -19,13 +19,10 @@ export interface Install {
 
 /**
  * Set per process, never by an operator: the depth a server gives its agents
- * (§7.4) and the marker on each agent's tree (process.ts's TREE_MARKER_VARIABLE).
+ * (§7.4) and the marker on each agent's tree (hosts/local's TREE_MARKER_VARIABLE).
  * Pasted into a host's configuration they would gate or mislabel every server.
  */
 const PER_PROCESS_VARIABLES: ReadonlySet<string> = new Set([DEPTH_VARIABLE, "CLAUDE_DISPATCH_TREE"]);
-
-/** The command line's one platform check: Windows quotes differently, runs no shim without a shell, and has no file modes. */
-export const isWindows = isWindowsPlatform;
 
 /**
  * The CLAUDE_DISPATCH_* variables of `env` a host must pass for its server to
@@ -50,7 +47,7 @@ export function mcpServersEntry(install: Install, env: Env): { mcpServers: Recor
  * 2.1.332) it takes the name too and the command fails; `--` ends them.
  */
 export function claudeMcpAddLine(install: Install, env: Env): string {
-  const quote = isWindows(install.platform) ? quoteForWindows : quoteForPosix;
+  const quote = isWindowsPlatform(install.platform) ? quoteForWindows : quoteForPosix;
   const variables = Object.entries(hostEnvironment(env)).map(([name, value]) => ` --env ${quote(`${name}=${value}`)}`);
   return `claude mcp add -s user ${SERVER_NAME}${variables.join("")} -- ${quote(install.nodePath)} ${quote(install.mainPath)}`;
 }

@@ -6,7 +6,8 @@
 import { statSync } from "node:fs";
 
 import { isFinishedStatus, type JobRecord, type StoredOutcome } from "../store/records.js";
-import { readFileRange, type StateStore } from "../store/state-store.js";
+import { type StateStore } from "../store/state-store.js";
+import { readFileRange } from "../store/atomic.js";
 import { emit, loadProcessControl, notFound, settle, type Context } from "./context.js";
 import { clip, formatAge, formatCost, indent, isoTime, printable, shortenHome } from "./format.js";
 import { progressOf, replayOutput } from "./job-output.js";

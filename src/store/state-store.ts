@@ -31,9 +31,6 @@ import {
   type ProcessIdentity,
 } from "./records.js";
 
-// Existing importers keep working while the layers settle; new code imports records.ts directly.
-export * from "./records.js";
-export { createTextFile, readFileRange } from "./atomic.js";
 
 
 const CHUNK_BYTES = 64 * 1024;
@@ -253,7 +250,7 @@ export class StateStore {
   }
 
   readPrompt(id: string): string | undefined {
-    return readOptional(this.file(id, "prompt.txt"));
+    return readTextFile(this.file(id, "prompt.txt"));
   }
 
   writeResult(id: string, text: string): void {
@@ -261,7 +258,7 @@ export class StateStore {
   }
 
   readResult(id: string): string | undefined {
-    return readOptional(this.file(id, "result.txt"));
+    return readTextFile(this.file(id, "result.txt"));
   }
 
   /** The result's first maxChars UTF-16 characters, reading at most 4 bytes for each. */
@@ -346,7 +343,7 @@ export class StateStore {
   }
 
   killRequested(id: string): boolean {
-    return readOptional(this.file(id, "kill")) !== undefined;
+    return readTextFile(this.file(id, "kill")) !== undefined;
   }
 
   /** Bytes used by one job's folder. */
@@ -371,8 +368,4 @@ export class StateStore {
   }
 }
 
-/** Never through a link: a result.txt pointing outside must not leak that file (§15.1). */
-function readOptional(file: string): string | undefined {
-  return readTextFile(file);
-}
 

@@ -7,6 +7,7 @@ import { accessSync, constants as fsConstants, statSync } from "node:fs";
 import path from "node:path";
 
 import { findOnWindowsPath } from "./windows/resolve.js";
+import { isWindowsPlatform } from "./self.js";
 
 /** What the lookup needs to know of the host: `process.platform`'s value. */
 export interface ProgramHost {
@@ -15,7 +16,7 @@ export interface ProgramHost {
 
 /** The path of the program bin names, or undefined when there is none. */
 export function findProgram(bin: string, env: Readonly<Record<string, string | undefined>>, host: ProgramHost): string | undefined {
-  if (host.platform === "win32") return findOnWindowsPath(bin, { env, fileExists: isRegularFile });
+  if (isWindowsPlatform(host.platform)) return findOnWindowsPath(bin, { env, fileExists: isRegularFile });
   if (bin.includes("/") || bin.includes("\\")) return isExecutableFile(bin) ? bin : undefined;
   for (const directory of (env.PATH ?? env.Path ?? "").split(":")) {
     if (!path.posix.isAbsolute(directory)) continue;

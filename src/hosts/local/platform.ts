@@ -10,6 +10,7 @@ import { isRegularFile } from "./find-program.js";
 import { listLinuxProcesses, readLinuxEnvironment, readLinuxProcess } from "./posix/proc.js";
 import { parsePsOutput, PS_ARGS } from "./posix/ps.js";
 import type { Platform, Signal } from "./types.js";
+import { isWindowsPlatform } from "./self.js";
 
 /** This process as the platform needs it, read by the wiring. */
 export interface LocalFacts {
@@ -25,7 +26,7 @@ export interface LocalFacts {
 }
 
 export async function createLocalPlatform(facts: LocalFacts): Promise<Platform> {
-  if (facts.platform === "win32") {
+  if (isWindowsPlatform(facts.platform)) {
     return {
       kind: "windows",
       spawn,

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 
 import { parseProcStat } from "./posix/proc.js";
 
-/** The one test for Windows outside the platform switch's own files, for the command line's quoting and shims. */
+/** The one test for Windows: the platform switch, the PATH resolver, the state location and the command line all ask here. */
 export function isWindowsPlatform(platform: string | undefined): boolean {
   return platform === "win32";
 }

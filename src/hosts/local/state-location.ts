@@ -5,6 +5,7 @@
 import path from "node:path";
 
 import { StateError } from "../../store/records.js";
+import { isWindowsPlatform } from "./self.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -18,7 +19,7 @@ export function stateDirectory(env: Env, platform: string, home: string): string
     if (!path.isAbsolute(explicit)) throw new StateError(`CLAUDE_DISPATCH_STATE_DIR must be an absolute path, got ${JSON.stringify(explicit)}`);
     return path.resolve(explicit);
   }
-  if (platform === "win32") {
+  if (isWindowsPlatform(platform)) {
     const local = env.LOCALAPPDATA?.trim();
     if (local && path.win32.isAbsolute(local)) return path.win32.join(local, "claude-dispatch");
     return path.win32.join(home, "AppData", "Local", "claude-dispatch");
