@@ -134,6 +134,19 @@ describe("no symbolic link in the state directory is followed", { skip: !posix &
     assert.equal(readFileSync(secret, "utf8"), "TOP SECRET KEY MATERIAL", "nothing was written through the link");
   });
 
+  test("a result.txt or prompt.txt planted as a link is never written through (both are written in place, not renamed over)", () => {
+    const dir = freshDir();
+    const store = new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() });
+    store.open();
+    store.create(record(ID), "p");
+    symlinkSync(secret, store.file(ID, "result.txt"));
+    assert.throws(() => store.writeResult(ID, "overwritten"), /ELOOP|symbolic/);
+    mkdirSync(store.jobDir(OTHER_ID), { mode: 0o700 });
+    symlinkSync(secret, store.file(OTHER_ID, "prompt.txt"));
+    assert.throws(() => store.create(record(OTHER_ID), "overwritten"), /EEXIST/, "prompt.txt is created exclusively");
+    assert.equal(readFileSync(secret, "utf8"), "TOP SECRET KEY MATERIAL", "nothing was written through either link");
+  });
+
   test("a result.txt, record.json or job folder that is a link is not read", () => {
     const dir = freshDir();
     const store = new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() });

@@ -13,13 +13,13 @@
  * method returns, and a new registry can pick up where a dead server left off.
  */
 import type { AgentOutcome, AgentRun, AgentSpec } from "../agent/types.js";
-import type { CancelTimer } from "../core/clock.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isFinishedStatus, isJobId, type IndexedJob, type JobRecord } from "../store/records.js";
 import { JobEntry } from "./entry.js";
 import { FinishedJobs } from "./finished.js";
 import { finalState, finishedFromRecord, recordOf, storeResult } from "./job-record.js";
 import { killFailed } from "./outcomes.js";
+import { spawnAgent, type SpawnTarget } from "./spawn.js";
 import { Takeover } from "./takeover.js";
 import {
   type FindMarked,
@@ -47,6 +47,7 @@ export class JobRegistry {
   private readonly recovering = new Map<string, Promise<Job | undefined>>();
 
   private readonly takeover: Takeover;
+  private readonly spawning: SpawnTarget;
 
   constructor(private readonly options: JobRegistryOptions) {
     const { persistence, clock, logger } = options;
@@ -65,6 +66,13 @@ export class JobRegistry {
       armTimeout: (job, timeoutMs) => this.armTimeout(job, timeoutMs),
       kill: (id, reason) => this.kill(id, reason),
     });
+    this.spawning = {
+      options,
+      recording: this.recording,
+      save: (job) => this.save(job),
+      follow: (job, run) => this.follow(job, run),
+      kill: (id, reason) => this.kill(id, reason),
+    };
     this.finished = new FinishedJobs(this.jobs, {
       store: persistence.store,
       clock,
@@ -102,7 +110,7 @@ export class JobRegistry {
     this.armTimeout(job, timeoutMs);
     if (startsNow) {
       this.runningCount += 1;
-      this.spawn(job);
+      spawnAgent(this.spawning, job);
     } else {
       this.queue.push(job);
       this.options.logger.info(`job ${job.id} queued (${job.kind}, position ${this.queue.length}) for ${job.cwd}`);
@@ -307,7 +315,7 @@ export class JobRegistry {
       return;
     }
     this.runningCount += 1;
-    if (this.recordLaunch(job)) this.spawn(job);
+    if (this.recordLaunch(job)) spawnAgent(this.spawning, job);
   }
 
   /**
@@ -326,60 +334,6 @@ export class JobRegistry {
       return false;
     }
     return true;
-  }
-
-  /** Spawns the agent of a job whose "running" record is on disk, and follows it. */
-  private spawn(job: JobEntry): void {
-    const { logger } = this.options;
-    const { store } = this.options.persistence;
-    const output = store.outputFiles(job.id);
-    const promptFile = store.promptFile(job.id);
-    const marker = job.agent?.tree_marker;
-    const run = this.options.launch({ ...job.spec, ...(marker ? { marker } : {}), ...(output ? { output } : {}), ...(promptFile ? { promptFile } : {}) });
-    job.forgetPrompt();
-    // The pid follows the spawn (§15.2), in one write with the rest of the identity when that is known at once.
-    if (run.pid !== undefined) job.agent = { ...job.agent, pid: run.pid };
-    logger.info(`job ${job.id} started (${job.kind}, pid ${run.pid ?? "none"}) in ${job.cwd}`);
-    this.recordIdentity(job, run);
-    this.follow(job, run);
-    // The command line writes its marker, then reads the record; here the record was written, then the marker is read: one of the two sees the other.
-    if (store.killRequested(job.id)) {
-      this.kill(job.id, "cli").catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
-    }
-  }
-
-  /**
-   * The pid, start time and tree marker let a later server recognise this agent (§15.3). A host that knows
-   * the identity at the spawn answers within this turn, and the record is written once with all of it; one
-   * that has to read the process table first gets the pid written alone as soon as this turn is over.
-   */
-  private recordIdentity(job: JobEntry, run: AgentRun): void {
-    let cancelPidWrite: CancelTimer | undefined;
-    if (run.pid !== undefined) {
-      cancelPidWrite = this.options.clock.setTimer(() => {
-        cancelPidWrite = undefined;
-        if (job.status === "running") this.save(job);
-      }, 0);
-    }
-    const recorded = run
-      .identity()
-      .then(({ pid, pgid, startTime, marker }) => {
-        cancelPidWrite?.();
-        cancelPidWrite = undefined;
-        if (job.status !== "running") return;
-        if (pid === undefined) {
-          if (run.pid !== undefined) this.save(job);
-          return;
-        }
-        job.agent = { ...job.agent, pid };
-        if (pgid !== undefined) job.agent.pgid = pgid;
-        if (startTime !== undefined) job.agent.start_time = startTime;
-        if (marker !== undefined) job.agent.tree_marker = marker;
-        this.save(job);
-      })
-      .catch((error: unknown) => this.options.logger.warn(`job ${job.id}: cannot record the agent's identity: ${String(error)}`));
-    this.recording.add(recorded);
-    void recorded.finally(() => this.recording.delete(recorded));
   }
 
   /** Waits for the agent's outcome and finishes the job with it. */

@@ -3,9 +3,9 @@
  * are replaced atomically (a temporary file, then a rename), so a reader sees
  * the old one or the new one, never half of one; nothing goes through a link.
  */
-import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 
-import { openForReading, openForWriting } from "./files.js";
+import { NO_FOLLOW, openForReading, openForWriting } from "./files.js";
 
 /** Bytes [offset, offset + length) of a file, or undefined when it cannot be read. */
 export function readFileRange(file: string, offset: number, length: number): Buffer | undefined {
@@ -30,6 +30,17 @@ export function createTextFile(file: string): { write(text: string): void; close
     write: (text) => void writeSync(fd, text),
     close: () => closeSync(fd),
   };
+}
+
+/** A new file with this text, private, created exclusively (a file or link already there is an error), flushed if asked. */
+export function writeNewFile(file: string, text: string, flush: boolean): void {
+  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NO_FOLLOW, 0o600);
+  try {
+    writeFileSync(fd, text);
+    if (flush) fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Temporary file in the same folder, flushed if asked, then renamed over the target. */

@@ -16,7 +16,7 @@
 import { chmodSync, closeSync, lstatSync, mkdirSync, readdirSync, readSync, rmSync, type Stats } from "node:fs";
 import path from "node:path";
 
-import { readFileRange, writeAtomically } from "./atomic.js";
+import { createTextFile, readFileRange, writeAtomically, writeNewFile } from "./atomic.js";
 import { claimHolder, claimJob, claimSlot, dropClaimsBefore, type HolderAlive } from "./claims.js";
 import { openForReading, readTextFile } from "./files.js";
 import { appendToIndex, compactIndex, readIndex } from "./finished-index.js";
@@ -173,13 +173,16 @@ export class StateStore {
   }
 
   /**
-   * Makes the job's folder and stores its prompt, then its first record, both
+   * Makes the job's folder and stores its prompt, then its first record,
    * flushed to disk: the caller is told the job exists only after this.
    */
   create(record: JobRecord, prompt: string): void {
     // Recursive: the state directory may have been removed while the server ran.
     mkdirSync(this.jobDir(record.id), { recursive: true, mode: 0o700 });
-    writeAtomically(this.file(record.id, "prompt.txt"), prompt, true, this.randomName);
+    // Created exclusively in the new folder, without a temporary file: nothing reads it before the record exists.
+    // Flushed for a queued job, which a later server may have to start; one that starts now hands it to its
+    // agent at once, and a power failure that loses the file takes that agent with it.
+    writeNewFile(this.file(record.id, "prompt.txt"), prompt, record.status === "queued");
     writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, true, this.randomName);
   }
 
@@ -253,8 +256,14 @@ export class StateStore {
     return readTextFile(this.file(id, "prompt.txt"));
   }
 
+  /** Written in place, without a temporary file: a record names the result only once it is whole (§15.4). */
   writeResult(id: string, text: string): void {
-    writeAtomically(this.file(id, "result.txt"), text, false, this.randomName);
+    const file = createTextFile(this.file(id, "result.txt"));
+    try {
+      file.write(text);
+    } finally {
+      file.close();
+    }
   }
 
   readResult(id: string): string | undefined {

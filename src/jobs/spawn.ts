@@ -1,0 +1,73 @@
+/**
+ * Spawning a job's agent, and putting on record who it is (PROTOCOL.md §15.2,
+ * §15.3): the pid, start time and tree marker let a later server recognise
+ * the agent. The registry decides when a job runs; this starts it.
+ */
+import type { AgentRun } from "../agent/types.js";
+import type { CancelTimer } from "../core/clock.js";
+import type { JobEntry } from "./entry.js";
+import type { JobRegistryOptions, KillReason } from "./types.js";
+
+/** What spawning needs of the registry whose job it starts. */
+export interface SpawnTarget {
+  readonly options: JobRegistryOptions;
+  /** Identity reads and writes under way: a server leaving its jobs to the next one waits for them. */
+  readonly recording: Set<Promise<void>>;
+  save(job: JobEntry): void;
+  follow(job: JobEntry, run: AgentRun): void;
+  kill(id: string, reason: KillReason): Promise<unknown>;
+}
+
+/** Spawns the agent of a job whose "running" record is on disk, and follows it. */
+export function spawnAgent(target: SpawnTarget, job: JobEntry): void {
+  const { logger, persistence } = target.options;
+  const { store } = persistence;
+  const output = store.outputFiles(job.id);
+  const promptFile = store.promptFile(job.id);
+  const marker = job.agent?.tree_marker;
+  const run = target.options.launch({ ...job.spec, ...(marker ? { marker } : {}), ...(output ? { output } : {}), ...(promptFile ? { promptFile } : {}) });
+  job.forgetPrompt();
+  // The pid follows the spawn (§15.2), in one write with the rest of the identity when that is known at once.
+  if (run.pid !== undefined) job.agent = { ...job.agent, pid: run.pid };
+  logger.info(`job ${job.id} started (${job.kind}, pid ${run.pid ?? "none"}) in ${job.cwd}`);
+  recordIdentity(target, job, run);
+  target.follow(job, run);
+  // The command line writes its marker, then reads the record; here the record was written, then the marker is read: one of the two sees the other.
+  if (store.killRequested(job.id)) {
+    target.kill(job.id, "cli").catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
+  }
+}
+
+/**
+ * A host that knows the identity at the spawn answers within this turn, and the record is written once
+ * with all of it; one that has to read the process table first gets the pid written alone as soon as
+ * this turn is over.
+ */
+function recordIdentity(target: SpawnTarget, job: JobEntry, run: AgentRun): void {
+  let cancelPidWrite: CancelTimer | undefined;
+  if (run.pid !== undefined) {
+    cancelPidWrite = target.options.clock.setTimer(() => {
+      cancelPidWrite = undefined;
+      if (job.status === "running") target.save(job);
+    }, 0);
+  }
+  const recorded = run
+    .identity()
+    .then(({ pid, pgid, startTime, marker }) => {
+      cancelPidWrite?.();
+      cancelPidWrite = undefined;
+      if (job.status !== "running") return;
+      if (pid === undefined) {
+        if (run.pid !== undefined) target.save(job);
+        return;
+      }
+      job.agent = { ...job.agent, pid };
+      if (pgid !== undefined) job.agent.pgid = pgid;
+      if (startTime !== undefined) job.agent.start_time = startTime;
+      if (marker !== undefined) job.agent.tree_marker = marker;
+      target.save(job);
+    })
+    .catch((error: unknown) => target.options.logger.warn(`job ${job.id}: cannot record the agent's identity: ${String(error)}`));
+  target.recording.add(recorded);
+  void recorded.finally(() => target.recording.delete(recorded));
+}
