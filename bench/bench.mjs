@@ -56,6 +56,13 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** The built server; BENCH_SERVER_MAIN=/path/to/other/dist/main.js measures another build. */
 const SERVER_MAIN = process.env.BENCH_SERVER_MAIN ? path.resolve(process.env.BENCH_SERVER_MAIN) : path.join(ROOT, "dist", "main.js");
+/**
+ * BENCH_REFERENCE_SERVER=/path/to/server.mjs adds, to (i), another MCP server with claude_start and
+ * claude_wait that runs `claude` from PATH (the earlier JavaScript server this project replaces; it is not
+ * part of the repository). It must resolve its own imports from where it lies, e.g. a copy under this
+ * repository's node_modules/. Its ratio to the same rounds' floor is reported beside ours.
+ */
+const REFERENCE_SERVER = process.env.BENCH_REFERENCE_SERVER ? path.resolve(process.env.BENCH_REFERENCE_SERVER) : undefined;
 const FAKE_CLAUDE = path.join(ROOT, "test", "fixtures", "fake-claude.mjs");
 /** (i): a POSIX sh agent, so that the agents' own start-up does not hide the server's cost. */
 const FAKE_CLAUDE_SH = path.join(ROOT, "test", "fixtures", "fake-claude.sh");
@@ -261,10 +268,10 @@ const ID_AT_HEAD = /^\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*")[,}]/;
 
 class Server {
   /** env is laid over the defaults: the fake agent, default log level. */
-  constructor(env = {}) {
+  constructor(env = {}, main = SERVER_MAIN) {
     this.spawnedAt = now();
     this.child = track(
-      spawn(process.execPath, [...SERVER_NODE_ARGS, SERVER_MAIN], {
+      spawn(process.execPath, [...SERVER_NODE_ARGS, main], {
         cwd: ROOT,
         env: baseEnv({ CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE, CLAUDE_DISPATCH_LOG_LEVEL: "info", ...env }),
         stdio: ["pipe", "pipe", "pipe"],
@@ -350,7 +357,10 @@ class Server {
       this.strayLines.push(text.slice(0, 200));
       return;
     }
-    if (waiter) waiter.resolve({ at, bytes, message });
+    // A server that does not put the id first (the reference server's SDK writes it last).
+    const late = waiter ? undefined : message.id === undefined ? undefined : this.pending.get(JSON.stringify(message.id));
+    if (late) this.pending.delete(JSON.stringify(message.id));
+    if (waiter ?? late) (waiter ?? late).resolve({ at, bytes, message });
     else if (typeof message.method === "string") this.notifications += 1;
     else this.strayLines.push(text.slice(0, 200));
   }
@@ -844,10 +854,22 @@ async function benchJobCost(rounds) {
 }
 
 function jobCostRows(figures, where, headline) {
-  const { serverS, floorS, ratio, cpuPerJobMs, perRound, failures } = figures;
+  const { serverS, floorS, ratio, cpuPerJobMs, perRound, failures, referenceRatio, referenceCpuPerJobMs } = figures;
   const count = SIZES.jobCostJobs;
   const bad = failures.length;
   const rounds = perRound.ratio.length;
+  const reference =
+    referenceRatio === undefined
+      ? []
+      : [
+          {
+            metric: `i  the reference server (BENCH_REFERENCE_SERVER), ${where.split(":")[0]}: ratio to the same floor, CPU per job`,
+            value: `${referenceRatio.toFixed(2)}x, ${referenceCpuPerJobMs.toFixed(2)} ms`,
+            target: "ours below its ratio",
+            pass: ratio < referenceRatio,
+            detail: `per round: ${perRound.referenceRatio.map((x) => x.toFixed(2)).join(", ")}; CPU ${perRound.referenceCpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms a job`,
+          },
+        ];
   return [
     {
       metric: `i  ${count} concurrent 1 s shell-agent jobs, ${where}: first start -> last wait answer`,
@@ -867,13 +889,14 @@ function jobCostRows(figures, where, headline) {
       pass: undefined,
       detail: `per round: ${perRound.cpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms (clock tick ${(1000 / CLOCK_TICKS).toFixed(0)} ms, so ±${(1000 / CLOCK_TICKS / count).toFixed(2)} ms a job)`,
     },
+    ...reference,
   ];
 }
 
 /** (i) in one place: the server's state directory, the jobs' cwd and the floor's files all under root. */
 async function jobCostIn(root, rounds) {
   const count = SIZES.jobCostJobs;
-  const perRound = { serverMs: [], floorMs: [], ratio: [], cpuPerJobMs: [], startPhaseMs: [], floorSpawnPhaseMs: [] };
+  const perRound = { serverMs: [], floorMs: [], ratio: [], cpuPerJobMs: [], startPhaseMs: [], floorSpawnPhaseMs: [], referenceRatio: [], referenceCpuPerJobMs: [] };
   const failures = [];
   const dir = fs.mkdtempSync(path.join(root, "claude-dispatch-bench-jobcost-"));
   try {
@@ -911,6 +934,36 @@ async function jobCostIn(root, rounds) {
         await reapLeftovers();
       }
     };
+    // The reference server: `claude` on its PATH is the same shell agent; its answers are text, so the job id
+    // is the UUID in claude_start's text, and a job completed when claude_wait's text holds the echo.
+    const throughReference = async (round) => {
+      const cwd = fs.mkdtempSync(path.join(dir, `reference-${round}-`));
+      const bin = fs.mkdtempSync(path.join(dir, `reference-bin-${round}-`));
+      fs.symlinkSync(FAKE_CLAUDE_SH, path.join(bin, "claude"));
+      const s = new Server({ PATH: `${bin}${path.delimiter}${process.env.PATH ?? ""}` }, REFERENCE_SERVER);
+      try {
+        await s.initialize();
+        const cpuBefore = procCpuMs(s.pid);
+        const startedAt = now();
+        const done = await Promise.all(
+          Array.from({ length: count }, async (_, k) => {
+            const prompt = `jobcost round ${round} job ${k}`;
+            const started = await s.callTool("claude_start", { prompt, cwd });
+            const jobId = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/.exec(JSON.stringify(started.result?.content ?? ""))?.[0];
+            if (!jobId) throw new Error(`the reference server's claude_start gave no job id: ${JSON.stringify(started.result).slice(0, 300)}`);
+            const waited = await s.callTool("claude_wait", { job_id: jobId, hold_ms: 60_000 }, 90_000);
+            return { waitAt: waited.at, ok: JSON.stringify(waited.result?.content ?? "").includes(`ECHO: ${prompt}`) };
+          }),
+        );
+        const cpuAfter = procCpuMs(s.pid);
+        const bad = done.filter((d) => !d.ok).length;
+        if (bad > 0) throw new Error(`the reference server completed ${count - bad} of ${count} jobs with their result`);
+        return { ms: Math.max(...done.map((d) => d.waitAt)) - startedAt, cpuPerJobMs: (cpuAfter - cpuBefore) / count };
+      } finally {
+        await s.close();
+        await reapLeftovers();
+      }
+    };
     const floorRound = async (round) => {
       const floorDir = fs.mkdtempSync(path.join(dir, `floor-${round}-`));
       const prompts = Array.from({ length: count }, (_, k) => `jobcost round ${round} job ${k}`);
@@ -937,6 +990,11 @@ async function jobCostIn(root, rounds) {
       perRound.ratio.push(round2(server.ms / floor.ms));
       perRound.cpuPerJobMs.push(round2(server.cpuPerJobMs));
       perRound.startPhaseMs.push(round2(server.startPhaseMs));
+      if (REFERENCE_SERVER) {
+        const reference = await throughReference(i);
+        perRound.referenceRatio.push(round2(reference.ms / floor.ms));
+        perRound.referenceCpuPerJobMs.push(round2(reference.cpuPerJobMs));
+      }
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -946,6 +1004,7 @@ async function jobCostIn(root, rounds) {
     floorS: round2(median(perRound.floorMs) / 1000),
     ratio: round2(median(perRound.ratio)),
     cpuPerJobMs: round2(median(perRound.cpuPerJobMs)),
+    ...(REFERENCE_SERVER ? { referenceRatio: round2(median(perRound.referenceRatio)), referenceCpuPerJobMs: round2(median(perRound.referenceCpuPerJobMs)) } : {}),
     perRound,
     failures,
   };
