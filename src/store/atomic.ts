@@ -49,13 +49,7 @@ export function writeAtomically(file: string, text: string, flush: boolean, rand
   const temporary = `${file}.${randomName()}.tmp`;
   try {
     // Exclusive: a link planted under the temporary name is never written through.
-    const fd = openSync(temporary, "wx", 0o600);
-    try {
-      writeFileSync(fd, text);
-      if (flush) fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    writeNewFile(temporary, text, flush);
     renameSync(temporary, file);
   } catch (error) {
     rmSync(temporary, { force: true });
