@@ -16,6 +16,7 @@ import { JobRegistry, type IsAlive } from "../src/jobs/registry.js";
 import { ClaudeStream, interpretExit } from "../src/runtimes/claude/index.js";
 import { parseStreamingMember } from "../src/runtimes/claude/json-stream.js";
 import { LineReader } from "../src/core/lines.js";
+import { readIndex } from "../src/store/finished-index.js";
 import { StateStore } from "../src/store/state-store.js";
 import { isJobId, type JobRecord } from "../src/store/records.js";
 import { Transcript } from "../src/core/transcript.js";
@@ -692,9 +693,9 @@ describe("the takeover, against what a second review found", () => {
   test("when the record cannot say running before the spawn, the agent is not spawned: STATE_ERROR, never a job that could run twice", async () => {
     class FullDisk extends StateStore {
       full = false;
-      override write(record: JobRecord): void {
+      override write(record: JobRecord): number | undefined {
         if (this.full) throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
-        super.write(record);
+        return super.write(record);
       }
     }
     const store = new FullDisk(path.join(scratch, `full-${nextId()}`), { randomName: () => randomUUID() });
@@ -709,6 +710,26 @@ describe("the takeover, against what a second review found", () => {
     assert.equal(outcome?.ok === false ? outcome.code : "ok", "STATE_ERROR");
     assert.equal(launcher.agents.length, 1, "the queued job's agent was never spawned");
     assert.equal(store.read(queued.id)?.status, "queued", "on disk it is still queued, and nothing runs for it");
+  });
+
+  test("a finished job's folder is measured once: the index line and the disk cap share the figure", async () => {
+    class CountingStore extends StateStore {
+      readonly measured: string[] = [];
+      override size(id: string): number {
+        this.measured.push(id);
+        return super.size(id);
+      }
+    }
+    const store = new CountingStore(path.join(scratch, `count-${nextId()}`), { randomName: () => randomUUID() });
+    store.open();
+    const { jobs, launcher } = harness(store);
+    const job = jobs.start({ prompt: "measure me", cwd: "/w" }, "start");
+    launcher.last.succeed("done");
+    await settle();
+    assert.equal(jobs.get(job.id)?.status, "completed");
+    assert.deepEqual(store.measured, [job.id]);
+    const indexed = readIndex(store.root).get(job.id);
+    assert.ok(indexed && indexed.bytes > 0, "the index has the folder's size");
   });
 });
 

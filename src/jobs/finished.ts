@@ -35,10 +35,9 @@ export class FinishedJobs {
     private readonly options: FinishedJobsOptions,
   ) {}
 
-  /** A job that just finished, or was read back from its record: last in the finish order. */
-  add(id: string): void {
+  /** A job that just finished, or was read back from its record: last in the finish order. Its folder's size is read unless given. */
+  add(id: string, bytes = this.options.store.size(id)): void {
     this.order.push(id);
-    const bytes = this.options.store.size(id);
     this.bytes.set(id, bytes);
     this.totalBytes += bytes;
   }

@@ -375,22 +375,23 @@ export class JobRegistry {
     job.status = final.status;
     job.outcome = final.outcome;
     storeResult(job, persistence.store, this.options.logger);
-    this.save(job);
+    const bytes = this.save(job);
     // Older jobs are forgotten now; this one only at a later lookup, so whoever waits on it still reads its result.
     this.finished.reap();
-    this.finished.add(job.id);
+    this.finished.add(job.id, bytes);
     logger.info(`job ${job.id} ${job.status}${outcome.ok ? "" : ` (${outcome.code})`}`);
     job.markDone();
     this.finished.boundTranscripts();
   }
 
-  /** Writes the job's record; a failure is logged, the job goes on in memory. */
-  private save(job: JobEntry): void {
+  /** Writes the job's record (a failure is logged, the job goes on in memory); a finished job's folder size, when written. */
+  private save(job: JobEntry): number | undefined {
     const persistence = this.options.persistence;
     try {
-      persistence.store.write(recordOf(job, this.options.persistence));
+      return persistence.store.write(recordOf(job, this.options.persistence));
     } catch (error) {
       this.options.logger.error(`job ${job.id}: cannot write its record: ${(error as Error).message}`);
+      return undefined;
     }
   }
 }

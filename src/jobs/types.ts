@@ -69,7 +69,8 @@ export interface KillResult {
 /** What the registry needs of the state directory (§15). */
 export interface JobStore {
   create(record: JobRecord, prompt: string): void;
-  write(record: JobRecord): void;
+  /** Replaces the record; for a finished one, returns the bytes its folder uses (as the index was told). */
+  write(record: JobRecord): number | undefined;
   /** Where the agent writes its output (§15.4); undefined for a store in memory: the agent's output then comes through pipes. */
   outputFiles(id: string): OutputFiles | undefined;
   writeResult(id: string, text: string): void;

@@ -5,7 +5,7 @@
  * job keeps it until its agent has it) and gives agents no output files
  * (their output comes through pipes), so nothing it holds outlives its server.
  */
-import type { JobRecord } from "./records.js";
+import { isFinishedStatus, type JobRecord } from "./records.js";
 
 export class MemoryStore {
   private readonly records = new Map<string, JobRecord>();
@@ -15,8 +15,9 @@ export class MemoryStore {
     this.records.set(record.id, structuredClone(record));
   }
 
-  write(record: JobRecord): void {
+  write(record: JobRecord): number | undefined {
     this.records.set(record.id, structuredClone(record));
+    return isFinishedStatus(record.status) ? this.size(record.id) : undefined;
   }
 
   read(id: string): JobRecord | undefined {

@@ -191,13 +191,17 @@ export class StateStore {
    * (the rename is atomic), and a running job's end is in its output file
    * anyway; only a power failure might keep an older record.
    */
-  write(record: JobRecord): void {
+  write(record: JobRecord): number | undefined {
     writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, false, this.randomName);
-    if (isFinishedStatus(record.status)) this.index(record);
+    if (!isFinishedStatus(record.status)) return undefined;
+    return this.index(record);
   }
 
-  private index(record: JobRecord): void {
-    appendToIndex(this.root, { id: record.id, finished_at: record.finished_at ?? record.submitted_at, bytes: this.size(record.id) });
+  /** Adds a finished job to the index; the bytes its folder uses. */
+  private index(record: JobRecord): number {
+    const bytes = this.size(record.id);
+    appendToIndex(this.root, { id: record.id, finished_at: record.finished_at ?? record.submitted_at, bytes });
+    return bytes;
   }
 
   /**
