@@ -10,7 +10,6 @@ import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } fr
 import type { CancelTimer, Clock } from "../src/core/clock.js";
 import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/server/handler.js";
 import { JobRegistry } from "../src/jobs/registry.js";
-import type { JobStore } from "../src/jobs/types.js";
 import type { JsonRpcNotification, JsonRpcResponse } from "../src/server/jsonrpc.js";
 import type { Logger } from "../src/core/log.js";
 import { DEFAULT_POLICY } from "../src/agent/policy.js";
@@ -160,7 +159,7 @@ export interface HandlerHarness {
 }
 
 /** A handler over a real JobRegistry with a fake clock and fake agents. */
-export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: { maxRunning?: number; store?: JobStore } = {}): HandlerHarness {
+export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: { maxRunning?: number } = {}): HandlerHarness {
   const clock = new FakeClock();
   const launcher = new FakeLauncher();
   const logger = new RecordingLogger();
@@ -174,7 +173,7 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 10_000_000,
     maxRunning: registry.maxRunning ?? 1000,
-    persistence: memoryPersistence(registry.store ? { store: registry.store } : {}),
+    persistence: memoryPersistence(),
   });
   const checkedDirectories: string[] = [];
   const notifications: JsonRpcNotification[] = [];

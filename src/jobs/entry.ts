@@ -12,7 +12,6 @@ const PREVIEW_CHARS = 80;
 /** Longer result texts are read from the job's result file when asked for, not held in memory. */
 export const RESULT_CHARS_IN_MEMORY = 4096;
 const NO_TRANSCRIPT = new Transcript(0);
-const ALREADY_RECORDED = Promise.resolve();
 
 /** Enough of a prompt's start for its preview, however long the prompt: listings never touch the rest. */
 const PREVIEW_SOURCE_CHARS = 4096;
@@ -44,8 +43,6 @@ export class JobEntry implements Job {
   killing: Promise<{ survivors: number[]; undetermined?: true }> | undefined;
   cancelTimeout: CancelTimer | undefined;
   readonly done: Promise<void>;
-  /** A job read back from disk was recorded long ago; a new one's is set at its start. */
-  recorded: Promise<void> = ALREADY_RECORDED;
   private resolveDone!: () => void;
   private readonly doneListeners = new Set<() => void>();
   /** Each listener, with its subscription to the agent once there is one. */

@@ -1,38 +1,15 @@
 /**
- * A job and its record (PROTOCOL.md §8, §15.2): the first record and its flush, the record written for a job,
+ * A job and its record (PROTOCOL.md §8, §15.2): the record written for a job,
  * a finished job rebuilt from its record, and how the way an agent ended
  * becomes the job's final status and outcome.
  */
 import type { AgentOptions } from "../agent/options.js";
 import type { AgentOutcome, AgentSpec } from "../agent/types.js";
 import type { JobRecord } from "../store/records.js";
-import { DispatchError } from "../core/errors.js";
 import type { Logger } from "../core/log.js";
 import { JobEntry, RESULT_CHARS_IN_MEMORY } from "./entry.js";
 import { outcomeFrom, storedOutcome } from "./outcomes.js";
 import { KILL_REASON_TEXT, type JobStatus, type JobStore, type KillReason, type Persistence } from "./types.js";
-
-/**
- * Writes a new job's first record, or throws STATE_ERROR. The agent need not wait for its flush (a power
- * failure takes the agent too); the caller's answer does, through job.recorded. A flush that fails kills the
- * job: nobody is told of it, so nobody may be left with it running.
- */
-export function recordFirst(job: JobEntry, prompt: string, persistence: Persistence, logger: Logger, kill: (id: string, reason: KillReason) => Promise<unknown>): void {
-  let flushed: Promise<void>;
-  try {
-    flushed = persistence.store.create(recordOf(job, persistence), prompt);
-  } catch (error) {
-    throw new DispatchError("STATE_ERROR", `cannot write the job's record: ${(error as Error).message}`);
-  }
-  job.recorded = flushed.catch((error: unknown) => {
-    const detail = `cannot flush the job's record to disk: ${(error as Error).message}`;
-    logger.error(`job ${job.id}: ${detail}; killing it`);
-    kill(job.id, "cancelled").catch((killError: unknown) => logger.error(`kill of job ${job.id}: ${String(killError)}`));
-    throw new DispatchError("STATE_ERROR", `${detail}; the job was killed`);
-  });
-  // Handled here as well: a job nobody answers with (a test, a cancelled call) leaves no unhandled rejection.
-  job.recorded.catch(() => undefined);
-}
 
 /** The record that says where the job is now. */
 export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" | "runtime" | "host">): JobRecord {

@@ -17,7 +17,7 @@ import { DispatchError, quoted } from "../core/errors.js";
 import { isFinishedStatus, isJobId, type IndexedJob, type JobRecord } from "../store/records.js";
 import { JobEntry } from "./entry.js";
 import { FinishedJobs } from "./finished.js";
-import { finalState, finishedFromRecord, recordFirst, recordOf, storeResult } from "./job-record.js";
+import { finalState, finishedFromRecord, recordOf, storeResult } from "./job-record.js";
 import { killFailed } from "./outcomes.js";
 import { spawnAgent, type SpawnTarget } from "./spawn.js";
 import { Takeover } from "./takeover.js";
@@ -85,21 +85,27 @@ export class JobRegistry {
   }
 
   /**
-   * Starts an agent, or queues it when maxRunning agents already run. The job's record is written before
-   * this returns, and flushed once job.recorded resolves. Throws SHUTTING_DOWN once shutdown began,
-   * STATE_ERROR when the record cannot be written.
+   * Starts an agent, or queues it when maxRunning agents already run. With a
+   * store, the job's record is on disk before this returns. Throws
+   * SHUTTING_DOWN once shutdown began, STATE_ERROR when the record cannot be written.
    */
   start(spec: AgentSpec, kind: JobKind, timeoutMs?: number): Job {
     if (this.closing) throw new DispatchError("SHUTTING_DOWN", "the server is shutting down and starts no new jobs");
     this.finished.reap();
-    const job = new JobEntry(this.options.newId(), kind, spec, this.options.clock.now(), timeoutMs, (entry) => this.queue.indexOf(entry) + 1);
+    const { clock } = this.options;
+    const job = new JobEntry(this.options.newId(), kind, spec, clock.now(), timeoutMs, (entry) => this.queue.indexOf(entry) + 1);
+    const { store } = this.options.persistence;
     // A job with a free slot starts now: its first record already says "running" with its tree marker, so one
     // flushed write serves both its submission and its start (§15.2).
     const startsNow = this.hasFreeSlot();
     if (startsNow) this.markRunning(job);
-    recordFirst(job, spec.prompt, this.options.persistence, this.options.logger, (id, reason) => this.kill(id, reason));
+    try {
+      store.create(recordOf(job, this.options.persistence), spec.prompt);
+    } catch (error) {
+      throw new DispatchError("STATE_ERROR", `cannot write the job's record: ${(error as Error).message}`);
+    }
     // On disk now (a store in memory keeps no prompt: then the job does, until its agent has it).
-    if (this.options.persistence.store.promptFile(job.id) !== undefined) job.forgetPrompt();
+    if (store.promptFile(job.id) !== undefined) job.forgetPrompt();
     this.jobs.set(job.id, job);
     this.armTimeout(job, timeoutMs);
     if (startsNow) {

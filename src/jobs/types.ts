@@ -44,11 +44,6 @@ export interface Job {
   readonly killReason: KillReason | undefined;
   /** Resolves when the job is finished; never rejects. */
   readonly done: Promise<void>;
-  /**
-   * Resolves once the job's first record is flushed to disk (§15.2), which a caller waits for before it
-   * answers with the job; rejects with STATE_ERROR when the flush failed, and the job was then killed.
-   */
-  readonly recorded: Promise<void>;
   readonly timeoutMs: number | undefined;
   /** The prompt's first line, clipped, for listings. */
   readonly promptPreview: string;
@@ -73,8 +68,7 @@ export interface KillResult {
 
 /** What the registry needs of the state directory (§15). */
 export interface JobStore {
-  /** Writes the first record and the prompt, or throws; the promise settles once both are flushed to disk. */
-  create(record: JobRecord, prompt: string): Promise<void>;
+  create(record: JobRecord, prompt: string): void;
   /** Replaces the record; for a finished one, returns the bytes its folder uses (as the index was told). */
   write(record: JobRecord): number | undefined;
   /** Where the agent writes its output (§15.4); undefined for a store in memory: the agent's output then comes through pipes. */

@@ -73,10 +73,7 @@ export class ToolCalls {
     const input = run ?? parseStartInput(args, this.settings);
     const { cwd, options } = await this.prepareAgent(input.cwd, input.options, signal);
     const spec = { prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options };
-    const job = run ? this.deps.jobs.start(spec, "run", run.timeoutMs) : this.deps.jobs.start(spec, "start");
-    // Answered only once the job is on disk for good (§15.2).
-    await job.recorded;
-    return job;
+    return run ? this.deps.jobs.start(spec, "run", run.timeoutMs) : this.deps.jobs.start(spec, "start");
   }
 
   /** Waits for a claude_run's job and returns its result; a cancelled run is killed, as nobody is left to read it. */

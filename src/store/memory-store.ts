@@ -11,9 +11,8 @@ export class MemoryStore {
   private readonly records = new Map<string, JobRecord>();
   private readonly results = new Map<string, string>();
 
-  create(record: JobRecord, _prompt: string): Promise<void> {
+  create(record: JobRecord, _prompt: string): void {
     this.records.set(record.id, structuredClone(record));
-    return Promise.resolve();
   }
 
   write(record: JobRecord): number | undefined {

@@ -16,7 +16,7 @@
 import { chmodSync, closeSync, lstatSync, mkdirSync, readdirSync, readSync, rmSync, type Stats } from "node:fs";
 import path from "node:path";
 
-import { createTextFile, readFileRange, writeAtomically, writeAtomicallyThenFlush, writeNewFile, writeNewFileThenFlush } from "./atomic.js";
+import { createTextFile, readFileRange, writeAtomically, writeNewFile } from "./atomic.js";
 import { claimHolder, claimJob, claimSlot, dropClaimsBefore, type HolderAlive } from "./claims.js";
 import { openForReading, readTextFile } from "./files.js";
 import { appendToIndex, compactIndex, readIndex } from "./finished-index.js";
@@ -173,27 +173,17 @@ export class StateStore {
   }
 
   /**
-   * Makes the job's folder and stores its prompt, then its first record; throws if they cannot be written.
-   * The promise settles when they are flushed to disk: the caller is told the job exists only after that.
+   * Makes the job's folder and stores its prompt, then its first record,
+   * flushed to disk: the caller is told the job exists only after this.
    */
-  create(record: JobRecord, prompt: string): Promise<void> {
+  create(record: JobRecord, prompt: string): void {
     // Recursive: the state directory may have been removed while the server ran.
     mkdirSync(this.jobDir(record.id), { recursive: true, mode: 0o700 });
     // Created exclusively in the new folder, without a temporary file: nothing reads it before the record exists.
     // Flushed for a queued job, which a later server may have to start; one that starts now hands it to its
     // agent at once, and a power failure that loses the file takes that agent with it.
-    const promptFile = this.file(record.id, "prompt.txt");
-    let promptFlushed: Promise<void> | undefined;
-    if (record.status === "queued") promptFlushed = writeNewFileThenFlush(promptFile, prompt);
-    else writeNewFile(promptFile, prompt, false);
-    let recordFlushed: Promise<void>;
-    try {
-      recordFlushed = writeAtomicallyThenFlush(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, this.randomName);
-    } catch (error) {
-      promptFlushed?.catch(() => undefined);
-      throw error;
-    }
-    return promptFlushed ? Promise.all([promptFlushed, recordFlushed]).then(() => undefined) : recordFlushed;
+    writeNewFile(this.file(record.id, "prompt.txt"), prompt, record.status === "queued");
+    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, true, this.randomName);
   }
 
   /**
