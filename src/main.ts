@@ -133,6 +133,7 @@ async function main(): Promise<void> {
       host: hostFacts(),
       stdout: process.stdout,
       stderr: process.stderr,
+      stdoutIsTerminal: process.stdout.isTTY === true,
       clock: systemClock,
       processControl: (logger) => loadProcessControl({ clock: systemClock, logger, killGraceMs: cliKillGraceMs() }),
       // For the host configuration snippet `doctor` prints.

@@ -266,7 +266,7 @@ describe("jobs", () => {
     assert.equal(run.stderr, "");
     const lines = run.stdout.trimEnd().split("\n");
     const header = lines[0] ?? "";
-    assert.match(header, /^ID {36}STATUS +AGE +CWD +TURNS +COST +PROMPT$/);
+    assert.match(header, /^ID {36}STATUS +AGE +CWD +TURNS +COST +SESSION +PROMPT$/);
     assert.equal(lines.length, 1 + 2 + 20 + 1);
     assert.equal(lines.at(-1), "(2 older finished jobs not shown; --all lists every job)");
     const rows = lines.slice(1, -1);
@@ -277,10 +277,10 @@ describe("jobs", () => {
       assert.equal(row, row.trimEnd(), "no trailing spaces");
     }
     const activeRow = rowOf(active.id);
-    assert.match(activeRow.slice(column("AGE")), /^2h +~\/src\/app +3 +- +refactor the parser into modules, keeping the public API ex…$/);
-    assert.match(rowOf(queued.id).slice(column("AGE")), /^30s +\/srv\/other +0 +- +fix the failing tests$/);
+    assert.match(activeRow.slice(column("AGE")), /^2h +~\/src\/app +3 +- +a4e6f90a-6476-44bd-a9eb-2a4c18c0761d +refactor the parser into modules, keeping the public API ex…$/);
+    assert.match(rowOf(queued.id).slice(column("AGE")), /^30s +\/srv\/other +0 +- +- +fix the failing tests$/);
     assert.match(rowOf(done[0]?.id ?? "").slice(column("AGE")), /^5d +~\/src\/app +3 +\$0\.0123 /);
-    assert.match(rowOf(done[1]?.id ?? "").slice(column("TURNS")), /^ {4}3 {4}\$1\.50  fix/, "numbers are right-aligned under TURNS and COST");
+    assert.match(rowOf(done[1]?.id ?? "").slice(column("TURNS")), /^ {4}3 {4}\$1\.50  9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50  fix/, "numbers are right-aligned under TURNS and COST");
     assert.ok(!run.stdout.includes(done[20]?.id ?? "-"), "the oldest finished jobs are left out");
     assert.ok(!run.stdout.includes(HOME), "the home directory is shown as ~");
   });
@@ -312,6 +312,7 @@ describe("jobs", () => {
       started_at: NOW - 2 * HOUR,
       age_s: 7200,
       turns: 3,
+      session_id: "a4e6f90a-6476-44bd-a9eb-2a4c18c0761d",
       prompt_preview: active.prompt_preview,
     });
     assert.equal(document.jobs.find((job) => job.id === done[0]?.id)?.cost_usd, 0.0123);
@@ -522,7 +523,7 @@ describe("kill", () => {
     const processes = new FakeProcesses();
     const run = await cli(["kill", job.id], { stateDir: dir, processes });
     assert.deepEqual(run, { code: 0, stdout: `Job ${job.id} had already finished (failed); nothing was killed.\n`, stderr: "" });
-    assert.equal(store.killRequested(job.id), false);
+    assert.equal(store.killRequested(job.id), undefined);
     assert.deepEqual(store.read(job.id), job);
     assert.deepEqual(processes.attached, []);
   });

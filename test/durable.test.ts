@@ -1,6 +1,7 @@
 /**
  * Durable jobs through the real server (PROTOCOL.md §15): a server killed
- * with SIGKILL, a new one on the same state directory, and the jobs carry on.
+ * with SIGKILL, a new one on the same state directory, and the jobs carry on;
+ * two live servers on one directory serving each other's jobs (§15.6).
  * The fake agent waits for a gate file, so nothing here depends on timing.
  */
 import assert from "node:assert/strict";
@@ -70,6 +71,13 @@ async function crash(server: ServerProcess): Promise<void> {
 async function waitResult(server: ServerProcess, id: string): Promise<Record<string, any>> {
   const waited = await server.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
   return waited.result?.structuredContent as Record<string, any>;
+}
+
+async function structured(server: ServerProcess, name: string, args: Record<string, unknown>): Promise<Record<string, any>> {
+  const response = await server.callTool(name, args);
+  const content = response.result?.structuredContent as Record<string, any> | undefined;
+  assert.ok(content, JSON.stringify(response));
+  return content;
 }
 
 describe("durable jobs through the real server", { skip: process.platform !== "linux" && "the liveness checks read /proc" }, () => {
@@ -309,7 +317,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     await server.exited;
   });
 
-  test("two servers on one state directory: when one dies, the other takes its job over at the first lookup, without a restart", async () => {
+  test("two servers on one state directory: the other serves the job while its owner lives, and takes it over when the owner dies, without a restart", async () => {
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir);
     const second = await startServer(stateDir);
@@ -317,7 +325,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     await waitFor(() => readPids(pids).length === 1, "the agent to start");
     await agentRecorded(stateDir, id);
     const whileAlive = await second.callTool("claude_wait", { job_id: id, hold_ms: 0 });
-    assert.equal(whileAlive.result?.structuredContent?.error?.code, "JOB_NOT_FOUND", "the job of a live server is its own");
+    assert.equal(whileAlive.result?.structuredContent?.status, "running", "served from its files while its owner lives (§15.6)");
     await crash(first);
     const taken = await second.callTool("claude_wait", { job_id: id, hold_ms: 200 });
     assert.equal(taken.result?.structuredContent?.status, "running", JSON.stringify(taken));
@@ -326,7 +334,55 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     assert.equal(report.status, "completed");
     assert.match(String(report.result), /served by the survivor/);
     assert.equal(readPids(pids).length, 1);
+    assert.equal(readRecord(stateDir, id).owner.pid, second.child.pid, "taken over by the survivor, which wrote the final record");
     second.endInput();
     await second.exited;
+  });
+
+  test("a job started on A is listed, waited on and paged through B while A lives; both see the result", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const a = await startServer(stateDir);
+    const b = await startServer(stateDir);
+    const { job_id: id } = await structured(a, "claude_start", { prompt: `@pid ${pids}\n@tools 2\n@wait-file ${gate}\nshared between hosts`, cwd });
+    await agentRecorded(stateDir, id);
+
+    const listed = await structured(b, "claude_list", {});
+    const row = listed.jobs.find((job: { job_id: string }) => job.job_id === id);
+    assert.equal(row?.status, "running");
+    assert.equal(row?.other_server, true, "marked as another live server's");
+
+    const held = await structured(b, "claude_wait", { job_id: id, hold_ms: 200 });
+    assert.equal(held.status, "running");
+    await waitFor(() => readPids(pids).length === 1, "the agent to start");
+    const waiting = b.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
+    writeFileSync(gate, "");
+    const done = (await waiting).result?.structuredContent as Record<string, any>;
+    assert.equal(done.status, "completed");
+    assert.match(String(done.result), /^ECHO: .*shared between hosts/s);
+    assert.ok(done.session_id);
+
+    const page = await structured(b, "claude_output", { job_id: id, view: "transcript" });
+    assert.match(String(page.text), /Bash/, "the transcript, read from the job's output file");
+    const onA = await structured(a, "claude_wait", { job_id: id });
+    assert.equal(onA.status, "completed");
+    assert.equal(readPids(pids).length, 1, "one agent, never started twice");
+  });
+
+  test("killed through B: its whole tree is gone, and A, its owner, records it killed by claude_kill", async () => {
+    const { stateDir, cwd, pids } = fixture();
+    const a = await startServer(stateDir);
+    const b = await startServer(stateDir);
+    const { job_id: id } = await structured(a, "claude_start", { prompt: `@pid ${pids}\n@spawn ${pids} detached\n@sleep 60000`, cwd });
+    await waitFor(() => readPids(pids).length === 2, "the agent and its child in another session");
+    await agentRecorded(stateDir, id);
+    const tree = readPids(pids);
+
+    const killed = await structured(b, "claude_kill", { job_id: id });
+    assert.equal(killed.status, "killed");
+    for (const pid of tree) await waitFor(() => !isAlive(pid), `process ${pid} to be gone`);
+    const onA = await structured(a, "claude_wait", { job_id: id });
+    assert.equal(onA.status, "killed");
+    assert.match(String(readRecord(stateDir, id).outcome?.detail), /killed by claude_kill/);
+    assert.equal(readRecord(stateDir, id).kill_reason, "claude_kill");
   });
 });

@@ -28,10 +28,17 @@ export interface CliIo {
   runFile(file: string, args: string[], timeoutMs: number): Promise<RunFileResult>;
   /** This process as a claim file names it, when `kill` finishes the record of a dead server (§15.3). */
   identity(): ProcessIdentity;
-  /** This user's uid, which the state directory must belong to; undefined on Windows (§15.1). */
   /** A fresh random name, for temporary files (injected: nothing here calls a random source itself). */
   randomName(): string;
+  /** This user's uid, which the state directory must belong to; undefined on Windows (§15.1). */
   uid?: number | undefined;
+  /** Whether stdout is a terminal: `jobs --watch` redraws only there. Absent: it is not. */
+  stdoutIsTerminal?: boolean | undefined;
+  /**
+   * Ends `jobs --watch` and `logs -f` early when aborted. main.ts passes none:
+   * Ctrl-C ends the process as usual, which is how a person stops them.
+   */
+  interrupted?: AbortSignal | undefined;
 }
 
 export interface RunFileResult {
@@ -48,6 +55,9 @@ export interface Context {
   json: boolean;
   now: number;
 }
+
+/** What `jobs --watch` and `logs -f` return when io.interrupted stops them: what a shell reports for Ctrl-C. */
+export const INTERRUPTED_EXIT = 130;
 
 /** A tree whose processes survived SIGKILL is never idle: wait this long at most. */
 const IDLE_WAIT_MS = 5000;

@@ -64,6 +64,11 @@ export function echo(text: string): string {
   return printable(quoted(text));
 }
 
+/** Every run of whitespace, newlines included, as one space. */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
+
 export function firstLine(text: string): string {
   return text.trim().split("\n")[0]?.trim() ?? "";
 }

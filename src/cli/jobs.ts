@@ -1,15 +1,23 @@
 /**
- * `jobs [--all]` (PROTOCOL.md §17): a table of the queued and running jobs
- * and the most recently finished ones (`--all`: every job).
+ * `jobs [--all] [--watch]` (PROTOCOL.md §17): a table of the queued and
+ * running jobs and the most recently finished ones (`--all`: every job), with
+ * the session each can be resumed in; `--watch` redraws it on a terminal.
  */
+import { sleep } from "../core/clock.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { LoadedRecords } from "../store/state-store.js";
-import { emit, type Context } from "./context.js";
-import { clip, formatAge, formatCost, PREVIEW_COLUMN_CHARS, printable, shortenHome, table } from "./format.js";
+import { emit, INTERRUPTED_EXIT, type Context } from "./context.js";
+import { clip, formatAge, formatCost, isoTime, PREVIEW_COLUMN_CHARS, printable, shortenHome, table } from "./format.js";
 import { progressOf } from "./job-output.js";
 
 /** `jobs` without --all: every unfinished job and this many of the most recently finished. */
 export const RECENT_FINISHED = 20;
+
+/** How often `jobs --watch` redraws. */
+export const WATCH_INTERVAL_MS = 1000;
+
+/** Cursor to the top left, then erase the screen: each redraw replaces the last. */
+const CLEAR_SCREEN = "\u001b[H\u001b[2J";
 
 interface JobRow {
   id: string;
@@ -22,17 +30,39 @@ interface JobRow {
   age_s: number;
   turns: number;
   cost_usd?: number;
+  session_id?: string;
   prompt_preview: string;
 }
 
 export function listJobs(context: Context, all: boolean): number {
+  const { document, text } = jobsListing(context, all);
+  emit(context, document, text);
+  return 0;
+}
+
+/**
+ * Redraws the table every WATCH_INTERVAL_MS on the injected clock until
+ * io.interrupted aborts (without one, until the process is interrupted).
+ */
+export async function watchJobs(context: Context, all: boolean): Promise<number> {
+  const { io } = context;
+  const interrupted = io.interrupted;
+  while (!interrupted?.aborted) {
+    const now = io.clock.now();
+    const { text } = jobsListing({ ...context, now }, all);
+    io.stdout.write(`${CLEAR_SCREEN}Every ${WATCH_INTERVAL_MS / 1000}s: claude-dispatch jobs${all ? " --all" : ""}  ${isoTime(now)}  (Ctrl-C to stop)\n\n${text}`);
+    await sleep(io.clock, WATCH_INTERVAL_MS, interrupted);
+  }
+  return INTERRUPTED_EXIT;
+}
+
+function jobsListing(context: Context, all: boolean): { document: unknown; text: string } {
   const { records, skipped } = context.store.loadAll();
   const shown = all ? records : unfinishedAndRecent(records);
   const rows = shown.map((record) => jobRow(context, record));
   const hidden = records.length - shown.length;
   const document = { state_dir: context.store.root, jobs: rows, hidden_finished: hidden, skipped };
-  emit(context, document, jobsText(context, rows, hidden, skipped));
-  return 0;
+  return { document, text: jobsText(context, rows, hidden, skipped) };
 }
 
 function jobsText(context: Context, rows: readonly JobRow[], hidden: number, skipped: LoadedRecords["skipped"]): string {
@@ -47,9 +77,10 @@ function jobsText(context: Context, rows: readonly JobRow[], hidden: number, ski
       printable(shortenHome(row.cwd, home)),
       String(row.turns),
       row.cost_usd === undefined ? "-" : formatCost(row.cost_usd),
+      row.session_id === undefined ? "-" : printable(row.session_id),
       printable(clip(row.prompt_preview, PREVIEW_COLUMN_CHARS)),
     ]);
-    lines.push(...table(["ID", "STATUS", "AGE", "CWD", "TURNS", "COST", "PROMPT"], cells, new Set([4, 5])));
+    lines.push(...table(["ID", "STATUS", "AGE", "CWD", "TURNS", "COST", "SESSION", "PROMPT"], cells, new Set([4, 5])));
   }
   if (hidden > 0) lines.push(`(${hidden} older finished job${hidden === 1 ? "" : "s"} not shown; --all lists every job)`);
   for (const { id, reason } of skipped) lines.push(`(skipped ${id}: ${reason})`);
@@ -68,7 +99,7 @@ function unfinishedAndRecent(records: readonly JobRecord[]): JobRecord[] {
 }
 
 function jobRow(context: Context, record: JobRecord): JobRow {
-  const { turns, costUsd } = progressOf(context.store, record);
+  const { turns, costUsd, sessionId } = progressOf(context.store, record);
   const row: JobRow = {
     id: record.id,
     kind: record.kind,
@@ -82,5 +113,6 @@ function jobRow(context: Context, record: JobRecord): JobRow {
   if (record.started_at !== undefined) row.started_at = record.started_at;
   if (record.finished_at !== undefined) row.finished_at = record.finished_at;
   if (costUsd !== undefined) row.cost_usd = costUsd;
+  if (sessionId !== undefined) row.session_id = sessionId;
   return row;
 }

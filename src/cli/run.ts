@@ -1,5 +1,5 @@
 /**
- * The command line for humans: `jobs`, `show`, `kill`, `prune` and
+ * The command line for humans: `jobs`, `show`, `logs`, `kill`, `prune` and
  * `doctor`, one file each beside this one. Here: the usage, parsing the
  * arguments, dispatching to a command, and reporting its failure. Commands
  * read the state directory through store/, as the server does, and get
@@ -7,8 +7,9 @@
  * program) from main.ts.
  *
  * Exit codes: 0 ok, 1 failure (no such job, a kill that left survivors, a
- * failed doctor check), 2 usage error. `--json` prints one JSON document on
- * stdout instead of text.
+ * failed doctor check, a job `logs -f` followed that did not complete), 2
+ * usage error. `--json` prints one JSON document on stdout instead of text;
+ * `logs -f --json` prints JSON Lines.
  */
 import { toDispatchError } from "../core/errors.js";
 import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
@@ -16,12 +17,13 @@ import { openContext, toJson, type CliIo } from "./context.js";
 import { doctor } from "./doctor.js";
 import { echo, indent } from "./format.js";
 import { AmbiguousJobId, isIdOrPrefix, matchTable, MIN_ID_PREFIX_HEX, resolveJobId } from "./job-ids.js";
-import { listJobs, RECENT_FINISHED } from "./jobs.js";
+import { listJobs, RECENT_FINISHED, watchJobs } from "./jobs.js";
 import { killJob } from "./kill.js";
+import { showLogs } from "./logs.js";
 import { prune } from "./prune.js";
 import { showJob } from "./show.js";
 
-const COMMANDS = ["jobs", "show", "kill", "prune", "doctor", "help"] as const;
+const COMMANDS = ["jobs", "show", "logs", "kill", "prune", "doctor", "help"] as const;
 type Command = (typeof COMMANDS)[number];
 
 const USAGE = `Usage: claude-dispatch [COMMAND] [--json]
@@ -29,8 +31,11 @@ const USAGE = `Usage: claude-dispatch [COMMAND] [--json]
 Without a command, claude-dispatch is an MCP server on stdio, started by an MCP host.
 
 Commands:
-  jobs [--all]                  unfinished jobs and the ${RECENT_FINISHED} most recently finished (--all: every job)
+  jobs [--all] [--watch]        unfinished jobs and the ${RECENT_FINISHED} most recently finished (--all: every job),
+                                with the session to resume each in (--watch: redraw every second on a terminal)
   show ID                       one job: its record, prompt, result and the tail of its output
+  logs ID [-f|--follow]         a job's transcript: the agent's text, its tool calls and their results
+                                (-f: follow it until the job finishes, then its outcome; exit 1 unless it completed)
   kill ID                       kill a job's whole process tree
                                 (ID: a job id, or a unique prefix of one, at least ${MIN_ID_PREFIX_HEX} hex digits)
   prune [--older-than AGE]      delete finished jobs (all, or those finished more than AGE ago: 30m, 12h, 7d)
@@ -38,12 +43,13 @@ Commands:
   help, --help, -h              this text
   --version, -V                 the version
 
-Every command takes --json: one JSON document on stdout instead of text.
+Every command takes --json: one JSON document on stdout instead of text
+(logs -f --json: one JSON object per line, the last one the outcome; jobs --watch takes none).
 Jobs are read from CLAUDE_DISPATCH_STATE_DIR, else $XDG_STATE_HOME/claude-dispatch,
 else ~/.local/state/claude-dispatch (%LOCALAPPDATA%\\claude-dispatch on Windows).
 `;
 
-const SHORT_USAGE = "Usage: claude-dispatch jobs|show ID|kill ID|prune|doctor [--json]; see claude-dispatch --help\n";
+const SHORT_USAGE = "Usage: claude-dispatch jobs|show ID|logs ID [-f]|kill ID|prune|doctor [--json]; see claude-dispatch --help\n";
 
 /** A command line we cannot act on: exit 2. */
 class UsageError extends Error {}
@@ -53,6 +59,8 @@ interface Invocation {
   json: boolean;
   help: boolean;
   all: boolean;
+  watch: boolean;
+  follow: boolean;
   olderThanMs: number | undefined;
   id: string | undefined;
 }
@@ -72,6 +80,7 @@ export async function runCli(args: string[], io: CliIo): Promise<number> {
   let invocation: Invocation;
   try {
     invocation = parseInvocation(args);
+    checkWatch(invocation, io);
   } catch (error) {
     if (error instanceof UsageError) return usageError(io, error.message);
     throw error;
@@ -83,8 +92,15 @@ export async function runCli(args: string[], io: CliIo): Promise<number> {
   try {
     return await runCommand(invocation, io);
   } catch (error) {
-    return reportFailure(io, invocation.json, error);
+    return reportFailure(io, invocation.json, error, invocation.follow);
   }
+}
+
+/** A redrawn screen is for a person at a terminal: piped or as JSON it would be a stream of escapes. */
+function checkWatch(invocation: Invocation, io: CliIo): void {
+  if (!invocation.watch || invocation.help) return;
+  if (invocation.json) throw new UsageError("jobs --watch redraws a table for a terminal and takes no --json");
+  if (io.stdoutIsTerminal !== true) throw new UsageError("jobs --watch needs a terminal on stdout; without --watch, jobs prints the table once");
 }
 
 function usageError(io: CliIo, message: string): number {
@@ -93,10 +109,12 @@ function usageError(io: CliIo, message: string): number {
 }
 
 /** A command that failed: its code and message, and for an ambiguous id prefix the jobs it matches. Exit 1. */
-function reportFailure(io: CliIo, json: boolean, error: unknown): number {
+function reportFailure(io: CliIo, json: boolean, error: unknown, jsonLines: boolean): number {
   const failure = toDispatchError(error);
   const matches = failure instanceof AmbiguousJobId ? failure.matches : undefined;
-  if (json) io.stdout.write(toJson({ error: { code: failure.code, message: failure.message, ...(matches ? { matches } : {}) } }));
+  const document = { error: { code: failure.code, message: failure.message, ...(matches ? { matches } : {}) } };
+  // After JSON Lines (logs -f --json) the error is one more line.
+  if (json) io.stdout.write(jsonLines ? `${JSON.stringify(document)}\n` : toJson(document));
   else if (failure instanceof AmbiguousJobId) io.stderr.write(`claude-dispatch: ${failure.summary}:\n${indent(matchTable(failure.matches).join("\n"))}\n`);
   else io.stderr.write(`claude-dispatch: ${failure.message}\n`);
   return 1;
@@ -108,7 +126,7 @@ function parseInvocation(args: readonly string[]): Invocation {
     throw new UsageError(name.startsWith("-") ? `unknown option ${echo(name)}` : `unknown command ${echo(name)}`);
   }
   const command = name as Command;
-  const invocation: Invocation = { command, json: false, help: false, all: false, olderThanMs: undefined, id: undefined };
+  const invocation: Invocation = { command, json: false, help: false, all: false, watch: false, follow: false, olderThanMs: undefined, id: undefined };
   const positional: string[] = [];
   for (let i = 0; i < rest.length; i += 1) {
     const arg = rest[i] as string;
@@ -126,6 +144,8 @@ function parseInvocation(args: readonly string[]): Invocation {
     if (flag === "--json") invocation.json = true;
     else if (flag === "--help" || flag === "-h") invocation.help = true;
     else if (flag === "--all" && command === "jobs") invocation.all = true;
+    else if (flag === "--watch" && command === "jobs") invocation.watch = true;
+    else if ((flag === "-f" || flag === "--follow") && command === "logs") invocation.follow = true;
     else if (flag.startsWith("-") && flag !== "-") throw new UsageError(`unknown option ${echo(flag)} for ${command}`);
     else positional.push(arg);
   }
@@ -134,9 +154,9 @@ function parseInvocation(args: readonly string[]): Invocation {
   return invocation;
 }
 
-/** The job id of `show` and `kill`, checked; the other commands take no arguments. */
+/** The job id of `show`, `logs` and `kill`, checked; the other commands take no arguments. */
 function parseId(command: Command, positional: readonly string[]): string | undefined {
-  const takesId = command === "show" || command === "kill";
+  const takesId = command === "show" || command === "logs" || command === "kill";
   if (!takesId && positional.length > 0) throw new UsageError(`${command} takes no arguments, got ${echo(positional[0] as string)}`);
   if (!takesId) return undefined;
   if (positional.length !== 1) throw new UsageError(`${command} needs exactly one job id`);
@@ -164,9 +184,11 @@ async function runCommand(invocation: Invocation, io: CliIo): Promise<number> {
   const context = openContext(io, invocation.json);
   switch (invocation.command) {
     case "jobs":
-      return listJobs(context, invocation.all);
+      return invocation.watch ? watchJobs(context, invocation.all) : listJobs(context, invocation.all);
     case "show":
       return showJob(context, resolveJobId(context, invocation.id as string));
+    case "logs":
+      return showLogs(context, resolveJobId(context, invocation.id as string), invocation.follow);
     case "kill":
       return killJob(context, resolveJobId(context, invocation.id as string));
     case "prune":

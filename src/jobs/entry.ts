@@ -39,6 +39,8 @@ export class JobEntry implements Job {
   private replayed: Transcript | undefined;
   submittedAt: number;
   generation = 0;
+  /** Owned by another server that lives: served here from its files (§15.6). */
+  elsewhere = false;
   agent: AgentRecord | undefined;
   killing: Promise<{ survivors: number[]; undetermined?: true }> | undefined;
   cancelTimeout: CancelTimer | undefined;

@@ -7,12 +7,13 @@
  */
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
-import type { IndexedJob } from "../store/records.js";
+import { isFinishedStatus, type IndexedJob, type JobRecord } from "../store/records.js";
 import type { JobEntry } from "./entry.js";
-import type { JobStore } from "./types.js";
+import { finishedFromRecord } from "./job-record.js";
+import type { Persistence } from "./types.js";
 
 export interface FinishedJobsOptions {
-  store: Pick<JobStore, "size" | "remove">;
+  persistence: Pick<Persistence, "store" | "replayTranscript">;
   clock: Clock;
   logger: Logger;
   retentionMs: number;
@@ -36,7 +37,7 @@ export class FinishedJobs {
   ) {}
 
   /** A job that just finished, or was read back from its record: last in the finish order. Its folder's size is read unless given. */
-  add(id: string, bytes = this.options.store.size(id)): void {
+  add(id: string, bytes = this.options.persistence.store.size(id)): void {
     this.order.push(id);
     this.bytes.set(id, bytes);
     this.totalBytes += bytes;
@@ -55,17 +56,38 @@ export class FinishedJobs {
     }
   }
 
+  /** A finished job from its record: reachable again, and counted for retention. */
+  restore(record: JobRecord): JobEntry {
+    const job = finishedFromRecord(record, this.options.persistence, this.options.clock.now());
+    this.jobs.set(job.id, job);
+    this.add(job.id);
+    return job;
+  }
+
+  /** An indexed job's record, read now; undefined (and forgotten) when it cannot be. */
+  readUnread(id: string): JobEntry | undefined {
+    const record = this.options.persistence.store.read(id);
+    if (record && isFinishedStatus(record.status)) return finishedFromRecord(record, this.options.persistence, this.options.clock.now());
+    this.forget(id);
+    return undefined;
+  }
+
+  /** An indexed job asked for: read, then kept like a job that finished here. */
+  takeUnread(id: string): JobEntry | undefined {
+    const job = this.readUnread(id);
+    if (job) {
+      this.unread.delete(id);
+      this.jobs.set(id, job);
+    }
+    return job;
+  }
+
   isUnread(id: string): boolean {
     return this.unread.has(id);
   }
 
   unreadIds(): string[] {
     return [...this.unread.keys()];
-  }
-
-  /** An indexed job was read and is now in memory. */
-  markRead(id: string): void {
-    this.unread.delete(id);
   }
 
   /** Indexed jobs and ones read from their records at a takeover, in one finish order. */
@@ -94,7 +116,7 @@ export class FinishedJobs {
       if (!expired && this.order.length <= maxFinishedJobs && this.totalBytes <= maxBytes) break;
       this.forget(oldestId);
       try {
-        this.options.store.remove(oldestId);
+        this.options.persistence.store.remove(oldestId);
       } catch (error) {
         this.options.logger.warn(`cannot remove job ${oldestId} from the state directory: ${(error as Error).message}`);
       }

@@ -17,9 +17,10 @@ import { DispatchError, quoted } from "../core/errors.js";
 import { isFinishedStatus, isJobId, type IndexedJob, type JobRecord } from "../store/records.js";
 import { JobEntry } from "./entry.js";
 import { FinishedJobs } from "./finished.js";
-import { finalState, finishedFromRecord, recordOf, storeResult } from "./job-record.js";
+import { finalState, recordOf, storeResult } from "./job-record.js";
 import { killFailed } from "./outcomes.js";
 import { spawnAgent, type SpawnTarget } from "./spawn.js";
+import { Observer } from "./observed.js";
 import { Takeover } from "./takeover.js";
 import {
   type FindMarked,
@@ -30,6 +31,7 @@ import {
   type KillReason,
   type KillResult,
   type Persistence,
+  outsideKillReason,
 } from "./types.js";
 
 export * from "./types.js";
@@ -48,13 +50,14 @@ export class JobRegistry {
 
   private readonly takeover: Takeover;
   private readonly spawning: SpawnTarget;
+  private readonly observer: Observer;
 
   constructor(private readonly options: JobRegistryOptions) {
     const { persistence, clock, logger } = options;
     this.takeover = new Takeover({
       options,
       knows: (id) => this.jobs.has(id) || this.finished.isUnread(id),
-      restoreFinished: (record) => void this.restoreFinished(record),
+      restoreFinished: (record) => void this.finished.restore(record),
       serve: (job) => void this.jobs.set(job.id, job),
       queuePosition: (job) => this.queue.indexOf(job) + 1,
       requeue: (job) => void this.queue.push(job),
@@ -66,6 +69,15 @@ export class JobRegistry {
       armTimeout: (job, timeoutMs) => this.armTimeout(job, timeoutMs),
       kill: (id, reason) => this.kill(id, reason),
     });
+    this.observer = new Observer(this.jobs, {
+      options,
+      finished: (job) => this.finished.add(job.id),
+      takeOver: async (record) => {
+        this.jobs.delete(record.id);
+        await this.restore([record]);
+        return this.jobs.get(record.id);
+      },
+    });
     this.spawning = {
       options,
       recording: this.recording,
@@ -74,7 +86,7 @@ export class JobRegistry {
       kill: (id, reason) => this.kill(id, reason),
     };
     this.finished = new FinishedJobs(this.jobs, {
-      store: persistence.store,
+      persistence,
       clock,
       logger,
       retentionMs: options.retentionMs,
@@ -137,21 +149,13 @@ export class JobRegistry {
 
   /**
    * A job this server does not know, from the state directory: finished ones
-   * become reachable, and an unfinished one whose server has died since this
-   * one started is taken over now, as at startup (§15.3). Undefined when
-   * there is no such job, or its server is still alive.
+   * become reachable, an unfinished one whose server has died since this one
+   * started is taken over now, as at startup (§15.3), and one whose server
+   * lives is served from its files (§15.6). Undefined when there is no such job.
    */
   async recover(id: string): Promise<Job | undefined> {
     const persistence = this.options.persistence;
-    if (this.finished.isUnread(id)) {
-      // Read once asked for, then kept like a job that finished here.
-      const job = this.readUnread(id);
-      if (job) {
-        this.finished.markRead(id);
-        this.jobs.set(id, job);
-      }
-      return job;
-    }
+    if (this.finished.isUnread(id)) return this.finished.takeUnread(id);
     if (this.jobs.has(id) || this.closing || !isJobId(id)) return this.jobs.get(id);
     // One takeover per id: a second lookup while the first is reading the agent's output waits for it.
     let recovering = this.recovering.get(id);
@@ -162,22 +166,33 @@ export class JobRegistry {
     return recovering;
   }
 
+  /** Taken over if its owner is gone; served from its files if its owner lives (§15.6). */
   private async recoverFromStore(id: string, persistence: Persistence): Promise<Job | undefined> {
     const record = persistence.store.read(id);
     if (!record) return undefined;
     await this.restore([record]);
-    return this.jobs.get(id);
+    if (this.jobs.has(id) || this.closing) return this.jobs.get(id);
+    // Its owner may live, or another server took it over first: read again, as the takeover may have changed it.
+    const now = persistence.store.read(id);
+    if (!now || isFinishedStatus(now.status)) return now ? this.finished.restore(now) : undefined;
+    return this.observer.observe(now);
   }
 
-  /** Jobs still running, for shutdown and diagnostics. */
+  /** Every job folder of the state directory this server does not know yet, looked up (§15.6): for listings. */
+  async discover(): Promise<void> {
+    const unknown = this.options.persistence.store.jobIds().filter((id) => !this.jobs.has(id) && !this.finished.isUnread(id));
+    await Promise.all(unknown.map((id) => this.recover(id)));
+  }
+
+  /** Jobs running under this server, for shutdown and diagnostics (another server's are its own). */
   running(): Job[] {
-    return [...this.jobs.values()].filter((job) => job.status === "running");
+    return [...this.jobs.values()].filter((job) => job.status === "running" && !job.elsewhere);
   }
 
   /** Every job still known, oldest first. Indexed jobs are read for the list, and not kept in memory for it. */
   list(): Job[] {
     this.finished.reap();
-    const unread = this.finished.unreadIds().flatMap((id) => this.readUnread(id) ?? []);
+    const unread = this.finished.unreadIds().flatMap((id) => this.finished.readUnread(id) ?? []);
     return [...unread, ...this.jobs.values()];
   }
 
@@ -189,6 +204,7 @@ export class JobRegistry {
   async kill(id: string, reason: KillReason): Promise<KillResult> {
     const job = this.jobs.get(id);
     if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${quoted(id)}`);
+    if (this.observer.has(id)) return this.observer.kill(id, reason);
     if (job.status === "queued") {
       this.queue.splice(this.queue.indexOf(job), 1);
       job.killReason = reason;
@@ -227,6 +243,7 @@ export class JobRegistry {
   /** Refuses new jobs, drops the queue, kills every running job, and waits until all have finished. */
   async shutdown(): Promise<void> {
     this.closing = true;
+    this.observer.close();
     // A job being taken over is served (and killable) once its output is read.
     await Promise.allSettled([...this.recovering.values()]);
     for (const job of [...this.queue]) await this.kill(job.id, "shutdown");
@@ -241,6 +258,7 @@ export class JobRegistry {
    */
   async leave(): Promise<void> {
     this.closing = true;
+    this.observer.close();
     const running = this.running().length;
     if (running + this.queue.length > 0) {
       this.options.logger.info(`leaving ${running} running and ${this.queue.length} queued job(s) to the next server`);
@@ -257,13 +275,11 @@ export class JobRegistry {
    * alive are left to it.
    */
   async restore(records: readonly JobRecord[], isAlive?: IsAlive, findMarked?: FindMarked): Promise<void> {
-    const persistence = this.options.persistence;
-    isAlive ??= persistence.isAlive;
-    findMarked ??= persistence.findMarked;
+    const { persistence } = this.options;
     this.restoring = true;
     try {
       const before = this.jobs.size;
-      await this.takeover.takeOver(records, isAlive, findMarked);
+      await this.takeover.takeOver(records, isAlive ?? persistence.isAlive, findMarked ?? persistence.findMarked);
       // Indexed jobs and ones read from their records come together in one finish order.
       if (this.jobs.size > before) this.finished.sort();
     } finally {
@@ -273,14 +289,6 @@ export class JobRegistry {
     this.launchNext();
   }
 
-  /** A finished job from its record: reachable again, and counted for retention unless it already is (an indexed one). */
-  private restoreFinished(record: JobRecord): JobEntry {
-    const job = finishedFromRecord(record, this.options.persistence, this.options.clock.now());
-    this.jobs.set(job.id, job);
-    this.finished.add(job.id);
-    return job;
-  }
-
   /**
    * Finished jobs from the state directory's index (§15.5): counted for
    * retention and the disk cap at once, their records read only when one is
@@ -288,14 +296,6 @@ export class JobRegistry {
    */
   rememberFinished(entries: readonly IndexedJob[]): void {
     this.finished.remember(entries);
-  }
-
-  /** An indexed job's record, read now; undefined (and forgotten) when it cannot be. */
-  private readUnread(id: string): JobEntry | undefined {
-    const record = this.options.persistence.store.read(id);
-    if (record && isFinishedStatus(record.status)) return finishedFromRecord(record, this.options.persistence, this.options.clock.now());
-    this.finished.forget(id);
-    return undefined;
   }
 
   private armTimeout(job: JobEntry, timeoutMs: number | undefined): void {
@@ -308,9 +308,10 @@ export class JobRegistry {
   /** A queued job's turn: "running" on disk, then the spawn. */
   private launch(job: JobEntry): void {
     const { store } = this.options.persistence;
-    // A kill asked for from the command line while the job was queued.
-    if (store.killRequested(job.id)) {
-      job.killReason = "cli";
+    // A kill asked for from outside (the command line, another server) while the job was queued.
+    const killedBy = store.killRequested(job.id);
+    if (killedBy) {
+      job.killReason = outsideKillReason(killedBy);
       this.finish(job, { ok: false, code: "KILLED", detail: "removed from the queue before it started" });
       return;
     }
@@ -370,7 +371,8 @@ export class JobRegistry {
     job.cancelTimeout?.();
     job.cancelTimeout = undefined;
     job.finishedAt = clock.now();
-    if (!job.killReason && persistence.store.killRequested(job.id)) job.killReason = "cli";
+    const killedBy = job.killReason ? undefined : persistence.store.killRequested(job.id);
+    if (killedBy) job.killReason = outsideKillReason(killedBy);
     const final = finalState(job, outcome);
     job.status = final.status;
     job.outcome = final.outcome;

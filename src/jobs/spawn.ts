@@ -6,7 +6,7 @@
 import type { AgentRun } from "../agent/types.js";
 import type { CancelTimer } from "../core/clock.js";
 import type { JobEntry } from "./entry.js";
-import type { JobRegistryOptions, KillReason } from "./types.js";
+import { outsideKillReason, type JobRegistryOptions, type KillReason } from "./types.js";
 
 /** What spawning needs of the registry whose job it starts. */
 export interface SpawnTarget {
@@ -33,8 +33,9 @@ export function spawnAgent(target: SpawnTarget, job: JobEntry): void {
   recordIdentity(target, job, run);
   target.follow(job, run);
   // The command line writes its marker, then reads the record; here the record was written, then the marker is read: one of the two sees the other.
-  if (store.killRequested(job.id)) {
-    target.kill(job.id, "cli").catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
+  const killedBy = store.killRequested(job.id);
+  if (killedBy) {
+    target.kill(job.id, outsideKillReason(killedBy)).catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
   }
 }
 

@@ -9,7 +9,7 @@ import { DispatchError, toDispatchError } from "../core/errors.js";
 import { isFinishedStatus, type AgentRecord, type JobRecord } from "../store/records.js";
 import { JobEntry } from "./entry.js";
 import type { AgentOutcome, AgentRun } from "../agent/types.js";
-import type { FindMarked, IsAlive, JobRegistryOptions, KillReason } from "./types.js";
+import { outsideKillReason, type FindMarked, type IsAlive, type JobRegistryOptions, type KillReason } from "./types.js";
 
 type LocatedAgent =
   | { state: "alive" | "gone"; pid: number | undefined; startTime: string | undefined }
@@ -177,7 +177,8 @@ export class Takeover {
     const job = this.entryOf(record, { prompt: "", cwd: record.cwd, options: record.options });
     job.status = "running";
     this.target.countRunning();
-    if (job.killReason === undefined && this.target.options.persistence.store.killRequested(job.id)) job.killReason = "cli";
+    const killedBy = job.killReason === undefined ? this.target.options.persistence.store.killRequested(job.id) : undefined;
+    if (killedBy) job.killReason = outsideKillReason(killedBy);
     return job;
   }
 

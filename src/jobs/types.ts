@@ -49,6 +49,8 @@ export interface Job {
   readonly promptPreview: string;
   /** False while queued, and for a job killed before its turn came. */
   readonly launched: boolean;
+  /** Owned by another server on the state directory that lives (§15.6). */
+  readonly elsewhere: boolean;
   /** 1 for the next job to run; undefined unless queued. */
   queuePosition(): number | undefined;
   /** What the agent has done so far (§5.3). */
@@ -80,7 +82,13 @@ export interface JobStore {
   hasPrompt(id: string): boolean;
   /** Where the job's prompt is: the agent reads it as its stdin (§15.2). Undefined for a store in memory, which keeps no prompt. */
   promptFile(id: string): string | undefined;
-  killRequested(id: string): boolean;
+  /** Who asked for the job's kill from outside its server (§17, §15.6), or undefined. */
+  killRequested(id: string): string | undefined;
+  requestKill(id: string, by: string, at: number): void;
+  /** Calls onChange when the job's record is replaced; undefined where that cannot be noticed (then poll). */
+  watchRecord(id: string, onChange: () => void): (() => void) | undefined;
+  /** The ids of every job folder in the store. */
+  jobIds(): string[];
   /** Bytes the job's folder uses. */
   size(id: string): number;
   remove(id: string): void;
@@ -139,6 +147,11 @@ export interface JobRegistryOptions {
   maxRunning: number;
   /** Where jobs are kept (§15): the state directory, or a store in memory (jobs/memory.ts). */
   persistence: Persistence;
+}
+
+/** The reason recorded for a kill asked for outside the owning server: another server's claude_kill, or the command line. */
+export function outsideKillReason(by: string): KillReason {
+  return by === "claude_kill" ? "claude_kill" : "cli";
 }
 
 /** How a killed job's outcome says who killed it. */

@@ -63,7 +63,7 @@ export function negotiateVersion(requested: string): string {
 }
 
 export interface HandlerDeps {
-  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover">;
+  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover">;
   /** Checks a cwd or add_dirs entry (§5): absolute, existing, inside the operator's roots. */
   checkDirectory(dir: string): Promise<DirectoryCheck>;
   /** Sends a notification frame through the one serialized writer. */

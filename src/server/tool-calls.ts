@@ -59,6 +59,8 @@ export class ToolCalls {
       }
       case "claude_list":
         parseListInput(args);
+        // Every job of the state directory, whichever server started it (§15.6).
+        await deps.jobs.discover();
         return renderList(deps.jobs.list(), now());
       case "claude_output": {
         const input = parseOutputInput(args, this.settings);

@@ -49,9 +49,21 @@ export class MemoryStore {
     return this.results.get(id)?.slice(0, maxChars);
   }
 
-  killRequested(_id: string): boolean {
-    return false;
+  killRequested(_id: string): string | undefined {
+    return undefined;
   }
+
+  requestKill(_id: string, _by: string, _at: number): void {}
+
+  jobIds(): string[] {
+    return [...this.records.keys()];
+  }
+
+  /** Nothing else writes a store in memory. */
+  watchRecord(_id: string, _onChange: () => void): undefined {
+    return undefined;
+  }
+
 
   size(_id: string): number {
     return 0;

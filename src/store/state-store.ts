@@ -13,7 +13,7 @@
  *   <state>/jobs/<id>/claim.N[.S]   who adopted the job after restart N (slot S; created exclusively)
  *   <state>/jobs/<id>/kill          a kill asked for by the CLI
  */
-import { chmodSync, closeSync, lstatSync, mkdirSync, readdirSync, readSync, rmSync, type Stats } from "node:fs";
+import { chmodSync, closeSync, lstatSync, mkdirSync, readdirSync, readSync, rmSync, watch, type FSWatcher, type Stats } from "node:fs";
 import path from "node:path";
 
 import { createTextFile, readFileRange, writeAtomically, writeNewFile } from "./atomic.js";
@@ -233,7 +233,8 @@ export class StateStore {
     return { records, skipped, finished };
   }
 
-  private jobIds(): string[] {
+  /** The job folders' names (job ids), in no order. */
+  jobIds(): string[] {
     try {
       return readdirSync(this.jobsDir).filter(isJobId);
     } catch {
@@ -350,13 +351,40 @@ export class StateStore {
     dropClaimsBefore(this.jobDir(id), generation);
   }
 
-  /** Records that a kill was asked for outside the owning server (the CLI). */
+  /** Records that a kill was asked for outside the owning server (the CLI, or another server's claude_kill). */
   requestKill(id: string, by: string, at: number): void {
     writeAtomically(this.file(id, "kill"), `${JSON.stringify({ by, at })}\n`, true, this.randomName);
   }
 
-  killRequested(id: string): boolean {
-    return readTextFile(this.file(id, "kill")) !== undefined;
+  /** Who asked for the job's kill outside its server ("cli" when the request does not say), or undefined. */
+  killRequested(id: string): string | undefined {
+    const text = readTextFile(this.file(id, "kill"));
+    if (text === undefined) return undefined;
+    try {
+      const { by } = JSON.parse(text) as { by?: unknown };
+      return typeof by === "string" && by !== "" ? by : "cli";
+    } catch {
+      return "cli";
+    }
+  }
+
+  /**
+   * Calls onChange when the job's record is replaced, through the file system's notifications; undefined
+   * where they cannot be had (the caller then polls). The returned function stops it.
+   */
+  watchRecord(id: string, onChange: () => void): (() => void) | undefined {
+    let watcher: FSWatcher;
+    try {
+      watcher = watch(this.jobDir(id), (_event, name) => {
+        // The agent's output changes far more often than its record: only the record's name is news.
+        if (name === null || name === "record.json") onChange();
+      });
+    } catch {
+      return undefined;
+    }
+    // A folder removed meanwhile (pruned): no more news from it; the caller's poll reads the rest.
+    watcher.on("error", () => watcher.close());
+    return () => watcher.close();
   }
 
   /** Bytes used by one job's folder. */

@@ -126,6 +126,8 @@ export const LIST_SCHEMA = {
           elapsed_s: { type: "integer" },
           num_turns: { type: "integer" },
           prompt_preview: { type: "string" },
+          session_id: { type: "string", description: "Pass to claude_run or claude_start to continue this conversation." },
+          other_server: { type: "boolean", description: "Started by another live server on the same state directory, which follows it." },
         },
         required: ["job_id", "kind", "status", "cwd", "elapsed_s", "num_turns", "prompt_preview"],
       },

@@ -278,21 +278,33 @@ export interface ListedJob {
   elapsed_s: number;
   num_turns: number;
   prompt_preview: string;
+  /** The conversation to continue, once the agent has said it. */
+  session_id?: string;
+  /** Set for a job another live server on the state directory started and still follows (§15.6). */
+  other_server?: true;
 }
 
 export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ status: "listed"; jobs: ListedJob[] }> {
-  const listed = jobs.map(
-    (job): ListedJob => ({
+  const listed = jobs.map((job): ListedJob => {
+    const live = job.live();
+    const sessionId = job.outcome?.result?.sessionId ?? live.sessionId;
+    return {
       job_id: job.id,
       kind: job.kind,
       status: job.status,
       cwd: job.cwd,
       elapsed_s: elapsedSeconds(job, now),
-      num_turns: Math.round(job.outcome?.result?.numTurns ?? job.live().turns),
+      num_turns: Math.round(job.outcome?.result?.numTurns ?? live.turns),
       prompt_preview: job.promptPreview,
-    }),
+      ...(sessionId ? { session_id: sessionId } : {}),
+      ...(job.elsewhere ? { other_server: true as const } : {}),
+    };
+  });
+  const lines = listed.map(
+    (job) =>
+      `${job.job_id}  ${job.status}  ${job.elapsed_s}s  ${job.num_turns} turns  ${job.cwd}  "${job.prompt_preview}"` +
+      `${job.session_id ? `  session ${job.session_id}` : ""}${job.other_server ? "  (another server's)" : ""}`,
   );
-  const lines = listed.map((job) => `${job.job_id}  ${job.status}  ${job.elapsed_s}s  ${job.num_turns} turns  ${job.cwd}  "${job.prompt_preview}"`);
   const text = listed.length === 0 ? "No jobs." : `${listed.length} job${listed.length === 1 ? "" : "s"}, oldest first:\n${lines.join("\n")}`;
   return toolResult(text, { status: "listed", jobs: listed }, false);
 }

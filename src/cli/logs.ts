@@ -1,0 +1,150 @@
+/**
+ * `logs ID [-f] [--json]` (PROTOCOL.md §17): a job's transcript for people,
+ * read from its stdout.jsonl through the runtime's reader, as the server
+ * reads it. With -f the file is followed as it grows, on the injected clock,
+ * until the record says the job finished; then the outcome is printed.
+ */
+import { sleep } from "../core/clock.js";
+import { isFinishedStatus, type JobRecord } from "../store/records.js";
+import type { StateStore } from "../store/state-store.js";
+import { INTERRUPTED_EXIT, notFound, type Context } from "./context.js";
+import { clip, indent, oneLine, printable } from "./format.js";
+import { OutputFollower } from "./job-output.js";
+
+/** How often `logs -f` looks for more output and for the job's end. */
+export const FOLLOW_POLL_MS = 200;
+/** A tool call, a tool's output or a note, cut to one line of at most this many characters. */
+const ONE_LINE_CHARS = 200;
+/** As `show`: the whole result is in result.txt. */
+const RESULT_SHOWN_CHARS = 2000;
+
+export type EntryKind = "assistant" | "tool" | "tool_output" | "tool_error" | "note";
+
+/** One transcript entry (docs/tool-results.md, "Transcript lines"), its prefix made a kind. */
+export interface TranscriptEntry {
+  kind: EntryKind;
+  text: string;
+}
+
+const ENTRY_PREFIXES: readonly (readonly [string, EntryKind, string])[] = [
+  ["assistant: ", "assistant", "assistant"],
+  ["tool: ", "tool", "tool"],
+  ["tool result: ", "tool_output", "tool result"],
+  ["tool error: ", "tool_error", "tool error"],
+];
+
+/** Anything without a known prefix ([session …], [done: …], an event too long to show) is a note. */
+export function entryOf(line: string): TranscriptEntry {
+  for (const [prefix, kind] of ENTRY_PREFIXES) if (line.startsWith(prefix)) return { kind, text: line.slice(prefix.length) };
+  return { kind: "note", text: line };
+}
+
+/** The agent's text whole, its later lines indented; anything else on one line, cut. */
+export function entryText(entry: TranscriptEntry): string {
+  if (entry.kind === "assistant") {
+    const [first = "", ...rest] = printable(entry.text.trim()).split("\n");
+    return rest.length === 0 ? `assistant: ${first}` : `assistant: ${first}\n${indent(rest.join("\n"))}`;
+  }
+  const label = ENTRY_PREFIXES.find(([, kind]) => kind === entry.kind)?.[2];
+  const line = printable(clip(oneLine(entry.text), ONE_LINE_CHARS));
+  return label === undefined ? line : `${label}: ${line}`;
+}
+
+export async function showLogs(context: Context, id: string, follow: boolean): Promise<number> {
+  const record = context.store.read(id);
+  if (!record) throw notFound(context, id);
+  if (follow) return followLogs(context, id);
+  if (context.json) printLogsDocument(context, record);
+  else printLogsText(context, record);
+  return 0;
+}
+
+/** What the output holds now, then the outcome, or how to follow a job that has not finished. */
+function printLogsText(context: Context, record: JobRecord): void {
+  const { io, store } = context;
+  let entries = 0;
+  const follower = new OutputFollower(store, record.id, (line) => {
+    entries += 1;
+    io.stdout.write(`${entryText(entryOf(line))}\n`);
+  });
+  follower.end();
+  const separator = entries > 0 ? "\n" : "";
+  if (isFinishedStatus(record.status)) io.stdout.write(`${separator}${outcomeText(store, record, record.outcome?.result?.sessionId ?? follower.live().sessionId)}`);
+  else io.stdout.write(`${separator}job ${record.id} is ${record.status}; \`claude-dispatch logs -f ${record.id}\` follows it to its end\n`);
+}
+
+/** One JSON document, written as the output is read so that no transcript is held: {id, status, entries, outcome}. */
+function printLogsDocument(context: Context, record: JobRecord): void {
+  const { io, store } = context;
+  io.stdout.write(`{\n  "id": ${JSON.stringify(record.id)},\n  "status": ${JSON.stringify(record.status)},\n  "entries": [`);
+  let entries = 0;
+  const follower = new OutputFollower(store, record.id, (line) => {
+    io.stdout.write(`${entries === 0 ? "\n" : ",\n"}    ${JSON.stringify(entryOf(line))}`);
+    entries += 1;
+  });
+  follower.end();
+  const outcome = isFinishedStatus(record.status) ? outcomeDocument(store, record, record.outcome?.result?.sessionId ?? follower.live().sessionId) : null;
+  const outcomeJson = JSON.stringify(outcome, null, 2).replaceAll("\n", "\n  ");
+  io.stdout.write(`${entries > 0 ? "\n  " : ""}],\n  "outcome": ${outcomeJson}\n}\n`);
+}
+
+/** Entries as they appear, then the outcome: exit 0 if the job completed, 1 if it did not. */
+async function followLogs(context: Context, id: string): Promise<number> {
+  const { io, store, json } = context;
+  let entries = 0;
+  const follower = new OutputFollower(store, id, (line) => {
+    entries += 1;
+    const entry = entryOf(line);
+    io.stdout.write(json ? `${JSON.stringify(entry)}\n` : `${entryText(entry)}\n`);
+  });
+  const record = await untilFinished(context, id, follower);
+  if (!record) return INTERRUPTED_EXIT;
+  const sessionId = record.outcome?.result?.sessionId ?? follower.live().sessionId;
+  if (json) io.stdout.write(`${JSON.stringify({ kind: "outcome", ...outcomeDocument(store, record, sessionId) })}\n`);
+  else io.stdout.write(`${entries > 0 ? "\n" : ""}${outcomeText(store, record, sessionId)}`);
+  return record.status === "completed" ? 0 : 1;
+}
+
+/** Reads new output every FOLLOW_POLL_MS until the job's record says it finished; undefined if interrupted first. */
+async function untilFinished(context: Context, id: string, follower: OutputFollower): Promise<JobRecord | undefined> {
+  const { io, store } = context;
+  for (;;) {
+    // The record before the output: once it says finished, the agent is gone and the output read after it is whole.
+    const record = store.read(id);
+    if (!record) throw notFound(context, id);
+    if (isFinishedStatus(record.status)) {
+      follower.end();
+      return record;
+    }
+    follower.readNew();
+    if (io.interrupted?.aborted) return undefined;
+    await sleep(io.clock, FOLLOW_POLL_MS, io.interrupted);
+    if (io.interrupted?.aborted) return undefined;
+  }
+}
+
+/** status, session_id when known, error {code, detail} when it failed, and the whole result with its path. */
+function outcomeDocument(store: StateStore, record: JobRecord, sessionId: string | undefined): Record<string, unknown> {
+  const { outcome } = record;
+  const result = store.readResult(record.id);
+  return {
+    status: record.status,
+    ...(sessionId === undefined ? {} : { session_id: sessionId }),
+    ...(outcome && !outcome.ok ? { error: { code: outcome.code ?? null, detail: outcome.detail ?? null } } : {}),
+    result: result ?? null,
+    result_path: result === undefined ? null : store.file(record.id, "result.txt"),
+  };
+}
+
+function outcomeText(store: StateStore, record: JobRecord, sessionId: string | undefined): string {
+  const { outcome } = record;
+  const lines = [`job ${record.id} ${record.status}${sessionId === undefined ? "" : ` · session ${printable(sessionId)}`}`];
+  if (outcome && !outcome.ok) lines.push(`error: ${printable(`${outcome.code ?? "?"}: ${outcome.detail ?? ""}`)}`);
+  const head = store.readResultHead(record.id, RESULT_SHOWN_CHARS);
+  if (head !== undefined && head.trim() !== "") {
+    const total = outcome?.result_chars ?? head.length;
+    lines.push(`result (${total} characters):`, indent(printable(head.trimEnd())));
+    if (total > head.length) lines.push(`  […${total - head.length} more characters; the whole result is in ${store.file(record.id, "result.txt")}]`);
+  }
+  return `${lines.join("\n")}\n`;
+}

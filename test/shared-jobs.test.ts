@@ -1,0 +1,209 @@
+/**
+ * Two registries on one state directory (PROTOCOL.md §15.6): a job one server
+ * owns is served by the other from its files, while the owner lives; killed
+ * from the other with the reason it gave; taken over when the owner dies.
+ * Record changes arrive through the file system's notifications, or the poll
+ * where there are none; nothing here sleeps.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, afterEach, describe, test } from "node:test";
+
+import type { AgentToAttach } from "../src/agent/types.js";
+import { JobRegistry, type IsAlive } from "../src/jobs/registry.js";
+import { StateStore } from "../src/store/state-store.js";
+import { Transcript } from "../src/core/transcript.js";
+import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-shared-"));
+const servers: Server[] = [];
+// An observed job's folder is watched until the job ends or its server leaves: each test's servers leave.
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.jobs.leave();
+});
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+const OWNER_A = { pid: 1001, start_time: "100" };
+const OWNER_B = { pid: 1002, start_time: "200" };
+
+interface Server {
+  jobs: JobRegistry;
+  launcher: FakeLauncher;
+  attached: AgentToAttach[];
+  attachedAgents: FakeAgent[];
+  clock: FakeClock;
+  store: StateStore;
+  logger: RecordingLogger;
+}
+
+let dirs = 0;
+function stateDir(): string {
+  dirs += 1;
+  return path.join(scratch, `s${dirs}`);
+}
+
+function server(dir: string, owner: typeof OWNER_A, isAlive: IsAlive, options: { maxRunning?: number; notifications?: boolean } = {}): Server {
+  const store = new StateStore(dir, { randomName: () => randomUUID() });
+  store.open();
+  if (options.notifications === false) store.watchRecord = () => undefined;
+  const clock = new FakeClock();
+  const launcher = new FakeLauncher();
+  const logger = new RecordingLogger();
+  const attached: AgentToAttach[] = [];
+  const attachedAgents: FakeAgent[] = [];
+  const jobs = new JobRegistry({
+    launch: launcher.launch,
+    clock,
+    newId: randomUUID,
+    logger,
+    retentionMs: 7 * 24 * 3600 * 1000,
+    maxFinishedJobs: 1000,
+    finishedTranscriptChars: 1_000_000,
+    maxRunning: options.maxRunning ?? 1000,
+    persistence: {
+      store,
+      owner,
+      attach: (agent) => {
+        attached.push(agent);
+        const run = new FakeAgent({ prompt: "", cwd: "/" });
+        attachedAgents.push(run);
+        return run;
+      },
+      replayTranscript: () => new Transcript(1000),
+      maxBytes: 1024 ** 3,
+      admit: async (spec) => spec,
+      newMarker: () => `marker-${randomUUID()}`,
+      isAlive,
+    },
+  });
+  const made = { jobs, launcher, attached, attachedAgents, clock, store, logger };
+  servers.push(made);
+  return made;
+}
+
+/** A's server and its agents live unless the test says otherwise. */
+function world(options: { maxRunning?: number; notifications?: boolean } = {}): { a: Server; b: Server; alive: Set<number> } {
+  const alive = new Set([OWNER_A.pid, OWNER_B.pid, 4242]);
+  const isAlive: IsAlive = async (process) => alive.has(process.pid);
+  const dir = stateDir();
+  return { a: server(dir, OWNER_A, isAlive, options), b: server(dir, OWNER_B, isAlive, options), alive };
+}
+
+describe("a job another live server owns", { timeout: 20_000 }, () => {
+  test("is served here: running, marked, its agent followed from its files, and its result when the owner records it", async () => {
+    const { a, b } = world();
+    const started = a.jobs.start({ prompt: "shared", cwd: "/w" }, "start");
+    await settle();
+    const seen = await b.jobs.recover(started.id);
+    assert.ok(seen, "JOB_NOT_FOUND no more while its owner lives");
+    assert.equal(seen.status, "running");
+    assert.equal(seen.elsewhere, true);
+    assert.equal(b.attached.length, 1, "its agent is followed from its output file");
+    assert.equal(b.attached[0]?.marker, a.store.read(started.id)?.agent?.tree_marker);
+    assert.equal(b.jobs.running().length, 0, "not counted among this server's own: its shutdown leaves it alone");
+    a.launcher.last.succeed("the answer");
+    await seen.done;
+    assert.equal(seen.status, "completed");
+    assert.equal(seen.resultText(), "the answer");
+    assert.equal(seen.elsewhere, false);
+    assert.equal(a.jobs.get(started.id)?.status, "completed");
+  });
+
+  test("is listed after discovery, with every other job of the directory", async () => {
+    const { a, b } = world();
+    const first = a.jobs.start({ prompt: "one", cwd: "/w" }, "start");
+    const second = a.jobs.start({ prompt: "two", cwd: "/w" }, "start");
+    await settle();
+    a.launcher.agents[0]?.succeed("done");
+    await first.done;
+    const own = b.jobs.start({ prompt: "mine", cwd: "/w" }, "start");
+    await b.jobs.discover();
+    const listed = new Map(b.jobs.list().map((job) => [job.id, job]));
+    assert.deepEqual([...listed.keys()].sort(), [first.id, second.id, own.id].sort());
+    assert.equal(listed.get(first.id)?.status, "completed");
+    assert.equal(listed.get(second.id)?.elsewhere, true);
+    assert.equal(listed.get(own.id)?.elsewhere, false);
+  });
+
+  test("killed from here: the kill is asked for in its folder, its tree is killed from here, and its owner records claude_kill", async () => {
+    const { a, b } = world();
+    const started = a.jobs.start({ prompt: "kill me", cwd: "/w" }, "start");
+    await settle();
+    const seen = await b.jobs.recover(started.id);
+    assert.ok(seen);
+    // Killing the tree from here ends the owner's child, as a real kill would.
+    const attachedRun = b.attachedAgents[0];
+    assert.ok(attachedRun);
+    attachedRun.kill = async () => {
+      attachedRun.killCalls += 1;
+      a.launcher.last.finish({ ok: false, code: "AGENT_EXITED", detail: "killed by SIGTERM" });
+      return { survivors: [] };
+    };
+    const result = await b.jobs.kill(started.id, "claude_kill");
+    assert.deepEqual(result, { killed: true, survivors: [] });
+    assert.equal(attachedRun.killCalls, 1);
+    assert.equal(seen.status, "killed");
+    const owned = a.jobs.get(started.id);
+    assert.equal(owned?.status, "killed");
+    assert.equal(owned?.killReason, "claude_kill");
+    assert.equal(a.store.read(started.id)?.kill_reason, "claude_kill");
+  });
+
+  test("queued by its owner, then started by it: followed once its record says running", async () => {
+    const { a, b } = world({ maxRunning: 1 });
+    const blocker = a.jobs.start({ prompt: "first", cwd: "/w" }, "start");
+    const queued = a.jobs.start({ prompt: "second", cwd: "/w" }, "start");
+    await settle();
+    const seen = await b.jobs.recover(queued.id);
+    assert.equal(seen?.status, "queued");
+    assert.equal(b.attached.length, 0);
+    a.launcher.agents[0]?.succeed();
+    await blocker.done;
+    await new Promise<void>((resolve) => {
+      const stop = seen?.onActivity(() => {
+        if (seen.status === "running") {
+          stop?.();
+          resolve();
+        }
+      });
+    });
+    assert.equal(b.attached.length, 1);
+  });
+
+  test("without notifications, the poll sees the record change", async () => {
+    const { a, b } = world({ notifications: false });
+    const started = a.jobs.start({ prompt: "polled", cwd: "/w" }, "start");
+    await settle();
+    const seen = await b.jobs.recover(started.id);
+    assert.ok(seen);
+    a.launcher.last.succeed("polled result");
+    await settle();
+    assert.equal(seen.status, "running", "nothing tells this server until its poll");
+    b.clock.advance(200);
+    await seen.done;
+    assert.equal(seen.resultText(), "polled result");
+  });
+
+  test("whose owner dies: taken over at the next poll, and whoever waited on it sees its end", async () => {
+    const { a, b, alive } = world();
+    const started = a.jobs.start({ prompt: "orphaned", cwd: "/w" }, "start");
+    await settle();
+    const seen = await b.jobs.recover(started.id);
+    assert.ok(seen);
+    alive.delete(OWNER_A.pid);
+    b.clock.advance(2000);
+    await settle();
+    const owned = b.jobs.get(started.id);
+    assert.ok(owned && owned !== seen, "a new entry, owned here");
+    assert.equal(owned.elsewhere, false);
+    assert.equal(b.store.read(started.id)?.owner.pid, OWNER_B.pid);
+    // The takeover follows the agent; when it ends, the entry first handed out ends too.
+    b.attachedAgents.at(-1)?.succeed("finished under B");
+    await seen.done;
+    assert.equal(seen.status, "completed");
+    assert.equal(seen.resultText(), "finished under B");
+  });
+});
