@@ -104,6 +104,7 @@ const SECTIONS = [
   { key: "g", name: "wait", run: benchWaitLatency },
   { key: "h", name: "startup", run: benchStartupWithJobs },
   { key: "i", name: "jobcost", run: benchJobCost },
+  { key: "j", name: "shared", run: (rounds) => benchWaitLatency(rounds, true) },
 ];
 
 /* ------------------------------------------------------------------ *
@@ -1021,8 +1022,12 @@ async function jobCostIn(root, rounds) {
  *  - "/proc": the bench polls /proc/<pid>/stat every ~1 ms and records when
  *    the agent is a zombie or gone (resolution about 1 ms, so this reads up
  *    to ~1 ms low). This is the headline: it is when the server can know.
+ *
+ * (j) the same, with two servers on one state directory: the job is started
+ * on one and waited on through the other, which learns of its end from the
+ * owner's final record (PROTOCOL.md §15.6).
  */
-async function benchWaitLatency(rounds) {
+async function benchWaitLatency(rounds, shared = false) {
   const dir = makeWorkDir();
   const exitDir = path.join(dir, "exits");
   fs.mkdirSync(exitDir);
@@ -1043,14 +1048,18 @@ if (process.argv[1] && process.argv[1].endsWith("fake-claude.mjs") && process.en
   const all = { hook: [], proc: [] };
   try {
     for (let i = 0; i < rounds; i += 1) {
-      const s = new Server({ NODE_OPTIONS: nodeOptions, BENCH_EXIT_DIR: exitDir });
+      const stateDir = path.join(dir, `state-${i}`);
+      const s = new Server({ NODE_OPTIONS: nodeOptions, BENCH_EXIT_DIR: exitDir, CLAUDE_DISPATCH_STATE_DIR: stateDir });
       await s.initialize();
+      // The server that waits: the same one, or another on the same state directory.
+      const w = shared ? new Server({ CLAUDE_DISPATCH_STATE_DIR: stateDir }) : s;
+      if (shared) await w.initialize();
       const hookLat = [];
       const procLat = [];
       for (let k = 0; k < SIZES.waitSamples; k += 1) {
         const pidFile = path.join(dir, `pid-${i}-${k}`);
         const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n@sleep ${SIZES.waitSleepMs}`, cwd: dir });
-        const waited = s.callTool("claude_wait", { job_id: started.structured.job_id, hold_ms: 60_000 }, 90_000);
+        const waited = w.callTool("claude_wait", { job_id: started.structured.job_id, hold_ms: 60_000 }, 90_000);
         // The agent writes its pid before sleeping.
         let pid;
         const pidDeadline = now() + 10_000;
@@ -1080,6 +1089,7 @@ if (process.argv[1] && process.argv[1].endsWith("fake-claude.mjs") && process.en
         procLat.push(goneAt === undefined ? 0 : response.at - goneAt);
       }
       await s.close();
+      if (shared) await w.close();
       await reapLeftovers();
       all.hook.push(...hookLat);
       all.proc.push(...procLat);
@@ -1103,10 +1113,12 @@ if (process.argv[1] && process.argv[1].endsWith("fake-claude.mjs") && process.en
   return {
     rows: [
       {
-        metric: `g  wait latency: agent gone (/proc, 1 ms poll) -> claude_wait answer (${SIZES.waitSamples}/round)`,
+        metric: shared
+          ? `j  wait latency across servers: agent gone (/proc) -> claude_wait answer on another server (${SIZES.waitSamples}/round)`
+          : `g  wait latency: agent gone (/proc, 1 ms poll) -> claude_wait answer (${SIZES.waitSamples}/round)`,
         value: `p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`,
-        target: "p99 <= 10 ms",
-        pass: p99 <= 10,
+        target: shared ? "p99 < 250 ms (issue 13)" : "p99 <= 10 ms",
+        pass: shared ? p99 < 250 : p99 <= 10,
         detail:
           `pooled over ${all.proc.length}: p50 ${pooled.p50.toFixed(2)}, p99 ${pooled.p99.toFixed(2)}, max ${pooled.max.toFixed(2)} ms; ` +
           `from the agent's process.exit() call (adds its own Node teardown): p50 ${hookP50.toFixed(2)}, p99 ${hookP99.toFixed(2)} ms, pooled max ${pooledHook.max.toFixed(2)} ms; ` +
@@ -1405,7 +1417,7 @@ function parseArgs(argv) {
     } else if (arg === "--out" || arg.startsWith("--out=")) {
       options.out = path.resolve(value());
     } else if (arg === "--help" || arg === "-h") {
-      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup,jobcost] [--out FILE]\n");
+      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup,jobcost,shared] [--out FILE]\n");
       process.exit(0);
     } else {
       throw new Error(`unknown argument ${arg}`);
