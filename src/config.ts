@@ -37,6 +37,8 @@ export interface Config {
   stateMaxBytes: number;
   /** What shutdown does to running agents and queued jobs (§3). */
   onExit: OnExit;
+  /** The operator's command run when a job this server owns ends (§8): argv, never a shell. */
+  onDone: readonly string[] | undefined;
 }
 
 export const ON_EXIT_POLICIES = ["keep", "kill"] as const;
@@ -133,6 +135,7 @@ export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
     stateDir: loadStateDir(env, platform, home),
     stateMaxBytes: integer(env, "CLAUDE_DISPATCH_STATE_MAX_BYTES", 1024 ** 3, 1024 * 1024, 1024 ** 4),
     onExit: loadOnExit(env),
+    onDone: loadOnDone(env),
     policy: loadPolicy(env),
     roots: loadRoots(env, pathDelimiter),
   };
@@ -153,6 +156,31 @@ function loadOnExit(env: Env): OnExit {
     throw new ConfigError(`CLAUDE_DISPATCH_ON_EXIT must be one of ${ON_EXIT_POLICIES.join(", ")}, got ${JSON.stringify(value)}`);
   }
   return value as OnExit;
+}
+
+/** Bounds on CLAUDE_DISPATCH_ON_DONE: an argv, not a script. */
+const ON_DONE_MAX_ARGS = 64;
+const ON_DONE_MAX_ARG_CHARS = 4096;
+
+/** A JSON array of strings, the program first; never run through a shell, so nothing in it is interpreted. */
+function loadOnDone(env: Env): string[] | undefined {
+  const raw = optional(env, "CLAUDE_DISPATCH_ON_DONE");
+  if (raw === undefined) return undefined;
+  const problem = `CLAUDE_DISPATCH_ON_DONE must be a JSON array of 1 to ${ON_DONE_MAX_ARGS} strings, the program first (such as ["notify-send", "job done"])`;
+  let argv: unknown;
+  try {
+    argv = JSON.parse(raw);
+  } catch {
+    throw new ConfigError(`${problem}, got ${JSON.stringify(raw.slice(0, 200))}`);
+  }
+  const valid =
+    Array.isArray(argv) &&
+    argv.length >= 1 &&
+    argv.length <= ON_DONE_MAX_ARGS &&
+    argv.every((arg) => typeof arg === "string" && arg.length <= ON_DONE_MAX_ARG_CHARS && !arg.includes("\0")) &&
+    (argv[0] as string).trim() !== "";
+  if (!valid) throw new ConfigError(`${problem}, each at most ${ON_DONE_MAX_ARG_CHARS} characters, the first not empty; got ${JSON.stringify(raw.slice(0, 200))}`);
+  return argv as string[];
 }
 
 /** Set but naming no directory (say ":") would refuse every call: that is a mistake, not a policy. */

@@ -12,6 +12,7 @@ import path from "node:path";
 import { createAgents } from "./agent/launcher.js";
 import { claudeRuntime } from "./runtimes/claude/index.js";
 import { memoryPersistence } from "./jobs/memory.js";
+import { OnDoneCommands } from "./jobs/on-done.js";
 import { hasProcessTable, ownLinuxStartTime } from "./hosts/local/self.js";
 import { systemClock } from "./core/clock.js";
 import { DEPTH_VARIABLE, loadConfig, type Config } from "./config.js";
@@ -216,6 +217,7 @@ async function createJobs(config: Config, policy: Policy, roots: string[] | unde
     runtime.createReader({ maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS, onOverflow: () => undefined, source: from.outputSource(id) });
   return new JobRegistry({
     launch: agents.launch,
+    ...(config.onDone ? { onDone: new OnDoneCommands({ argv: config.onDone, host, env: process.env, clock: systemClock, logger }) } : {}),
     clock: systemClock,
     // The global Web Crypto: node:crypto is not loaded before a job needs an id.
     newId: () => crypto.randomUUID(),

@@ -29,6 +29,7 @@ test("defaults", () => {
     stateDir: "/nonexistent/.local/state/claude-dispatch",
     stateMaxBytes: 1024 ** 3,
     onExit: "keep",
+    onDone: undefined,
   });
   assert.equal(loadConfig({}, { cpus: 8 }).maxJobs, 8, "one agent per CPU");
   assert.equal(loadConfig({}, { cpus: 1 }).maxJobs, 2, "but at least two");
@@ -106,10 +107,23 @@ test("invalid values are errors that name the variable, never silent fallbacks",
     ["CLAUDE_DISPATCH_STATE_MAX_BYTES", "1024"],
     ["CLAUDE_DISPATCH_ON_EXIT", "detach"],
     ["CLAUDE_DISPATCH_ROOTS", " : "],
+    ["CLAUDE_DISPATCH_ON_DONE", "notify-send done"],
+    ["CLAUDE_DISPATCH_ON_DONE", "[]"],
+    ["CLAUDE_DISPATCH_ON_DONE", '["notify-send", 1]'],
+    ["CLAUDE_DISPATCH_ON_DONE", '{"argv": ["x"]}'],
+    ["CLAUDE_DISPATCH_ON_DONE", '[" ", "x"]'],
+    ["CLAUDE_DISPATCH_ON_DONE", JSON.stringify(["x", "a\u0000b"])],
+    ["CLAUDE_DISPATCH_ON_DONE", JSON.stringify(Array.from({ length: 65 }, () => "x"))],
   ];
   for (const [name, value] of cases) {
     assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message.includes(name), `${name}=${value}`);
   }
+});
+
+test("CLAUDE_DISPATCH_ON_DONE is an argv as written: nothing in it is split or interpreted", () => {
+  const argv = ["notify-send", "claude-dispatch", "job $CLAUDE_DISPATCH_JOB_ID; rm -rf ~"];
+  assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_ON_DONE: ` ${JSON.stringify(argv)} ` }).onDone, argv);
+  assert.equal(loadConfig({ CLAUDE_DISPATCH_ON_DONE: "  " }).onDone, undefined);
 });
 
 test("the state directory: explicit, else XDG_STATE_HOME, else ~/.local/state; %LOCALAPPDATA% on Windows", () => {

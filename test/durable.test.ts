@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
@@ -366,6 +366,34 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     const onA = await structured(a, "claude_wait", { job_id: id });
     assert.equal(onA.status, "completed");
     assert.equal(readPids(pids).length, 1, "one agent, never started twice");
+  });
+
+  test("CLAUDE_DISPATCH_ON_DONE runs once for a job two servers watch, by its owner, with the job in its environment", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const hook = path.join(path.dirname(stateDir), "on-done.mjs");
+    const ran = path.join(path.dirname(stateDir), "on-done.log");
+    writeFileSync(
+      hook,
+      'import { appendFileSync } from "node:fs";\n' +
+        "const e = process.env;\n" +
+        "appendFileSync(process.argv[2], [e.CLAUDE_DISPATCH_JOB_ID, e.CLAUDE_DISPATCH_JOB_STATUS, e.CLAUDE_DISPATCH_JOB_CWD, e.CLAUDE_DISPATCH_JOB_SESSION_ID, process.cwd()].join(' ') + '\\n');\n",
+    );
+    const onDone = { CLAUDE_DISPATCH_ON_DONE: JSON.stringify([process.execPath, hook, ran]) };
+    const a = await startServer(stateDir, onDone);
+    const b = await startServer(stateDir, onDone);
+    const { job_id: id } = await structured(a, "claude_start", { prompt: `@pid ${pids}\n@wait-file ${gate}\nnotify me`, cwd });
+    await agentRecorded(stateDir, id);
+    const waiting = b.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
+    await structured(b, "claude_list", {});
+    writeFileSync(gate, "");
+    const done = (await waiting).result?.structuredContent as Record<string, any>;
+    assert.equal(done.status, "completed");
+    await waitFor(() => existsSync(ran) && readFileSync(ran, "utf8").endsWith("\n"), "the command to run");
+    for (const server of [a, b]) {
+      server.endInput();
+      await server.exited;
+    }
+    assert.deepEqual(readFileSync(ran, "utf8").trim().split("\n"), [`${id} completed ${cwd} ${done.session_id} ${cwd}`], "once, with the job's id, status, cwd and session, in its cwd");
   });
 
   test("killed through B: its whole tree is gone, and A, its owner, records it killed by claude_kill", async () => {

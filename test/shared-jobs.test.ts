@@ -37,6 +37,8 @@ interface Server {
   clock: FakeClock;
   store: StateStore;
   logger: RecordingLogger;
+  /** The jobs CLAUDE_DISPATCH_ON_DONE ran for, and with which status. */
+  doneRuns: string[];
 }
 
 let dirs = 0;
@@ -54,8 +56,13 @@ function server(dir: string, owner: typeof OWNER_A, isAlive: IsAlive, options: {
   const logger = new RecordingLogger();
   const attached: AgentToAttach[] = [];
   const attachedAgents: FakeAgent[] = [];
+  const doneRuns: string[] = [];
   const jobs = new JobRegistry({
     launch: launcher.launch,
+    onDone: {
+      run: async (job) => void doneRuns.push(`${job.id} ${job.status}`),
+      close: async () => undefined,
+    },
     clock,
     newId: randomUUID,
     logger,
@@ -79,7 +86,7 @@ function server(dir: string, owner: typeof OWNER_A, isAlive: IsAlive, options: {
       isAlive,
     },
   });
-  const made = { jobs, launcher, attached, attachedAgents, clock, store, logger };
+  const made = { jobs, launcher, attached, attachedAgents, clock, store, logger, doneRuns };
   servers.push(made);
   return made;
 }
@@ -110,6 +117,8 @@ describe("a job another live server owns", { timeout: 20_000 }, () => {
     assert.equal(seen.resultText(), "the answer");
     assert.equal(seen.elsewhere, false);
     assert.equal(a.jobs.get(started.id)?.status, "completed");
+    assert.deepEqual(a.doneRuns, [`${started.id} completed`], "the owner runs CLAUDE_DISPATCH_ON_DONE, once");
+    assert.deepEqual(b.doneRuns, [], "a server that only watched the job does not");
   });
 
   test("is listed after discovery, with every other job of the directory", async () => {
@@ -205,5 +214,14 @@ describe("a job another live server owns", { timeout: 20_000 }, () => {
     await seen.done;
     assert.equal(seen.status, "completed");
     assert.equal(seen.resultText(), "finished under B");
+    assert.deepEqual([a.doneRuns, b.doneRuns], [[], [`${started.id} completed`]], "run by the server that finished it");
+  });
+
+  test("a server's own shutdown runs no CLAUDE_DISPATCH_ON_DONE for the jobs it kills", async () => {
+    const { a } = world();
+    a.jobs.start({ prompt: "cut short", cwd: "/w" }, "start");
+    await settle();
+    await a.jobs.shutdown();
+    assert.deepEqual(a.doneRuns, []);
   });
 });

@@ -244,6 +244,7 @@ export class JobRegistry {
   async shutdown(): Promise<void> {
     this.closing = true;
     this.observer.close();
+    await this.options.onDone?.close();
     // A job being taken over is served (and killable) once its output is read.
     await Promise.allSettled([...this.recovering.values()]);
     for (const job of [...this.queue]) await this.kill(job.id, "shutdown");
@@ -259,6 +260,7 @@ export class JobRegistry {
   async leave(): Promise<void> {
     this.closing = true;
     this.observer.close();
+    await this.options.onDone?.close();
     const running = this.running().length;
     if (running + this.queue.length > 0) {
       this.options.logger.info(`leaving ${running} running and ${this.queue.length} queued job(s) to the next server`);
@@ -289,11 +291,7 @@ export class JobRegistry {
     this.launchNext();
   }
 
-  /**
-   * Finished jobs from the state directory's index (§15.5): counted for
-   * retention and the disk cap at once, their records read only when one is
-   * asked for. Call before restore.
-   */
+  /** Finished jobs from the index (§15.5): counted for retention and the disk cap now, read when asked for. Call before restore. */
   rememberFinished(entries: readonly IndexedJob[]): void {
     this.finished.remember(entries);
   }
@@ -383,6 +381,8 @@ export class JobRegistry {
     this.finished.add(job.id, bytes);
     logger.info(`job ${job.id} ${job.status}${outcome.ok ? "" : ` (${outcome.code})`}`);
     job.markDone();
+    // Only the server that finishes a job runs it (once per job); none for jobs its own shutdown ends.
+    if (!this.closing) void this.options.onDone?.run(job).catch((error: unknown) => logger.error(`CLAUDE_DISPATCH_ON_DONE for job ${job.id}: ${String(error)}`));
     this.finished.boundTranscripts();
   }
 

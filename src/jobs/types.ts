@@ -134,6 +134,8 @@ export type FindMarked = (marker: string) => Promise<{ pid: number; startTime: s
 
 export interface JobRegistryOptions {
   launch: AgentLauncher;
+  /** The operator's command for each job this server finishes (§8, jobs/on-done.ts); stopped at shutdown. */
+  onDone?: { run(job: Job): Promise<void>; close(): Promise<void> };
   clock: Clock;
   newId(): string;
   logger: Logger;
