@@ -16,7 +16,7 @@ import type { AgentToAttach } from "../src/agent/types.js";
 import { JobRegistry, type IsAlive } from "../src/jobs/registry.js";
 import { StateStore } from "../src/store/state-store.js";
 import { Transcript } from "../src/core/transcript.js";
-import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
+import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle, track } from "./helpers.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-shared-"));
 const servers: Server[] = [];
@@ -137,28 +137,46 @@ describe("a job another live server owns", { timeout: 20_000 }, () => {
     assert.equal(listed.get(own.id)?.elsewhere, false);
   });
 
-  test("killed from here: the kill is asked for in its folder, its tree is killed from here, and its owner records claude_kill", async () => {
+  for (const reason of ["claude_kill", "cancelled"] as const) {
+    test(`killed from here (${reason}): the kill is asked for in its folder, its tree is killed from here, and its owner records ${reason}`, async () => {
+      const { a, b } = world();
+      const started = a.jobs.start({ prompt: "kill me", cwd: "/w" }, "start");
+      await settle();
+      const seen = await b.jobs.recover(started.id);
+      assert.ok(seen);
+      // Killing the tree from here ends the owner's child, as a real kill would.
+      const attachedRun = b.attachedAgents[0];
+      assert.ok(attachedRun);
+      attachedRun.kill = async () => {
+        attachedRun.killCalls += 1;
+        a.launcher.last.finish({ ok: false, code: "AGENT_EXITED", detail: "killed by SIGTERM" });
+        return { survivors: [] };
+      };
+      const result = await b.jobs.kill(started.id, reason);
+      assert.deepEqual(result, { killed: true, survivors: [] });
+      assert.equal(attachedRun.killCalls, 1);
+      assert.equal(seen.status, "killed");
+      const owned = a.jobs.get(started.id);
+      assert.equal(owned?.status, "killed");
+      assert.equal(owned?.killReason, reason);
+      assert.equal(a.store.read(started.id)?.kill_reason, reason);
+    });
+  }
+
+  test("killed from here while its owner never records it: the answer comes after a bounded wait, not never", async () => {
     const { a, b } = world();
-    const started = a.jobs.start({ prompt: "kill me", cwd: "/w" }, "start");
+    const started = a.jobs.start({ prompt: "owner wedged", cwd: "/w" }, "start");
     await settle();
     const seen = await b.jobs.recover(started.id);
     assert.ok(seen);
-    // Killing the tree from here ends the owner's child, as a real kill would.
-    const attachedRun = b.attachedAgents[0];
-    assert.ok(attachedRun);
-    attachedRun.kill = async () => {
-      attachedRun.killCalls += 1;
-      a.launcher.last.finish({ ok: false, code: "AGENT_EXITED", detail: "killed by SIGTERM" });
-      return { survivors: [] };
-    };
-    const result = await b.jobs.kill(started.id, "claude_kill");
-    assert.deepEqual(result, { killed: true, survivors: [] });
-    assert.equal(attachedRun.killCalls, 1);
-    assert.equal(seen.status, "killed");
-    const owned = a.jobs.get(started.id);
-    assert.equal(owned?.status, "killed");
-    assert.equal(owned?.killReason, "claude_kill");
-    assert.equal(a.store.read(started.id)?.kill_reason, "claude_kill");
+    const killing = track(b.jobs.kill(started.id, "claude_kill"));
+    await b.clock.advance(9_999);
+    assert.equal(killing.done, false, "the owner may still record it");
+    await b.clock.advance(1);
+    assert.deepEqual(await killing.promise, { killed: true, survivors: [] });
+    assert.equal(seen.status, "running", "nothing is made up: the record still says running");
+    a.launcher.last.succeed();
+    await seen.done;
   });
 
   test("queued by its owner, then started by it: followed once its record says running", async () => {

@@ -16,6 +16,8 @@ import type { JobRegistryOptions, KillReason, KillResult } from "./types.js";
 /** With notifications, the poll only checks that owners live; without them it is how changes are seen. */
 const POLL_WITH_NOTIFICATIONS_MS = 2000;
 const POLL_WITHOUT_NOTIFICATIONS_MS = 200;
+/** How long claude_kill waits for the owner's final record once the tree is dead. */
+const OWNER_RECORD_WAIT_MS = 10_000;
 
 /** What the observer needs of the registry it serves jobs for. */
 export interface ObserverTarget {
@@ -78,7 +80,10 @@ export class Observer {
     if (!entry.job.run) return { killed: true, survivors: [] };
     const report = await entry.job.run.kill();
     await this.check(id);
-    await entry.job.done;
+    // The tree is dead either way: an owner slow to record it delays the answer a bounded time, never forever.
+    let cancel: CancelTimer = () => undefined;
+    await Promise.race([entry.job.done, new Promise<void>((resolve) => (cancel = this.target.options.clock.setTimer(resolve, OWNER_RECORD_WAIT_MS)))]);
+    cancel();
     return { killed: true, survivors: report.survivors };
   }
 

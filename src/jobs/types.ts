@@ -151,9 +151,9 @@ export interface JobRegistryOptions {
   persistence: Persistence;
 }
 
-/** The reason recorded for a kill asked for outside the owning server: another server's claude_kill, or the command line. */
+/** The reason recorded for a kill asked for outside the owning server: another server's claude_kill or tasks/cancel, or the command line. */
 export function outsideKillReason(by: string): KillReason {
-  return by === "claude_kill" ? "claude_kill" : "cli";
+  return by === "claude_kill" || by === "cancelled" ? by : "cli";
 }
 
 /** How a killed job's outcome says who killed it. */
