@@ -213,6 +213,9 @@ async function createJobs(config: Config, policy: Policy, roots: string[] | unde
     stderrTailBytes: 64 * 1024,
     onMalformedLine: (line) => logger.warn(`skipped a line of agent output that is not JSON: ${line.slice(0, 200)}`),
   });
+  const owner = store ? await ownIdentity(host.processControl) : undefined;
+  // Both load the process layer on first use: only unfinished records need them (BENCHMARKS.md (a)).
+  const isAlive = async (named: ProcessIdentity & { tree_marker?: string }) => (await host.processControl()).isAlive(named.pid, named.start_time, named.tree_marker);
   const replayReader = (id: string, from: StateStore) =>
     runtime.createReader({ maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS, onOverflow: () => undefined, source: from.outputSource(id) });
   return new JobRegistry({
@@ -226,17 +229,18 @@ async function createJobs(config: Config, policy: Policy, roots: string[] | unde
     maxFinishedJobs: 1000,
     finishedTranscriptChars: FINISHED_TRANSCRIPT_CHARS,
     maxRunning: config.maxJobs,
-    persistence: !store
+    persistence: !store || !owner
       ? memoryPersistence()
       : {
           store,
-          owner: await ownIdentity(host.processControl),
+          owner,
+          // Agents at once across every server on the state directory (§15.7).
+          slots: store.slotPool(config.maxJobs, owner, isAlive),
           attach: agents.attach,
           replayTranscript: (id) => store.replay(id, replayReader(id, store)).transcript,
           maxBytes: config.stateMaxBytes,
           newMarker: () => crypto.randomUUID(),
-          // Both load the process layer on first use: only unfinished records need them (BENCHMARKS.md (a)).
-          isAlive: async (named) => (await host.processControl()).isAlive(named.pid, named.start_time, named.tree_marker),
+          isAlive,
           findMarked: async (marker) => (await host.processControl()).findMarked(marker),
           admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
         },

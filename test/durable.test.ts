@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
@@ -71,6 +71,20 @@ async function crash(server: ServerProcess): Promise<void> {
 async function waitResult(server: ServerProcess, id: string): Promise<Record<string, any>> {
   const waited = await server.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
   return waited.result?.structuredContent as Record<string, any>;
+}
+
+/** Live processes whose working directory is cwd: the agents of one test, read from the process table. */
+function agentsIn(cwd: string): number {
+  let count = 0;
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readlinkSync(`/proc/${name}/cwd`) === cwd && !/\) Z /.test(readFileSync(`/proc/${name}/stat`, "latin1"))) count += 1;
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return count;
 }
 
 async function structured(server: ServerProcess, name: string, args: Record<string, unknown>): Promise<Record<string, any>> {
@@ -394,6 +408,58 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
       await server.exited;
     }
     assert.deepEqual(readFileSync(ran, "utf8").trim().split("\n"), [`${id} completed ${cwd} ${done.session_id} ${cwd}`], "once, with the job's id, status, cwd and session, in its cwd");
+  });
+
+  test("CLAUDE_DISPATCH_MAX_JOBS=2 across three servers starting 5 jobs each: never more than 2 agents alive, all 15 finish, each server's in order", async () => {
+    const { stateDir, cwd, pids } = fixture();
+    const servers = await Promise.all([1, 2, 3].map(() => startServer(stateDir, { CLAUDE_DISPATCH_MAX_JOBS: "2" })));
+    let most = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        most = Math.max(most, agentsIn(cwd));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    const ids = await Promise.all(
+      servers.map(async (server, s) => {
+        const mine: string[] = [];
+        for (let k = 0; k < 5; k += 1) mine.push((await structured(server, "claude_start", { prompt: `@pid ${pids}\n@sleep 200\nserver ${s} job ${k}`, cwd })).job_id);
+        return mine;
+      }),
+    );
+    const reports = await Promise.all(servers.flatMap((server, s) => (ids[s] ?? []).map((id) => structured(server, "claude_wait", { job_id: id, hold_ms: 60_000 }))));
+    sampling = false;
+    await sampler;
+    assert.deepEqual(reports.map((report) => report.status), Array(15).fill("completed"));
+    assert.equal(readPids(pids).length, 15, "every job ran once");
+    assert.ok(most >= 1 && most <= 2, `at most 2 agents at once across the three servers, saw ${most}`);
+    for (const mine of ids) {
+      const started = mine.map((id) => readRecord(stateDir, id).started_at as number);
+      assert.deepEqual([...started].sort((x, y) => x - y), started, "each server starts its own jobs in submission order");
+    }
+  });
+
+  test("a server SIGKILLed holding the only slot and a queued job: the next server takes both over, the slot comes back, the queued job runs once", async () => {
+    const { stateDir, cwd, gate, pids } = fixture();
+    const queuedPids = `${pids}.queued`;
+    const first = await startServer(stateDir, { CLAUDE_DISPATCH_MAX_JOBS: "1" });
+    const { job_id: holder } = await structured(first, "claude_start", { prompt: `@pid ${pids}\n@wait-file ${gate}\nholds the slot`, cwd });
+    const { job_id: queued, status } = await structured(first, "claude_start", { prompt: `@pid ${queuedPids}\nwaits for it`, cwd });
+    assert.equal(status, "queued");
+    await agentRecorded(stateDir, holder);
+    await crash(first);
+    writeFileSync(gate, "");
+    const [agent] = readPids(pids) as [number];
+    await waitFor(() => !isAlive(agent), "the slot holder's agent to finish with no server");
+
+    const second = await startServer(stateDir, { CLAUDE_DISPATCH_MAX_JOBS: "1" });
+    const report = await structured(second, "claude_wait", { job_id: queued, hold_ms: 30_000 });
+    assert.equal(report.status, "completed");
+    assert.equal((await structured(second, "claude_wait", { job_id: holder })).status, "completed");
+    assert.equal(readPids(queuedPids).length, 1, "the queued job ran exactly once");
+    second.endInput();
+    await second.exited;
   });
 
   test("killed through B: its whole tree is gone, and A, its owner, records it killed by claude_kill", async () => {

@@ -6,7 +6,7 @@ import type { AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../agent/ty
 import type { CancelTimer } from "../core/clock.js";
 import { Transcript } from "../core/transcript.js";
 import type { AgentRecord } from "../store/records.js";
-import type { Job, JobKind, JobStatus, JobStore, KillReason } from "./types.js";
+import type { Job, JobKind, JobStatus, JobStore, KillReason, Slot } from "./types.js";
 
 const PREVIEW_CHARS = 80;
 /** Longer result texts are read from the job's result file when asked for, not held in memory. */
@@ -41,6 +41,8 @@ export class JobEntry implements Job {
   generation = 0;
   /** Owned by another server that lives: served here from its files (§15.6). */
   elsewhere = false;
+  /** The agent slot it holds while it runs here (§8). */
+  slot: Slot | undefined;
   agent: AgentRecord | undefined;
   killing: Promise<{ survivors: number[]; undetermined?: true }> | undefined;
   cancelTimeout: CancelTimer | undefined;

@@ -4,7 +4,7 @@
  */
 import { Transcript } from "../core/transcript.js";
 import { MemoryStore } from "../store/memory-store.js";
-import type { Persistence } from "./types.js";
+import type { Persistence, Slot, SlotPool } from "./types.js";
 
 export function memoryPersistence(overrides: Partial<Persistence> = {}): Persistence {
   let markers = 0;
@@ -20,5 +20,21 @@ export function memoryPersistence(overrides: Partial<Persistence> = {}): Persist
     isAlive: async () => true,
     admit: async (spec) => spec,
     ...overrides,
+  };
+}
+
+/** One server's slots, counted in memory: nobody else takes them. */
+export function memorySlots(count: number): SlotPool {
+  let used = 0;
+  let generation = 0;
+  const take = (): Slot | undefined => (used < count ? ((used += 1), { index: used - 1, generation: (generation += 1) }) : undefined);
+  return {
+    shared: false,
+    take,
+    reclaim: async () => take(),
+    // An agent taken over runs whatever the count: it counts, as a running one must.
+    inherit: () => ((used += 1), { index: used - 1, generation: (generation += 1) }),
+    give: () => void (used -= 1),
+    onChange: () => () => undefined,
   };
 }

@@ -20,6 +20,8 @@ import { FinishedJobs } from "./finished.js";
 import { finalState, recordOf, storeResult } from "./job-record.js";
 import { killFailed } from "./outcomes.js";
 import { spawnAgent, type SpawnTarget } from "./spawn.js";
+import { memorySlots } from "./memory.js";
+import { JobQueue } from "./queue.js";
 import { Observer } from "./observed.js";
 import { Takeover } from "./takeover.js";
 import {
@@ -36,11 +38,11 @@ import {
 
 export * from "./types.js";
 
+
 export class JobRegistry {
   private readonly jobs = new Map<string, JobEntry>();
   private readonly finished: FinishedJobs;
-  private readonly queue: JobEntry[] = [];
-  private runningCount = 0;
+  private readonly queue: JobQueue;
   private closing = false;
   private restoring = false;
   /** Agent identities being written to their records: shutdown with keep waits for them. */
@@ -54,15 +56,23 @@ export class JobRegistry {
 
   constructor(private readonly options: JobRegistryOptions) {
     const { persistence, clock, logger } = options;
+    this.queue = new JobQueue({
+      slots: persistence.slots ?? memorySlots(options.maxRunning),
+      clock,
+      logger,
+      launch: (job) => this.launch(job),
+      // During a takeover every running agent is counted first; restore starts the queue at its end.
+      mayLaunch: () => !this.restoring && !this.closing,
+    });
     this.takeover = new Takeover({
       options,
       knows: (id) => this.jobs.has(id) || this.finished.isUnread(id),
       restoreFinished: (record) => void this.finished.restore(record),
       serve: (job) => void this.jobs.set(job.id, job),
-      queuePosition: (job) => this.queue.indexOf(job) + 1,
-      requeue: (job) => void this.queue.push(job),
-      countRunning: () => void (this.runningCount += 1),
-      release: () => this.release(),
+      queuePosition: (job) => this.queue.position(job),
+      requeue: (job) => this.queue.push(job),
+      holdSlot: (job) => this.queue.hold(job),
+      release: (job) => this.queue.release(job),
       follow: (job, run) => this.follow(job, run),
       finish: (job, outcome) => this.finish(job, outcome),
       save: (job) => this.save(job),
@@ -105,15 +115,16 @@ export class JobRegistry {
     if (this.closing) throw new DispatchError("SHUTTING_DOWN", "the server is shutting down and starts no new jobs");
     this.finished.reap();
     const { clock } = this.options;
-    const job = new JobEntry(this.options.newId(), kind, spec, clock.now(), timeoutMs, (entry) => this.queue.indexOf(entry) + 1);
+    const job = new JobEntry(this.options.newId(), kind, spec, clock.now(), timeoutMs, (entry) => this.queue.position(entry));
     const { store } = this.options.persistence;
     // A job with a free slot starts now: its first record already says "running" with its tree marker, so one
     // flushed write serves both its submission and its start (§15.2).
-    const startsNow = this.hasFreeSlot();
+    const startsNow = this.queue.slotForNewcomer(job);
     if (startsNow) this.markRunning(job);
     try {
       store.create(recordOf(job, this.options.persistence), spec.prompt);
     } catch (error) {
+      if (job.slot) this.queue.release(job);
       throw new DispatchError("STATE_ERROR", `cannot write the job's record: ${(error as Error).message}`);
     }
     // On disk now (a store in memory keeps no prompt: then the job does, until its agent has it).
@@ -121,18 +132,12 @@ export class JobRegistry {
     this.jobs.set(job.id, job);
     this.armTimeout(job, timeoutMs);
     if (startsNow) {
-      this.runningCount += 1;
       spawnAgent(this.spawning, job);
     } else {
       this.queue.push(job);
       this.options.logger.info(`job ${job.id} queued (${job.kind}, position ${this.queue.length}) for ${job.cwd}`);
     }
     return job;
-  }
-
-  /** A slot just freed belongs to the oldest queued job, not to a newcomer. */
-  private hasFreeSlot(): boolean {
-    return this.runningCount < this.options.maxRunning && this.queue.length === 0 && !this.closing;
   }
 
   /** "running", with the tree marker its agent will carry: what the record says before the spawn (§15.2). */
@@ -206,7 +211,7 @@ export class JobRegistry {
     if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${quoted(id)}`);
     if (this.observer.has(id)) return this.observer.kill(id, reason);
     if (job.status === "queued") {
-      this.queue.splice(this.queue.indexOf(job), 1);
+      this.queue.remove(job);
       job.killReason = reason;
       this.finish(job, { ok: false, code: "KILLED", detail: "removed from the queue before it started" });
       return { killed: true, survivors: [] };
@@ -234,7 +239,7 @@ export class JobRegistry {
       await job.done;
     } else if (job.status === "running") {
       // The agent itself may never exit: end the job now, so nothing waits on it forever.
-      this.release();
+      this.queue.release(job);
       this.finish(job, killFailed(survivors));
     }
     return { killed: true, survivors };
@@ -243,11 +248,12 @@ export class JobRegistry {
   /** Refuses new jobs, drops the queue, kills every running job, and waits until all have finished. */
   async shutdown(): Promise<void> {
     this.closing = true;
+    this.queue.close();
     this.observer.close();
     await this.options.onDone?.close();
     // A job being taken over is served (and killable) once its output is read.
     await Promise.allSettled([...this.recovering.values()]);
-    for (const job of [...this.queue]) await this.kill(job.id, "shutdown");
+    for (const job of [...this.queue.jobs()]) await this.kill(job.id, "shutdown");
     const running = this.running();
     if (running.length > 0) this.options.logger.info(`shutdown: killing ${running.length} running job(s)`);
     await Promise.all(running.map((job) => this.kill(job.id, "shutdown").catch(() => undefined)));
@@ -259,6 +265,7 @@ export class JobRegistry {
    */
   async leave(): Promise<void> {
     this.closing = true;
+    this.queue.close();
     this.observer.close();
     await this.options.onDone?.close();
     const running = this.running().length;
@@ -288,7 +295,7 @@ export class JobRegistry {
       this.restoring = false;
     }
     this.finished.reap();
-    this.launchNext();
+    this.queue.launchNext();
   }
 
   /** Finished jobs from the index (§15.5): counted for retention and the disk cap now, read when asked for. Call before restore. */
@@ -310,10 +317,10 @@ export class JobRegistry {
     const killedBy = store.killRequested(job.id);
     if (killedBy) {
       job.killReason = outsideKillReason(killedBy);
+      this.queue.release(job);
       this.finish(job, { ok: false, code: "KILLED", detail: "removed from the queue before it started" });
       return;
     }
-    this.runningCount += 1;
     if (this.recordLaunch(job)) spawnAgent(this.spawning, job);
   }
 
@@ -328,7 +335,7 @@ export class JobRegistry {
       this.options.persistence.store.write(recordOf(job, this.options.persistence));
     } catch (error) {
       job.agent = undefined;
-      this.release();
+      this.queue.release(job);
       this.finish(job, { ok: false, code: "STATE_ERROR", detail: `its record could not be written, so it was not started: ${(error as Error).message}` });
       return false;
     }
@@ -343,24 +350,10 @@ export class JobRegistry {
       .then((outcome) => {
         // A job ended by a failed kill already finished; its late exit changes nothing.
         if (job.status !== "running") return;
-        this.release();
+        this.queue.release(job);
         this.finish(job, outcome);
       })
       .catch((error: unknown) => this.options.logger.error(`job ${job.id}: ${String(error)}`));
-  }
-
-  /** Frees a running slot and gives it to the next queued job, once the finished one is settled. */
-  private release(): void {
-    this.runningCount -= 1;
-    queueMicrotask(() => this.launchNext());
-  }
-
-  private launchNext(): void {
-    // During a takeover every running agent is counted first; restore starts the queue at its end.
-    if (this.restoring) return;
-    while (this.runningCount < this.options.maxRunning && this.queue.length > 0 && !this.closing) {
-      this.launch(this.queue.shift() as JobEntry);
-    }
   }
 
   private finish(job: JobEntry, outcome: AgentOutcome): void {

@@ -26,8 +26,9 @@ export interface TakeoverTarget {
   queuePosition(job: JobEntry): number | undefined;
   /** Puts a job back in the queue, untouched until the takeover ends. */
   requeue(job: JobEntry): void;
-  countRunning(): void;
-  release(): void;
+  /** A running job taken over holds a slot: the one its dead server held for it, else any free one. */
+  holdSlot(job: JobEntry): void;
+  release(job: JobEntry): void;
   follow(job: JobEntry, run: AgentRun): void;
   finish(job: JobEntry, outcome: AgentOutcome): void;
   save(job: JobEntry): void;
@@ -138,7 +139,7 @@ export class Takeover {
     const job = this.runningEntry(record);
     this.target.save(job);
     this.target.serve(job);
-    this.target.release();
+    this.target.release(job);
     const detail = job.agent?.tree_marker
       ? "the server stopped before it recorded the agent's pid, and this system cannot find the agent by its tree marker"
       : "the server stopped before it recorded the agent's pid";
@@ -176,7 +177,7 @@ export class Takeover {
   private runningEntry(record: JobRecord): JobEntry {
     const job = this.entryOf(record, { prompt: "", cwd: record.cwd, options: record.options });
     job.status = "running";
-    this.target.countRunning();
+    this.target.holdSlot(job);
     const killedBy = job.killReason === undefined ? this.target.options.persistence.store.killRequested(job.id) : undefined;
     if (killedBy) job.killReason = outsideKillReason(killedBy);
     return job;

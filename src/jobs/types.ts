@@ -98,8 +98,31 @@ export interface JobStore {
   read(id: string): JobRecord | undefined;
 }
 
+/** One of the agent slots CLAUDE_DISPATCH_MAX_JOBS allows (§8, §15.7). */
+export interface Slot {
+  readonly index: number;
+  readonly generation: number;
+}
+
+/** The agent slots: one server's in memory, or shared by every server on the state directory (store/slots.ts). */
+export interface SlotPool {
+  /** Whether other servers take slots too: then a queue waits for their news, and polls. */
+  readonly shared: boolean;
+  /** A slot for the job if one is certainly free. */
+  take(jobId: string): Slot | undefined;
+  /** As take, also taking slots whose holder is gone and whose job does not run. */
+  reclaim(jobId: string): Promise<Slot | undefined>;
+  /** A job taken over from a dead server: the slot it held, now this server's. */
+  inherit(jobId: string): Slot | undefined;
+  give(slot: Slot): void;
+  /** Calls listener when a slot may have come free elsewhere; returns the unsubscribe. */
+  onChange(listener: () => void): () => void;
+}
+
 export interface Persistence {
   store: JobStore;
+  /** The agent slots; without them, maxRunning counted in memory. */
+  slots?: SlotPool;
   /** This server, as it appears in the records it owns. */
   owner: ProcessIdentity;
   attach: AgentAttacher;

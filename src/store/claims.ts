@@ -38,17 +38,24 @@ export async function claimJob(jobDir: string, generation: number, claimer: Proc
  * without its holder.
  */
 export function claimSlot(jobDir: string, generation: number, slot: number, claimer: ProcessIdentity, randomName: () => string): boolean {
-  const file = claimFile(jobDir, generation, slot);
+  return createExclusively(claimFile(jobDir, generation, slot), JSON.stringify(claimer), randomName);
+}
+
+/**
+ * Creates file with this content unless it exists (false then): whole under a temporary name, then linked
+ * into place, so of two creators exactly one succeeds and no one reads it half written.
+ */
+export function createExclusively(file: string, content: string, randomName: () => string): boolean {
   const temporary = `${file}.${randomName()}.tmp`;
   try {
-    writeFileSync(temporary, JSON.stringify(claimer), { mode: 0o600, flag: "wx" });
+    writeFileSync(temporary, content, { mode: 0o600, flag: "wx" });
     linkSync(temporary, file);
     return true;
   } catch (error) {
     // Any other failure is taken for a file system without hard links (FAT gives EISDIR on Windows, shares EACCES or EPERM):
     // the exclusive create below is safe on its own, and throws if the folder itself is the problem.
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-    return claimWithoutLinks(file, claimer);
+    return createWithoutLinks(file, content);
   } finally {
     rmSync(temporary, { force: true });
   }
@@ -76,7 +83,7 @@ function claimFile(jobDir: string, generation: number, slot: number): string {
  * crash between the two leaves an empty claim, which no one can tell alive or
  * gone: the job is then left alone rather than risk running twice (§15.3).
  */
-function claimWithoutLinks(file: string, claimer: ProcessIdentity): boolean {
+function createWithoutLinks(file: string, content: string): boolean {
   let fd: number;
   try {
     fd = openSync(file, "wx", 0o600);
@@ -85,7 +92,7 @@ function claimWithoutLinks(file: string, claimer: ProcessIdentity): boolean {
     throw error;
   }
   try {
-    writeSync(fd, JSON.stringify(claimer));
+    writeSync(fd, content);
   } finally {
     closeSync(fd);
   }

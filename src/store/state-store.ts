@@ -19,6 +19,7 @@ import path from "node:path";
 import { createTextFile, readFileRange, writeAtomically, writeNewFile } from "./atomic.js";
 import { claimHolder, claimJob, claimSlot, dropClaimsBefore, type HolderAlive } from "./claims.js";
 import { openForReading, readTextFile } from "./files.js";
+import { SlotFiles, type Slot } from "./slots.js";
 import { appendToIndex, compactIndex, readIndex } from "./finished-index.js";
 import {
   StateError,
@@ -59,6 +60,8 @@ export interface StateStoreOptions {
 
 export class StateStore {
   readonly jobsDir: string;
+  /** The agent slots of every server on this directory (§15.7). */
+  readonly slotsDir: string;
   private readonly uid: number | undefined;
   private readonly randomName: () => string;
 
@@ -67,6 +70,7 @@ export class StateStore {
     options: StateStoreOptions,
   ) {
     this.jobsDir = path.join(root, "jobs");
+    this.slotsDir = path.join(root, "slots");
     this.uid = options.uid;
     this.randomName = options.randomName;
   }
@@ -77,20 +81,22 @@ export class StateStore {
    * StrictModes asks of ~/.ssh. Throws StateError saying what is wrong.
    */
   open(): void {
-    for (const folder of [this.root, this.jobsDir]) {
+    for (const folder of [this.root, this.jobsDir, this.slotsDir]) {
       const problem = this.folderProblem(folder);
       if (problem) throw new StateError(`cannot use the state directory ${this.root}: ${problem}`);
     }
     try {
       mkdirSync(this.jobsDir, { recursive: true, mode: 0o700 });
+      mkdirSync(this.slotsDir, { recursive: true, mode: 0o700 });
       // Made just now, or checked above: a link swapped in meanwhile is caught again.
-      for (const folder of [this.root, this.jobsDir]) {
+      for (const folder of [this.root, this.jobsDir, this.slotsDir]) {
         const problem = this.folderProblem(folder, true);
         if (problem) throw new StateError(problem);
       }
       // mkdir's mode is filtered by the umask and leaves an existing folder as it was.
       chmodSync(this.root, 0o700);
       chmodSync(this.jobsDir, 0o700);
+      chmodSync(this.slotsDir, 0o700);
     } catch (error) {
       throw new StateError(`cannot use the state directory ${this.root}: ${(error as Error).message}; set CLAUDE_DISPATCH_STATE_DIR to a writable folder`);
     }
@@ -101,7 +107,7 @@ export class StateStore {
    * throws StateError when it is not ours. A directory that does not exist yet is fine.
    */
   check(): void {
-    for (const folder of [this.root, this.jobsDir]) {
+    for (const folder of [this.root, this.jobsDir, this.slotsDir]) {
       const problem = this.folderProblem(folder);
       if (problem) throw new StateError(`refusing the state directory ${this.root}: ${problem}`);
     }
@@ -349,6 +355,28 @@ export class StateStore {
 
   dropClaimsBefore(id: string, generation: number): void {
     dropClaimsBefore(this.jobDir(id), generation);
+  }
+
+  /**
+   * The agent slots every server on this directory shares (§15.7), `count` of them, held in this
+   * holder's name; a holder that isAlive says is gone gives up its slot unless its job still runs.
+   */
+  slotPool(count: number, holder: ProcessIdentity, isAlive: HolderAlive) {
+    const files = new SlotFiles({
+      dir: this.slotsDir,
+      count,
+      holder,
+      randomName: this.randomName,
+      jobRunning: (id) => isJobId(id) && this.read(id)?.status === "running",
+    });
+    return {
+      shared: true,
+      take: (jobId: string) => files.take(jobId),
+      reclaim: (jobId: string) => files.reclaim(jobId, isAlive),
+      inherit: (jobId: string) => files.inherit(jobId),
+      give: (slot: Slot) => files.give(slot),
+      onChange: (listener: () => void) => files.onChange(listener),
+    };
   }
 
   /** Records that a kill was asked for outside the owning server (the CLI, or another server's claude_kill). */

@@ -1,0 +1,83 @@
+/**
+ * The agent slots every server on a state directory shares (store/slots.ts,
+ * PROTOCOL.md §15.7): at most `count` held at once whoever asks, given back
+ * for the next, reclaimed from a holder that is gone unless its job still
+ * runs, and inherited with that job.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, test } from "node:test";
+
+import { SlotFiles } from "../src/store/slots.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-slots-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+const SERVER_A = { pid: 101, start_time: "1" };
+const SERVER_B = { pid: 202, start_time: "2" };
+
+function pair(count: number, running: Set<string> = new Set()): { a: SlotFiles; b: SlotFiles; dir: string } {
+  const dir = mkdtempSync(path.join(scratch, "slots-"));
+  const make = (holder: typeof SERVER_A) => new SlotFiles({ dir, count, holder, randomName: () => randomUUID(), jobRunning: (id) => running.has(id) });
+  return { a: make(SERVER_A), b: make(SERVER_B), dir };
+}
+
+const alive = (pids: number[]) => async (holder: { pid: number }) => pids.includes(holder.pid);
+
+test("at most count are held across servers; one given back is the next taker's", () => {
+  const { a, b, dir } = pair(2);
+  const first = a.take("job-1");
+  const second = b.take("job-2");
+  assert.ok(first && second);
+  assert.notEqual(first.index, second.index);
+  assert.equal(a.take("job-3"), undefined);
+  assert.equal(b.take("job-3"), undefined);
+  a.give(first);
+  const third = b.take("job-3");
+  assert.equal(third?.index, first.index);
+  assert.equal(third?.generation, first.generation + 1);
+  assert.equal(a.take("job-4"), undefined);
+  // Only the latest holder of each slot is left on disk.
+  assert.deepEqual(readdirSync(dir).filter((name) => !name.endsWith(".tmp")).sort(), [`${first.index}.1`, `${second.index}.0`].sort());
+});
+
+test("reclaim takes the slot of a holder that is gone, unless its job still runs", async () => {
+  const running = new Set(["job-running"]);
+  const { a, b } = pair(2, running);
+  assert.ok(a.take("job-running"));
+  assert.ok(a.take("job-done"));
+  assert.equal(await b.reclaim("job-3", alive([SERVER_A.pid, SERVER_B.pid])), undefined, "a holder that lives keeps its slots");
+  const reclaimed = await b.reclaim("job-3", alive([SERVER_B.pid]));
+  assert.ok(reclaimed, "the slot of a finished job whose server died comes back");
+  assert.equal(await b.reclaim("job-4", alive([SERVER_B.pid])), undefined, "a job still running keeps its slot for whoever takes it over");
+  assert.equal(await b.reclaim("job-4", async () => undefined), undefined, "a holder that cannot be told keeps its slot");
+});
+
+test("a job taken over inherits the slot its dead server held for it", () => {
+  const { a, b } = pair(1, new Set(["job-1"]));
+  const held = a.take("job-1");
+  assert.ok(held);
+  assert.equal(b.inherit("job-other"), undefined);
+  const inherited = b.inherit("job-1");
+  assert.deepEqual(inherited, { index: held.index, generation: held.generation + 1 });
+  assert.equal(a.take("job-2"), undefined, "still one slot, held by the new owner");
+  assert.deepEqual(b.inherit("job-1"), inherited, "asked again, the same slot");
+});
+
+test("notifications: a slot given back is news to a server waiting on the folder", async () => {
+  const { a, b } = pair(1);
+  const held = a.take("job-1");
+  assert.ok(held);
+  const news = new Promise<void>((resolve) => {
+    const stop = b.onChange(() => {
+      stop();
+      resolve();
+    });
+  });
+  a.give(held);
+  await news;
+  assert.ok(b.take("job-2"));
+});
