@@ -5,7 +5,6 @@
  * runs, and inherited with that job.
  */
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -21,7 +20,7 @@ const SERVER_B = { pid: 202, start_time: "2" };
 
 function pair(count: number, running: Set<string> = new Set()): { a: SlotFiles; b: SlotFiles; dir: string } {
   const dir = mkdtempSync(path.join(scratch, "slots-"));
-  const make = (holder: typeof SERVER_A) => new SlotFiles({ dir, count, holder, randomName: () => randomUUID(), jobRunning: (id) => running.has(id) });
+  const make = (holder: typeof SERVER_A) => new SlotFiles({ dir, count, holder, jobRunning: (id) => running.has(id) });
   return { a: make(SERVER_A), b: make(SERVER_B), dir };
 }
 

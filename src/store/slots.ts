@@ -5,17 +5,17 @@
  *   <state>/slots/<n>.<g>        slot n's g-th holder: {pid, start_time, job}
  *   <state>/slots/<n>.<g>.free   that holder gave it back
  *
- * Files are only ever created, never rewritten. Slot n is free when its
+ * Files are only ever created, never rewritten (an exclusive create, not
+ * through a link: O_EXCL refuses any name that exists). Slot n is free when its
  * highest holder file is given back, or (reclaim) when that holder is gone and
  * its job is not running: a job still running keeps its slot for the server
  * that takes it over. A claimant creates the next holder file exclusively,
  * then lists again and gives it back if a higher one appeared meanwhile, so
  * two claimants never both hold a slot; older files go once it is held.
  */
-import { mkdirSync, readdirSync, rmSync, watch, type FSWatcher } from "node:fs";
+import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, writeSync, type FSWatcher } from "node:fs";
 import path from "node:path";
 
-import { createExclusively } from "./claims.js";
 import { readTextFile } from "./files.js";
 import { parseIdentity, type ProcessIdentity } from "./records.js";
 
@@ -28,7 +28,6 @@ export interface SlotFilesOptions {
   dir: string;
   count: number;
   holder: ProcessIdentity;
-  randomName(): string;
   /** Whether a holder's job is running by its record (then its slot is kept for whoever takes it over). */
   jobRunning(jobId: string): boolean;
 }
@@ -45,9 +44,11 @@ export class SlotFiles {
   take(jobId: string): Slot | undefined {
     const files = this.list();
     for (let index = 0; index < this.options.count; index += 1) {
-      const top = topOf(files, index);
-      if (top !== undefined && !files.has(`${index}.${top}.free`)) continue;
-      const slot = this.claim(index, top === undefined ? 0 : top + 1, jobId);
+      const listing = files.get(index);
+      const top = listing?.top;
+      if (top !== undefined && !listing?.freed.has(top)) continue;
+      // Past every generation named, releases included: a new holder file never looks given back.
+      const slot = this.claim(index, Math.max(top ?? -1, ...(listing?.freed ?? [])) + 1, jobId);
       if (slot) return slot;
     }
     return undefined;
@@ -59,7 +60,7 @@ export class SlotFiles {
     if (taken) return taken;
     const files = this.list();
     for (let index = 0; index < this.options.count; index += 1) {
-      const top = topOf(files, index);
+      const top = files.get(index)?.top;
       if (top === undefined) continue;
       const held = this.holderOf(index, top);
       // Unreadable holders and ones that may live keep their slot.
@@ -74,8 +75,8 @@ export class SlotFiles {
   inherit(jobId: string): Slot | undefined {
     const files = this.list();
     for (let index = 0; index < this.options.count; index += 1) {
-      const top = topOf(files, index);
-      if (top === undefined || files.has(`${index}.${top}.free`)) continue;
+      const top = files.get(index)?.top;
+      if (top === undefined || files.get(index)?.freed.has(top)) continue;
       const held = this.holderOf(index, top);
       if (held?.job !== jobId) continue;
       const { holder } = this.options;
@@ -88,7 +89,7 @@ export class SlotFiles {
 
   give(slot: Slot): void {
     try {
-      createExclusively(path.join(this.options.dir, `${slot.index}.${slot.generation}.free`), "", this.options.randomName);
+      closeSync(openSync(path.join(this.options.dir, `${slot.index}.${slot.generation}.free`), "wx", 0o600));
     } catch {
       // Gone with the folder: nothing is held any more.
     }
@@ -120,17 +121,17 @@ export class SlotFiles {
 
   /** Holder file `index.generation`, made exclusively, kept only if no higher one appeared meanwhile. */
   private claim(index: number, generation: number, jobId: string): Slot | undefined {
-    const { dir, holder, randomName } = this.options;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    if (!createExclusively(path.join(dir, `${index}.${generation}`), JSON.stringify({ ...holder, job: jobId }), randomName)) return undefined;
-    const files = this.list();
-    if ((topOf(files, index) ?? generation) > generation) {
+    const { dir, holder } = this.options;
+    if (!createHolderFile(path.join(dir, `${index}.${generation}`), JSON.stringify({ ...holder, job: jobId }))) return undefined;
+    const slot = this.list().get(index);
+    if ((slot?.top ?? generation) > generation) {
       this.give({ index, generation });
       return undefined;
     }
-    for (const name of files) {
-      const match = /^(\d+)\.(\d+)(\.free)?$/.exec(name);
-      if (match && Number(match[1]) === index && Number(match[2]) < generation) rmSync(path.join(dir, name), { force: true });
+    for (const older of slot?.generations ?? []) {
+      if (older >= generation) continue;
+      rmSync(path.join(dir, `${index}.${older}`), { force: true });
+      rmSync(path.join(dir, `${index}.${older}.free`), { force: true });
     }
     return { index, generation };
   }
@@ -143,23 +144,59 @@ export class SlotFiles {
     return typeof job === "string" ? { identity, job } : undefined;
   }
 
-  private list(): Set<string> {
+  /** Each slot's holder files, read in one listing of the folder. */
+  private list(): Map<number, SlotListing> {
+    const slots = new Map<number, SlotListing>();
+    let names: string[];
     try {
-      return new Set(readdirSync(this.options.dir));
+      names = readdirSync(this.options.dir);
     } catch {
-      return new Set();
+      return slots;
     }
+    for (const name of names) {
+      const match = /^(\d+)\.(\d+)(\.free)?$/.exec(name);
+      if (!match) continue;
+      const index = Number(match[1]);
+      const generation = Number(match[2]);
+      let slot = slots.get(index);
+      if (!slot) slots.set(index, (slot = { top: undefined, generations: [], freed: new Set() }));
+      if (match[3]) {
+        slot.freed.add(generation);
+      } else {
+        slot.generations.push(generation);
+        slot.top = Math.max(slot.top ?? generation, generation);
+      }
+    }
+    return slots;
   }
 }
 
-/** The highest holder generation of slot index, if any. */
-function topOf(files: ReadonlySet<string>, index: number): number | undefined {
-  let top: number | undefined;
-  const prefix = `${index}.`;
-  for (const name of files) {
-    if (!name.startsWith(prefix)) continue;
-    const generation = /^\d+$/.exec(name.slice(prefix.length))?.[0];
-    if (generation !== undefined && (top === undefined || Number(generation) > top)) top = Number(generation);
+interface SlotListing {
+  /** The highest holder file's generation; undefined when only releases are left. */
+  top: number | undefined;
+  generations: number[];
+  freed: Set<number>;
+}
+
+/**
+ * Created exclusively, then written: one file operation, not three (a temporary file and a link). A reader
+ * that comes between the two finds no holder it can read, and such a slot counts as held.
+ */
+function createHolderFile(file: string, content: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(file, "wx", 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    // The folder is gone (the state directory was removed while the server ran): made again, once.
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fd = openSync(file, "wx", 0o600);
   }
-  return top;
+  try {
+    writeSync(fd, content);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
 }

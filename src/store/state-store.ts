@@ -366,7 +366,6 @@ export class StateStore {
       dir: this.slotsDir,
       count,
       holder,
-      randomName: this.randomName,
       jobRunning: (id) => isJobId(id) && this.read(id)?.status === "running",
     });
     return {
