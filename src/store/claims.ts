@@ -83,7 +83,7 @@ function claimFile(jobDir: string, generation: number, slot: number): string {
  * crash between the two leaves an empty claim, which no one can tell alive or
  * gone: the job is then left alone rather than risk running twice (§15.3).
  */
-function createWithoutLinks(file: string, content: string): boolean {
+export function createWithoutLinks(file: string, content: string): boolean {
   let fd: number;
   try {
     fd = openSync(file, "wx", 0o600);

@@ -13,9 +13,10 @@
  * then lists again and gives it back if a higher one appeared meanwhile, so
  * two claimants never both hold a slot; older files go once it is held.
  */
-import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, writeSync, type FSWatcher } from "node:fs";
+import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, type FSWatcher } from "node:fs";
 import path from "node:path";
 
+import { createWithoutLinks } from "./claims.js";
 import { readTextFile } from "./files.js";
 import { parseIdentity, type ProcessIdentity } from "./records.js";
 
@@ -183,20 +184,12 @@ interface SlotListing {
  * that comes between the two finds no holder it can read, and such a slot counts as held.
  */
 function createHolderFile(file: string, content: string): boolean {
-  let fd: number;
   try {
-    fd = openSync(file, "wx", 0o600);
+    return createWithoutLinks(file, content);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
     // The folder is gone (the state directory was removed while the server ran): made again, once.
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    fd = openSync(file, "wx", 0o600);
+    return createWithoutLinks(file, content);
   }
-  try {
-    writeSync(fd, content);
-  } finally {
-    closeSync(fd);
-  }
-  return true;
 }
