@@ -200,6 +200,38 @@ describe("a job another live server owns", { timeout: 20_000 }, () => {
     assert.equal(b.attached.length, 1);
   });
 
+  test("running but its pid not on record yet: followed once the pid is written, not taken for gone before", async () => {
+    const { a, b } = world();
+    const id = randomUUID();
+    const record = {
+      format: 1,
+      id,
+      kind: "start",
+      cwd: "/w",
+      prompt_preview: "p",
+      options: {},
+      status: "running",
+      submitted_at: 1,
+      started_at: 1,
+      owner: OWNER_A,
+      generation: 0,
+      agent: { tree_marker: "marker-x" },
+    } as const;
+    a.store.create(record, "p");
+    const seen = await b.jobs.recover(id);
+    assert.equal(seen?.status, "running");
+    assert.equal(b.attached.length, 0, "nothing to follow by yet");
+    const attached = new Promise<void>((resolve) => {
+      const stop = seen?.onActivity(() => {
+        stop?.();
+        resolve();
+      });
+    });
+    a.store.write({ ...record, agent: { tree_marker: "marker-x", pid: 4242, start_time: "9" } });
+    await attached;
+    assert.deepEqual(b.attached.map((agent) => [agent.pid, agent.startTime, agent.marker]), [[4242, "9", "marker-x"]]);
+  });
+
   test("without notifications, the poll sees the record change", async () => {
     const { a, b } = world({ notifications: false });
     const started = a.jobs.start({ prompt: "polled", cwd: "/w" }, "start");

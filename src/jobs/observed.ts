@@ -142,7 +142,8 @@ export class Observer {
     job.status = "running";
     job.startedAt = record.started_at ?? job.startedAt;
     const output = this.target.options.persistence.store.outputFiles(job.id);
-    if (!output || !record.agent) return;
+    // Followed once its pid is on record (a moment after the spawn): an agent without one would be taken for gone.
+    if (!output || record.agent?.pid === undefined) return;
     const run = this.target.options.persistence.attach({ pid: record.agent.pid, startTime: record.agent.start_time, marker: record.agent.tree_marker, output });
     job.attach(run);
     // The agent is gone: its owner's final record follows within moments.
