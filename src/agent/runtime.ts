@@ -25,6 +25,8 @@ export interface ReaderOptions {
   onMalformedLine?(line: string): void;
   /** The output as a file that can be read again (§15): then long lines are not held while they stream by. */
   source?: OutputSource;
+  /** Hears each transcript entry as it is made (docs/tool-results.md, "Transcript lines"). */
+  onTranscriptEntry?(entry: string): void;
 }
 
 /** Reads one agent's stdout as it arrives: a live summary, a bounded transcript, and its final result. */

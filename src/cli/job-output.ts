@@ -17,13 +17,14 @@ export function replayOutput(store: StateStore, id: string, transcriptChars: num
   return store.replay(id, outputReader(store, id, transcriptChars));
 }
 
-function outputReader(store: StateStore, id: string, transcriptChars: number): AgentOutputReader {
+function outputReader(store: StateStore, id: string, transcriptChars: number, onEntry?: (entry: string) => void): AgentOutputReader {
   // Every record names Claude Code today (§15.2): the runtime that wrote the output reads it back.
   return claudeRuntime(DEFAULT_CLAUDE_BIN).createReader({
     maxLineBytes: MAX_OUTPUT_LINE_BYTES,
     transcriptChars,
     onOverflow: () => undefined,
     source: store.outputSource(id),
+    ...(onEntry ? { onTranscriptEntry: onEntry } : {}),
   });
 }
 
@@ -80,9 +81,8 @@ export class OutputFollower {
 
   constructor(store: StateStore, id: string, onEntry: (entry: string) => void) {
     this.source = store.outputSource(id);
-    this.reader = outputReader(store, id, 1);
-    // The transcript keeps no entry boundaries (an entry may span lines), so its entries are taken as they are appended, and none is kept.
-    this.reader.transcript.append = onEntry;
+    // The transcript keeps no entry boundaries (an entry may span lines): each is handed on as it is made, and none is kept.
+    this.reader = outputReader(store, id, 1, onEntry);
   }
 
   /** Hands what the agent printed since the last call to the reader. */

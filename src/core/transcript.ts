@@ -19,7 +19,11 @@ export class Transcript {
   private kept = 0; // characters kept
   private dropped = 0; // characters dropped from the front
 
-  constructor(private readonly maxChars: number) {}
+  /** onAppend hears every entry whole, before any is dropped: a reader that keeps none of them itself (`logs -f`). */
+  constructor(
+    private readonly maxChars: number,
+    private readonly onAppend?: (entry: string) => void,
+  ) {}
 
   get start(): number {
     return this.dropped;
@@ -31,6 +35,7 @@ export class Transcript {
 
   /** Appends one entry as a line. An entry longer than the cap keeps only its tail. */
   append(entry: string): void {
+    this.onAppend?.(entry);
     let line = `${entry}\n`;
     if (line.length > this.maxChars) {
       this.dropped += line.length - this.maxChars;

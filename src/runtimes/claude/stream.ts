@@ -52,7 +52,7 @@ export class ClaudeStream implements AgentOutputReader {
   private rawBytes = 0;
 
   constructor(private readonly options: ClaudeStreamOptions) {
-    this.transcript = new Transcript(options.transcriptChars);
+    this.transcript = new Transcript(options.transcriptChars, options.onTranscriptEntry);
     // With a file to read back from, nothing is kept for the fallback: the file is read instead.
     this.raw = options.source ? undefined : [];
     this.reader = new LineReader(
