@@ -47,7 +47,14 @@ function stateDir(): string {
   return path.join(scratch, `s${dirs}`);
 }
 
-function server(dir: string, owner: typeof OWNER_A, isAlive: IsAlive, options: { maxRunning?: number; notifications?: boolean } = {}): Server {
+interface ServerOptions {
+  maxRunning?: number;
+  notifications?: boolean;
+  /** Slots shared through the state directory (§15.7), maxRunning of them, instead of counted in memory. */
+  sharedSlots?: boolean;
+}
+
+function server(dir: string, owner: typeof OWNER_A, isAlive: IsAlive, options: ServerOptions = {}): Server {
   const store = new StateStore(dir, { randomName: () => randomUUID() });
   store.open();
   if (options.notifications === false) store.watchRecord = () => undefined;
@@ -73,6 +80,7 @@ function server(dir: string, owner: typeof OWNER_A, isAlive: IsAlive, options: {
     persistence: {
       store,
       owner,
+      ...(options.sharedSlots ? { slots: store.slotPool(options.maxRunning ?? 1000, owner, isAlive) } : {}),
       attach: (agent) => {
         attached.push(agent);
         const run = new FakeAgent({ prompt: "", cwd: "/" });
@@ -92,7 +100,7 @@ function server(dir: string, owner: typeof OWNER_A, isAlive: IsAlive, options: {
 }
 
 /** A's server and its agents live unless the test says otherwise. */
-function world(options: { maxRunning?: number; notifications?: boolean } = {}): { a: Server; b: Server; alive: Set<number> } {
+function world(options: ServerOptions = {}): { a: Server; b: Server; alive: Set<number> } {
   const alive = new Set([OWNER_A.pid, OWNER_B.pid, 4242]);
   const isAlive: IsAlive = async (process) => alive.has(process.pid);
   const dir = stateDir();
@@ -177,6 +185,23 @@ describe("a job another live server owns", { timeout: 20_000 }, () => {
     assert.equal(seen.status, "running", "nothing is made up: the record still says running");
     a.launcher.last.succeed();
     await seen.done;
+  });
+
+  test("queued by its owner and killed from here: its owner removes it at its next poll, never starting it", async () => {
+    const { a, b } = world({ maxRunning: 1, sharedSlots: true });
+    a.jobs.start({ prompt: "holds the slot", cwd: "/w" }, "start");
+    const queued = a.jobs.start({ prompt: "never runs", cwd: "/w" }, "start");
+    await settle();
+    assert.equal(queued.status, "queued");
+    assert.equal((await b.jobs.recover(queued.id))?.status, "queued");
+    assert.deepEqual(await b.jobs.kill(queued.id, "claude_kill"), { killed: true, survivors: [] });
+    await a.clock.advance(1000);
+    await queued.done;
+    assert.equal(queued.status, "killed");
+    assert.equal(queued.killReason, "claude_kill");
+    assert.equal(a.launcher.agents.length, 1, "never started");
+    a.launcher.last.succeed();
+    await settle();
   });
 
   test("queued by its owner, then started by it: followed once its record says running", async () => {

@@ -21,6 +21,8 @@ export interface JobQueueOptions {
   launch(job: JobEntry): void;
   /** False while a takeover counts running agents, or once shutdown began. */
   mayLaunch(): boolean;
+  /** At each poll while jobs queue on shared slots: what else about them may have changed on disk. */
+  onPoll?(waiting: readonly JobEntry[]): void;
 }
 
 export class JobQueue {
@@ -94,6 +96,7 @@ export class JobQueue {
     let cancel: CancelTimer = () => undefined;
     const tick = (): void => {
       if (this.waiting.length === 0) return this.close();
+      this.options.onPoll?.(this.waiting);
       void this.reclaim().catch((error: unknown) => this.options.logger.error(`cannot read the agent slots: ${String(error)}`));
       cancel = clock.setTimer(tick, SLOT_POLL_MS);
     };

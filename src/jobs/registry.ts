@@ -63,6 +63,13 @@ export class JobRegistry {
       launch: (job) => this.launch(job),
       // During a takeover every running agent is counted first; restore starts the queue at its end.
       mayLaunch: () => !this.restoring && !this.closing,
+      // A kill another server or the command line asked for: a queued job is removed now, not when its turn comes.
+      onPoll: (waiting) => {
+        for (const job of [...waiting]) {
+          const by = persistence.store.killRequested(job.id);
+          if (by) void this.kill(job.id, outsideKillReason(by)).catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
+        }
+      },
     });
     this.takeover = new Takeover({
       options,
