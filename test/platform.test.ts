@@ -478,6 +478,29 @@ test("attaching without a recorded start time: a pid that does not carry the age
   });
 });
 
+test("an agent attached a moment after its spawn is not taken for gone from a table read before it", async () => {
+  await withOutputFiles("", async (output) => {
+    const table = [proc(10, 1, "10", { pgid: 10, sid: 5 })];
+    const { platform, signals } = fakePosix(table);
+    const clock = new FakeClock();
+    const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50, followMs: 10, livenessMs: { first: 500, max: 2000 } });
+    // A table read shared for a moment (another server's job looked at just before)...
+    assert.equal(await control.isAlive(999, "1"), false);
+    // ...and then that server's agent spawns, and its pid goes on record: this server follows it at once.
+    table.push(proc(950, 1, "9500"));
+    const handle = control.attach({ pid: 950, startTime: "9500", marker: undefined, output, onStdout: () => undefined, stderrTailBytes: 10 });
+    let exited = false;
+    void handle.exited.then(() => (exited = true));
+    await clock.advance(100);
+    assert.equal(exited, false, "the agent is alive");
+    assert.deepEqual(signals, [], "and nothing of it was stopped as a leftover");
+    table.splice(table.findIndex((info) => info.pid === 950), 1);
+    await clock.advance(3000);
+    await handle.exited;
+    await control.idle();
+  });
+});
+
 test("an attached agent that survives its kill is still polled at the usual pace, and a failed table read does not make it gone", async () => {
   await withOutputFiles("", async (output) => {
     const table = [proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(900, 1, "9000")];

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, afterEach, describe, test } from "node:test";
@@ -202,6 +202,32 @@ describe("a job another live server owns", { timeout: 20_000 }, () => {
     assert.equal(a.launcher.agents.length, 1, "never started");
     a.launcher.last.succeed();
     await settle();
+  });
+
+  test("one queue across servers: the oldest queued job starts first, on the server that freed the slot, and once", async () => {
+    const { a, b } = world({ maxRunning: 1, sharedSlots: true });
+    const blocker = a.jobs.start({ prompt: "holds the slot", cwd: "/w" }, "start");
+    await settle();
+    const older = b.jobs.start({ prompt: "queued first, on B", cwd: "/w" }, "start");
+    await a.clock.advance(10);
+    const newer = a.jobs.start({ prompt: "queued later, on A", cwd: "/w" }, "start");
+    assert.deepEqual([older.status, newer.status], ["queued", "queued"]);
+    // A's queue poll finds B's queued job.
+    await a.clock.advance(1000);
+    a.launcher.agents[0]?.succeed();
+    await blocker.done;
+    await settle();
+    assert.equal(a.launcher.agents.length, 2);
+    assert.equal(readFileSync(a.launcher.last.spec.promptFile ?? "", "utf8"), "queued first, on B", "B's older job, not A's own");
+    assert.equal(newer.status, "queued");
+    assert.equal(a.store.read(older.id)?.owner.pid, OWNER_A.pid);
+    // B's poll sees its queued job taken: served from its files, and it ends when A's agent does.
+    await b.clock.advance(1000);
+    assert.equal(older.elsewhere, true);
+    a.launcher.last.succeed("done on A");
+    await older.done;
+    assert.equal(older.resultText(), "done on A");
+    assert.equal(b.launcher.agents.length, 0, "never started twice");
   });
 
   test("queued by its owner, then started by it: followed once its record says running", async () => {

@@ -50,14 +50,38 @@ export class Observer {
     return this.observed.has(id);
   }
 
+  /** The oldest queued job of another server submitted before `than`, skipping those `skip` names. */
+  oldestQueued(than: number, skip: (job: JobEntry) => boolean): JobEntry | undefined {
+    let oldest: JobEntry | undefined;
+    for (const { job } of this.observed.values()) {
+      if (job.status === "queued" && job.submittedAt < (oldest?.submittedAt ?? than) && !skip(job)) oldest = job;
+    }
+    return oldest;
+  }
+
+  /** Stops serving a job from its files: this server now owns it. Whoever waits on the entry sees the successor's end. */
+  handTo(id: string, successor: JobEntry): void {
+    const entry = this.observed.get(id);
+    if (!entry) return;
+    this.stop(entry);
+    successor.whenDone(() => mirrorEnd(entry.job, successor));
+  }
+
   /** Serves an unfinished job whose owner lives: queued, or running with its agent followed from its output file. */
   observe(record: JobRecord): JobEntry {
-    const { store } = this.target.options.persistence;
     const spec = { prompt: "", cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
     const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, () => undefined, record.prompt_preview);
     job.submittedAt = record.submitted_at;
+    return this.observeEntry(job, record);
+  }
+
+  /** A job of this server's queue that another server took (§15.7): the same entry, so whoever waits on it keeps it. */
+  observeEntry(job: JobEntry, record: JobRecord): JobEntry {
+    const { store } = this.target.options.persistence;
     job.generation = record.generation;
     job.elsewhere = true;
+    job.cancelTimeout?.();
+    job.cancelTimeout = undefined;
     const entry: Observed = { job, record, stopWatching: undefined, checking: false, checkAgain: false };
     this.observed.set(record.id, entry);
     entry.stopWatching = store.watchRecord(record.id, () => void this.check(record.id));

@@ -8,7 +8,7 @@
 import type { CancelTimer, Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import type { JobEntry } from "./entry.js";
-import type { SlotPool } from "./types.js";
+import type { Slot, SlotPool } from "./types.js";
 
 /** How often a queue on shared slots looks for slots whose holder died (news of slots given back comes at once). */
 const SLOT_POLL_MS = 1000;
@@ -21,13 +21,25 @@ export interface JobQueueOptions {
   launch(job: JobEntry): void;
   /** False while a takeover counts running agents, or once shutdown began. */
   mayLaunch(): boolean;
+  /** The other servers' queued jobs (jobs/shared-queue.ts), when slots are shared. */
+  elsewhere?(): Elsewhere;
+}
+
+/** One queue across the servers of a state directory (§15.7). */
+export interface Elsewhere {
   /** At each poll while jobs queue on shared slots: what else about them may have changed on disk. */
-  onPoll?(waiting: readonly JobEntry[]): void;
+  poll(waiting: readonly JobEntry[]): void;
+  /** Another server's queued job submitted before `than`. */
+  olderElsewhere(than: number): JobEntry | undefined;
+  /** Takes that job over with this slot and starts it; false when another server has it (the slot is then given back). */
+  takeFromElsewhere(job: JobEntry, slot: Slot): Promise<boolean>;
 }
 
 export class JobQueue {
   private readonly waiting: JobEntry[] = [];
   private stopWaiting: (() => void) | undefined;
+  /** Set while another server's queued job is being taken over: one at a time. */
+  private taking: Promise<void> | undefined;
 
   constructor(private readonly options: JobQueueOptions) {}
 
@@ -55,8 +67,11 @@ export class JobQueue {
     job.slot = this.options.slots.inherit(job.id) ?? this.options.slots.take(job.id);
   }
 
+  /** In submission order: a job taken over from another server may be older than those queued here. */
   push(job: JobEntry): void {
-    this.waiting.push(job);
+    const after = this.waiting.findIndex((queued) => queued.submittedAt > job.submittedAt);
+    if (after < 0) this.waiting.push(job);
+    else this.waiting.splice(after, 0, job);
     this.waitForSlots();
   }
 
@@ -73,14 +88,43 @@ export class JobQueue {
   }
 
   launchNext(): void {
-    while (this.waiting.length > 0 && this.options.mayLaunch()) {
-      const next = this.waiting[0] as JobEntry;
+    while (this.options.mayLaunch() && !this.taking) {
+      const next = this.waiting[0];
+      const older = this.options.elsewhere?.().olderElsewhere(next?.submittedAt ?? Number.POSITIVE_INFINITY);
+      if (older) {
+        this.takeFromElsewhere(older);
+        return;
+      }
+      if (!next) break;
       next.slot = this.options.slots.take(next.id);
       if (!next.slot) return;
       this.waiting.shift();
       this.options.launch(next);
     }
     if (this.waiting.length === 0) this.close();
+  }
+
+  /** The oldest queued job is another server's: started here if a slot is free and this server claims it first. */
+  private takeFromElsewhere(job: JobEntry): void {
+    const slot = this.options.slots.take(job.id);
+    const elsewhere = this.options.elsewhere?.();
+    if (!slot || !elsewhere) {
+      if (slot) this.options.slots.give(slot);
+      return;
+    }
+    this.taking = elsewhere
+      .takeFromElsewhere(job, slot)
+      .then((taken) => {
+        if (!taken) this.options.slots.give(slot);
+      })
+      .catch((error: unknown) => {
+        this.options.slots.give(slot);
+        this.options.logger.error(`cannot take job ${job.id} over from its server: ${String(error)}`);
+      })
+      .finally(() => {
+        this.taking = undefined;
+        this.launchNext();
+      });
   }
 
   /** Stops waiting for other servers' slots (shutdown); queued jobs stay queued. */
@@ -96,7 +140,7 @@ export class JobQueue {
     let cancel: CancelTimer = () => undefined;
     const tick = (): void => {
       if (this.waiting.length === 0) return this.close();
-      this.options.onPoll?.(this.waiting);
+      this.options.elsewhere?.().poll(this.waiting);
       void this.reclaim().catch((error: unknown) => this.options.logger.error(`cannot read the agent slots: ${String(error)}`));
       cancel = clock.setTimer(tick, SLOT_POLL_MS);
     };

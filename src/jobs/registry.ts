@@ -23,6 +23,7 @@ import { spawnAgent, type SpawnTarget } from "./spawn.js";
 import { memorySlots } from "./memory.js";
 import { JobQueue } from "./queue.js";
 import { Observer } from "./observed.js";
+import { SharedQueue } from "./shared-queue.js";
 import { Takeover } from "./takeover.js";
 import {
   type FindMarked,
@@ -53,6 +54,7 @@ export class JobRegistry {
   private readonly takeover: Takeover;
   private readonly spawning: SpawnTarget;
   private readonly observer: Observer;
+  private readonly shared: SharedQueue;
 
   constructor(private readonly options: JobRegistryOptions) {
     const { persistence, clock, logger } = options;
@@ -63,13 +65,7 @@ export class JobRegistry {
       launch: (job) => this.launch(job),
       // During a takeover every running agent is counted first; restore starts the queue at its end.
       mayLaunch: () => !this.restoring && !this.closing,
-      // A kill another server or the command line asked for: a queued job is removed now, not when its turn comes.
-      onPoll: (waiting) => {
-        for (const job of [...waiting]) {
-          const by = persistence.store.killRequested(job.id);
-          if (by) void this.kill(job.id, outsideKillReason(by)).catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
-        }
-      },
+      elsewhere: () => this.shared,
     });
     this.takeover = new Takeover({
       options,
@@ -94,6 +90,17 @@ export class JobRegistry {
         await this.restore([record]);
         return this.jobs.get(record.id);
       },
+    });
+    this.shared = new SharedQueue({
+      options,
+      jobs: this.jobs,
+      queue: this.queue,
+      observer: this.observer,
+      takeover: this.takeover,
+      kill: (id, reason) => this.kill(id, reason),
+      launch: (job) => this.launch(job),
+      busy: () => this.restoring || this.closing,
+      discover: () => this.discover(),
     });
     this.spawning = {
       options,
@@ -328,6 +335,8 @@ export class JobRegistry {
       this.finish(job, { ok: false, code: "KILLED", detail: "removed from the queue before it started" });
       return;
     }
+    // Started once, by whichever server claims it (§15.7).
+    if (!this.shared.claimStart(job)) return;
     if (this.recordLaunch(job)) spawnAgent(this.spawning, job);
   }
 

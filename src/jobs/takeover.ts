@@ -62,6 +62,11 @@ export class Takeover {
     }
   }
 
+  /** A queued job of a live server whose start this server claimed (§15.7): queued here, as after a restart. */
+  async takeQueued(record: JobRecord): Promise<void> {
+    await this.adoptQueued(record);
+  }
+
   /** The record, read again once the job is ours; undefined when its owner may live, or someone else got it. */
   private async claim(loaded: JobRecord, isAlive: IsAlive): Promise<JobRecord | undefined> {
     const { store, owner } = this.target.options.persistence;

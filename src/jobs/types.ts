@@ -93,6 +93,8 @@ export interface JobStore {
   size(id: string): number;
   remove(id: string): void;
   claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean | undefined>): Promise<boolean>;
+  /** Claims the start of a queued job (claim `generation`, first slot): false when another server has it (§15.7). */
+  claimStart(id: string, generation: number, claimer: ProcessIdentity): boolean;
   /** Removes the claim files of earlier restarts, which no one reads again. */
   dropClaimsBefore(id: string, generation: number): void;
   read(id: string): JobRecord | undefined;

@@ -79,5 +79,9 @@ export class MemoryStore {
     return true;
   }
 
+  claimStart(): boolean {
+    return true;
+  }
+
   dropClaimsBefore(): void {}
 }

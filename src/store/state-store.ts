@@ -345,6 +345,11 @@ export class StateStore {
     return claimJob(this.jobDir(id), generation, claimer, isAlive, this.randomName);
   }
 
+  /** The start of a queued job, by whichever server claims it first (§15.7). */
+  claimStart(id: string, generation: number, claimer: ProcessIdentity): boolean {
+    return claimSlot(this.jobDir(id), generation, 0, claimer, this.randomName);
+  }
+
   claim(id: string, generation: number, slot: number, claimer: ProcessIdentity): boolean {
     return claimSlot(this.jobDir(id), generation, slot, claimer, this.randomName);
   }

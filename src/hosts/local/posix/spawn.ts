@@ -124,7 +124,15 @@ export function attachPosix(tracker: TreeTracker, request: AttachRequest & { pid
   };
   const follower = new FileFollower(request.output.stdoutPath, request.onStdout, options);
   const ready = follower.catchUp();
-  const exited = followUntilGone(request, options, follower, () => tracker.identify(request.pid, request.startTime, marker), killedSignal).then((exit) => {
+  // The first look reads the table afresh: a shared one may predate an agent spawned a moment ago
+  // (another server's, just put on record), which would then be taken for gone and its tree stopped.
+  let first = true;
+  const isAlive = (): Promise<boolean | undefined> => {
+    const fresh = first;
+    first = false;
+    return tracker.identify(request.pid, request.startTime, marker, fresh);
+  };
+  const exited = followUntilGone(request, options, follower, isAlive, killedSignal).then((exit) => {
     tree.markRootExited();
     return exit;
   });
