@@ -121,9 +121,8 @@ export class JobRegistry {
   }
 
   /**
-   * Starts an agent, or queues it when maxRunning agents already run. With a
-   * store, the job's record is on disk before this returns. Throws
-   * SHUTTING_DOWN once shutdown began, STATE_ERROR when the record cannot be written.
+   * Starts an agent, or queues it when no slot is free (§8). The job's record is on disk before this returns.
+   * Throws SHUTTING_DOWN once shutdown began, STATE_ERROR when the record cannot be written.
    */
   start(spec: AgentSpec, kind: JobKind, timeoutMs?: number): Job {
     if (this.closing) throw new DispatchError("SHUTTING_DOWN", "the server is shutting down and starts no new jobs");
@@ -215,11 +214,7 @@ export class JobRegistry {
     return [...unread, ...this.jobs.values()];
   }
 
-  /**
-   * Kills a job's whole process tree and waits for it to finish; a queued job
-   * is removed without starting. The reason is recorded before the kill is
-   * sent, and the first reason wins.
-   */
+  /** Kills a job's whole tree and waits for its end (a queued job is removed unstarted); the reason is recorded first, and the first wins. */
   async kill(id: string, reason: KillReason): Promise<KillResult> {
     const job = this.jobs.get(id);
     if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${quoted(id)}`);
@@ -291,11 +286,8 @@ export class JobRegistry {
   }
 
   /**
-   * Takes over the jobs of servers that are gone (§15.3), given every record
-   * in the state directory, oldest first: finished jobs become reachable
-   * again, queued ones queue here, and running ones are followed (or finished
-   * from their output, when their agent is gone too). Jobs of a server still
-   * alive are left to it.
+   * Takes over the jobs of servers that are gone (§15.3), given records oldest first: finished ones become
+   * reachable, queued ones queue here, running ones are followed (or finished from their output). A live server's are left to it.
    */
   async restore(records: readonly JobRecord[], isAlive?: IsAlive, findMarked?: FindMarked): Promise<void> {
     const { persistence } = this.options;
