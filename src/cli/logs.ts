@@ -69,7 +69,7 @@ function printLogsText(context: Context, record: JobRecord): void {
   });
   follower.end();
   const separator = entries > 0 ? "\n" : "";
-  if (isFinishedStatus(record.status)) io.stdout.write(`${separator}${outcomeText(store, record, record.outcome?.result?.sessionId ?? follower.live().sessionId)}`);
+  if (isFinishedStatus(record.status)) io.stdout.write(`${separator}${outcomeText(store, record, sessionOf(record, follower))}`);
   else io.stdout.write(`${separator}job ${record.id} is ${record.status}; \`claude-dispatch logs -f ${record.id}\` follows it to its end\n`);
 }
 
@@ -83,7 +83,7 @@ function printLogsDocument(context: Context, record: JobRecord): void {
     entries += 1;
   });
   follower.end();
-  const outcome = isFinishedStatus(record.status) ? outcomeDocument(store, record, record.outcome?.result?.sessionId ?? follower.live().sessionId) : null;
+  const outcome = isFinishedStatus(record.status) ? outcomeDocument(store, record, sessionOf(record, follower)) : null;
   const outcomeJson = JSON.stringify(outcome, null, 2).replaceAll("\n", "\n  ");
   io.stdout.write(`${entries > 0 ? "\n  " : ""}],\n  "outcome": ${outcomeJson}\n}\n`);
 }
@@ -99,10 +99,15 @@ async function followLogs(context: Context, id: string): Promise<number> {
   });
   const record = await untilFinished(context, id, follower);
   if (!record) return INTERRUPTED_EXIT;
-  const sessionId = record.outcome?.result?.sessionId ?? follower.live().sessionId;
+  const sessionId = sessionOf(record, follower);
   if (json) io.stdout.write(`${JSON.stringify({ kind: "outcome", ...outcomeDocument(store, record, sessionId) })}\n`);
   else io.stdout.write(`${entries > 0 ? "\n" : ""}${outcomeText(store, record, sessionId)}`);
   return record.status === "completed" ? 0 : 1;
+}
+
+/** The result's session, else the latest the agent printed. */
+function sessionOf(record: JobRecord, follower: OutputFollower): string | undefined {
+  return record.outcome?.result?.sessionId ?? follower.live().sessionId;
 }
 
 /** Reads new output every FOLLOW_POLL_MS until the job's record says it finished; undefined if interrupted first. */

@@ -42,12 +42,21 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
   return record;
 }
 
+/** What a record says its job asked for; the prompt stays in prompt.txt, the agent's stdin. */
+export function specFromRecord(record: JobRecord): AgentSpec {
+  return { prompt: "", cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
+}
+
+/** An entry for a job read from its record: its id, kind, spec, times and preview; the caller sets the rest. */
+export function entryFromRecord(record: JobRecord, spec = specFromRecord(record), positionOf: (job: JobEntry) => number | undefined = () => undefined): JobEntry {
+  const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, positionOf, record.prompt_preview);
+  job.submittedAt = record.submitted_at;
+  return job;
+}
+
 /** A finished job from its record, reachable again; its transcript is rebuilt from its output on first use. */
 export function finishedFromRecord(record: JobRecord, persistence: Pick<Persistence, "store" | "replayTranscript">, now: number): JobEntry {
-  const spec: AgentSpec = { prompt: "", cwd: record.cwd, options: record.options };
-  if (record.resume_session_id) spec.resumeSessionId = record.resume_session_id;
-  const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, () => undefined, record.prompt_preview);
-  job.submittedAt = record.submitted_at;
+  const job = entryFromRecord(record);
   job.status = record.status;
   // A finish time in the future (the clock was set back since) counts as now, so retention is not stretched by the jump.
   job.finishedAt = Math.min(record.finished_at ?? record.submitted_at, now);

@@ -9,8 +9,8 @@
  */
 import type { CancelTimer } from "../core/clock.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
-import { JobEntry } from "./entry.js";
-import { finishedFromRecord } from "./job-record.js";
+import type { JobEntry } from "./entry.js";
+import { entryFromRecord, finishedFromRecord } from "./job-record.js";
 import type { JobRegistryOptions, KillReason, KillResult } from "./types.js";
 
 /** With notifications, the poll only checks that owners live; without them it is how changes are seen. */
@@ -69,10 +69,7 @@ export class Observer {
 
   /** Serves an unfinished job whose owner lives: queued, or running with its agent followed from its output file. */
   observe(record: JobRecord): JobEntry {
-    const spec = { prompt: "", cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
-    const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, () => undefined, record.prompt_preview);
-    job.submittedAt = record.submitted_at;
-    return this.observeEntry(job, record);
+    return this.observeEntry(entryFromRecord(record), record);
   }
 
   /** A job of this server's queue that another server took (§15.7): the same entry, so whoever waits on it keeps it. */
@@ -100,7 +97,7 @@ export class Observer {
     if (!entry) return { killed: false, survivors: [] };
     const { store } = this.target.options.persistence;
     store.requestKill(id, reason, this.target.options.clock.now());
-    // A queued job never starts now: its owner reads the request when its turn comes.
+    // A queued job never starts now: its owner reads the request at its queue's next poll (§15.7).
     if (!entry.job.run) return { killed: true, survivors: [] };
     const report = await entry.job.run.kill();
     await this.check(id);
@@ -197,10 +194,7 @@ export class Observer {
     }
     const now = this.target.options.persistence.store.read(record.id);
     if (now && !isFinishedStatus(now.status)) {
-      this.observed.set(record.id, entry);
-      entry.stopWatching = this.target.options.persistence.store.watchRecord(record.id, () => void this.check(record.id));
-      this.jobs.set(entry.job.id, entry.job);
-      this.apply(entry, now);
+      this.observeEntry(entry.job, now);
     } else if (now) {
       this.finishWith(entry, finishedFromRecord(now, this.target.options.persistence, this.target.options.clock.now()));
     }

@@ -9,7 +9,7 @@
 import type { Host } from "../agent/host.js";
 import type { CancelTimer, Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
-import type { Job } from "./types.js";
+import { sessionIdOf, type Job } from "./types.js";
 
 /** Long enough for a notification or a webhook; a command that hangs is killed, tree and all. */
 export const ON_DONE_TIMEOUT_MS = 30_000;
@@ -35,7 +35,6 @@ export class OnDoneCommands {
     const { argv, host, env, clock, logger } = this.options;
     const [command, ...args] = argv;
     if (command === undefined) return;
-    const sessionId = job.outcome?.result?.sessionId ?? job.live().sessionId;
     const child = host.start({
       command,
       args,
@@ -45,7 +44,7 @@ export class OnDoneCommands {
         CLAUDE_DISPATCH_JOB_ID: job.id,
         CLAUDE_DISPATCH_JOB_STATUS: job.status,
         CLAUDE_DISPATCH_JOB_CWD: job.cwd,
-        CLAUDE_DISPATCH_JOB_SESSION_ID: sessionId ?? "",
+        CLAUDE_DISPATCH_JOB_SESSION_ID: sessionIdOf(job) ?? "",
       },
       stdin: "",
       onStdout: () => undefined,

@@ -29,14 +29,14 @@ export interface SharedQueueTarget {
 }
 
 export class SharedQueue implements Elsewhere {
-  /** Starts this server tried to claim and lost, by job and generation: not tried again. */
-  private readonly lost = new Set<string>();
+  /** Starts this server tried to claim and lost: the generation each was at, not tried again (gone with the entry). */
+  private readonly lost = new WeakMap<JobEntry, number>();
 
   constructor(private readonly target: SharedQueueTarget) {}
 
   /** Another server's queued job submitted before `than`, that this server has not already lost. */
   olderElsewhere(than: number): JobEntry | undefined {
-    return this.target.observer.oldestQueued(than, (job) => this.lost.has(`${job.id}.${job.generation}`));
+    return this.target.observer.oldestQueued(than, (job) => this.lost.get(job) === job.generation);
   }
 
   /** Claims the start of this server's own queued job; false, and the job served from its files, when another server has it. */
@@ -55,7 +55,7 @@ export class SharedQueue implements Elsewhere {
     const { persistence } = this.target.options;
     const record = persistence.store.read(observed.id);
     if (!record || record.status !== "queued" || !persistence.store.claimStart(observed.id, record.generation + 1, persistence.owner)) {
-      this.lost.add(`${observed.id}.${observed.generation}`);
+      this.lost.set(observed, observed.generation);
       return false;
     }
     // Ours now, as a restarting server takes a queued job: today's policy is checked again (§15.3). The

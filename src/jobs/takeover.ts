@@ -7,7 +7,8 @@
 import type { AgentSpec } from "../agent/types.js";
 import { DispatchError, toDispatchError } from "../core/errors.js";
 import { isFinishedStatus, type AgentRecord, type JobRecord } from "../store/records.js";
-import { JobEntry } from "./entry.js";
+import type { JobEntry } from "./entry.js";
+import { entryFromRecord, specFromRecord } from "./job-record.js";
 import type { AgentOutcome, AgentRun } from "../agent/types.js";
 import { outsideKillReason, type FindMarked, type IsAlive, type JobRegistryOptions, type KillReason } from "./types.js";
 
@@ -91,8 +92,7 @@ export class Takeover {
   }
 
   private entryOf(record: JobRecord, spec: AgentSpec): JobEntry {
-    const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, (entry) => this.target.queuePosition(entry), record.prompt_preview);
-    job.submittedAt = record.submitted_at;
+    const job = entryFromRecord(record, spec, (entry) => this.target.queuePosition(entry));
     job.generation = record.generation + 1;
     job.agent = record.agent;
     job.killReason = record.kill_reason as KillReason | undefined;
@@ -211,6 +211,5 @@ export class Takeover {
 
 /** What the job asked for; its prompt stays in prompt.txt, the agent's stdin. Undefined when prompt.txt is gone. */
 function specOf(record: JobRecord, hasPrompt: boolean): AgentSpec | undefined {
-  if (!hasPrompt) return undefined;
-  return { prompt: "", cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
+  return hasPrompt ? specFromRecord(record) : undefined;
 }

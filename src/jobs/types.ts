@@ -14,6 +14,11 @@ export type JobStatus = RecordStatus;
 export type JobKind = "run" | "start";
 export type KillReason = "claude_kill" | "cancelled" | "timeout" | "shutdown" | "cli";
 
+/** The conversation to continue: the result's session, else the latest the agent printed. */
+export function sessionIdOf(job: Pick<Job, "outcome" | "live">): string | undefined {
+  return job.outcome?.result?.sessionId ?? job.live().sessionId;
+}
+
 /** Queued or running: the job has not finished yet. */
 export function isUnfinished(job: Pick<Job, "status">): boolean {
   return !isFinishedStatus(job.status);

@@ -6,7 +6,7 @@
  */
 import type { AgentResult, LiveSummary } from "../agent/types.js";
 import { formatError, type DispatchError, type ErrorCode } from "../core/errors.js";
-import { KILL_REASON_TEXT, type Job } from "../jobs/registry.js";
+import { KILL_REASON_TEXT, sessionIdOf, type Job } from "../jobs/registry.js";
 import { isJobId } from "../store/records.js";
 import type { ReportStatus } from "./definitions.js";
 
@@ -287,7 +287,7 @@ export interface ListedJob {
 export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ status: "listed"; jobs: ListedJob[] }> {
   const listed = jobs.map((job): ListedJob => {
     const live = job.live();
-    const sessionId = job.outcome?.result?.sessionId ?? live.sessionId;
+    const sessionId = sessionIdOf(job);
     return {
       job_id: job.id,
       kind: job.kind,
