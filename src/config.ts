@@ -39,7 +39,14 @@ export interface Config {
   onExit: OnExit;
   /** The operator's command run when a job this server owns ends (§8): argv, never a shell. */
   onDone: readonly string[] | undefined;
+  /** Whether agents' permission prompts reach the caller (forward) or are refused as headless (deny) (§18). */
+  approvals: Approvals;
+  /** How long a permission request waits for an answer before it is denied (§18). */
+  approvalTimeoutMs: number;
 }
+
+export const APPROVAL_POLICIES = ["forward", "deny"] as const;
+export type Approvals = (typeof APPROVAL_POLICIES)[number];
 
 export const ON_EXIT_POLICIES = ["keep", "kill"] as const;
 export type OnExit = (typeof ON_EXIT_POLICIES)[number];
@@ -136,6 +143,8 @@ export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
     stateMaxBytes: integer(env, "CLAUDE_DISPATCH_STATE_MAX_BYTES", 1024 ** 3, 1024 * 1024, 1024 ** 4),
     onExit: loadOnExit(env),
     onDone: loadOnDone(env),
+    approvals: loadApprovals(env),
+    approvalTimeoutMs: integer(env, "CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS", 600_000, 1000, 86_400_000),
     policy: loadPolicy(env),
     roots: loadRoots(env, pathDelimiter),
   };
@@ -156,6 +165,14 @@ function loadOnExit(env: Env): OnExit {
     throw new ConfigError(`CLAUDE_DISPATCH_ON_EXIT must be one of ${ON_EXIT_POLICIES.join(", ")}, got ${JSON.stringify(value)}`);
   }
   return value as OnExit;
+}
+
+function loadApprovals(env: Env): Approvals {
+  const value = optional(env, "CLAUDE_DISPATCH_APPROVALS") ?? "forward";
+  if (!(APPROVAL_POLICIES as readonly string[]).includes(value)) {
+    throw new ConfigError(`CLAUDE_DISPATCH_APPROVALS must be one of ${APPROVAL_POLICIES.join(", ")}, got ${JSON.stringify(value)}`);
+  }
+  return value as Approvals;
 }
 
 /** Bounds on CLAUDE_DISPATCH_ON_DONE: an argv, not a script. */

@@ -125,8 +125,49 @@ function openState(config: Config): StateStore {
   return store;
 }
 
+/**
+ * `claude-dispatch approver`: the MCP server a job's agent asks for permission (§18). Not a command for
+ * people: the server names it in each agent's MCP configuration. It ends with its stdin or a signal.
+ */
+async function serveApprover(args: string[]): Promise<void> {
+  const { createApprover, parseApproverArgs } = await import("./approver/approver.js");
+  const parsed = parseApproverArgs(args);
+  if (!parsed) {
+    process.stderr.write("claude-dispatch: usage: claude-dispatch approver --state-dir=DIR --wait-ms=N JOB_ID (started by the server for each agent)\n");
+    process.exit(2);
+  }
+  const { jobId } = parsed;
+  const logger = createLogger(process.stderr, "warn");
+  const store = new StateStore(parsed.stateDir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
+  const handle = createApprover({
+    jobId,
+    clock: systemClock,
+    logger,
+    waitMs: parsed.waitMs,
+    files: {
+      usable: () => {
+        try {
+          store.check();
+          return store.read(jobId) !== undefined;
+        } catch {
+          return false;
+        }
+      },
+      file: (request) => store.fileApproval(jobId, request),
+      read: (requestId) => store.approval(jobId, requestId),
+      answer: (requestId, answer) => store.answerApproval(jobId, requestId, answer),
+      watch: (onChange) => store.watchApprovals(jobId, onChange),
+    },
+  });
+  const server = serveStdio({ input: process.stdin, writer: createMessageWriter(process.stdout, logger), handle, logger });
+  // The agent closes our stdin, or sends SIGINT, when it ends; a request still open stays on file, unanswered.
+  void server.ended.then(() => process.exit(0));
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(signal, () => process.exit(0));
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
+  if (args[0] === "approver") return serveApprover(args.slice(1));
   if (args.length > 0) {
     const { runCli } = await import("./cli/index.js");
     process.exitCode = await runCli(args, {
@@ -243,6 +284,16 @@ async function createJobs(config: Config, policy: Policy, roots: string[] | unde
           isAlive,
           findMarked: async (marker) => (await host.processControl()).findMarked(marker),
           admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
+          // Each agent asks this same program, in its approver mode, whenever it would have prompted (§18).
+          approvals: config.approvals === "forward",
+          approver: (jobId) =>
+            config.approvals === "forward"
+              ? {
+                  command: process.execPath,
+                  args: [path.resolve(process.argv[1] ?? "dist/main.js"), "approver", `--state-dir=${store.root}`, `--wait-ms=${config.approvalTimeoutMs}`, jobId],
+                  waitMs: config.approvalTimeoutMs,
+                }
+              : undefined,
         },
   });
 }

@@ -10,7 +10,7 @@ import type { AgentLauncher, AgentOutcome, AgentRun, AgentSpec, LiveSummary } fr
 import type { CancelTimer, Clock } from "../src/core/clock.js";
 import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/server/handler.js";
 import { JobRegistry } from "../src/jobs/registry.js";
-import type { JsonRpcNotification, JsonRpcResponse } from "../src/server/jsonrpc.js";
+import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from "../src/server/jsonrpc.js";
 import type { Logger } from "../src/core/log.js";
 import { DEFAULT_POLICY } from "../src/agent/policy.js";
 import { Transcript } from "../src/core/transcript.js";
@@ -151,6 +151,8 @@ export class RecordingLogger implements Logger {
 export interface HandlerHarness {
   handle: RequestHandler;
   notifications: JsonRpcNotification[];
+  /** Requests the server sent the client (elicitation/create). */
+  requests: JsonRpcRequest[];
   clock: FakeClock;
   launcher: FakeLauncher;
   jobs: JobRegistry;
@@ -159,7 +161,7 @@ export interface HandlerHarness {
 }
 
 /** A handler over a real JobRegistry with a fake clock and fake agents. */
-export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: { maxRunning?: number } = {}): HandlerHarness {
+export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: { maxRunning?: number; approvals?: boolean } = {}): HandlerHarness {
   const clock = new FakeClock();
   const launcher = new FakeLauncher();
   const logger = new RecordingLogger();
@@ -173,10 +175,12 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 10_000_000,
     maxRunning: registry.maxRunning ?? 1000,
-    persistence: memoryPersistence(),
+    // Permission requests forwarded unless a test says otherwise; a fake agent files them in the store in memory.
+    persistence: memoryPersistence({ approvals: registry.approvals ?? true }),
   });
   const checkedDirectories: string[] = [];
   const notifications: JsonRpcNotification[] = [];
+  const requests: JsonRpcRequest[] = [];
   const handle = createRequestHandler({
     jobs,
     checkDirectory: async (dir) => {
@@ -185,7 +189,7 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
       if (dir.startsWith("/outside")) return { ok: false, code: "POLICY_DENIED", problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${dir}` };
       return { ok: true, path: dir };
     },
-    notify: (notification) => notifications.push(notification),
+    notify: (frame) => void ("id" in frame ? requests.push(frame) : notifications.push(frame)),
     policy: DEFAULT_POLICY,
     maxResultChars: 20_000,
     heartbeatMs: 15_000,
@@ -196,7 +200,7 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
     jobRetentionMs: 600_000,
     ...overrides,
   });
-  return { handle, notifications, clock, launcher, jobs, logger, checkedDirectories };
+  return { handle, notifications, requests, clock, launcher, jobs, logger, checkedDirectories };
 }
 
 export interface Tracked<T> {

@@ -20,6 +20,16 @@ export interface AgentSpec {
   marker?: string;
   /** The prompt as a file already on disk (§15.2): then it is the agent's stdin, and `prompt` is not read. */
   promptFile?: string;
+  /** Where the agent asks for permission (§18); without it, what would prompt is refused, as the CLI does headless. */
+  approver?: ApproverLaunch;
+}
+
+/** The approver of one job (§18): a small MCP server, run by the agent, that files each permission request and waits for its answer. */
+export interface ApproverLaunch {
+  command: string;
+  args: string[];
+  /** How long it waits for an answer before it denies the request. */
+  waitMs: number;
 }
 
 export interface PermissionDenial {

@@ -5,7 +5,8 @@
 import type { AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../agent/types.js";
 import type { CancelTimer } from "../core/clock.js";
 import { Transcript } from "../core/transcript.js";
-import type { AgentRecord } from "../store/records.js";
+import type { Approval } from "../store/approvals.js";
+import type { AgentRecord, ApprovalSummary } from "../store/records.js";
 import type { Job, JobKind, JobStatus, JobStore, KillReason, Slot } from "./types.js";
 
 const PREVIEW_CHARS = 80;
@@ -46,6 +47,11 @@ export class JobEntry implements Job {
   agent: AgentRecord | undefined;
   killing: Promise<{ survivors: number[]; undetermined?: true }> | undefined;
   cancelTimeout: CancelTimer | undefined;
+  /** Its permission requests, oldest first (§18), and where their whole inputs are read. */
+  approvals: readonly ApprovalSummary[] = [];
+  approvalFiles: Pick<JobStore, "approvals"> | undefined;
+  /** Stops following its requests; called when it finishes. */
+  stopApprovals: (() => void) | undefined;
   readonly done: Promise<void>;
   private resolveDone!: () => void;
   private readonly doneListeners = new Set<() => void>();
@@ -78,6 +84,8 @@ export class JobEntry implements Job {
   }
 
   markDone(): void {
+    this.stopApprovals?.();
+    this.stopApprovals = undefined;
     this.resolveDone();
     for (const listener of [...this.doneListeners]) listener();
     this.doneListeners.clear();
@@ -131,6 +139,22 @@ export class JobEntry implements Job {
       this.listeners.get(listener)?.();
       this.listeners.delete(listener);
     };
+  }
+  /** The requests with their whole inputs, read from their files (§18). */
+  approvalDetails(): Approval[] {
+    try {
+      return this.approvalFiles?.approvals(this.id) ?? [];
+    } catch {
+      return [];
+    }
+  }
+  /** The requests waiting for an answer while the job runs. */
+  pendingApprovals(): ApprovalSummary[] {
+    return this.status === "running" ? this.approvals.filter((approval) => approval.decision === undefined) : [];
+  }
+  /** Tells every activity listener that something changed (a permission request came or was answered). */
+  announce(): void {
+    for (const listener of [...this.listeners.keys()]) listener();
   }
   /** The agent started: listeners that came while queued now follow it, and hear of the start. */
   attach(run: AgentRun): void {

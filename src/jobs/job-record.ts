@@ -37,6 +37,7 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
   if (job.agent) record.agent = { ...job.agent };
   if (job.killReason) record.kill_reason = job.killReason;
   if (job.outcome) record.outcome = storedOutcome(job.outcome, job.resultFile !== undefined);
+  if (job.approvals.length > 0) record.approvals = [...job.approvals];
   if (turns > 0) record.turns = turns;
   if (cost !== undefined) record.cost_usd = cost;
   return record;
@@ -64,6 +65,8 @@ export function finishedFromRecord(record: JobRecord, persistence: Pick<Persiste
   job.agent = record.agent;
   job.generation = record.generation;
   job.outcome = outcomeFrom(record.outcome);
+  if (Array.isArray(record.approvals)) job.approvals = record.approvals;
+  job.approvalFiles = persistence.store;
   if (record.outcome?.result_chars !== undefined) job.resultFile = persistence.store;
   job.replayTranscript = () => persistence.replayTranscript(job.id);
   job.markDone();

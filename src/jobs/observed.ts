@@ -24,6 +24,8 @@ export interface ObserverTarget {
   readonly options: JobRegistryOptions;
   /** A job now finished: counted for retention. */
   finished(job: JobEntry): void;
+  /** Its agent is followed from here now: so are its permission requests (§18). */
+  attached(job: JobEntry): void;
   /** Takes the job over from its dead owner; the entry that now serves it, if this server got it. */
   takeOver(record: JobRecord): Promise<JobEntry | undefined>;
 }
@@ -167,6 +169,7 @@ export class Observer {
     if (!output || record.agent?.pid === undefined) return;
     const run = this.target.options.persistence.attach({ pid: record.agent.pid, startTime: record.agent.start_time, marker: record.agent.tree_marker, output });
     job.attach(run);
+    this.target.attached(job);
     // The agent is gone: its owner's final record follows within moments.
     void run.outcome.then(() => this.check(job.id));
   }

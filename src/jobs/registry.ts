@@ -15,6 +15,9 @@
 import type { AgentOutcome, AgentRun, AgentSpec } from "../agent/types.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isFinishedStatus, isJobId, type IndexedJob, type JobRecord } from "../store/records.js";
+import type { AnsweredBy, Decision } from "../store/approvals.js";
+import type { ApprovalSummary } from "../store/records.js";
+import { Approvals, type ApprovalListener } from "./approvals.js";
 import { JobEntry } from "./entry.js";
 import { FinishedJobs } from "./finished.js";
 import { finalState, recordOf, storeResult } from "./job-record.js";
@@ -55,6 +58,7 @@ export class JobRegistry {
   private readonly spawning: SpawnTarget;
   private readonly observer: Observer;
   private readonly shared: SharedQueue;
+  private readonly approvals: Approvals;
 
   constructor(private readonly options: JobRegistryOptions) {
     const { persistence, clock, logger } = options;
@@ -82,9 +86,11 @@ export class JobRegistry {
       armTimeout: (job, timeoutMs) => this.armTimeout(job, timeoutMs),
       kill: (id, reason) => this.kill(id, reason),
     });
+    this.approvals = new Approvals({ options, save: (job) => this.save(job), find: async (id) => this.jobs.get(id) ?? ((await this.recover(id)) as JobEntry | undefined) });
     this.observer = new Observer(this.jobs, {
       options,
       finished: (job) => this.finished.add(job.id),
+      attached: (job) => this.approvals.watch(job),
       takeOver: async (record) => {
         this.jobs.delete(record.id);
         await this.restore([record]);
@@ -212,6 +218,16 @@ export class JobRegistry {
     this.finished.reap();
     const unread = this.finished.unreadIds().flatMap((id) => this.finished.readUnread(id) ?? []);
     return [...unread, ...this.jobs.values()];
+  }
+
+  /** Answers a permission request of any job of the state directory (§18); throws when it is not pending. */
+  respond(jobId: string, requestId: string, decision: Decision, by: AnsweredBy, message?: string): Promise<ApprovalSummary> {
+    return this.approvals.respond(jobId, requestId, decision, by, message);
+  }
+
+  /** Hears of each new permission request of a job this server runs (§18); returns the unsubscribe. */
+  onApprovalRequest(listener: ApprovalListener): () => void {
+    return this.approvals.onRequest(listener);
   }
 
   /** Kills a job's whole tree and waits for its end (a queued job is removed unstarted); the reason is recorded first, and the first wins. */
@@ -353,6 +369,7 @@ export class JobRegistry {
   /** Waits for the agent's outcome and finishes the job with it. */
   private follow(job: JobEntry, run: AgentRun): void {
     job.attach(run);
+    this.approvals.watch(job);
     run.outcome
       .catch((error: unknown): AgentOutcome => ({ ok: false, code: "INTERNAL_ERROR", detail: String(error) }))
       .then((outcome) => {

@@ -3,10 +3,12 @@
  * it, what the registry needs of the store it keeps jobs in, and its options.
  */
 import type { OutputFiles } from "../agent/host.js";
-import type { AgentAttacher, AgentLauncher, AgentOutcome, AgentSpec, LiveSummary } from "../agent/types.js";
+import type { AgentAttacher, AgentLauncher, AgentOutcome, AgentSpec, ApproverLaunch, LiveSummary } from "../agent/types.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import type { Transcript } from "../core/transcript.js";
+import type { Approval, ApprovalAnswer, ApprovalRequest } from "../store/approvals.js";
+import type { ApprovalSummary } from "../store/records.js";
 import { isFinishedStatus, type JobRecord, type ProcessIdentity, type RecordStatus } from "../store/records.js";
 
 /** A job's status is its record's (§8, §15.2). */
@@ -17,6 +19,13 @@ export type KillReason = "claude_kill" | "cancelled" | "timeout" | "shutdown" | 
 /** The conversation to continue: the result's session, else the latest the agent printed. */
 export function sessionIdOf(job: Pick<Job, "outcome" | "live">): string | undefined {
   return job.outcome?.result?.sessionId ?? job.live().sessionId;
+}
+
+/** What callers are shown (§8, §18): a running job with a permission request waiting is input_required. */
+export type ShownStatus = JobStatus | "input_required";
+
+export function shownStatus(job: Pick<Job, "status" | "pendingApprovals">): ShownStatus {
+  return job.status === "running" && job.pendingApprovals().length > 0 ? "input_required" : job.status;
 }
 
 /** Queued or running: the job has not finished yet. */
@@ -65,6 +74,12 @@ export interface Job {
   /** Calls listener whenever the job starts or its agent reports something; returns the unsubscribe. */
   onActivity(listener: () => void): () => void;
   readonly transcript: Transcript;
+  /** Its permission requests, oldest first, without their inputs (§18). */
+  readonly approvals: readonly ApprovalSummary[];
+  /** The requests waiting for an answer while the job runs. */
+  pendingApprovals(): ApprovalSummary[];
+  /** The requests with their whole inputs, read from the job's folder. */
+  approvalDetails(): Approval[];
 }
 
 export interface KillResult {
@@ -103,6 +118,14 @@ export interface JobStore {
   /** Removes the claim files of earlier restarts, which no one reads again. */
   dropClaimsBefore(id: string, generation: number): void;
   read(id: string): JobRecord | undefined;
+  /** The job's permission requests, with their answers (§18). */
+  approvals(id: string): Approval[];
+  /** Answers a request unless it has an answer: the one that stands, and whether it is this one; undefined for no such request. */
+  answerApproval(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
+  /** As watchRecord, for the job's approval files. */
+  watchApprovals(id: string, onChange: () => void): (() => void) | undefined;
+  /** Files a request, as the approver does (for tests and the store in memory). */
+  fileApproval?(id: string, request: Omit<ApprovalRequest, "id">): ApprovalRequest;
 }
 
 /** One of the agent slots CLAUDE_DISPATCH_MAX_JOBS allows (§8, §15.7). */
@@ -150,6 +173,10 @@ export interface Persistence {
   /** The runtime and host this server runs agents with, named in its records (§15.2); "claude" and "local" unless said. */
   runtime?: string;
   host?: string;
+  /** Permission requests are forwarded (CLAUDE_DISPATCH_APPROVALS=forward): running jobs' folders are watched for them (§18). */
+  approvals?: boolean;
+  /** The approver a job's agent is started with, when requests are forwarded. */
+  approver?(jobId: string): ApproverLaunch | undefined;
 }
 
 /**

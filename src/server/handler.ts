@@ -30,11 +30,13 @@ import {
   respond,
   serializedOnce,
   type JsonRpcNotification,
+  type JsonRpcRequest,
   type JsonRpcResponse,
   type RequestId,
 } from "./jsonrpc.js";
 import type { Logger } from "../core/log.js";
 import type { Policy } from "../agent/policy.js";
+import { ApprovalAsker } from "./approvals.js";
 import { describeActivity, followProgress, type ProgressToken } from "./progress.js";
 import { TASK_TOOLS, createTaskMethods, type TaskTool } from "./tasks.js";
 import { ToolCalls } from "./tool-calls.js";
@@ -63,11 +65,11 @@ export function negotiateVersion(requested: string): string {
 }
 
 export interface HandlerDeps {
-  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover">;
+  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "respond" | "onApprovalRequest">;
   /** Checks a cwd or add_dirs entry (§5): absolute, existing, inside the operator's roots. */
   checkDirectory(dir: string): Promise<DirectoryCheck>;
-  /** Sends a notification frame through the one serialized writer. */
-  notify(notification: JsonRpcNotification): void;
+  /** Sends a notification (or, for elicitation, a request) frame through the one serialized writer. */
+  notify(frame: JsonRpcNotification | JsonRpcRequest): void;
   policy: Policy;
   /** Inline result text is cut here (§5.7). */
   maxResultChars: number;
@@ -137,6 +139,8 @@ class Handler {
   private readonly taskExtension: ReturnType<typeof createTaskExtension>;
   /** In-flight requests by id, so notifications/cancelled can abort them (§4). */
   private readonly inFlight = new Map<string, AbortController>();
+  /** Asks this connection's client about permission requests (§18). */
+  private readonly asker: ApprovalAsker;
 
   constructor(private readonly deps: HandlerDeps) {
     this.settings = { defaultTimeoutMs: deps.policy.defaultTimeoutMs, maxResultChars: deps.maxResultChars, permissionModes: deps.policy.permissionModes };
@@ -161,6 +165,12 @@ class Handler {
       followProgress: (token, job) => followProgress(deps, token, job, true),
       retentionMs: deps.jobRetentionMs,
     });
+    this.asker = new ApprovalAsker({ jobs: deps.jobs, send: (frame) => deps.notify(frame), logger: deps.logger, isTask: (job) => this.tasks.has(job) });
+    if (!this.gated) {
+      deps.jobs.onApprovalRequest((job, request) => {
+        this.asker.ask(job, request).catch((error: unknown) => deps.logger.error(`job ${job.id}: asking about request ${request.id}: ${String(error)}`));
+      });
+    }
     /** The 2026-07-28 tasks extension (§16.4): stateless, it reads the jobs themselves. */
     this.taskExtension = createTaskExtension({
       jobs: deps.jobs,
@@ -207,6 +217,7 @@ class Handler {
     const id = isRequestId(message.id) ? message.id : null;
     // A response from the client to a request we never sent: nothing to answer.
     if (method === undefined && hasId && ("result" in message || "error" in message) && message.jsonrpc === "2.0") {
+      if (this.asker.receive(message)) return null;
       // Never stringify the id itself: a deeply nested one overflows the stack (the fuzzer found it).
       this.deps.logger.debug(`ignored a response with id ${isRequestId(message.id) ? JSON.stringify(message.id) : `of type ${typeof message.id}`}`);
       return null;
@@ -308,6 +319,9 @@ class Handler {
       return fail(id, INVALID_PARAMS, "initialize requires params.protocolVersion (a string)");
     }
     const negotiatedVersion = negotiateVersion(requested);
+    // Elicitation came with 2025-06-18; a form is all we ask for (§18).
+    const capabilities = isRecord(params.capabilities) ? params.capabilities : {};
+    this.asker.canElicit = negotiatedVersion >= "2025-06-18" && isRecord(capabilities.elicitation);
     this.deps.logger.info(`initialize: client asked for ${quoted(requested)}, using ${negotiatedVersion}`);
     return respond(id, {
       protocolVersion: negotiatedVersion,
@@ -363,7 +377,7 @@ class Handler {
     } catch (error) {
       const classified = toDispatchError(error);
       if (classified.code === "INTERNAL_ERROR") this.deps.logger.error(`${name}: ${classified.message}`);
-      const aboutJob = (name === "claude_wait" || name === "claude_kill" || name === "claude_output") && typeof args.job_id === "string";
+      const aboutJob = (name === "claude_wait" || name === "claude_kill" || name === "claude_output" || name === "claude_respond") && typeof args.job_id === "string";
       return answer(renderFailure(classified, aboutJob ? (args.job_id as string) : undefined));
     }
   }

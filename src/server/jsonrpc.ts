@@ -38,7 +38,8 @@ export interface JsonRpcNotification {
   params?: Record<string, unknown>;
 }
 
-export type OutgoingMessage = JsonRpcResponse | JsonRpcNotification;
+/** Requests go out too: elicitation/create (§18). */
+export type OutgoingMessage = JsonRpcResponse | JsonRpcNotification | JsonRpcRequest;
 
 /** Where a result's JSON text is cached, off the enumerable fields that tests and JSON.stringify see. */
 export const SERIALIZED = Symbol("serialized JSON");

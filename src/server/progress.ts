@@ -25,7 +25,11 @@ export interface ProgressDeps {
 /** "12s · turn 2 · Bash · npm test", or "3s · queued at position 2": progress (§5.8) and a working task's statusMessage (§16.4). */
 export function describeActivity(job: Job, now: number): string {
   const elapsed = Math.max(0, Math.round((now - job.startedAt) / 1000));
-  return job.status === "queued" ? `${elapsed}s · queued at position ${job.queuePosition() ?? "?"}` : activityLine(job.live(), elapsed);
+  if (job.status === "queued") return `${elapsed}s · queued at position ${job.queuePosition() ?? "?"}`;
+  const pending = job.pendingApprovals()[0];
+  // A job waiting on a person says so, and for what (§18).
+  if (pending) return `${elapsed}s · waits for approval (request ${pending.id}): ${pending.preview}`;
+  return activityLine(job.live(), elapsed);
 }
 
 /**
@@ -75,18 +79,25 @@ export async function withProgress<T>(deps: ProgressDeps, token: ProgressToken |
   }
 }
 
-/** Waits until the job finishes, the hold runs out, or the request is cancelled; no polling (§5.3). */
+/**
+ * Waits until the job finishes, asks for permission (§18), the hold runs out, or the request is
+ * cancelled; no polling (§5.3).
+ */
 export async function hold(clock: Clock, job: Job, holdMs: number, signal: AbortSignal): Promise<void> {
-  if (!isUnfinished(job) || holdMs === 0) return;
+  if (!isUnfinished(job) || holdMs === 0 || job.pendingApprovals().length > 0) return;
   const stop = new AbortController();
   const onCancel = (): void => stop.abort();
   signal.addEventListener("abort", onCancel, { once: true });
-  // A listener dropped when the hold ends: a job polled for days does not collect one per call.
+  // Listeners dropped when the hold ends: a job polled for days does not collect one per call.
   const stopWatching = job.whenDone(onCancel);
+  const stopListening = job.onActivity(() => {
+    if (job.pendingApprovals().length > 0) onCancel();
+  });
   try {
     await sleep(clock, holdMs, stop.signal);
   } finally {
     signal.removeEventListener("abort", onCancel);
     stopWatching();
+    stopListening();
   }
 }

@@ -22,7 +22,10 @@ export function becomesTask(job: Pick<Job, "kind" | "timeoutMs">): boolean {
   return job.kind === "start" || job.timeoutMs === undefined || job.timeoutMs > SYNCHRONOUS_RUN_MAX_TIMEOUT_MS;
 }
 
-/** input_required is never used (nothing here asks for input), nor failed (a job always ends in a tool result). */
+/**
+ * input_required is never used: a job waiting for a permission answer stays working, its statusMessage says for what, and
+ * claude_respond answers it (§18). Nor failed: a job always ends in a tool result.
+ */
 export type ExtensionTaskStatus = "working" | "completed" | "cancelled";
 
 export interface ExtensionTask {

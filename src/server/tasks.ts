@@ -9,7 +9,7 @@ import { isUnfinished, type Job, type JobRegistry } from "../jobs/registry.js";
 import type { Logger } from "../core/log.js";
 import type { CallToolResult } from "../tools/results.js";
 
-export type TaskStatus = "working" | "completed" | "failed" | "cancelled";
+export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
 
 /** Tools that accept `params.task`; they declare execution.taskSupport "optional". */
 export const TASK_TOOLS: readonly string[] = ["claude_run", "claude_start"];
@@ -48,6 +48,8 @@ export interface Task {
 
 export function taskStatus(entry: Pick<TaskEntry, "job" | "cancelledAt">): TaskStatus {
   if (entry.cancelledAt !== undefined || entry.job.status === "killed") return "cancelled";
+  // Waiting for a permission answer (§18): the client that can be asked has a form naming the task; claude_respond answers too.
+  if (entry.job.pendingApprovals().length > 0) return "input_required";
   if (isUnfinished(entry.job)) return "working";
   return entry.job.status === "completed" ? "completed" : "failed";
 }
@@ -146,6 +148,8 @@ export interface TaskMethodsDeps {
 /** The task side of one connection: adopting jobs as tasks, and the tasks/* methods. */
 export function createTaskMethods(deps: TaskMethodsDeps): {
   adopt(job: Job, progressToken: string | number | undefined): { task: Task };
+  /** Whether the job is a task of this connection. */
+  has(job: Job): boolean;
   handle(id: RequestId, method: (typeof TASK_METHODS)[number], params: Record<string, unknown>, signal: AbortSignal): Promise<JsonRpcResponse>;
 } {
   const book = new TaskBook((job) => deps.jobs.get(job.id) === job);
@@ -160,7 +164,19 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
     book.add(entry);
     // The token stays valid until the task ends, not until the CreateTaskResult.
     if (progressToken !== undefined) void job.done.then(deps.followProgress(progressToken, job));
-    void job.done.then(() => deps.notify({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...describeTask(entry, deps.retentionMs) } }));
+    const notifyStatus = (): void => deps.notify({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...describeTask(entry, deps.retentionMs) } });
+    // A task that starts or stops waiting for a permission answer says so, as one that ends does.
+    let shown = taskStatus(entry);
+    const stopListening = job.onActivity(() => {
+      const now = taskStatus(entry);
+      if (now === shown || !isUnfinished(job)) return;
+      shown = now;
+      notifyStatus();
+    });
+    void job.done.then(() => {
+      stopListening();
+      notifyStatus();
+    });
     return { task: describeTask(entry, deps.retentionMs) };
   }
 
@@ -196,6 +212,6 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
     return respond(id, { ...result, _meta: { [RELATED_TASK]: { taskId: entry.job.id } } });
   }
 
-  return { adopt, handle };
+  return { adopt, handle, has: (job) => book.get(job.id)?.job === job };
 }
 

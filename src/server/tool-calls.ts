@@ -8,12 +8,13 @@ import type { AgentOptions } from "../agent/options.js";
 import { admitAgent } from "../agent/policy.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isUnfinished, type Job } from "../jobs/registry.js";
-import { renderJob, renderKill, renderList, renderOutputPage, renderStarted, type CallToolResult } from "../tools/results.js";
+import { renderJob, renderKill, renderList, renderOutputPage, renderResponded, renderStarted, type CallToolResult } from "../tools/results.js";
 import type { ToolName } from "../tools/definitions.js";
 import {
   parseKillInput,
   parseListInput,
   parseOutputInput,
+  parseRespondInput,
   parseRunInput,
   parseStartInput,
   parseWaitInput,
@@ -65,6 +66,12 @@ export class ToolCalls {
       case "claude_output": {
         const input = parseOutputInput(args, this.settings);
         return renderOutputPage(await this.requireJob(input.jobId), input.view, input.offset, input.limit);
+      }
+      case "claude_respond": {
+        const input = parseRespondInput(args);
+        const job = await this.requireJob(input.jobId);
+        const answered = await deps.jobs.respond(job.id, input.requestId, input.decision, "tool", input.message);
+        return renderResponded(job, answered, now());
       }
     }
   }

@@ -5,11 +5,15 @@
  * job keeps it until its agent has it) and gives agents no output files
  * (their output comes through pipes), so nothing it holds outlives its server.
  */
+import type { Approval, ApprovalAnswer, ApprovalRequest } from "./approvals.js";
 import { isFinishedStatus, type JobRecord } from "./records.js";
 
 export class MemoryStore {
   private readonly records = new Map<string, JobRecord>();
   private readonly results = new Map<string, string>();
+  /** Permission requests filed by a test's agent, and who hears of them. */
+  private readonly requests = new Map<string, Approval[]>();
+  private readonly approvalWatchers = new Map<string, Set<() => void>>();
 
   create(record: JobRecord, _prompt: string): void {
     this.records.set(record.id, structuredClone(record));
@@ -65,6 +69,39 @@ export class MemoryStore {
   }
 
 
+  approvals(id: string): Approval[] {
+    return structuredClone(this.requests.get(id) ?? []);
+  }
+
+  fileApproval(id: string, request: Omit<ApprovalRequest, "id">): ApprovalRequest {
+    const list = this.requests.get(id) ?? [];
+    const filed = { id: String(list.length + 1), ...request };
+    list.push({ request: filed });
+    this.requests.set(id, list);
+    this.changed(id);
+    return filed;
+  }
+
+  answerApproval(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined {
+    const approval = this.requests.get(id)?.find((entry) => entry.request.id === requestId);
+    if (!approval) return undefined;
+    if (approval.answer) return { answer: approval.answer, won: false };
+    approval.answer = answer;
+    this.changed(id);
+    return { answer, won: true };
+  }
+
+  watchApprovals(id: string, onChange: () => void): () => void {
+    const watchers = this.approvalWatchers.get(id) ?? new Set();
+    watchers.add(onChange);
+    this.approvalWatchers.set(id, watchers);
+    return () => watchers.delete(onChange);
+  }
+
+  private changed(id: string): void {
+    for (const watcher of [...(this.approvalWatchers.get(id) ?? [])]) watcher();
+  }
+
   size(_id: string): number {
     return 0;
   }
@@ -72,6 +109,7 @@ export class MemoryStore {
   remove(id: string): void {
     this.records.delete(id);
     this.results.delete(id);
+    this.requests.delete(id);
   }
 
   /** One server only: every claim is its own. */

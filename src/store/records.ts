@@ -41,6 +41,19 @@ export interface StoredOutcome {
   exit?: { code: number | null; signal: string | null };
 }
 
+/** A permission request and its answer as the record lists them (§18); the tool's input stays in the request file. */
+export interface ApprovalSummary {
+  id: string;
+  tool_name: string;
+  preview: string;
+  asked_at: number;
+  expires_at: number;
+  decision?: "allow" | "deny";
+  by?: "tool" | "elicitation" | "cli" | "timeout" | "server";
+  answered_at?: number;
+  message?: string;
+}
+
 export interface JobRecord {
   format: typeof STATE_FORMAT;
   id: string;
@@ -66,6 +79,8 @@ export interface JobRecord {
   agent?: AgentRecord;
   kill_reason?: string;
   outcome?: StoredOutcome;
+  /** Every permission request of the job, oldest first, as its owner last saw them (§18). */
+  approvals?: ApprovalSummary[];
   /** Last known progress, for the CLI's table. */
   turns?: number;
   cost_usd?: number;

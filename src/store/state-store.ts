@@ -12,11 +12,13 @@
  *   <state>/jobs/<id>/result.txt    the final answer, whole
  *   <state>/jobs/<id>/claim.N[.S]   who adopted the job after restart N (slot S; created exclusively)
  *   <state>/jobs/<id>/kill          a kill asked for by the CLI
+ *   <state>/jobs/<id>/approval.N[.answer].json  permission request N and its answer (approvals.ts)
  */
 import { chmodSync, closeSync, lstatSync, mkdirSync, readdirSync, readSync, rmSync, watch, type FSWatcher, type Stats } from "node:fs";
 import path from "node:path";
 
 import { createTextFile, readFileRange, writeAtomically, writeNewFile } from "./atomic.js";
+import { answerRequest, fileRequest, isApprovalFile, readApproval, readApprovals, type Approval, type ApprovalAnswer, type ApprovalRequest } from "./approvals.js";
 import { claimHolder, claimJob, claimSlot, dropClaimsBefore, type HolderAlive } from "./claims.js";
 import { openForReading, readTextFile } from "./files.js";
 import { SlotFiles, type Slot } from "./slots.js";
@@ -405,11 +407,20 @@ export class StateStore {
    * where they cannot be had (the caller then polls). The returned function stops it.
    */
   watchRecord(id: string, onChange: () => void): (() => void) | undefined {
+    // The agent's output changes far more often than its record: only the record's name is news.
+    return this.watchJob(id, (name) => name === "record.json", onChange);
+  }
+
+  /** As watchRecord, for the job's approval files (§18). */
+  watchApprovals(id: string, onChange: () => void): (() => void) | undefined {
+    return this.watchJob(id, isApprovalFile, onChange);
+  }
+
+  private watchJob(id: string, isNews: (name: string) => boolean, onChange: () => void): (() => void) | undefined {
     let watcher: FSWatcher;
     try {
       watcher = watch(this.jobDir(id), (_event, name) => {
-        // The agent's output changes far more often than its record: only the record's name is news.
-        if (name === null || name === "record.json") onChange();
+        if (name === null || isNews(name)) onChange();
       });
     } catch {
       return undefined;
@@ -417,6 +428,24 @@ export class StateStore {
     // A folder removed meanwhile (pruned): no more news from it; the caller's poll reads the rest.
     watcher.on("error", () => watcher.close());
     return () => watcher.close();
+  }
+
+  /** The job's permission requests, oldest first, with their answers (§18). */
+  approvals(id: string): Approval[] {
+    return readApprovals(this.jobDir(id));
+  }
+
+  approval(id: string, requestId: string): Approval | undefined {
+    return readApproval(this.jobDir(id), requestId);
+  }
+
+  fileApproval(id: string, request: Omit<ApprovalRequest, "id">): ApprovalRequest {
+    return fileRequest(this.jobDir(id), request, this.randomName);
+  }
+
+  /** Answers a request unless it has an answer: the standing answer and whether it is this one; undefined for no such request. */
+  answerApproval(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined {
+    return answerRequest(this.jobDir(id), requestId, answer, this.randomName);
   }
 
   /** Bytes used by one job's folder. */

@@ -5,7 +5,7 @@
 import { ERROR_CODES } from "../core/errors.js";
 import { LIMITS, MODEL_NAME, OUTPUT_VIEWS, type ToolSettings } from "./validation.js";
 
-export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output"] as const;
+export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 export function isToolName(name: string): name is ToolName {
@@ -61,7 +61,7 @@ function agentOptionSchemas(settings: ToolSettings): Record<string, unknown> {
   };
 }
 
-export const JOB_STATUSES = ["queued", "running", "completed", "failed", "killed", "lost", "error"] as const;
+export const JOB_STATUSES = ["queued", "running", "input_required", "completed", "failed", "killed", "lost", "error"] as const;
 export type ReportStatus = (typeof JOB_STATUSES)[number];
 
 const ERROR_SCHEMA = {
@@ -77,6 +77,23 @@ const NEXT = {
   description: "What to do next, naming the tool and its arguments, such as: Call claude_wait again with job_id \"<id>\" to keep waiting. Absent when nothing is left to do.",
 } as const;
 
+/** Requests waiting for an answer (§18), as the job report and claude_respond name them. */
+const PENDING_APPROVALS = {
+  type: "array",
+  description: "While input_required: the permission requests waiting for an answer. Ask the user, then answer each with claude_respond.",
+  items: {
+    type: "object",
+    properties: {
+      request_id: { type: "string" },
+      tool_name: { type: "string", description: "The tool the agent wants to use, such as Bash or Write." },
+      preview: { type: "string", description: "One line of what it would do; claude_output view \"approvals\" has the whole input." },
+      waited_s: { type: "integer" },
+      expires_in_s: { type: "integer", description: "Seconds until it is denied unanswered." },
+    },
+    required: ["request_id", "tool_name", "preview"],
+  },
+} as const;
+
 /** The job report: the output of claude_run, claude_start, claude_wait and claude_kill (§5.5). */
 export const JOB_REPORT_SCHEMA = {
   type: "object",
@@ -84,8 +101,10 @@ export const JOB_REPORT_SCHEMA = {
     status: {
       type: "string",
       enum: [...JOB_STATUSES],
-      description: "queued, running, completed, failed, killed or lost (its agent ended without a result while a restart was under way) describe the job; error means this call itself failed.",
+      description:
+        "queued, running, input_required (running, and waiting for a permission answer: see pending_approvals), completed, failed, killed or lost (its agent ended without a result while a restart was under way) describe the job; error means this call itself failed.",
     },
+    pending_approvals: PENDING_APPROVALS,
     queue_position: { type: "integer", description: "While queued: 1 for the next job to start." },
     job_id: { type: "string" },
     session_id: { type: "string", description: "Pass as session_id to continue this conversation." },
@@ -121,7 +140,7 @@ export const LIST_SCHEMA = {
         properties: {
           job_id: { type: "string" },
           kind: { type: "string", enum: ["run", "start"] },
-          status: { type: "string", enum: ["queued", "running", "completed", "failed", "killed", "lost"] },
+          status: { type: "string", enum: ["queued", "running", "input_required", "completed", "failed", "killed", "lost"] },
           cwd: { type: "string" },
           elapsed_s: { type: "integer" },
           num_turns: { type: "integer" },
@@ -149,6 +168,23 @@ export const OUTPUT_PAGE_SCHEMA = {
     total_chars: { type: "integer", description: "Length of the whole result or transcript so far." },
     next_offset: { type: "integer", description: "Pass as offset to read on; absent at the end." },
     dropped_chars: { type: "integer", description: "Transcript only: characters dropped from its start to respect the size limit." },
+    error: ERROR_SCHEMA,
+    next: NEXT,
+  },
+  required: ["status"],
+} as const;
+
+export const RESPOND_SCHEMA = {
+  type: "object",
+  properties: {
+    status: { type: "string", enum: ["answered", "error"] },
+    job_id: { type: "string" },
+    request_id: { type: "string" },
+    decision: { type: "string", enum: ["allow", "deny"] },
+    tool_name: { type: "string" },
+    preview: { type: "string" },
+    job_status: { type: "string", enum: [...JOB_STATUSES], description: "The job's status after the answer." },
+    pending_approvals: PENDING_APPROVALS,
     error: ERROR_SCHEMA,
     next: NEXT,
   },
@@ -221,7 +257,8 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
       description:
         "Wait up to hold_ms for a job started by claude_start, then report it: still running (with elapsed " +
         "seconds, turns and the latest activity: call claude_wait again), completed (with the result and " +
-        "session_id), failed or lost (with the error), or killed. Jobs survive a restart of this server. Safe to call repeatedly.",
+        "session_id), failed or lost (with the error), or killed. It returns at once with input_required when the " +
+        "agent waits for permission to use a tool: ask the user, then answer with claude_respond. Jobs survive a restart of this server. Safe to call repeatedly.",
       inputSchema: {
         type: "object",
         properties: {
@@ -273,8 +310,8 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
       name: "claude_output",
       title: "Read a job's result or transcript",
       description:
-        `Read a job's full result (view "result"), or what it has done so far (view "transcript": its text, ` +
-        `tool calls and tool results), in pages of up to ${settings.maxResultChars} characters. Use when a ` +
+        `Read a job's full result (view "result"), what it has done so far (view "transcript": its text, ` +
+        `tool calls and tool results), or its permission requests with their whole inputs (view "approvals"), in pages of up to ${settings.maxResultChars} characters. Use when a ` +
         "result was truncated: pass the next_offset it gave as offset.",
       inputSchema: {
         type: "object",
@@ -294,6 +331,27 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
       },
       outputSchema: OUTPUT_PAGE_SCHEMA,
       annotations: { title: "Read a job's result or transcript", readOnlyHint: true, openWorldHint: false },
+    },
+    {
+      name: "claude_respond",
+      title: "Answer a job's permission request",
+      description:
+        "Allow or deny a tool call a job's agent asked permission for (the job is input_required, and claude_wait named the " +
+        "request_id). Ask the user first and pass on their decision: allow lets the agent run exactly what the request shows. " +
+        "deny may carry a message the agent reads, such as what to do instead. The first answer to a request counts.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          job_id: JOB_ID,
+          request_id: { type: "string", pattern: "^[1-9][0-9]{0,8}$", description: "request_id from pending_approvals." },
+          decision: { type: "string", enum: ["allow", "deny"] },
+          message: { type: "string", maxLength: LIMITS.maxRespondMessageChars, description: "With deny: what the agent is told." },
+        },
+        required: ["job_id", "request_id", "decision"],
+        additionalProperties: false,
+      },
+      outputSchema: RESPOND_SCHEMA,
+      annotations: { title: "Answer a job's permission request", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
   ];
 }

@@ -6,8 +6,8 @@
  */
 import type { AgentResult, LiveSummary } from "../agent/types.js";
 import { formatError, type DispatchError, type ErrorCode } from "../core/errors.js";
-import { KILL_REASON_TEXT, sessionIdOf, type Job } from "../jobs/registry.js";
-import { isJobId } from "../store/records.js";
+import { KILL_REASON_TEXT, sessionIdOf, shownStatus, type Job } from "../jobs/registry.js";
+import { isJobId, type ApprovalSummary } from "../store/records.js";
 import type { ReportStatus } from "./definitions.js";
 
 export interface Report {
@@ -27,9 +27,29 @@ export interface Report {
   already_finished?: boolean;
   permission_denials?: Array<{ tool_name: string; tool_input?: unknown }>;
   api_error_status?: number;
+  pending_approvals?: PendingApproval[];
   error?: { code: ErrorCode; detail: string };
   /** What to call next, as one sentence naming the tool and its arguments (§5.5). */
   next?: string;
+}
+
+/** A permission request waiting for an answer, as reports name it (§18). */
+export interface PendingApproval {
+  request_id: string;
+  tool_name: string;
+  preview: string;
+  waited_s: number;
+  expires_in_s: number;
+}
+
+function pendingOf(approvals: readonly ApprovalSummary[], now: number): PendingApproval[] {
+  return approvals.map((approval) => ({
+    request_id: approval.id,
+    tool_name: approval.tool_name,
+    preview: approval.preview,
+    waited_s: Math.max(0, Math.round((now - approval.asked_at) / 1000)),
+    expires_in_s: Math.max(0, Math.round((approval.expires_at - now) / 1000)),
+  }));
 }
 
 export interface CallToolResult<Structured = Report> {
@@ -72,7 +92,7 @@ export function activityLine(live: LiveSummary, elapsedS: number): string {
 const RECENT_TEXT_CHARS = 300;
 
 export function jobReport(job: Job, now: number, maxResultChars = Number.POSITIVE_INFINITY): Report {
-  const report: Report = { status: job.status, job_id: job.id, elapsed_s: elapsedSeconds(job, now) };
+  const report: Report = { status: shownStatus(job), job_id: job.id, elapsed_s: elapsedSeconds(job, now) };
   const outcome = job.outcome;
   if (!outcome) {
     const position = job.queuePosition();
@@ -87,6 +107,8 @@ export function jobReport(job: Job, now: number, maxResultChars = Number.POSITIV
         const text = live.lastText.replace(/^…/, "");
         report.recent_text = text.length > RECENT_TEXT_CHARS ? `…${text.slice(-RECENT_TEXT_CHARS)}` : live.lastText;
       }
+      const pending = job.pendingApprovals();
+      if (pending.length > 0) report.pending_approvals = pendingOf(pending, now);
     }
     return report;
   }
@@ -115,6 +137,19 @@ function denialsText(report: Report): string {
   return `\nPermission was denied for: ${names}. Those actions did not happen.`;
 }
 
+/** A claude_run whose client could not be asked had its requests denied at once (§18): say how to get them asked. */
+function unaskedHint(job: Job): string | undefined {
+  if (!job.approvals.some((approval) => approval.by === "server" && approval.decision === "deny")) return undefined;
+  return "Permission requests were denied at once because this claude_run call cannot ask anyone; for work that needs approvals, use claude_start, then claude_wait and claude_respond.";
+}
+
+/** How to answer the requests a job waits on. */
+function respondHint(job: Job, pending: readonly PendingApproval[]): string {
+  const first = pending[0];
+  const which = first ? `request_id "${first.request_id}"` : "the request_id";
+  return `Ask the user whether to allow it, then call claude_respond with job_id "${job.id}", ${which} and decision "allow" or "deny" (claude_output view "approvals" shows the whole input).`;
+}
+
 
 /*
  * Next steps. Each sentence is both the report's `next` and, where the text gives
@@ -130,7 +165,7 @@ function collectHint(jobId: string): string {
 }
 
 function readOnHint(jobId: string, offset: number, view: OutputPage["view"] = "result"): string {
-  const viewPart = view === "transcript" ? `, view "transcript"` : "";
+  const viewPart = view === "result" ? "" : `, view "${view}"`;
   return `Call claude_output with job_id "${jobId}"${viewPart} and offset ${offset} for the rest.`;
 }
 
@@ -202,6 +237,12 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
       );
     }
     case "running": {
+      const pending = report.pending_approvals;
+      if (pending?.length) {
+        const next = respondHint(job, pending);
+        const lines = pending.map((request) => `  request ${request.request_id}: ${request.preview} (denied in ${request.expires_in_s}s unless answered)`).join("\n");
+        return toolResult(`Job ${job.id} waits for permission (input_required, ${seconds}s so far):\n${lines}\n${next}`, withNext(report, next), false);
+      }
       const recent = report.recent_text ? `\nLatest text: ${report.recent_text}` : "";
       const next = waitHint(job.id, "stop");
       return toolResult(`Job ${job.id} is still running (${report.last_activity ?? `${seconds}s`}). ${next}${recent}`, withNext(report, next), false);
@@ -210,8 +251,8 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
       const line = facts(report);
       const resumeHint = report.session_id ? " Pass session_id to continue this conversation." : "";
       return toolResult(
-        `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}\n\n${report.result ?? ""}${truncationText(report, job.id)}`,
-        withNext(report, truncationHint(report, job.id)),
+        `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}${unaskedHint(job) ? `\n${unaskedHint(job)}` : ""}\n\n${report.result ?? ""}${truncationText(report, job.id)}`,
+        withNext(report, truncationHint(report, job.id), unaskedHint(job)),
         false,
       );
     }
@@ -273,7 +314,7 @@ export function renderFailure(error: DispatchError, jobId?: string): CallToolRes
 export interface ListedJob {
   job_id: string;
   kind: "run" | "start";
-  status: Job["status"];
+  status: ReturnType<typeof shownStatus>;
   cwd: string;
   elapsed_s: number;
   num_turns: number;
@@ -291,7 +332,7 @@ export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ 
     return {
       job_id: job.id,
       kind: job.kind,
-      status: job.status,
+      status: shownStatus(job),
       cwd: job.cwd,
       elapsed_s: elapsedSeconds(job, now),
       num_turns: Math.round(job.outcome?.result?.numTurns ?? live.turns),
@@ -312,7 +353,7 @@ export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ 
 export interface OutputPage {
   status: ReportStatus;
   job_id: string;
-  view: "result" | "transcript";
+  view: "result" | "transcript" | "approvals";
   offset: number;
   text: string;
   total_chars: number;
@@ -323,12 +364,31 @@ export interface OutputPage {
 }
 
 /** One page of a job's result or transcript (§5.7). Offsets count UTF-16 characters, as JavaScript strings do. */
-export function renderOutputPage(job: Job, view: "result" | "transcript", offset: number, limit: number): CallToolResult<OutputPage> {
+/** Every request of the job with its whole input and its answer, as claude_output's "approvals" view pages it. */
+function approvalsText(job: Job): string {
+  return job
+    .approvalDetails()
+    .map(({ request, answer }) => {
+      const state = answer ? `${answer.decision} (by ${answer.by})${answer.message ? `: ${answer.message}` : ""}` : job.status === "running" ? "pending" : "unanswered";
+      return `request ${request.id} · ${request.tool_name} · ${state}\n${JSON.stringify(request.input, null, 2)}\n`;
+    })
+    .join("\n");
+}
+
+export function renderOutputPage(job: Job, view: OutputPage["view"], offset: number, limit: number): CallToolResult<OutputPage> {
   let page: OutputPage;
   let note = "";
-  if (view === "transcript") {
+  const status = shownStatus(job);
+  if (view === "approvals") {
+    const whole = approvalsText(job);
+    const from = Math.min(offset, whole.length);
+    const text = whole.slice(from, from + limit);
+    page = { status, job_id: job.id, view, offset: from, text, total_chars: whole.length };
+    if (from + text.length < whole.length) page.next_offset = from + text.length;
+    if (whole === "") note = `[Job ${job.id} has asked for no permission.]\n`;
+  } else if (view === "transcript") {
     const slice = job.transcript.page(offset, limit);
-    page = { status: job.status, job_id: job.id, view, offset: slice.offset, text: slice.text, total_chars: slice.end };
+    page = { status, job_id: job.id, view, offset: slice.offset, text: slice.text, total_chars: slice.end };
     if (slice.start > 0) page.dropped_chars = slice.start;
     if (offset < slice.start) note = `[The first ${slice.start} characters were dropped to keep the transcript small; starting at ${slice.start}.]\n`;
     if (slice.offset + slice.text.length < slice.end) page.next_offset = slice.offset + slice.text.length;
@@ -336,7 +396,7 @@ export function renderOutputPage(job: Job, view: "result" | "transcript", offset
     const whole = job.resultText() ?? "";
     const from = Math.min(offset, whole.length);
     const text = whole.slice(from, from + limit);
-    page = { status: job.status, job_id: job.id, view, offset: from, text, total_chars: whole.length };
+    page = { status, job_id: job.id, view, offset: from, text, total_chars: whole.length };
     if (from + text.length < whole.length) page.next_offset = from + text.length;
     if (job.status === "running") note = `[Job ${job.id} is still running and has no result yet; view "transcript" shows what it has done.]\n`;
   }
@@ -347,6 +407,37 @@ export function renderOutputPage(job: Job, view: "result" | "transcript", offset
       : undefined;
   withNext(page, readOn ?? noResultYet);
   const more = readOn === undefined ? "[End.]" : `[${readOn}]`;
-  const header = `${view} of job ${job.id} (${job.status}), characters ${page.offset}–${page.offset + page.text.length} of ${page.total_chars}:\n`;
+  const header = `${view} of job ${job.id} (${status}), characters ${page.offset}–${page.offset + page.text.length} of ${page.total_chars}:\n`;
   return toolResult(`${note}${header}${page.text}\n${more}`, page, false);
+}
+
+export interface Responded {
+  status: "answered";
+  job_id: string;
+  request_id: string;
+  decision: "allow" | "deny";
+  tool_name: string;
+  preview: string;
+  job_status: ReportStatus;
+  pending_approvals?: PendingApproval[];
+  next?: string;
+}
+
+/** claude_respond's answer: what was decided, and what the job does now (§18). */
+export function renderResponded(job: Job, answered: ApprovalSummary, now: number): CallToolResult<Responded> {
+  const decision = answered.decision ?? "deny";
+  const report: Responded = {
+    status: "answered",
+    job_id: job.id,
+    request_id: answered.id,
+    decision,
+    tool_name: answered.tool_name,
+    preview: answered.preview,
+    job_status: shownStatus(job),
+  };
+  const pending = job.pendingApprovals();
+  if (pending.length > 0) report.pending_approvals = pendingOf(pending, now);
+  const next = pending.length > 0 ? respondHint(job, report.pending_approvals ?? []) : `Call claude_wait with job_id "${job.id}" to follow the job.`;
+  const verb = decision === "allow" ? "Allowed" : "Denied";
+  return toolResult(`${verb} request ${answered.id} of job ${job.id} (${answered.preview}). ${next}`, withNext(report, next), false);
 }

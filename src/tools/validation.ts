@@ -18,6 +18,7 @@ export const LIMITS = {
   maxToolRuleChars: 500,
   maxAddDirs: 20,
   maxSystemPromptChars: 100_000,
+  maxRespondMessageChars: 2_000,
 } as const;
 
 /** What the operator's configuration changes in the tools' shapes. */
@@ -47,7 +48,13 @@ export interface WaitInput {
 export interface KillInput {
   jobId: string;
 }
-export const OUTPUT_VIEWS = ["result", "transcript"] as const;
+export interface RespondInput {
+  jobId: string;
+  requestId: string;
+  decision: "allow" | "deny";
+  message: string | undefined;
+}
+export const OUTPUT_VIEWS = ["result", "transcript", "approvals"] as const;
 export interface OutputInput {
   jobId: string;
   view: (typeof OUTPUT_VIEWS)[number];
@@ -259,7 +266,7 @@ export function parseOutputInput(args: Record<string, unknown>, settings: ToolSe
   const jobId = requireJobId(args);
   let view: OutputInput["view"] = "result";
   if (present(args, "view")) {
-    if (!(OUTPUT_VIEWS as readonly unknown[]).includes(args.view)) throw invalid(`"view" must be "result" or "transcript", got ${preview(args.view)}`);
+    if (!(OUTPUT_VIEWS as readonly unknown[]).includes(args.view)) throw invalid(`"view" must be "result", "transcript" or "approvals", got ${preview(args.view)}`);
     view = args.view as OutputInput["view"];
   }
   return {
@@ -270,3 +277,24 @@ export function parseOutputInput(args: Record<string, unknown>, settings: ToolSe
   };
 }
 
+
+export function parseRespondInput(args: Record<string, unknown>): RespondInput {
+  checkKnown(args, ["job_id", "request_id", "decision", "message"]);
+  const jobId = requireJobId(args);
+  const requestId = args.request_id;
+  // A number is taken as the string it would be: models send 1 for "1".
+  const request = typeof requestId === "number" && Number.isSafeInteger(requestId) ? String(requestId) : requestId;
+  if (typeof request !== "string" || !/^[1-9][0-9]{0,8}$/.test(request)) {
+    throw invalid(`"request_id" must be the request_id claude_wait reported, such as "1", got ${preview(requestId)}`);
+  }
+  const decision = args.decision;
+  if (decision !== "allow" && decision !== "deny") throw invalid(`"decision" must be "allow" or "deny", got ${preview(decision)}`);
+  let message: string | undefined;
+  if (present(args, "message")) {
+    if (typeof args.message !== "string" || args.message.length > LIMITS.maxRespondMessageChars) {
+      throw invalid(`"message" must be a string of at most ${LIMITS.maxRespondMessageChars} characters, got ${preview(args.message)}`);
+    }
+    message = args.message.trim() || undefined;
+  }
+  return { jobId, requestId: request, decision, message };
+}

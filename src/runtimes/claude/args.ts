@@ -3,6 +3,7 @@
  * place that knows its flags. Observed on CLI 2.1.197 and 2.1.332.
  */
 import type { AgentSpec } from "../../agent/types.js";
+import { approverArgs } from "./permission-prompt.js";
 
 export const DEFAULT_CLAUDE_BIN = "claude";
 
@@ -10,7 +11,7 @@ export const DEFAULT_CLAUDE_BIN = "claude";
  * The argv after the program name (§10). Every value travels as `--flag=value`,
  * so no value, whatever it starts with, can be read as a flag of its own.
  */
-export function claudeArgs(spec: Pick<AgentSpec, "resumeSessionId" | "options">): string[] {
+export function claudeArgs(spec: Pick<AgentSpec, "resumeSessionId" | "options" | "approver">): string[] {
   const args = [
     "-p", // print mode: run headless and exit; the prompt is read from stdin
     "--output-format",
@@ -29,6 +30,8 @@ export function claudeArgs(spec: Pick<AgentSpec, "resumeSessionId" | "options">)
   for (const directory of options.addDirs ?? []) args.push(`--add-dir=${directory}`);
   // Continue that conversation instead of paying to rebuild its context.
   if (spec.resumeSessionId !== undefined) args.push(`--resume=${spec.resumeSessionId}`);
+  // What would have prompted a person goes to the approver instead of being refused (§18).
+  if (spec.approver) args.push(...approverArgs(spec.approver));
   return args;
 }
 

@@ -24,12 +24,12 @@ export const tail = (text: string, max: number): string => {
 };
 
 /** A short, single-line description of a tool call: "Bash · npm test", "Edit · src/app.ts". */
-export function describeToolUse(name: string, input: unknown): string {
+export function describeToolUse(name: string, input: unknown, maxChars = 80): string {
   if (!isRecord(input)) return name;
   const key = ["command", "file_path", "notebook_path", "path", "pattern", "url", "query", "description", "prompt"].find(
     (candidate) => typeof input[candidate] === "string" && input[candidate] !== "",
   );
   const detail = key ? (input[key] as string) : Object.keys(input).length > 0 ? JSON.stringify(input) : "";
-  return detail ? `${name} · ${clip(oneLine(detail), 80)}` : name;
+  return detail ? `${name} · ${clip(oneLine(detail), maxChars)}` : name;
 }
 

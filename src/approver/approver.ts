@@ -1,0 +1,187 @@
+/**
+ * The approver (PROTOCOL.md §18): `claude-dispatch approver`, a small MCP
+ * server on stdio that a job's agent runs and asks whenever it would have
+ * shown a permission prompt. Each question is filed in the job's folder and
+ * answered there, by claude_respond, the client's elicitation form, the
+ * command line, or the timeout, whichever comes first; so a question outlives
+ * the server that saw it, and any server of the state directory can answer
+ * it. It offers one tool and dispatches nothing.
+ */
+import type { Clock } from "../core/clock.js";
+import type { Logger } from "../core/log.js";
+import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
+import { isRecord } from "../core/values.js";
+import { LEGACY_PROTOCOL_VERSIONS } from "../server/eras.js";
+import { METHOD_NOT_FOUND, fail, isRequestId, respond, type JsonRpcResponse, type RequestId } from "../server/jsonrpc.js";
+import type { ApprovalAnswer, ApprovalRequest, Approval } from "../store/approvals.js";
+import {
+  APPROVER_TOOL,
+  APPROVER_TOOL_DEFINITION,
+  permissionAnswerText,
+  permissionPreview,
+  readPermissionRequest,
+} from "../runtimes/claude/permission-prompt.js";
+
+/** Without file-system notifications the answer is looked for this often; with them, this is only a safety net. */
+const POLL_WITHOUT_WATCH_MS = 250;
+const POLL_WITH_WATCH_MS = 2000;
+
+/** What the approver needs of the job's folder (store/state-store.ts). */
+export interface ApprovalFiles {
+  /** Whether the job's folder and record are there and ours (§15.1): an approver never files into anything else. */
+  usable(): boolean;
+  file(request: Omit<ApprovalRequest, "id">): ApprovalRequest;
+  read(id: string): Approval | undefined;
+  answer(id: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
+  watch(onChange: () => void): (() => void) | undefined;
+}
+
+export interface ApproverOptions {
+  jobId: string;
+  files: ApprovalFiles;
+  clock: Clock;
+  logger: Logger;
+  /** How long a request waits for an answer before it is denied. */
+  waitMs: number;
+}
+
+/** The approver's argv after `approver`: `--state-dir=DIR --wait-ms=N JOB_ID`; undefined when it is not that. */
+export function parseApproverArgs(args: readonly string[]): { stateDir: string; waitMs: number; jobId: string } | undefined {
+  let stateDir: string | undefined;
+  let waitMs: number | undefined;
+  let jobId: string | undefined;
+  for (const arg of args) {
+    if (arg.startsWith("--state-dir=")) stateDir = arg.slice("--state-dir=".length);
+    else if (arg.startsWith("--wait-ms=")) waitMs = Number(arg.slice("--wait-ms=".length));
+    else if (!arg.startsWith("-") && jobId === undefined) jobId = arg;
+    else return undefined;
+  }
+  if (!stateDir || jobId === undefined || waitMs === undefined || !Number.isSafeInteger(waitMs) || waitMs < 1) return undefined;
+  return { stateDir, waitMs, jobId };
+}
+
+function minutes(ms: number): string {
+  return ms >= 120_000 ? `${Math.round(ms / 60_000)} minutes` : `${Math.round(ms / 1000)} seconds`;
+}
+
+/** What the agent is told when a request is denied without a message of the person's. */
+export function denialText(answer: ApprovalAnswer, waitMs: number): string {
+  if (answer.message) return answer.message;
+  if (answer.by === "timeout") return `No one answered this permission request within ${minutes(waitMs)}, so it was denied. Do not retry it; finish what you can without it and say what needed approval.`;
+  return "The person supervising this job denied this tool call.";
+}
+
+/** The approver's request handler: one response per request, null for notifications and responses. */
+export function createApprover(options: ApproverOptions): (message: unknown) => Promise<JsonRpcResponse | null> {
+  const { files, clock, logger, waitMs } = options;
+  /** Filed requests of tool calls in flight, by JSON-RPC id, so a cancelled call withdraws its request. */
+  const filedBy = new Map<string, string>();
+
+  const deny = (message: string): ApprovalAnswer => ({ decision: "deny", by: "server", at: clock.now(), message });
+
+  /** Resolves with the answer that stands: one given meanwhile, or the timeout's. */
+  const answerOf = (request: ApprovalRequest): Promise<ApprovalAnswer> =>
+    new Promise((resolve) => {
+      let settled = false;
+      let cancelPoll = (): void => undefined;
+      const finish = (answer: ApprovalAnswer): void => {
+        if (settled) return;
+        settled = true;
+        cancelPoll();
+        cancelExpiry();
+        stopWatching?.();
+        resolve(answer);
+      };
+      const look = (): void => {
+        if (settled) return;
+        let answer: ApprovalAnswer | undefined;
+        try {
+          answer = files.read(request.id)?.answer;
+        } catch (error) {
+          logger.warn(`cannot read the answer to request ${request.id}: ${(error as Error).message}`);
+        }
+        if (answer) finish(answer);
+      };
+      const expire = (): void => {
+        let standing: ApprovalAnswer | undefined;
+        try {
+          standing = files.answer(request.id, { decision: "deny", by: "timeout", at: clock.now() })?.answer;
+        } catch (error) {
+          logger.warn(`cannot record the timeout of request ${request.id}: ${(error as Error).message}`);
+        }
+        finish(standing ?? { decision: "deny", by: "timeout", at: clock.now() });
+      };
+      const stopWatching = files.watch(look);
+      const poll = (): void => {
+        look();
+        if (!settled) cancelPoll = clock.setTimer(poll, stopWatching ? POLL_WITH_WATCH_MS : POLL_WITHOUT_WATCH_MS);
+      };
+      const cancelExpiry = clock.setTimer(expire, Math.max(0, request.expires_at - clock.now()));
+      poll();
+    });
+
+  const ask = async (id: RequestId, args: unknown): Promise<JsonRpcResponse> => {
+    const asked = readPermissionRequest(args);
+    if (!asked) return respond(id, { content: [{ type: "text", text: "INVALID_ARGUMENT: expected {tool_name, input, tool_use_id}" }], isError: true });
+    let answer: ApprovalAnswer;
+    let filed: ApprovalRequest | undefined;
+    if (!files.usable()) {
+      answer = deny("This job's approvals cannot be filed (its folder in the state directory is missing or not this user's), so the tool call was denied.");
+    } else {
+      try {
+        const now = clock.now();
+        filed = files.file({
+          tool_name: asked.toolName,
+          input: asked.input,
+          ...(asked.toolUseId ? { tool_use_id: asked.toolUseId } : {}),
+          preview: permissionPreview(asked),
+          asked_at: now,
+          expires_at: now + waitMs,
+        });
+        filedBy.set(String(id), filed.id);
+        logger.info(`job ${options.jobId}: request ${filed.id} filed: ${filed.preview}`);
+        answer = await answerOf(filed);
+      } catch (error) {
+        answer = deny(`The request could not be filed (${(error as Error).message}), so the tool call was denied.`);
+      } finally {
+        filedBy.delete(String(id));
+      }
+    }
+    const text = permissionAnswerText(answer.decision, asked.input, answer.decision === "deny" ? denialText(answer, waitMs) : "");
+    if (filed) logger.info(`job ${options.jobId}: request ${filed.id}: ${answer.decision} (by ${answer.by})`);
+    return respond(id, { content: [{ type: "text", text }] });
+  };
+
+  return async (message) => {
+    if (!isRecord(message) || message.jsonrpc !== "2.0") return null;
+    const method = message.method;
+    const params = isRecord(message.params) ? message.params : {};
+    if (!("id" in message)) {
+      // A tool call the agent gave up on withdraws its request: nobody is asked about it any longer.
+      if (method === "notifications/cancelled" && isRequestId(params.requestId)) {
+        const filed = filedBy.get(String(params.requestId));
+        if (filed) files.answer(filed, deny("The agent withdrew this request."));
+      }
+      return null;
+    }
+    if (!isRequestId(message.id) || typeof method !== "string") return null;
+    const id = message.id;
+    switch (method) {
+      case "initialize": {
+        const requested = typeof params.protocolVersion === "string" ? params.protocolVersion : "";
+        const version = (LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : LEGACY_PROTOCOL_VERSIONS[0];
+        return respond(id, { protocolVersion: version, capabilities: { tools: { listChanged: false } }, serverInfo: { name: `${SERVER_NAME}-approver`, version: SERVER_VERSION } });
+      }
+      case "ping":
+        return respond(id, {});
+      case "tools/list":
+        return respond(id, { tools: [APPROVER_TOOL_DEFINITION] });
+      case "tools/call":
+        if (params.name !== APPROVER_TOOL) return respond(id, { content: [{ type: "text", text: `INVALID_ARGUMENT: the approver has one tool, ${APPROVER_TOOL}` }], isError: true });
+        return ask(id, params.arguments);
+      default:
+        // server/discover included: the CLI then falls back to initialize.
+        return fail(id, METHOD_NOT_FOUND, `Method not found: ${method.slice(0, 60)}`);
+    }
+  };
+}

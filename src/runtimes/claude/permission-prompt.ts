@@ -1,0 +1,70 @@
+/**
+ * Claude Code's permission prompts, forwarded to an MCP tool (PROTOCOL.md §18;
+ * observed on CLI 2.1.332, recorded in test/fixtures/permission-prompt.json):
+ * with `--permission-prompt-tool mcp__<server>__<tool>` the CLI calls that
+ * tool whenever it would have asked a person, with
+ * `{tool_name, input, tool_use_id}`, and reads the answer from the result's
+ * one text block: `{"behavior":"allow","updatedInput":{…}}` or
+ * `{"behavior":"deny","message":"…"}`.
+ */
+import type { ApproverLaunch } from "../../agent/types.js";
+import { isRecord } from "../../core/values.js";
+import { describeToolUse } from "./text.js";
+
+/** The approver's name in the agent's MCP configuration, and its one tool. */
+export const APPROVER_SERVER = "dispatch_approver";
+export const APPROVER_TOOL = "approve";
+
+/** Headroom over the approval timeout, so the CLI never abandons a call the approver is about to answer. */
+const TOOL_TIMEOUT_SLACK_MS = 60_000;
+
+/**
+ * The flags that point the CLI at the approver. The per-server `timeout`
+ * raises both of the CLI's limits on an MCP call (the hard one, default
+ * 1e8 ms, and the idle one, 30 minutes for stdio) above the approval timeout.
+ */
+export function approverArgs(approver: ApproverLaunch): string[] {
+  const config = {
+    mcpServers: {
+      [APPROVER_SERVER]: { type: "stdio", command: approver.command, args: approver.args, timeout: approver.waitMs + TOOL_TIMEOUT_SLACK_MS },
+    },
+  };
+  return [`--mcp-config=${JSON.stringify(config)}`, `--permission-prompt-tool=mcp__${APPROVER_SERVER}__${APPROVER_TOOL}`];
+}
+
+export interface PermissionRequest {
+  toolName: string;
+  input: unknown;
+  toolUseId?: string;
+}
+
+/** The tool's arguments as the CLI sends them; undefined when they are not a permission request. */
+export function readPermissionRequest(args: unknown): PermissionRequest | undefined {
+  if (!isRecord(args) || typeof args.tool_name !== "string" || args.tool_name === "") return undefined;
+  return { toolName: args.tool_name, input: args.input ?? {}, ...(typeof args.tool_use_id === "string" ? { toolUseId: args.tool_use_id } : {}) };
+}
+
+/** One line for a person deciding: "Bash · rm -rf build", "Write · src/a.ts"; the whole input is in the request file. */
+export function permissionPreview(request: PermissionRequest): string {
+  return describeToolUse(request.toolName, request.input, 200);
+}
+
+/** The text block the CLI reads its answer from; an allowed call runs with its input unchanged. */
+export function permissionAnswerText(decision: "allow" | "deny", input: unknown, message: string): string {
+  return JSON.stringify(decision === "allow" ? { behavior: "allow", updatedInput: input } : { behavior: "deny", message });
+}
+
+/** The tool as the approver lists it. */
+export const APPROVER_TOOL_DEFINITION = {
+  name: APPROVER_TOOL,
+  description: "Asks the person behind claude-dispatch whether a tool call may run; called by Claude Code itself, not by the model.",
+  inputSchema: {
+    type: "object",
+    properties: {
+      tool_name: { type: "string" },
+      input: { type: "object" },
+      tool_use_id: { type: "string" },
+    },
+    required: ["tool_name", "input"],
+  },
+} as const;
