@@ -44,7 +44,7 @@ const UNSUPPORTED_VERSION = -32022;
 /** The codes of §9's JSON-RPC table. */
 const KNOWN_CODES = new Set([-32700, -32600, -32601, -32602, -32603, MISSING_CAPABILITY, UNSUPPORTED_VERSION]);
 
-const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output"];
+const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond"];
 const VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 const AGENT_OPTIONS = ["model", "permission_mode", "allowed_tools", "disallowed_tools", "max_turns", "max_budget_usd", "append_system_prompt", "add_dirs"];
 const TOOL_ARGS = {
@@ -54,8 +54,9 @@ const TOOL_ARGS = {
   claude_kill: ["job_id"],
   claude_list: [],
   claude_output: ["job_id", "view", "offset", "limit"],
+  claude_respond: ["job_id", "request_id", "decision", "message"],
 };
-const REQUIRED_ARGS = new Set(["prompt", "cwd", "job_id"]);
+const REQUIRED_ARGS = new Set(["prompt", "cwd", "job_id", "request_id", "decision"]);
 const PERMISSION_MODES = ["default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"];
 /** The default policy: every mode but bypassPermissions (§5.6). */
 const ALLOWED_MODES = PERMISSION_MODES.filter((mode) => mode !== "bypassPermissions");
@@ -433,11 +434,21 @@ export function toolOracle(tool, args, env) {
         return { ...invalidArgument(tool, `"hold_ms"`), echo: jobEcho };
       }
       if (tool === "claude_output") {
-        if (present(args, "view") && args.view !== "result" && args.view !== "transcript") return { ...invalidArgument(tool, `"view"`), echo: jobEcho };
+        if (present(args, "view") && !["result", "transcript", "approvals"].includes(args.view)) return { ...invalidArgument(tool, `"view"`), echo: jobEcho };
         if (present(args, "offset") && !isIntegerIn(args.offset, 0, Number.MAX_SAFE_INTEGER)) return { ...invalidArgument(tool, `"offset"`), echo: jobEcho };
         if (present(args, "limit") && !isIntegerIn(args.limit, 1, MAX_RESULT_CHARS)) return { ...invalidArgument(tool, `"limit"`), echo: jobEcho };
       }
       // The generator never sends the id of a real job to these three.
+      return { r: "tool", tool, code: "JOB_NOT_FOUND", echo: jobEcho, echoRequired: true };
+    }
+    case "claude_respond": {
+      // §18: the arguments in order, then the job (never a real one here).
+      const jobId = args.job_id;
+      if (typeof jobId !== "string" || jobId.trim() === "") return { ...invalidArgument(tool, `"job_id"`), echo: jobEcho };
+      const request = typeof args.request_id === "number" && Number.isSafeInteger(args.request_id) ? String(args.request_id) : args.request_id;
+      if (typeof request !== "string" || !/^[1-9][0-9]{0,8}$/.test(request)) return { ...invalidArgument(tool, `"request_id"`), echo: jobEcho };
+      if (args.decision !== "allow" && args.decision !== "deny") return { ...invalidArgument(tool, `"decision"`), echo: jobEcho };
+      if (present(args, "message") && !(typeof args.message === "string" && args.message.length <= 2000)) return { ...invalidArgument(tool, `"message"`), echo: jobEcho };
       return { r: "tool", tool, code: "JOB_NOT_FOUND", echo: jobEcho, echoRequired: true };
     }
     case "claude_list":
@@ -771,7 +782,10 @@ const VALID = {
   add_dirs: (g) => g.rng.pick([[MISSING_DIR], ["/tmp"], ["relative"], Array(20).fill(MISSING_DIR)]),
   job_id: (g) => g.rng.pick([g.rng.uuid(), g.rng.uuid(true), "nope", "😀", "\u0000", "\ud800", "x".repeat(g.rng.int(61, 500)), ` ${g.rng.uuid()} `, g.text(1, 20)]),
   hold_ms: (g) => g.rng.pick([0, 0, 0, 100, 60000, 1e9, Number.MAX_SAFE_INTEGER, g.raw("-0"), g.raw("0.0"), g.raw("1e2")]),
-  view: (g) => g.rng.pick(["result", "transcript"]),
+  view: (g) => g.rng.pick(["result", "transcript", "approvals"]),
+  request_id: (g) => g.rng.pick(["1", "2", "999999999", 1, 7]),
+  decision: (g) => g.rng.pick(["allow", "deny"]),
+  message: (g) => g.rng.pick(["use a temp file", "", "  ", "\u0000", "\ud800", "x".repeat(2000), g.text(1, 80)]),
   offset: (g) => g.rng.pick([0, 5, Number.MAX_SAFE_INTEGER, g.raw("1e3")]),
   limit: (g) => g.rng.pick([1, 20000, 100]),
 };
@@ -792,6 +806,9 @@ const INVALID = {
   append_system_prompt: (g) => g.rng.pick(["", " ", "a\u0000b", "x".repeat(100001), WRONG_TYPES(g)]),
   add_dirs: (g) => g.rng.pick([[], MISSING_DIR, [""], [" "], ["/a\u0000"], [5], [null], Array(21).fill(MISSING_DIR), WRONG_TYPES(g)]),
   job_id: (g) => g.rng.pick(["", "   ", "\t\n", "\u00a0", WRONG_TYPES(g)]),
+  request_id: (g) => g.rng.pick(["0", "01", "-1", "1.5", "1e3", "", " 1", "1234567890", 0, -1, 1.5, g.raw("1e400"), WRONG_TYPES(g)]),
+  decision: (g) => g.rng.pick(["Allow", "yes", "", "allow ", 1, true, WRONG_TYPES(g)]),
+  message: (g) => g.rng.pick(["x".repeat(2001), 5, true, [], {}]),
   hold_ms: (g) => g.rng.pick([-1, 1.5, "0", g.raw("9007199254740992"), g.raw("1e400"), g.raw("1e300"), WRONG_TYPES(g)]),
   view: (g) => g.rng.pick(["RESULT", "", "both", "transcript ", WRONG_TYPES(g)]),
   offset: (g) => g.rng.pick([-1, 0.5, "0", g.raw("1e400"), WRONG_TYPES(g)]),
@@ -1138,6 +1155,7 @@ const KINDS = {
       [3, "claude_kill"],
       [2, "claude_list"],
       [4, "claude_output"],
+      [3, "claude_respond"],
     ]);
     const args = r.weighted([
       [90, () => toolArguments(g, tool)],

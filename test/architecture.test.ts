@@ -51,6 +51,7 @@ const CLAUDE_FLAGS: readonly string[] = [
   "--session-id",
   "--mcp-config",
   "--dangerously-skip-permissions",
+  "--permission-prompt-tool",
 ];
 /**
  * Rule 3: stream-json vocabulary and the reader, as words (code and strings).
@@ -99,6 +100,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "server/": ["core/", "agent/", "store/", "jobs/", "tools/", "server/"],
   "runtimes/*/": ["core/", "agent/", "runtimes/*/"],
   "hosts/*/": ["core/", "agent/", "store/", "hosts/*/"],
+  "approver/": ["core/", "agent/", "store/", "runtimes/", "server/eras.ts", "server/jsonrpc.ts", "approver/"],
   "cli/": ["core/", "agent/", "store/", "jobs/", "tools/", "runtimes/", "hosts/", "cli/", "config.ts", "server/version.ts"],
   "config.ts": ["core/", "agent/", "store/", "tools/", "hosts/", "runtimes/", "server/stdio.ts"],
   "main.ts": [""],

@@ -30,6 +30,8 @@ test("defaults", () => {
     stateMaxBytes: 1024 ** 3,
     onExit: "keep",
     onDone: undefined,
+    approvals: "forward",
+    approvalTimeoutMs: 600_000,
   });
   assert.equal(loadConfig({}, { cpus: 8 }).maxJobs, 8, "one agent per CPU");
   assert.equal(loadConfig({}, { cpus: 1 }).maxJobs, 2, "but at least two");
@@ -135,4 +137,12 @@ test("the state directory: explicit, else XDG_STATE_HOME, else ~/.local/state; %
   const windows = { platform: "win32", home: "C:\\Users\\ada" };
   assert.equal(loadConfig({ LOCALAPPDATA: "C:\\Users\\ada\\AppData\\Local", XDG_STATE_HOME: "/xdg" }, windows).stateDir, "C:\\Users\\ada\\AppData\\Local\\claude-dispatch");
   assert.equal(loadConfig({ CLAUDE_DISPATCH_ON_EXIT: "kill" }).onExit, "kill");
+});
+
+test("CLAUDE_DISPATCH_APPROVALS and CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS", () => {
+  assert.equal(loadConfig({ CLAUDE_DISPATCH_APPROVALS: "deny" }).approvals, "deny");
+  assert.equal(loadConfig({ CLAUDE_DISPATCH_APPROVALS: " forward " }).approvals, "forward");
+  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_APPROVALS: "ask" }), /CLAUDE_DISPATCH_APPROVALS must be one of forward, deny, got "ask"/);
+  assert.equal(loadConfig({ CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS: "5000" }).approvalTimeoutMs, 5000);
+  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS: "10" }), /CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS must be an integer from 1000 to 86400000/);
 });

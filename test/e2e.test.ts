@@ -46,7 +46,7 @@ describe("the built server over stdio", { skip: !isLinux && "end-to-end process 
     const listed = await server.request("tools/list");
     assert.deepEqual(
       listed.result.tools.map((tool: { name: string }) => tool.name),
-      ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output"],
+      ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond"],
     );
 
     // claude_run, then continue the same session.
@@ -314,7 +314,14 @@ describe("the built server over stdio", { skip: !isLinux && "end-to-end process 
       add_dirs: [path.join(root, "lib")],
     });
     assert.equal(run.result.structuredContent.status, "completed", run.result.content[0].text);
-    assert.deepEqual(JSON.parse(readFileSync(record, "utf8")).argv, [
+    const argv = JSON.parse(readFileSync(record, "utf8")).argv as string[];
+    // The approver comes last (§18): this same program in its approver mode, for this job, in this state directory.
+    const [mcpConfig, promptTool] = argv.splice(-2);
+    assert.equal(promptTool, "--permission-prompt-tool=mcp__dispatch_approver__approve");
+    const approver = JSON.parse((mcpConfig ?? "").replace(/^--mcp-config=/, "")).mcpServers.dispatch_approver;
+    assert.deepEqual(approver.args.slice(1), ["approver", `--state-dir=${server.stateDir}`, "--wait-ms=600000", run.result.structuredContent.job_id]);
+    assert.equal(approver.timeout, 660_000);
+    assert.deepEqual(argv, [
       "-p",
       "--output-format",
       "stream-json",

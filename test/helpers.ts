@@ -11,6 +11,7 @@ import type { CancelTimer, Clock } from "../src/core/clock.js";
 import { createRequestHandler, type HandlerDeps, type RequestHandler } from "../src/server/handler.js";
 import { JobRegistry } from "../src/jobs/registry.js";
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from "../src/server/jsonrpc.js";
+import { MemoryStore } from "../src/store/memory-store.js";
 import type { Logger } from "../src/core/log.js";
 import { DEFAULT_POLICY } from "../src/agent/policy.js";
 import { Transcript } from "../src/core/transcript.js";
@@ -153,6 +154,8 @@ export interface HandlerHarness {
   notifications: JsonRpcNotification[];
   /** Requests the server sent the client (elicitation/create). */
   requests: JsonRpcRequest[];
+  /** The registry's store in memory: a test files permission requests in it as an agent's approver would. */
+  store: MemoryStore;
   clock: FakeClock;
   launcher: FakeLauncher;
   jobs: JobRegistry;
@@ -165,6 +168,7 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
   const clock = new FakeClock();
   const launcher = new FakeLauncher();
   const logger = new RecordingLogger();
+  const store = new MemoryStore();
   let nextId = 0;
   const jobs = new JobRegistry({
     launch: launcher.launch,
@@ -176,7 +180,7 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
     finishedTranscriptChars: 10_000_000,
     maxRunning: registry.maxRunning ?? 1000,
     // Permission requests forwarded unless a test says otherwise; a fake agent files them in the store in memory.
-    persistence: memoryPersistence({ approvals: registry.approvals ?? true }),
+    persistence: memoryPersistence({ store, approvals: registry.approvals ?? true }),
   });
   const checkedDirectories: string[] = [];
   const notifications: JsonRpcNotification[] = [];
@@ -200,7 +204,7 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
     jobRetentionMs: 600_000,
     ...overrides,
   });
-  return { handle, notifications, requests, clock, launcher, jobs, logger, checkedDirectories };
+  return { handle, notifications, requests, clock, launcher, jobs, logger, checkedDirectories, store };
 }
 
 export interface Tracked<T> {

@@ -2,10 +2,12 @@
  * `jobs [--all] [--watch]` (PROTOCOL.md §17): a table of the queued and
  * running jobs and the most recently finished ones (`--all`: every job), with
  * the session each can be resumed in; `--watch` redraws it on a terminal.
+ * A running job whose agent waits for a permission answer is input_required.
  */
 import { sleep } from "../core/clock.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { LoadedRecords } from "../store/state-store.js";
+import { pendingRequests, requestText, shownStatus, waitingForApproval, type ShownStatus } from "./approve.js";
 import { emit, INTERRUPTED_EXIT, type Context } from "./context.js";
 import { clip, formatAge, formatCost, isoTime, PREVIEW_COLUMN_CHARS, printable, shortenHome, table } from "./format.js";
 import { progressOf } from "./job-output.js";
@@ -22,7 +24,7 @@ const CLEAR_SCREEN = "\u001b[H\u001b[2J";
 interface JobRow {
   id: string;
   kind: JobRecord["kind"];
-  status: JobRecord["status"];
+  status: ShownStatus;
   cwd: string;
   submitted_at: number;
   started_at?: number;
@@ -32,6 +34,14 @@ interface JobRow {
   cost_usd?: number;
   session_id?: string;
   prompt_preview: string;
+  /** While input_required: the requests waiting for an answer. */
+  pending_approvals?: PendingApproval[];
+}
+
+interface PendingApproval {
+  request_id: string;
+  tool_name: string;
+  preview: string;
 }
 
 export function listJobs(context: Context, all: boolean): number {
@@ -82,9 +92,18 @@ function jobsText(context: Context, rows: readonly JobRow[], hidden: number, ski
     ]);
     lines.push(...table(["ID", "STATUS", "AGE", "CWD", "TURNS", "COST", "SESSION", "PROMPT"], cells, new Set([4, 5])));
   }
+  const waiting = rows.filter((row) => row.status === "input_required");
+  lines.push(...waitingText(waiting));
   if (hidden > 0) lines.push(`(${hidden} older finished job${hidden === 1 ? "" : "s"} not shown; --all lists every job)`);
   for (const { id, reason } of skipped) lines.push(`(skipped ${id}: ${reason})`);
   return `${lines.join("\n")}\n`;
+}
+
+/** Under the table: each request waiting for an answer, and how to give it. */
+function waitingText(waiting: readonly JobRow[]): string[] {
+  return waiting.flatMap((row) =>
+    (row.pending_approvals ?? []).map((request) => `(job ${row.id} is ${waitingForApproval(row.id, request.request_id, clip(requestText(request), PREVIEW_COLUMN_CHARS))})`),
+  );
 }
 
 /** Every queued or running job, and the most recently finished ones; oldest first, as loadAll sorts them. */
@@ -100,10 +119,13 @@ function unfinishedAndRecent(records: readonly JobRecord[]): JobRecord[] {
 
 function jobRow(context: Context, record: JobRecord): JobRow {
   const { turns, costUsd, sessionId } = progressOf(context.store, record);
+  // Only a running job can wait for an answer: the others' folders are not read for it.
+  const approvals = record.status === "running" ? context.store.approvals(record.id) : [];
+  const status = shownStatus(record, approvals);
   const row: JobRow = {
     id: record.id,
     kind: record.kind,
-    status: record.status,
+    status,
     cwd: record.cwd,
     submitted_at: record.submitted_at,
     age_s: Math.max(0, Math.round((context.now - record.submitted_at) / 1000)),
@@ -114,5 +136,8 @@ function jobRow(context: Context, record: JobRecord): JobRow {
   if (record.finished_at !== undefined) row.finished_at = record.finished_at;
   if (costUsd !== undefined) row.cost_usd = costUsd;
   if (sessionId !== undefined) row.session_id = sessionId;
+  if (status === "input_required") {
+    row.pending_approvals = pendingRequests(record, approvals).map(({ request }) => ({ request_id: request.id, tool_name: request.tool_name, preview: request.preview }));
+  }
   return row;
 }

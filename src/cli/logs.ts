@@ -3,10 +3,14 @@
  * read from its stdout.jsonl through the runtime's reader, as the server
  * reads it. With -f the file is followed as it grows, on the injected clock,
  * until the record says the job finished; then the outcome is printed.
+ * After the transcript, the job's permission requests (§18): each waiting one
+ * with how to answer it, each answer; -f says each once, as it appears.
  */
 import { sleep } from "../core/clock.js";
+import type { AnsweredBy, Approval } from "../store/approvals.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
+import { answerText, messageText, requestState, requestText, shownStatus, waitingForApproval, type RequestState } from "./approve.js";
 import { INTERRUPTED_EXIT, notFound, type Context } from "./context.js";
 import { clip, indent, oneLine, printable } from "./format.js";
 import { OutputFollower } from "./job-output.js";
@@ -50,6 +54,59 @@ export function entryText(entry: TranscriptEntry): string {
   return label === undefined ? line : `${label}: ${line}`;
 }
 
+/** A permission request as logs --json reports it: on first sight, and again once it is answered (or left unanswered). */
+export interface ApprovalEntry {
+  kind: "approval";
+  request_id: string;
+  tool_name: string;
+  preview: string;
+  state: "pending" | "allow" | "deny" | "unanswered";
+  by?: AnsweredBy;
+  message?: string;
+}
+
+/**
+ * What logs has said of each of a job's requests, so that each new request
+ * and each answer is said once: one small state per request the job filed,
+ * which its approver bounds.
+ */
+class ApprovalNews {
+  private readonly told = new Map<string, "pending" | "final">();
+
+  constructor(
+    private readonly store: StateStore,
+    private readonly say: (entry: ApprovalEntry, text: string) => void,
+  ) {}
+
+  /** Reads the request files again and says what is new; `record` tells whether a request without an answer still waits. */
+  look(record: JobRecord): void {
+    for (const approval of this.store.approvals(record.id)) {
+      const { request, answer } = approval;
+      const told = this.told.get(request.id);
+      const state = requestState(record, approval);
+      if (told === "final" || (told === "pending" && state === "pending")) continue;
+      this.told.set(request.id, state === "pending" ? "pending" : "final");
+      const entry: ApprovalEntry = {
+        kind: "approval",
+        request_id: request.id,
+        tool_name: request.tool_name,
+        preview: request.preview,
+        state: answer ? answer.decision : state === "pending" ? "pending" : "unanswered",
+        ...(answer ? { by: answer.by, ...(answer.message === undefined ? {} : { message: answer.message }) } : {}),
+      };
+      this.say(entry, approvalText(record.id, approval, state, told === "pending"));
+    }
+  }
+}
+
+/** One line, bracketed as the transcript's notes are; a request said to be waiting before is named by its number alone. */
+function approvalText(jobId: string, { request, answer }: Approval, state: RequestState, saidWaiting: boolean): string {
+  const what = clip(requestText(request), ONE_LINE_CHARS);
+  if (state === "pending") return `[${waitingForApproval(jobId, request.id, what)}]`;
+  const outcome = answer ? `${answerText(answer)}${messageText(answer)}` : "went unanswered (the job finished first)";
+  return saidWaiting ? `[request ${request.id} ${outcome}]` : `[request ${request.id} · ${what}: ${outcome}]`;
+}
+
 export async function showLogs(context: Context, id: string, follow: boolean): Promise<number> {
   const record = context.store.read(id);
   if (!record) throw notFound(context, id);
@@ -59,45 +116,56 @@ export async function showLogs(context: Context, id: string, follow: boolean): P
   return 0;
 }
 
-/** What the output holds now, then the outcome, or how to follow a job that has not finished. */
+/** What the output holds now and the job's requests, then the outcome, or how to follow a job that has not finished. */
 function printLogsText(context: Context, record: JobRecord): void {
   const { io, store } = context;
   let entries = 0;
-  const follower = new OutputFollower(store, record.id, (line) => {
+  const print = (text: string): void => {
     entries += 1;
-    io.stdout.write(`${entryText(entryOf(line))}\n`);
-  });
+    io.stdout.write(`${text}\n`);
+  };
+  const follower = new OutputFollower(store, record.id, (line) => print(entryText(entryOf(line))));
   follower.end();
+  new ApprovalNews(store, (_entry, text) => print(text)).look(record);
   const separator = entries > 0 ? "\n" : "";
   if (isFinishedStatus(record.status)) io.stdout.write(`${separator}${outcomeText(store, record, sessionOf(record, follower))}`);
-  else io.stdout.write(`${separator}job ${record.id} is ${record.status}; \`claude-dispatch logs -f ${record.id}\` follows it to its end\n`);
+  else io.stdout.write(`${separator}job ${record.id} is ${shownStatus(record, store.approvals(record.id))}; \`claude-dispatch logs -f ${record.id}\` follows it to its end\n`);
 }
 
-/** One JSON document, written as the output is read so that no transcript is held: {id, status, entries, outcome}. */
+/**
+ * One JSON document, written as the output is read so that no transcript is held: {id, status, entries, outcome};
+ * the entries end with the job's requests.
+ */
 function printLogsDocument(context: Context, record: JobRecord): void {
   const { io, store } = context;
-  io.stdout.write(`{\n  "id": ${JSON.stringify(record.id)},\n  "status": ${JSON.stringify(record.status)},\n  "entries": [`);
+  io.stdout.write(`{\n  "id": ${JSON.stringify(record.id)},\n  "status": ${JSON.stringify(shownStatus(record, store.approvals(record.id)))},\n  "entries": [`);
   let entries = 0;
-  const follower = new OutputFollower(store, record.id, (line) => {
-    io.stdout.write(`${entries === 0 ? "\n" : ",\n"}    ${JSON.stringify(entryOf(line))}`);
+  const print = (entry: TranscriptEntry | ApprovalEntry): void => {
+    io.stdout.write(`${entries === 0 ? "\n" : ",\n"}    ${JSON.stringify(entry)}`);
     entries += 1;
-  });
+  };
+  const follower = new OutputFollower(store, record.id, (line) => print(entryOf(line)));
   follower.end();
+  new ApprovalNews(store, (entry) => print(entry)).look(record);
   const outcome = isFinishedStatus(record.status) ? outcomeDocument(store, record, sessionOf(record, follower)) : null;
   const outcomeJson = JSON.stringify(outcome, null, 2).replaceAll("\n", "\n  ");
   io.stdout.write(`${entries > 0 ? "\n  " : ""}],\n  "outcome": ${outcomeJson}\n}\n`);
 }
 
-/** Entries as they appear, then the outcome: exit 0 if the job completed, 1 if it did not. */
+/** Entries and requests as they appear, then the outcome: exit 0 if the job completed, 1 if it did not. */
 async function followLogs(context: Context, id: string): Promise<number> {
   const { io, store, json } = context;
   let entries = 0;
-  const follower = new OutputFollower(store, id, (line) => {
+  const print = (entry: TranscriptEntry | ApprovalEntry, text: string): void => {
     entries += 1;
+    io.stdout.write(json ? `${JSON.stringify(entry)}\n` : `${text}\n`);
+  };
+  const follower = new OutputFollower(store, id, (line) => {
     const entry = entryOf(line);
-    io.stdout.write(json ? `${JSON.stringify(entry)}\n` : `${entryText(entry)}\n`);
+    print(entry, entryText(entry));
   });
-  const record = await untilFinished(context, id, follower);
+  const news = new ApprovalNews(store, print);
+  const record = await untilFinished(context, id, follower, news);
   if (!record) return INTERRUPTED_EXIT;
   const sessionId = sessionOf(record, follower);
   if (json) io.stdout.write(`${JSON.stringify({ kind: "outcome", ...outcomeDocument(store, record, sessionId) })}\n`);
@@ -110,8 +178,8 @@ function sessionOf(record: JobRecord, follower: OutputFollower): string | undefi
   return record.outcome?.result?.sessionId ?? follower.live().sessionId;
 }
 
-/** Reads new output every FOLLOW_POLL_MS until the job's record says it finished; undefined if interrupted first. */
-async function untilFinished(context: Context, id: string, follower: OutputFollower): Promise<JobRecord | undefined> {
+/** Reads new output and requests every FOLLOW_POLL_MS until the job's record says it finished; undefined if interrupted first. */
+async function untilFinished(context: Context, id: string, follower: OutputFollower, news: ApprovalNews): Promise<JobRecord | undefined> {
   const { io, store } = context;
   for (;;) {
     // The record before the output: once it says finished, the agent is gone and the output read after it is whole.
@@ -119,9 +187,12 @@ async function untilFinished(context: Context, id: string, follower: OutputFollo
     if (!record) throw notFound(context, id);
     if (isFinishedStatus(record.status)) {
       follower.end();
+      // Last: the answers written as the job ended, and the requests it left unanswered.
+      news.look(record);
       return record;
     }
     follower.readNew();
+    news.look(record);
     if (io.interrupted?.aborted) return undefined;
     await sleep(io.clock, FOLLOW_POLL_MS, io.interrupted);
     if (io.interrupted?.aborted) return undefined;

@@ -1,18 +1,21 @@
 /**
- * The command line for humans: `jobs`, `show`, `logs`, `kill`, `prune` and
- * `doctor`, one file each beside this one. Here: the usage, parsing the
- * arguments, dispatching to a command, and reporting its failure. Commands
- * read the state directory through store/, as the server does, and get
- * everything else (environment, streams, clock, the process layer, running a
- * program) from main.ts.
+ * The command line for humans: `jobs`, `show`, `logs`, `kill`, `approve`
+ * and `deny` (one file), `prune` and `doctor`, one file each beside this one.
+ * Here: the usage, parsing the arguments, dispatching to a command, and
+ * reporting its failure. Commands read the state directory through store/,
+ * as the server does, and get everything else (environment, streams, clock,
+ * the process layer, running a program) from main.ts.
  *
  * Exit codes: 0 ok, 1 failure (no such job, a kill that left survivors, a
- * failed doctor check, a job `logs -f` followed that did not complete), 2
- * usage error. `--json` prints one JSON document on stdout instead of text;
- * `logs -f --json` prints JSON Lines.
+ * request that is not pending, a failed doctor check, a job `logs -f`
+ * followed that did not complete), 2 usage error. `--json` prints one JSON
+ * document on stdout instead of text; `logs -f --json` prints JSON Lines.
  */
 import { toDispatchError } from "../core/errors.js";
 import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
+import { isRequestId } from "../store/records.js";
+import { LIMITS } from "../tools/validation.js";
+import { answerJob } from "./approve.js";
 import { openContext, toJson, type CliIo } from "./context.js";
 import { doctor } from "./doctor.js";
 import { echo, indent } from "./format.js";
@@ -23,7 +26,7 @@ import { showLogs } from "./logs.js";
 import { prune } from "./prune.js";
 import { showJob } from "./show.js";
 
-const COMMANDS = ["jobs", "show", "logs", "kill", "prune", "doctor", "help"] as const;
+const COMMANDS = ["jobs", "show", "logs", "kill", "approve", "deny", "prune", "doctor", "help"] as const;
 type Command = (typeof COMMANDS)[number];
 
 const USAGE = `Usage: claude-dispatch [COMMAND] [--json]
@@ -33,11 +36,15 @@ Without a command, claude-dispatch is an MCP server on stdio, started by an MCP 
 Commands:
   jobs [--all] [--watch]        unfinished jobs and the ${RECENT_FINISHED} most recently finished (--all: every job),
                                 with the session to resume each in (--watch: redraw every second on a terminal)
-  show ID                       one job: its record, prompt, result and the tail of its output
-  logs ID [-f|--follow]         a job's transcript: the agent's text, its tool calls and their results
+  show ID                       one job: its record, permission requests, prompt, result and the tail of its output
+  logs ID [-f|--follow]         a job's transcript: the agent's text, its tool calls and their results, and what it asks permission for
                                 (-f: follow it until the job finishes, then its outcome; exit 1 unless it completed)
   kill ID                       kill a job's whole process tree
                                 (ID: a job id, or a unique prefix of one, at least ${MIN_ID_PREFIX_HEX} hex digits)
+  approve ID [REQUEST]          let a job's agent use the tool it asks permission for (show lists its requests;
+                                REQUEST: a request number, needed only when several are pending)
+  deny ID [REQUEST] [--message M]
+                                refuse it instead; M is what the agent is told
   prune [--older-than AGE]      delete finished jobs (all, or those finished more than AGE ago: 30m, 12h, 7d)
   doctor                        check claude, the state directory and the configuration; print the host config
   help, --help, -h              this text
@@ -49,7 +56,8 @@ Jobs are read from CLAUDE_DISPATCH_STATE_DIR, else $XDG_STATE_HOME/claude-dispat
 else ~/.local/state/claude-dispatch (%LOCALAPPDATA%\\claude-dispatch on Windows).
 `;
 
-const SHORT_USAGE = "Usage: claude-dispatch jobs|show ID|logs ID [-f]|kill ID|prune|doctor [--json]; see claude-dispatch --help\n";
+const SHORT_USAGE =
+  "Usage: claude-dispatch jobs|show ID|logs ID [-f]|kill ID|approve ID [REQUEST]|deny ID [REQUEST] [--message M]|prune|doctor [--json]; see claude-dispatch --help\n";
 
 /** A command line we cannot act on: exit 2. */
 class UsageError extends Error {}
@@ -63,6 +71,10 @@ interface Invocation {
   follow: boolean;
   olderThanMs: number | undefined;
   id: string | undefined;
+  /** approve and deny: the request named, if one was. */
+  requestId: string | undefined;
+  /** deny --message. */
+  message: string | undefined;
 }
 
 export async function runCli(args: string[], io: CliIo): Promise<number> {
@@ -126,7 +138,18 @@ function parseInvocation(args: readonly string[]): Invocation {
     throw new UsageError(name.startsWith("-") ? `unknown option ${echo(name)}` : `unknown command ${echo(name)}`);
   }
   const command = name as Command;
-  const invocation: Invocation = { command, json: false, help: false, all: false, watch: false, follow: false, olderThanMs: undefined, id: undefined };
+  const invocation: Invocation = {
+    command,
+    json: false,
+    help: false,
+    all: false,
+    watch: false,
+    follow: false,
+    olderThanMs: undefined,
+    id: undefined,
+    requestId: undefined,
+    message: undefined,
+  };
   const positional: string[] = [];
   for (let i = 0; i < rest.length; i += 1) {
     const arg = rest[i] as string;
@@ -140,6 +163,11 @@ function parseInvocation(args: readonly string[]): Invocation {
       invocation.olderThanMs = parseDuration(value);
       continue;
     }
+    if (flag === "--message" && (command === "approve" || command === "deny")) {
+      i += inline === undefined ? 1 : 0;
+      invocation.message = parseMessage(command, inline ?? rest[i]);
+      continue;
+    }
     if (inline !== undefined) throw new UsageError(`${echo(flag)} takes no value`);
     if (flag === "--json") invocation.json = true;
     else if (flag === "--help" || flag === "-h") invocation.help = true;
@@ -150,13 +178,33 @@ function parseInvocation(args: readonly string[]): Invocation {
     else positional.push(arg);
   }
   if (invocation.help) return invocation;
+  if (command === "approve" || command === "deny") {
+    const [id, requestId, extra] = positional;
+    if (id === undefined || extra !== undefined) throw new UsageError(`${command} needs a job id, and a request number when the job has several pending`);
+    invocation.id = parseId(command, [id]);
+    invocation.requestId = requestId === undefined ? undefined : parseRequestId(requestId);
+    return invocation;
+  }
   invocation.id = parseId(command, positional);
   return invocation;
 }
 
-/** The job id of `show`, `logs` and `kill`, checked; the other commands take no arguments. */
+/** A denial's reason, trimmed as claude_respond trims it: an empty one is none. */
+function parseMessage(command: "approve" | "deny", value: string | undefined): string | undefined {
+  if (command === "approve") throw new UsageError("approve takes no --message: only a denial tells the agent why");
+  if (value === undefined) throw new UsageError("--message needs the text the agent is told, such as --message \"use the test database\"");
+  if (value.length > LIMITS.maxRespondMessageChars) throw new UsageError(`--message takes at most ${LIMITS.maxRespondMessageChars} characters, got ${value.length}`);
+  return value.trim() || undefined;
+}
+
+function parseRequestId(text: string): string {
+  if (!isRequestId(text)) throw new UsageError(`not a request number: ${echo(text)} (requests are numbered 1, 2, …, as \`claude-dispatch show ID\` lists them)`);
+  return text;
+}
+
+/** The job id of `show`, `logs`, `kill`, `approve` and `deny`, checked; the other commands take no arguments. */
 function parseId(command: Command, positional: readonly string[]): string | undefined {
-  const takesId = command === "show" || command === "logs" || command === "kill";
+  const takesId = command === "show" || command === "logs" || command === "kill" || command === "approve" || command === "deny";
   if (!takesId && positional.length > 0) throw new UsageError(`${command} takes no arguments, got ${echo(positional[0] as string)}`);
   if (!takesId) return undefined;
   if (positional.length !== 1) throw new UsageError(`${command} needs exactly one job id`);
@@ -191,6 +239,13 @@ async function runCommand(invocation: Invocation, io: CliIo): Promise<number> {
       return showLogs(context, resolveJobId(context, invocation.id as string), invocation.follow);
     case "kill":
       return killJob(context, resolveJobId(context, invocation.id as string));
+    case "approve":
+    case "deny":
+      return answerJob(context, resolveJobId(context, invocation.id as string), {
+        decision: invocation.command === "approve" ? "allow" : "deny",
+        requestId: invocation.requestId,
+        message: invocation.message,
+      });
     case "prune":
       return prune(context, invocation.olderThanMs);
     default:

@@ -1,13 +1,15 @@
 /**
  * `show ID` (PROTOCOL.md §17): every field of a job's record, whether its
- * server and its agent are alive, its whole prompt, its result and the last
- * lines of its transcript and stderr.
+ * server and its agent are alive, its permission requests and their answers,
+ * its whole prompt, its result and the last lines of its transcript and stderr.
  */
 import { statSync } from "node:fs";
 
+import type { Approval } from "../store/approvals.js";
 import { isFinishedStatus, type JobRecord, type StoredOutcome } from "../store/records.js";
 import { type StateStore } from "../store/state-store.js";
 import { readFileRange } from "../store/atomic.js";
+import { answerText, approvalFromSummary, messageText, requestState, requestText, shownStatus, type ShownStatus } from "./approve.js";
 import { emit, loadProcessControl, notFound, settle, type Context } from "./context.js";
 import { clip, formatAge, formatCost, indent, isoTime, printable, shortenHome } from "./format.js";
 import { progressOf, replayOutput } from "./job-output.js";
@@ -18,11 +20,16 @@ const STDERR_TAIL_LINES = 10;
 const STDERR_TAIL_BYTES = 16 * 1024;
 /** Transcript kept while replaying stdout.jsonl for `show`: plenty for its last lines. */
 const SHOW_TRANSCRIPT_CHARS = 256 * 1024;
+/** A pending request's input, as text: enough to decide on; --json has it whole. */
+const INPUT_SHOWN_CHARS = 1000;
 
 /** Everything `show` prints, gathered once for the text and the JSON document alike. */
 interface Shown {
   id: string;
   record: JobRecord;
+  status: ShownStatus;
+  /** From the request files; from the record when those are gone (then without the tools' input). */
+  approvals: Approval[];
   ownerAlive: boolean | undefined;
   /** Checked only for a running job. */
   agentAlive: boolean | undefined;
@@ -61,9 +68,12 @@ async function gather(context: Context, id: string): Promise<Shown> {
   const transcriptTail = lastLines(output.transcript.page(output.transcript.start, Number.POSITIVE_INFINITY).text, TRANSCRIPT_TAIL_LINES);
   const stderrTail = lastLines(readTail(store, id), STDERR_TAIL_LINES);
   const { turns, costUsd } = progressOf(store, record);
+  const filed = store.approvals(id);
+  const approvals = filed.length > 0 ? filed : (record.approvals ?? []).map(approvalFromSummary);
+  const status = shownStatus(record, approvals);
   const sessionId = record.outcome?.result?.sessionId ?? live.sessionId;
   const lastTool = record.status === "running" && live.lastTool ? live.lastTool : undefined;
-  return { id, record, ownerAlive, agentAlive, sessionId, turns, costUsd, lastTool, prompt, result, transcriptTail, stderrTail };
+  return { id, record, status, approvals, ownerAlive, agentAlive, sessionId, turns, costUsd, lastTool, prompt, result, transcriptTail, stderrTail };
 }
 
 function showDocument(context: Context, shown: Shown): unknown {
@@ -72,6 +82,8 @@ function showDocument(context: Context, shown: Shown): unknown {
   return {
     state_dir: store.root,
     record,
+    status: shown.status,
+    approvals: shown.approvals.map((approval) => ({ state: requestState(record, approval), request: approval.request, answer: approval.answer ?? null })),
     owner_alive: shown.ownerAlive,
     ...(agentAlive === undefined ? {} : { agent_alive: agentAlive }),
     ...(sessionId === undefined ? {} : { session_id: sessionId }),
@@ -91,6 +103,7 @@ function showText(context: Context, shown: Shown): string {
   const facts = showFacts(context, shown);
   const width = Math.max(...facts.map(([name]) => name.length));
   const sections = [`job ${record.id}`, ...facts.map(([name, value]) => `  ${name.padEnd(width)}  ${value}`)];
+  if (shown.approvals.length > 0) sections.push("", "permission requests:", ...approvalsText(context, shown));
   sections.push("", "prompt:", indent(printable(prompt ?? `${record.prompt_preview} (prompt.txt is missing: this is the preview)`)));
   if (result !== undefined) {
     const clipped = result.length > RESULT_SHOWN_CHARS;
@@ -107,7 +120,7 @@ function showText(context: Context, shown: Shown): string {
 function showFacts(context: Context, shown: Shown): [string, string][] {
   const { record, ownerAlive, agentAlive } = shown;
   const facts: [string, string][] = [
-    ["status", record.status],
+    ["status", shown.status === "input_required" ? "input_required (running, waiting for a permission answer)" : record.status],
     ["kind", record.kind],
     ["cwd", printable(shortenHome(record.cwd, context.io.host?.home))],
     ["submitted", `${isoTime(record.submitted_at)} (${formatAge(context.now - record.submitted_at)} ago)`],
@@ -134,6 +147,28 @@ function showFacts(context: Context, shown: Shown): [string, string][] {
   const error = errorText(record.outcome);
   if (error) facts.push(["error", printable(error)]);
   return facts;
+}
+
+/** Each request: its number and what it asks, when, and its answer, or how to give one. */
+function approvalsText(context: Context, shown: Shown): string[] {
+  const { record } = shown;
+  const lines: string[] = [];
+  const width = Math.max(...shown.approvals.map(({ request }) => request.id.length));
+  for (const approval of shown.approvals) {
+    const { request, answer } = approval;
+    const state = requestState(record, approval);
+    const asked = `asked ${isoTime(request.asked_at)} (${formatAge(context.now - request.asked_at)} ago)`;
+    const margin = " ".repeat(width + 4);
+    lines.push(`  ${request.id.padStart(width)}  ${requestText(request)}`);
+    if (answer) lines.push(`${margin}${asked}; ${answerText(answer)} at ${isoTime(answer.at)}${messageText(answer)}`);
+    else if (state === "unanswered") lines.push(`${margin}${asked}; unanswered: the job finished first`);
+    else {
+      lines.push(`${margin}${asked}; pending: denied at ${isoTime(request.expires_at)} unless answered`);
+      if (request.input !== undefined) lines.push(`${margin}input: ${printable(clip(JSON.stringify(request.input), INPUT_SHOWN_CHARS))}`);
+      lines.push(`${margin}answer: claude-dispatch approve ${record.id} ${request.id}, or claude-dispatch deny ${record.id} ${request.id} --message "…"`);
+    }
+  }
+  return lines;
 }
 
 function ownerText(record: JobRecord): string {

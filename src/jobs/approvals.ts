@@ -10,8 +10,7 @@
 import type { CancelTimer } from "../core/clock.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import type { AnsweredBy, Approval, Decision } from "../store/approvals.js";
-import { isRequestId } from "../store/approvals.js";
-import type { ApprovalSummary } from "../store/records.js";
+import { isRequestId, type ApprovalSummary } from "../store/records.js";
 import type { JobEntry } from "./entry.js";
 import type { JobRegistryOptions } from "./types.js";
 

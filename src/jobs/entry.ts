@@ -57,6 +57,8 @@ export class JobEntry implements Job {
   private readonly doneListeners = new Set<() => void>();
   /** Each listener, with its subscription to the agent once there is one. */
   private readonly listeners = new Map<() => void, (() => void) | undefined>();
+  /** Listeners to permission requests only: a wait needs them, not every event of the agent. */
+  private readonly approvalListeners = new Set<() => void>();
 
   readonly promptPreview: string;
 
@@ -152,9 +154,14 @@ export class JobEntry implements Job {
   pendingApprovals(): ApprovalSummary[] {
     return this.status === "running" ? this.approvals.filter((approval) => approval.decision === undefined) : [];
   }
-  /** Tells every activity listener that something changed (a permission request came or was answered). */
+  /** A permission request came or was answered: activity for progress, and news for whoever waits on one. */
   announce(): void {
     for (const listener of [...this.listeners.keys()]) listener();
+    for (const listener of [...this.approvalListeners]) listener();
+  }
+  onApprovals(listener: () => void): () => void {
+    this.approvalListeners.add(listener);
+    return () => this.approvalListeners.delete(listener);
   }
   /** The agent started: listeners that came while queued now follow it, and hear of the start. */
   attach(run: AgentRun): void {

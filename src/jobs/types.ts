@@ -80,6 +80,8 @@ export interface Job {
   pendingApprovals(): ApprovalSummary[];
   /** The requests with their whole inputs, read from the job's folder. */
   approvalDetails(): Approval[];
+  /** Calls listener when a permission request comes or is answered; returns the unsubscribe. */
+  onApprovals(listener: () => void): () => void;
 }
 
 export interface KillResult {

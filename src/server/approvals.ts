@@ -61,7 +61,7 @@ export class ApprovalAsker {
       const check = (): void => {
         if (answered()) resolve(undefined);
       };
-      const unsubscribe = job.onActivity(check);
+      const unsubscribe = job.onApprovals(check);
       const undone = job.whenDone(check);
       stopListening = () => {
         unsubscribe();

@@ -90,7 +90,7 @@ export async function hold(clock: Clock, job: Job, holdMs: number, signal: Abort
   signal.addEventListener("abort", onCancel, { once: true });
   // Listeners dropped when the hold ends: a job polled for days does not collect one per call.
   const stopWatching = job.whenDone(onCancel);
-  const stopListening = job.onActivity(() => {
+  const stopListening = job.onApprovals(() => {
     if (job.pendingApprovals().length > 0) onCancel();
   });
   try {

@@ -167,7 +167,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
     const notifyStatus = (): void => deps.notify({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...describeTask(entry, deps.retentionMs) } });
     // A task that starts or stops waiting for a permission answer says so, as one that ends does.
     let shown = taskStatus(entry);
-    const stopListening = job.onActivity(() => {
+    const stopListening = job.onApprovals(() => {
       const now = taskStatus(entry);
       if (now === shown || !isUnfinished(job)) return;
       shown = now;

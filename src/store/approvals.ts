@@ -12,6 +12,9 @@ import path from "node:path";
 
 import { createExclusively } from "./claims.js";
 import { readTextFile } from "./files.js";
+import { isRequestId } from "./records.js";
+
+export { isRequestId };
 import { isRecord } from "../core/values.js";
 
 /** Who answered: claude_respond, the client's elicitation form, the CLI, the approval timeout, or the server for a caller that cannot be asked. */
@@ -53,10 +56,6 @@ export function isApprovalFile(name: string): boolean {
   return name.startsWith("approval.") && !name.endsWith(".tmp");
 }
 
-/** A request id as callers send it: a small positive integer, as a string. */
-export function isRequestId(value: string): boolean {
-  return /^[1-9][0-9]{0,8}$/.test(value);
-}
 
 function requestFile(jobDir: string, id: string): string {
   return path.join(jobDir, `approval.${id}.json`);

@@ -88,6 +88,11 @@ export interface JobRecord {
 
 const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+/** A permission request's id (§18): a small positive integer, as a string; it becomes part of a file name. */
+export function isRequestId(value: string): boolean {
+  return /^[1-9][0-9]{0,8}$/.test(value);
+}
+
 /** Job ids become folder names: only a UUID may. */
 export function isJobId(value: string): boolean {
   return JOB_ID.test(value);
