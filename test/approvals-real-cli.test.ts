@@ -7,15 +7,14 @@
  * SDK client's elicitation handler, by `claude-dispatch approve`, by the
  * timeout, after a server SIGKILL, and not at all under APPROVALS=deny.
  *
- * Like real-cli.test.ts: without a working CLI the suite fails under CI=true
- * and is skipped, loudly, elsewhere.
+ * Without a working CLI the suite fails under CI=true and is skipped, loudly,
+ * elsewhere (claude-cli.ts).
  */
 import assert from "node:assert/strict";
-import { execFile, spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, afterEach, before, describe, test } from "node:test";
 
@@ -23,6 +22,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
+import { cliPath, realCliVersion } from "./claude-cli.js";
 import { minimalEnvironment, SERVER_MAIN, ServerProcess, type RpcResponse } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
 import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
@@ -33,24 +33,7 @@ interface Mock {
   close(): Promise<void>;
 }
 
-const PINNED_CLI = fileURLToPath(new URL("../node_modules/.bin/claude", import.meta.url));
-const cliPath = process.env.CLAUDE_DISPATCH_CLAUDE_BIN || PINNED_CLI;
-
-function cliVersion(): string | undefined {
-  if (path.isAbsolute(cliPath) && !existsSync(cliPath)) return undefined;
-  const probe = spawnSync(cliPath, ["--version"], { encoding: "utf8", timeout: 30_000 });
-  return probe.status === 0 ? probe.stdout.trim() : undefined;
-}
-
-const version = process.platform === "linux" ? cliVersion() : undefined;
-if (!version) {
-  const why = process.platform !== "linux" ? "the real-CLI checks run on Linux" : `no working Claude Code CLI at ${cliPath}`;
-  if (process.env.CI === "true" && process.platform === "linux") {
-    test("the real Claude Code CLI is installed (approvals)", () => assert.fail(`${why}; run npm ci with install scripts enabled`));
-  } else {
-    process.stderr.write(`\n!!! SKIPPING the real Claude Code CLI approval tests: ${why}. Run \`npm ci\` to install the pinned CLI.\n\n`);
-  }
-}
+const version = realCliVersion("approvals");
 
 const COMMAND = "echo approved > out.txt";
 const PROMPT = `MOCK:BASH ${COMMAND}`;

@@ -14,19 +14,18 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { runCli, type CliIo } from "../src/cli/index.js";
 import { systemClock, type Clock } from "../src/core/clock.js";
 import type { ProcessControl } from "../src/hosts/local/index.js";
 import type { ApprovalRequest } from "../src/store/approvals.js";
 import type { JobRecord } from "../src/store/records.js";
 import { StateStore } from "../src/store/state-store.js";
+import { HOME, newStateIn, runCliCaptured, startCli, type StartedCli } from "./cli-harness.js";
 import { FakeClock, settle } from "./helpers.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-cli-approvals-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 const NOW = Date.parse("2025-06-01T12:00:00.000Z");
-const HOME = "/home/tester";
 const MINUTE = 60_000;
 const fixedClock: Clock = { now: () => NOW, setTimer: systemClock.setTimer };
 
@@ -40,43 +39,10 @@ const processes: ProcessControl = {
   idle: async () => undefined,
 };
 
-interface Started {
-  stdout(): string;
-  stderr(): string;
-  code: Promise<number>;
-}
-
-function start(args: string[], stateDir: string, clock: Clock = fixedClock): Started {
-  let stdout = "";
-  let stderr = "";
-  const io: CliIo = {
-    env: { CLAUDE_DISPATCH_STATE_DIR: stateDir, PATH: "" },
-    host: { pathDelimiter: ":", cpus: 2, platform: "linux", home: HOME },
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    clock,
-    processControl: async () => processes,
-    nodePath: "/usr/bin/node",
-    mainPath: "/opt/claude-dispatch/dist/main.js",
-    runFile: async () => assert.fail("no command here runs a program"),
-    identity: () => ({ pid: 31337 }),
-    randomName: () => randomUUID(),
-  };
-  return { stdout: () => stdout, stderr: () => stderr, code: runCli(args, io) };
-}
-
-async function cli(args: string[], stateDir: string, clock?: Clock): Promise<{ code: number; stdout: string; stderr: string }> {
-  const started = start(args, stateDir, clock);
-  const code = await started.code;
-  return { code, stdout: started.stdout(), stderr: started.stderr() };
-}
-
-function newState(): { dir: string; store: StateStore } {
-  const dir = mkdtempSync(path.join(scratch, "state-"));
-  const store = new StateStore(dir, { randomName: () => randomUUID() });
-  store.open();
-  return { dir, store };
-}
+const cli = (args: string[], stateDir: string, clock: Clock = fixedClock): ReturnType<typeof runCliCaptured> =>
+  runCliCaptured(args, { stateDir, clock, processControl: async () => processes });
+const start = (args: string[], stateDir: string, clock: Clock = fixedClock): StartedCli => startCli(args, { stateDir, clock, processControl: async () => processes });
+const newState = (): { dir: string; store: StateStore } => newStateIn(scratch);
 
 function running(now: number, overrides: Partial<JobRecord> = {}): JobRecord {
   return {

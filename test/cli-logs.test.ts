@@ -12,16 +12,14 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { runCli, type CliIo } from "../src/cli/index.js";
-import { systemClock, type Clock } from "../src/core/clock.js";
 import { StateStore } from "../src/store/state-store.js";
 import type { JobRecord } from "../src/store/records.js";
+import { HOME, newStateIn, runCliCaptured, startCli } from "./cli-harness.js";
 import { FakeClock, settle } from "./helpers.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-cli-logs-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-const HOME = "/home/tester";
 const MINUTE = 60_000;
 const CLEAR_SCREEN = "\u001b[H\u001b[2J";
 /** The session of the fixture below, printed on each of its events. */
@@ -41,53 +39,9 @@ const TOOLS_TRANSCRIPT = [
   "[done: success]",
 ];
 
-interface Setup {
-  stateDir: string;
-  clock?: Clock;
-  terminal?: boolean;
-  interrupted?: AbortSignal;
-}
-
-/** A command under way: its output so far, and its exit code once it returns. */
-interface Started {
-  stdout(): string;
-  stderr(): string;
-  code: Promise<number>;
-}
-
-function start(args: string[], setup: Setup): Started {
-  let stdout = "";
-  let stderr = "";
-  const io: CliIo = {
-    env: { CLAUDE_DISPATCH_STATE_DIR: setup.stateDir, PATH: "" },
-    host: { pathDelimiter: ":", cpus: 2, platform: "linux", home: HOME },
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    stdoutIsTerminal: setup.terminal,
-    interrupted: setup.interrupted,
-    clock: setup.clock ?? { now: () => Date.parse("2025-06-01T12:00:00.000Z"), setTimer: systemClock.setTimer },
-    processControl: async () => assert.fail("logs and jobs never load the process layer"),
-    nodePath: "/usr/bin/node",
-    mainPath: "/opt/claude-dispatch/dist/main.js",
-    runFile: async () => assert.fail("logs and jobs never run a program"),
-    identity: () => ({ pid: 31337 }),
-    randomName: () => randomUUID(),
-  };
-  return { stdout: () => stdout, stderr: () => stderr, code: runCli(args, io) };
-}
-
-async function cli(args: string[], setup: Setup): Promise<{ code: number; stdout: string; stderr: string }> {
-  const started = start(args, setup);
-  const code = await started.code;
-  return { code, stdout: started.stdout(), stderr: started.stderr() };
-}
-
-function newState(): { dir: string; store: StateStore } {
-  const dir = mkdtempSync(path.join(scratch, "state-"));
-  const store = new StateStore(dir, { randomName: () => randomUUID() });
-  store.open();
-  return { dir, store };
-}
+const start = startCli;
+const cli = runCliCaptured;
+const newState = (): { dir: string; store: StateStore } => newStateIn(scratch);
 
 function job(now: number, overrides: Partial<JobRecord> = {}): JobRecord {
   return {

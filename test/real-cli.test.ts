@@ -7,14 +7,14 @@
  * skipped, loudly, elsewhere.
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, afterEach, before, describe, test } from "node:test";
 
 import { listLinuxProcesses, type ProcessInfo } from "../src/hosts/local/index.js";
+import { cliPath, realCliVersion } from "./claude-cli.js";
 import { commandLine, isAlive, waitFor } from "./processes.js";
 import { minimalEnvironment, ServerProcess, type RpcResponse } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
@@ -36,24 +36,7 @@ interface Mock {
   close(): Promise<void>;
 }
 
-const PINNED_CLI = fileURLToPath(new URL("../node_modules/.bin/claude", import.meta.url));
-const cliPath = process.env.CLAUDE_DISPATCH_CLAUDE_BIN || PINNED_CLI;
-
-function cliVersion(): string | undefined {
-  if (path.isAbsolute(cliPath) && !existsSync(cliPath)) return undefined;
-  const probe = spawnSync(cliPath, ["--version"], { encoding: "utf8", timeout: 30_000 });
-  return probe.status === 0 ? probe.stdout.trim() : undefined;
-}
-
-const version = process.platform === "linux" ? cliVersion() : undefined;
-if (!version) {
-  const why = process.platform !== "linux" ? "these checks read /proc (Linux only)" : `no working Claude Code CLI at ${cliPath}`;
-  if (process.env.CI === "true" && process.platform === "linux") {
-    test("the real Claude Code CLI is installed", () => assert.fail(`${why}; run npm ci with install scripts enabled`));
-  } else {
-    process.stderr.write(`\n!!! SKIPPING the real Claude Code CLI tests: ${why}. Run \`npm ci\` to install the pinned CLI.\n\n`);
-  }
-}
+const version = realCliVersion("the tools");
 
 /** Feeds stdin, collects stdout and stderr, and resolves at exit. */
 function runToEnd(child: ChildProcessWithoutNullStreams, input: string): Promise<{ status: number | null; stdout: string; stderr: string }> {

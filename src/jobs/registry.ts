@@ -15,9 +15,7 @@
 import type { AgentOutcome, AgentRun, AgentSpec } from "../agent/types.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isFinishedStatus, isJobId, type IndexedJob, type JobRecord } from "../store/records.js";
-import type { AnsweredBy, Decision } from "../store/approvals.js";
-import type { ApprovalSummary } from "../store/records.js";
-import { Approvals, type ApprovalListener } from "./approvals.js";
+import { Approvals } from "./approvals.js";
 import { JobEntry } from "./entry.js";
 import { FinishedJobs } from "./finished.js";
 import { finalState, recordOf, storeResult } from "./job-record.js";
@@ -42,7 +40,6 @@ import {
 
 export * from "./types.js";
 
-
 export class JobRegistry {
   private readonly jobs = new Map<string, JobEntry>();
   private readonly finished: FinishedJobs;
@@ -58,7 +55,8 @@ export class JobRegistry {
   private readonly spawning: SpawnTarget;
   private readonly observer: Observer;
   private readonly shared: SharedQueue;
-  private readonly approvals: Approvals;
+  /** Permission requests of running jobs (§18): answering them, and hearing of new ones. */
+  readonly approvals: Approvals;
 
   constructor(private readonly options: JobRegistryOptions) {
     const { persistence, clock, logger } = options;
@@ -108,13 +106,7 @@ export class JobRegistry {
       busy: () => this.restoring || this.closing,
       discover: () => this.discover(),
     });
-    this.spawning = {
-      options,
-      recording: this.recording,
-      save: (job) => this.save(job),
-      follow: (job, run) => this.follow(job, run),
-      kill: (id, reason) => this.kill(id, reason),
-    };
+    this.spawning = { options, recording: this.recording, save: (job) => this.save(job), follow: (job, run) => this.follow(job, run), kill: (id, reason) => this.kill(id, reason) };
     this.finished = new FinishedJobs(this.jobs, {
       persistence,
       clock,
@@ -218,16 +210,6 @@ export class JobRegistry {
     this.finished.reap();
     const unread = this.finished.unreadIds().flatMap((id) => this.finished.readUnread(id) ?? []);
     return [...unread, ...this.jobs.values()];
-  }
-
-  /** Answers a permission request of any job of the state directory (§18); throws when it is not pending. */
-  respond(jobId: string, requestId: string, decision: Decision, by: AnsweredBy, message?: string): Promise<ApprovalSummary> {
-    return this.approvals.respond(jobId, requestId, decision, by, message);
-  }
-
-  /** Hears of each new permission request of a job this server runs (§18); returns the unsubscribe. */
-  onApprovalRequest(listener: ApprovalListener): () => void {
-    return this.approvals.onRequest(listener);
   }
 
   /** Kills a job's whole tree and waits for its end (a queued job is removed unstarted); the reason is recorded first, and the first wins. */

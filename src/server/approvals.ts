@@ -21,7 +21,7 @@ export const UNASKABLE_MESSAGE =
 const DECLINED_MESSAGE = "The user declined this tool call.";
 
 export interface ApprovalAskerDeps {
-  jobs: Pick<JobRegistry, "respond">;
+  jobs: Pick<JobRegistry, "approvals">;
   /** Writes a request or notification frame to the client. */
   send(frame: JsonRpcRequest | JsonRpcNotification): void;
   logger: Logger;
@@ -108,7 +108,7 @@ export class ApprovalAsker {
 
   private async answer(job: Job, request: ApprovalSummary, decision: "allow" | "deny", message: string, by: "elicitation" | "server"): Promise<void> {
     try {
-      await this.deps.jobs.respond(job.id, request.id, decision, by, message || undefined);
+      await this.deps.jobs.approvals.respond(job.id, request.id, decision, by, message || undefined);
     } catch (error) {
       // Another answer came first: it stands.
       this.deps.logger.debug(`job ${job.id}: request ${request.id} not answered by ${by}: ${(error as Error).message}`);

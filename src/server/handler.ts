@@ -66,7 +66,7 @@ export function negotiateVersion(requested: string): string {
 }
 
 export interface HandlerDeps {
-  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "respond" | "onApprovalRequest">;
+  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "approvals">;
   /** Checks a cwd or add_dirs entry (§5): absolute, existing, inside the operator's roots. */
   checkDirectory(dir: string): Promise<DirectoryCheck>;
   /** Sends a notification (or, for elicitation, a request) frame through the one serialized writer. */
@@ -168,7 +168,7 @@ class Handler {
     });
     this.asker = new ApprovalAsker({ jobs: deps.jobs, send: (frame) => deps.notify(frame), logger: deps.logger, isTask: (job) => this.tasks.has(job) });
     if (!this.gated) {
-      deps.jobs.onApprovalRequest((job, request) => {
+      deps.jobs.approvals.onRequest((job, request) => {
         this.asker.ask(job, request).catch((error: unknown) => deps.logger.error(`job ${job.id}: asking about request ${request.id}: ${String(error)}`));
       });
     }

@@ -70,7 +70,7 @@ export class ToolCalls {
       case "claude_respond": {
         const input = parseRespondInput(args);
         const job = await this.requireJob(input.jobId);
-        const answered = await deps.jobs.respond(job.id, input.requestId, input.decision, "tool", input.message);
+        const answered = await deps.jobs.approvals.respond(job.id, input.requestId, input.decision, "tool", input.message);
         return renderResponded(job, answered, now());
       }
     }
