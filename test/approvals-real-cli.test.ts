@@ -22,7 +22,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
+import { listLinuxProcesses } from "../src/hosts/local/index.js";
 import { cliPath, realCliVersion } from "./claude-cli.js";
+import { commandLine, isAlive } from "./processes.js";
 import { minimalEnvironment, SERVER_MAIN, ServerProcess, type RpcResponse } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
 import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
@@ -197,6 +199,42 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     const done = await waitForChange(second, jobId);
     assert.equal(done.status, "completed", JSON.stringify(done));
     assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
+  });
+
+  test("another server of the state directory sees input_required and answers; the owner's agent goes on", async () => {
+    const owner = startServer();
+    await owner.initialize();
+    const other = startServer({ CLAUDE_DISPATCH_STATE_DIR: owner.stateDir });
+    await other.initialize();
+    const cwd = project();
+    const { jobId, waited } = await startAsking(owner, cwd);
+    assert.equal(waited.status, "input_required");
+    const seen = report(await other.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
+    assert.equal(seen.status, "input_required", JSON.stringify(seen));
+    const listed = report(await other.callTool("claude_list", {}));
+    assert.deepEqual(listed.jobs.map((job: Record<string, unknown>) => [job.status, job.other_server]), [["input_required", true]]);
+    await other.callTool("claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
+    const done = await waitForChange(owner, jobId);
+    assert.equal(done.status, "completed");
+    assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
+  });
+
+  test("claude_kill while a request waits: the agent, its approver and everything else are gone", async () => {
+    const server = startServer();
+    await server.initialize();
+    const { jobId, waited } = await startAsking(server, project());
+    assert.equal(waited.status, "input_required");
+    const approvers = async (): Promise<number[]> =>
+      (await listLinuxProcesses()).filter((info) => commandLine(info.pid).includes(`approver --state-dir=`) && commandLine(info.pid).trimEnd().endsWith(jobId)).map((info) => info.pid);
+    assert.equal((await approvers()).length, 1, "the agent runs its approver");
+    const killed = report(await server.callTool("claude_kill", { job_id: jobId }));
+    assert.equal(killed.status, "killed", JSON.stringify(killed));
+    assert.deepEqual(await approvers(), []);
+    const record = JSON.parse(readFileSync(path.join(server.stateDir, "jobs", jobId, "record.json"), "utf8"));
+    assert.equal(record.approvals[0].decision, undefined, "the request went unanswered");
+    assert.equal(isAlive(record.agent.pid), false, "the agent is gone");
+    const late = await server.callTool("claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
+    assert.match(late.result.content[0].text, /has finished \(killed\): request "1" is no longer pending/);
   });
 
   test("an unanswered request is denied at the timeout, with a message saying so", async () => {
