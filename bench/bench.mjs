@@ -30,6 +30,13 @@
  *              ratio, and the server's CPU time per job
  *              (CLAUDE_DISPATCH_MAX_JOBS=100); once with everything in
  *              os.tmpdir() (the headline), once on tmpfs (/dev/shm) if any
+ *   j shared   g, with the wait on a second server of the same state directory
+ *   k approvals permission requests (PROTOCOL.md §18): the approver of a
+ *              running job, spawned here as the agent spawns it, asked the
+ *              call Claude Code makes: its start (spawn -> initialize) and
+ *              peak RSS, which forwarding adds to every agent; request sent ->
+ *              claude_wait answers input_required (the wait already holding);
+ *              claude_respond sent -> the approver answers the agent
  *
  * Every process it starts carries BENCH_RUN_ID=<uuid> in its environment (the
  * server passes its environment on to agents), so leftovers are found by that
@@ -92,6 +99,8 @@ const SIZES = {
   finishedResultChars: 1024,
   /** (i): concurrent shell agents, each sleeping 1 s. */
   jobCostJobs: 100,
+  /** (k): permission requests asked and answered per round. */
+  approvalSamples: 20,
 };
 
 const SECTIONS = [
@@ -105,6 +114,7 @@ const SECTIONS = [
   { key: "h", name: "startup", run: benchStartupWithJobs },
   { key: "i", name: "jobcost", run: benchJobCost },
   { key: "j", name: "shared", run: (rounds) => benchWaitLatency(rounds, true) },
+  { key: "k", name: "approvals", run: benchApprovals },
 ];
 
 /* ------------------------------------------------------------------ *
@@ -269,10 +279,11 @@ const ID_AT_HEAD = /^\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*")[,}]/;
 
 class Server {
   /** env is laid over the defaults: the fake agent, default log level. */
-  constructor(env = {}, main = SERVER_MAIN) {
+  /** args: after main, as for the approver mode (k). */
+  constructor(env = {}, main = SERVER_MAIN, args = []) {
     this.spawnedAt = now();
     this.child = track(
-      spawn(process.execPath, [...SERVER_NODE_ARGS, main], {
+      spawn(process.execPath, [...SERVER_NODE_ARGS, main, ...args], {
         cwd: ROOT,
         env: baseEnv({ CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE, CLAUDE_DISPATCH_LOG_LEVEL: "info", ...env }),
         stdio: ["pipe", "pipe", "pipe"],
@@ -1139,6 +1150,103 @@ if (process.argv[1] && process.argv[1].endsWith("fake-claude.mjs") && process.en
   };
 }
 
+/**
+ * (k) permission requests (PROTOCOL.md §18). A fake agent sleeps as the running job; its approver is spawned
+ * here, as Claude Code spawns it from the job's --mcp-config, and asked what Claude Code asks. Measured: the
+ * approver's start and peak RSS, which forwarding adds to every agent; request sent -> the claude_wait already
+ * holding answers input_required (the approver files it, the server's watch sees it); claude_respond sent ->
+ * the approver's answer reaches the agent (the answer file, then the approver's watch).
+ */
+async function benchApprovals(rounds) {
+  const dir = makeWorkDir();
+  const perRound = [];
+  const all = { start: [], hwm: [], request: [], answer: [] };
+  try {
+    for (let i = 0; i < rounds; i += 1) {
+      const stateDir = path.join(dir, `state-${i}`);
+      const s = new Server({ CLAUDE_DISPATCH_STATE_DIR: stateDir });
+      await s.initialize();
+      const started = await s.callTool("claude_start", { prompt: "@sleep 120000", cwd: dir });
+      const jobId = started.structured.job_id;
+      const approver = new Server({}, SERVER_MAIN, ["approver", `--state-dir=${stateDir}`, "--wait-ms=600000", jobId]);
+      const init = await approver.initialize();
+      const startMs = init.at - approver.spawnedAt;
+      await approver.request("tools/list");
+      const hwm = procStatusKb(approver.pid, "VmHWM");
+      const requestLat = [];
+      const answerLat = [];
+      for (let k = 0; k < SIZES.approvalSamples; k += 1) {
+        const waited = s.callTool("claude_wait", { job_id: jobId, hold_ms: 60_000 }, 90_000);
+        // The wait must be holding before the request is filed: a reply to a ping sent after it says it is.
+        await s.request("ping");
+        const asked = approver.request("tools/call", { name: "approve", arguments: { tool_name: "Bash", input: { command: `echo ${k} > out.txt` }, tool_use_id: `toolu_bench_${k}` } });
+        const askedAt = now();
+        const seen = await waited;
+        if (seen.structured?.status !== "input_required") throw new Error(`claude_wait answered ${JSON.stringify(seen.structured).slice(0, 300)}`);
+        requestLat.push(seen.at - askedAt);
+        const respondedAt = now();
+        const responded = await s.callTool("claude_respond", { job_id: jobId, request_id: seen.structured.pending_approvals[0].request_id, decision: "allow" });
+        if (responded.structured?.status !== "answered") throw new Error(`claude_respond answered ${JSON.stringify(responded.structured).slice(0, 300)}`);
+        const answer = await asked;
+        if (!answer.message.result.content[0].text.includes('"behavior":"allow"')) throw new Error(`the approver answered ${answer.message.result.content[0].text}`);
+        answerLat.push(answer.at - respondedAt);
+      }
+      await approver.close();
+      await s.callTool("claude_kill", { job_id: jobId });
+      await s.close();
+      await reapLeftovers();
+      all.start.push(startMs);
+      all.hwm.push(hwm);
+      all.request.push(...requestLat);
+      all.answer.push(...answerLat);
+      perRound.push({
+        approverStartMs: round2(startMs),
+        approverHwmKb: hwm,
+        request: { p50: round2(percentile(requestLat, 0.5)), p99: round2(percentile(requestLat, 0.99)) },
+        answer: { p50: round2(percentile(answerLat, 0.5)), p99: round2(percentile(answerLat, 0.99)) },
+      });
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const startMs = median(all.start);
+  const hwmMiB = median(all.hwm) / 1024;
+  const request = { p50: median(perRound.map((r) => r.request.p50)), p99: median(perRound.map((r) => r.request.p99)) };
+  const answer = { p50: median(perRound.map((r) => r.answer.p50)), p99: median(perRound.map((r) => r.answer.p99)) };
+  return {
+    rows: [
+      {
+        metric: "k  approver per agent: spawn -> initialize answered; peak RSS (VmHWM)",
+        value: `${startMs.toFixed(1)} ms; ${hwmMiB.toFixed(1)} MiB`,
+        target: "info (issue 14)",
+        detail: "one node process beside every agent (Claude Code starts its MCP servers as it starts), running this build's main bundle in its approver mode",
+      },
+      {
+        metric: `k  permission request sent -> claude_wait answers input_required (${SIZES.approvalSamples}/round)`,
+        value: `p50 ${request.p50.toFixed(2)} ms, p99 ${request.p99.toFixed(2)} ms`,
+        target: "p99 < 250 ms",
+        pass: request.p99 < 250,
+        detail: `pooled over ${all.request.length}: p50 ${percentile(all.request, 0.5).toFixed(2)}, max ${Math.max(...all.request).toFixed(2)} ms`,
+      },
+      {
+        metric: `k  claude_respond sent -> the approver answers the agent (${SIZES.approvalSamples}/round)`,
+        value: `p50 ${answer.p50.toFixed(2)} ms, p99 ${answer.p99.toFixed(2)} ms`,
+        target: "p99 < 250 ms",
+        pass: answer.p99 < 250,
+        detail: `pooled over ${all.answer.length}: p50 ${percentile(all.answer, 0.5).toFixed(2)}, max ${Math.max(...all.answer).toFixed(2)} ms`,
+      },
+    ],
+    data: {
+      approverStartMs: round2(startMs),
+      approverHwmMiB: round2(hwmMiB),
+      requestToInputRequired: { p50Ms: round2(request.p50), p99Ms: round2(request.p99) },
+      respondToAnswer: { p50Ms: round2(answer.p50), p99Ms: round2(answer.p99) },
+      perRound,
+      samplesMs: { request: all.request.map(round2), answer: all.answer.map(round2) },
+    },
+  };
+}
+
 /** Field 22 of /proc/<pid>/stat (start time in clock ticks after boot), as the server records an identity. */
 function procStartTime(pid) {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "latin1");
@@ -1417,7 +1525,7 @@ function parseArgs(argv) {
     } else if (arg === "--out" || arg.startsWith("--out=")) {
       options.out = path.resolve(value());
     } else if (arg === "--help" || arg === "-h") {
-      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup,jobcost,shared] [--out FILE]\n");
+      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup,jobcost,shared,approvals] [--out FILE]\n");
       process.exit(0);
     } else {
       throw new Error(`unknown argument ${arg}`);

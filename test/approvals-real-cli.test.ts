@@ -57,7 +57,14 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
 
   afterEach(async () => {
     for (const client of clients.splice(0)) await client.close();
-    for (const server of servers.splice(0)) server.dispose();
+    // Ended as a host ends them, so CLAUDE_DISPATCH_ON_EXIT=kill takes any agent a failed test left waiting for an answer.
+    for (const server of servers.splice(0)) {
+      if (server.child.exitCode === null && server.child.signalCode === null) {
+        server.endInput();
+        await Promise.race([server.exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      }
+      server.dispose();
+    }
   });
 
   after(async () => {

@@ -172,7 +172,18 @@ function jobsCheck(store: StateStore): Check {
  * ------------------------------------------------------------------ */
 
 async function policyChecks(config: Config): Promise<Check[]> {
-  return [permissionCheck(config), agentDefaultsCheck(config), await rootsCheck(config), depthCheck(config), onExitCheck(config)];
+  return [permissionCheck(config), approvalsCheck(config), agentDefaultsCheck(config), await rootsCheck(config), depthCheck(config), onExitCheck(config)];
+}
+
+function approvalsCheck(config: Config): Check {
+  return {
+    name: "approvals",
+    status: "ok",
+    detail:
+      config.approvals === "forward"
+        ? `forward: what would prompt is asked of the caller, denied after ${formatAge(config.approvalTimeoutMs)} unanswered (§18)`
+        : "deny: what would prompt is refused, as headless Claude Code does (CLAUDE_DISPATCH_APPROVALS=deny)",
+  };
 }
 
 function permissionCheck({ policy }: Config): Check {
