@@ -224,6 +224,20 @@ test("a claude_start job of a client that cannot be asked waits for an answer", 
   assert.equal(h.store.approvals(jobId)[0]?.answer, undefined, "only the approver's timeout denies it");
 });
 
+test("a request that waited before the client connected is asked once it declares elicitation, and only once", async () => {
+  const h = handlerHarness();
+  const jobId = await started(h);
+  ask(h, jobId);
+  await settle();
+  assert.equal(h.requests.length, 0, "no client has declared elicitation yet");
+  await initialize(h, { elicitation: {} });
+  await settle();
+  assert.deepEqual(h.requests.map((request) => request.method), ["elicitation/create"]);
+  await initialize(h, { elicitation: {} });
+  await settle();
+  assert.equal(h.requests.length, 1, "the same request is not asked again");
+});
+
 test("a 2025-11-25 task shows input_required and says so in a status notification", async () => {
   const h = handlerHarness();
   await initialize(h, {});

@@ -107,11 +107,11 @@ export class Approvals {
     const job = await this.target.find(jobId);
     if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${quoted(jobId)}`);
     if (!isRequestId(requestId)) throw new DispatchError("INVALID_ARGUMENT", `"request_id" must be a request number such as "1", got ${quoted(requestId)}`);
-    const { store, clock } = { store: this.target.options.persistence.store, clock: this.target.options.clock };
+    const { store } = this.target.options.persistence;
     if (job.finishedAt !== undefined) {
       throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has finished (${job.status}): request ${quoted(requestId)} is no longer pending`);
     }
-    const result = store.answerApproval(job.id, requestId, { decision, by, at: clock.now(), ...(message ? { message } : {}) });
+    const result = store.answerApproval(job.id, requestId, { decision, by, at: this.target.options.clock.now(), ...(message ? { message } : {}) });
     if (!result) {
       const pending = job.approvals.filter((approval) => approval.decision === undefined).map((approval) => approval.id);
       throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has no request ${quoted(requestId)}; ${pending.length ? `pending: ${pending.join(", ")}` : "none is pending"}`);

@@ -34,6 +34,8 @@ export class ApprovalAsker {
   canElicit = false;
   private sent = 0;
   private readonly waiting = new Map<string, (response: Record<string, unknown>) => void>();
+  /** Requests handled already ("<job>:<request>"), so none is asked twice; each goes when its job finishes. */
+  private readonly handled = new Set<string>();
 
   constructor(private readonly deps: ApprovalAskerDeps) {}
 
@@ -50,8 +52,14 @@ export class ApprovalAsker {
 
   /** Handles a new request of a job this server runs. */
   async ask(job: Job, request: ApprovalSummary): Promise<void> {
+    // A claude_start job whose client cannot be asked waits for claude_respond: nothing to do, and nothing to remember.
+    if (!this.canElicit && job.kind !== "run") return;
+    const key = `${job.id}:${request.id}`;
+    if (this.handled.has(key)) return;
+    this.handled.add(key);
+    job.whenDone(() => this.handled.delete(key));
     if (!this.canElicit) {
-      if (job.kind === "run") await this.answer(job, request, "deny", UNASKABLE_MESSAGE, "server");
+      await this.answer(job, request, "deny", UNASKABLE_MESSAGE, "server");
       return;
     }
     const id: RequestId = `dispatch-approval-${(this.sent += 1)}`;

@@ -66,7 +66,7 @@ export function negotiateVersion(requested: string): string {
 }
 
 export interface HandlerDeps {
-  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "approvals">;
+  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "approvals" | "running">;
   /** Checks a cwd or add_dirs entry (§5): absolute, existing, inside the operator's roots. */
   checkDirectory(dir: string): Promise<DirectoryCheck>;
   /** Sends a notification (or, for elicitation, a request) frame through the one serialized writer. */
@@ -168,9 +168,7 @@ class Handler {
     });
     this.asker = new ApprovalAsker({ jobs: deps.jobs, send: (frame) => deps.notify(frame), logger: deps.logger, isTask: (job) => this.tasks.has(job) });
     if (!this.gated) {
-      deps.jobs.approvals.onRequest((job, request) => {
-        this.asker.ask(job, request).catch((error: unknown) => deps.logger.error(`job ${job.id}: asking about request ${request.id}: ${String(error)}`));
-      });
+      deps.jobs.approvals.onRequest((job, request) => this.askAbout(job, request));
     }
     /** The 2026-07-28 tasks extension (§16.4): stateless, it reads the jobs themselves. */
     this.taskExtension = createTaskExtension({
@@ -193,6 +191,10 @@ class Handler {
       const id = isRecord(message) && isRequestId(message.id) ? message.id : null;
       return fail(id, INTERNAL_ERROR, "Internal error");
     }
+  }
+
+  private askAbout(job: Job, request: Parameters<ApprovalAsker["ask"]>[1]): void {
+    this.asker.ask(job, request).catch((error: unknown) => this.deps.logger.error(`job ${job.id}: asking about request ${request.id}: ${String(error)}`));
   }
 
   private forModernEra(result: object, resultType?: ModernResultType): Record<string, unknown> {
@@ -323,6 +325,8 @@ class Handler {
     // Elicitation came with 2025-06-18; a form is all we ask for (§18).
     const capabilities = isRecord(params.capabilities) ? params.capabilities : {};
     this.asker.canElicit = negotiatedVersion >= "2025-06-18" && isRecord(capabilities.elicitation);
+    // Requests that came before this client did (found at the takeover that precedes the first request) are asked now.
+    if (!this.gated) for (const job of this.deps.jobs.running()) for (const request of job.pendingApprovals()) this.askAbout(job, request);
     this.deps.logger.info(`initialize: client asked for ${quoted(requested)}, using ${negotiatedVersion}`);
     return respond(id, {
       protocolVersion: negotiatedVersion,
