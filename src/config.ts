@@ -43,7 +43,14 @@ export interface Config {
   approvals: Approvals;
   /** How long a permission request waits for an answer before it is denied (§18). */
   approvalTimeoutMs: number;
+  /** Whether jobs run in a worktree of their own: the call's default, or always (§19). */
+  worktree: WorktreePolicy;
+  /** Where worktrees are made; unset: the state directory's worktrees folder. */
+  worktreeDir: string | undefined;
 }
+
+export const WORKTREE_POLICIES = ["off", "on", "required"] as const;
+export type WorktreePolicy = (typeof WORKTREE_POLICIES)[number];
 
 export const APPROVAL_POLICIES = ["forward", "deny"] as const;
 export type Approvals = (typeof APPROVAL_POLICIES)[number];
@@ -145,6 +152,8 @@ export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
     onDone: loadOnDone(env),
     approvals: loadApprovals(env),
     approvalTimeoutMs: integer(env, "CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS", 600_000, 1000, 86_400_000),
+    worktree: loadWorktree(env),
+    worktreeDir: loadWorktreeDir(env),
     policy: loadPolicy(env),
     roots: loadRoots(env, pathDelimiter),
   };
@@ -165,6 +174,23 @@ function loadOnExit(env: Env): OnExit {
     throw new ConfigError(`CLAUDE_DISPATCH_ON_EXIT must be one of ${ON_EXIT_POLICIES.join(", ")}, got ${JSON.stringify(value)}`);
   }
   return value as OnExit;
+}
+
+function loadWorktree(env: Env): WorktreePolicy {
+  const value = optional(env, "CLAUDE_DISPATCH_WORKTREE") ?? "off";
+  if (!(WORKTREE_POLICIES as readonly string[]).includes(value)) {
+    throw new ConfigError(`CLAUDE_DISPATCH_WORKTREE must be one of ${WORKTREE_POLICIES.join(", ")}, got ${JSON.stringify(value)}`);
+  }
+  return value as WorktreePolicy;
+}
+
+/** An absolute path, or unset; never relative, which would depend on where a host starts the server. */
+function loadWorktreeDir(env: Env): string | undefined {
+  const value = optional(env, "CLAUDE_DISPATCH_WORKTREE_DIR");
+  if (value !== undefined && !(value.startsWith("/") || /^[A-Za-z]:[\\/]/.test(value) || value.startsWith("\\\\"))) {
+    throw new ConfigError(`CLAUDE_DISPATCH_WORKTREE_DIR must be an absolute path, got ${JSON.stringify(value)}`);
+  }
+  return value;
 }
 
 function loadApprovals(env: Env): Approvals {

@@ -26,6 +26,7 @@ import { StateStore } from "./store/state-store.js";
 import { StateError, type ProcessIdentity } from "./store/records.js";
 import { createTextFile, readFileRange } from "./store/atomic.js";
 import { createMessageWriter, serveStdio } from "./server/stdio.js";
+import { GitWorktrees } from "./worktrees/git-worktrees.js";
 import { SERVER_NAME, SERVER_VERSION } from "./core/version.js";
 
 /** After the kill grace, this long for responses to be written before we exit anyway. */
@@ -240,6 +241,19 @@ function lazyLocalHost(config: Config, logger: Logger) {
 
 type LocalHost = ReturnType<typeof lazyLocalHost>;
 
+/** Worktrees on this machine (§19); git's runner, and child_process with it, load at the first git call. */
+function localWorktrees(config: Config): GitWorktrees {
+  let runner: ReturnType<typeof import("./hosts/local/git.js").createGitRunner> | undefined;
+  return new GitWorktrees({
+    git: async (args, env) => {
+      runner ??= (await import("./hosts/local/git.js")).createGitRunner(process.env, process.platform);
+      return runner(args, env);
+    },
+    root: config.worktreeDir ?? path.join(config.stateDir, "worktrees"),
+    branchPrefix: "dispatch/",
+  });
+}
+
 /** The job registry on the state directory, or in memory for a server at the depth limit (§7.4). */
 async function createJobs(config: Config, policy: Policy, roots: string[] | undefined, store: StateStore | undefined, host: LocalHost, logger: Logger): Promise<JobRegistry> {
   const runtime = claudeRuntime(config.claudeBin);
@@ -322,6 +336,7 @@ async function serve(): Promise<void> {
     server: { name: SERVER_NAME, version: SERVER_VERSION },
     depth: { current: config.depth, max: config.maxDepth },
     jobRetentionMs: config.jobRetentionMs,
+    ...(store ? { worktrees: { policy: config.worktree, git: localWorktrees(config) } } : {}),
   });
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
   if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);

@@ -100,6 +100,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "server/": ["core/", "agent/", "store/", "jobs/", "tools/", "server/"],
   "runtimes/*/": ["core/", "agent/", "runtimes/*/"],
   "hosts/*/": ["core/", "agent/", "store/", "hosts/*/"],
+  "worktrees/": ["core/", "agent/", "worktrees/"],
   "approver/": ["core/", "agent/", "store/", "runtimes/", "server/eras.ts", "server/jsonrpc.ts", "approver/"],
   "cli/": ["core/", "agent/", "store/", "jobs/", "tools/", "runtimes/", "hosts/", "cli/", "config.ts", "server/version.ts"],
   "config.ts": ["core/", "agent/", "store/", "tools/", "hosts/", "runtimes/", "server/stdio.ts"],

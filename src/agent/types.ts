@@ -7,6 +7,7 @@ import type { ErrorCode } from "../core/errors.js";
 import type { Transcript } from "../core/transcript.js";
 import type { AgentIdentity, OutputFiles } from "./host.js";
 import type { AgentOptions } from "./options.js";
+import type { WorktreeRecord } from "./worktree.js";
 
 export interface AgentSpec {
   prompt: string;
@@ -22,6 +23,8 @@ export interface AgentSpec {
   promptFile?: string;
   /** Where the agent asks for permission (§18); without it, what would prompt is refused, as the CLI does headless. */
   approver?: ApproverLaunch;
+  /** The job's own worktree (§19), when it runs in one; cwd is then inside it. Runtimes do not read it. */
+  worktree?: WorktreeRecord;
 }
 
 /** The approver of one job (§18): a small MCP server, run by the agent, that files each permission request and waits for its answer. */

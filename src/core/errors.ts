@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   "KILLED",
   "KILL_FAILED",
   "STATE_ERROR",
+  "GIT_FAILED",
   "INTERNAL_ERROR",
 ] as const;
 

@@ -3,6 +3,7 @@
  * the listeners waiting on it. The registry drives it; callers see it as a Job.
  */
 import type { AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../agent/types.js";
+import type { WorktreeRecord } from "../agent/worktree.js";
 import type { CancelTimer } from "../core/clock.js";
 import { Transcript } from "../core/transcript.js";
 import type { Approval } from "../store/approvals.js";
@@ -116,6 +117,9 @@ export class JobEntry implements Job {
   }
   get resumeSessionId(): string | undefined {
     return this.spec.resumeSessionId;
+  }
+  get worktree(): WorktreeRecord | undefined {
+    return this.spec.worktree;
   }
   get launched(): boolean {
     return this.run !== undefined || this.agent !== undefined;

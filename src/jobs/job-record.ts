@@ -38,6 +38,7 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
   if (job.killReason) record.kill_reason = job.killReason;
   if (job.outcome) record.outcome = storedOutcome(job.outcome, job.resultFile !== undefined);
   if (job.approvals.length > 0) record.approvals = [...job.approvals];
+  if (job.spec.worktree) record.worktree = { ...job.spec.worktree };
   if (turns > 0) record.turns = turns;
   if (cost !== undefined) record.cost_usd = cost;
   return record;
@@ -45,7 +46,13 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
 
 /** What a record says its job asked for; the prompt stays in prompt.txt, the agent's stdin. */
 export function specFromRecord(record: JobRecord): AgentSpec {
-  return { prompt: "", cwd: record.cwd, options: record.options, ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}) };
+  return {
+    prompt: "",
+    cwd: record.cwd,
+    options: record.options,
+    ...(record.resume_session_id ? { resumeSessionId: record.resume_session_id } : {}),
+    ...(record.worktree ? { worktree: record.worktree } : {}),
+  };
 }
 
 /** An entry for a job read from its record: its id, kind, spec, times and preview; the caller sets the rest. */

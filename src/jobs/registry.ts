@@ -122,11 +122,11 @@ export class JobRegistry {
    * Starts an agent, or queues it when no slot is free (§8). The job's record is on disk before this returns.
    * Throws SHUTTING_DOWN once shutdown began, STATE_ERROR when the record cannot be written.
    */
-  start(spec: AgentSpec, kind: JobKind, timeoutMs?: number): Job {
+  start(spec: AgentSpec, kind: JobKind, timeoutMs?: number, id = this.options.newId()): Job {
     if (this.closing) throw new DispatchError("SHUTTING_DOWN", "the server is shutting down and starts no new jobs");
     this.finished.reap();
     const { clock } = this.options;
-    const job = new JobEntry(this.options.newId(), kind, spec, clock.now(), timeoutMs, (entry) => this.queue.position(entry));
+    const job = new JobEntry(id, kind, spec, clock.now(), timeoutMs, (entry) => this.queue.position(entry));
     const { store } = this.options.persistence;
     // A job with a free slot starts now: its first record already says "running" with its tree marker, so one
     // flushed write serves both its submission and its start (§15.2).
@@ -156,6 +156,19 @@ export class JobRegistry {
     job.status = "running";
     job.startedAt = this.options.clock.now();
     job.agent = { tree_marker: this.options.persistence.newMarker() };
+  }
+
+  /** An id for a job about to start, for what must be named after it first (its worktree, §19). */
+  newJobId(): string {
+    return this.options.newId();
+  }
+
+  /** Records that a finished job's worktree was merged or discarded (§19). */
+  setWorktreeState(id: string, state: "merged" | "discarded"): void {
+    const job = this.jobs.get(id);
+    if (!job?.spec.worktree) return;
+    job.spec = { ...job.spec, worktree: { ...job.spec.worktree, state } };
+    this.save(job);
   }
 
   get(id: string): Job | undefined {

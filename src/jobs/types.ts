@@ -3,6 +3,7 @@
  * it, what the registry needs of the store it keeps jobs in, and its options.
  */
 import type { OutputFiles } from "../agent/host.js";
+import type { WorktreeRecord } from "../agent/worktree.js";
 import type { AgentAttacher, AgentLauncher, AgentOutcome, AgentSpec, ApproverLaunch, LiveSummary } from "../agent/types.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
@@ -82,6 +83,8 @@ export interface Job {
   approvalDetails(): Approval[];
   /** Calls listener when a permission request comes or is answered; returns the unsubscribe. */
   onApprovals(listener: () => void): () => void;
+  /** Its own git worktree (§19), when it runs in one. */
+  readonly worktree: WorktreeRecord | undefined;
 }
 
 export interface KillResult {

@@ -6,6 +6,7 @@
  */
 import type { Clock } from "../core/clock.js";
 import type { DirectoryCheck } from "../agent/policy.js";
+import type { Worktrees } from "../agent/worktree.js";
 import {
   LEGACY_PROTOCOL_VERSIONS,
   MODERN_PROTOCOL_VERSIONS,
@@ -66,7 +67,7 @@ export function negotiateVersion(requested: string): string {
 }
 
 export interface HandlerDeps {
-  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "approvals" | "running">;
+  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "approvals" | "running" | "newJobId" | "setWorktreeState">;
   /** Checks a cwd or add_dirs entry (§5): absolute, existing, inside the operator's roots. */
   checkDirectory(dir: string): Promise<DirectoryCheck>;
   /** Sends a notification (or, for elicitation, a request) frame through the one serialized writer. */
@@ -83,6 +84,8 @@ export interface HandlerDeps {
   depth: { current: number; max: number };
   /** Only for the JOB_NOT_FOUND message. */
   jobRetentionMs: number;
+  /** Worktrees (§19): the operator's policy, and git; without them, "worktree" is refused. */
+  worktrees?: { policy: "off" | "on" | "required"; git: Worktrees };
 }
 
 export type RequestHandler = (message: unknown) => Promise<JsonRpcResponse | null>;

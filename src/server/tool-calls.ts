@@ -7,14 +7,28 @@
 import type { AgentOptions } from "../agent/options.js";
 import { admitAgent } from "../agent/policy.js";
 import { DispatchError, quoted } from "../core/errors.js";
-import { isUnfinished, type Job } from "../jobs/registry.js";
-import { renderJob, renderKill, renderList, renderOutputPage, renderResponded, renderStarted, type CallToolResult } from "../tools/results.js";
+import { isUnfinished, sessionIdOf, type Job } from "../jobs/registry.js";
+import type { WorktreeRecord } from "../agent/worktree.js";
+import {
+  renderDiscarded,
+  renderJob,
+  renderKill,
+  renderList,
+  renderMerge,
+  renderOutputPage,
+  renderResponded,
+  renderStarted,
+  renderWorktreeDiff,
+  type CallToolResult,
+  type RenderOptions,
+} from "../tools/results.js";
 import type { ToolName } from "../tools/definitions.js";
 import {
   parseKillInput,
   parseListInput,
   parseOutputInput,
   parseRespondInput,
+  parseWorktreeInput,
   parseRunInput,
   parseStartInput,
   parseWaitInput,
@@ -50,7 +64,7 @@ export class ToolCalls {
         const input = parseWaitInput(args);
         const job = await this.requireJob(input.jobId);
         if (isUnfinished(job) && input.holdMs > 0) await withProgress(deps, progressToken, job, () => hold(deps.clock, job, input.holdMs, signal));
-        return renderJob(job, now(), { maxResultChars: deps.maxResultChars });
+        return renderJob(job, now(), await this.renderOptions(job, { maxResultChars: deps.maxResultChars }));
       }
       case "claude_kill": {
         const input = parseKillInput(args);
@@ -73,16 +87,97 @@ export class ToolCalls {
         const answered = await deps.jobs.approvals.respond(job.id, input.requestId, input.decision, "tool", input.message);
         return renderResponded(job, answered, now());
       }
+      case "claude_worktree":
+        return this.worktreeAction(args);
     }
   }
 
-  /** Validates a claude_run or claude_start call and starts its job (or queues it). */
+  /** Validates a claude_run or claude_start call and starts its job (or queues it), in a worktree of its own when asked (§19). */
   async startJob(name: TaskTool, args: Record<string, unknown>, signal: AbortSignal): Promise<Job> {
     const run = name === "claude_run" ? parseRunInput(args, this.settings) : undefined;
     const input = run ?? parseStartInput(args, this.settings);
+    const inWorktree = this.worktreeWanted(input.worktree);
     const { cwd, options } = await this.prepareAgent(input.cwd, input.options, signal);
     const spec = { prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options };
-    return run ? this.deps.jobs.start(spec, "run", run.timeoutMs) : this.deps.jobs.start(spec, "start");
+    const start = (agentSpec: typeof spec & { worktree?: WorktreeRecord }, id?: string): Job =>
+      run ? this.deps.jobs.start(agentSpec, "run", run.timeoutMs, id) : this.deps.jobs.start(agentSpec, "start", undefined, id);
+    if (!inWorktree) return start(spec);
+    const git = this.git();
+    // A session continues in the worktree it ran in while that is still there: a session is tied to its folder.
+    const earlier = input.sessionId === undefined ? undefined : this.worktreeOfSession(input.sessionId);
+    if (earlier) return start({ ...spec, cwd: git.cwdIn(earlier), worktree: earlier });
+    const id = this.deps.jobs.newJobId();
+    const made = await git.create(cwd, id);
+    try {
+      if (signal.aborted) throw new DispatchError("INVALID_ARGUMENT", "the request was cancelled before the job started");
+      return start({ ...spec, cwd: made.cwd, worktree: made.worktree }, id);
+    } catch (error) {
+      await git.discard(made.worktree).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** The call's "worktree", else the operator's default; "required" refuses false (§19). */
+  private worktreeWanted(asked: boolean | undefined): boolean {
+    const policy = this.deps.worktrees?.policy ?? "off";
+    if (policy === "required" && asked === false) throw new DispatchError("POLICY_DENIED", `"worktree" false is not allowed here: the operator requires every job to run in a worktree (CLAUDE_DISPATCH_WORKTREE=required)`);
+    return asked ?? policy !== "off";
+  }
+
+  private git(): NonNullable<HandlerDeps["worktrees"]>["git"] {
+    const git = this.deps.worktrees?.git;
+    if (!git) throw new DispatchError("INVALID_ARGUMENT", `"worktree" is not available on this server (it keeps no state directory)`);
+    return git;
+  }
+
+  private worktreeOfSession(sessionId: string): WorktreeRecord | undefined {
+    const git = this.deps.worktrees?.git;
+    const job = this.deps.jobs.list().findLast((candidate) => candidate.worktree && !candidate.worktree.state && sessionIdOf(candidate) === sessionId);
+    return job?.worktree && git?.exists(job.worktree) ? job.worktree : undefined;
+  }
+
+  /** A finished job's report names what it changed in its worktree, read now (§19). */
+  private async renderOptions(job: Job, options: RenderOptions): Promise<RenderOptions> {
+    const worktree = job.worktree;
+    const git = this.deps.worktrees?.git;
+    if (!worktree || worktree.state || !git || isUnfinished(job) || !git.exists(worktree)) return options;
+    try {
+      return { ...options, worktreeChanges: await git.changes(worktree) };
+    } catch (error) {
+      this.deps.logger.warn(`job ${job.id}: cannot read its worktree's changes: ${(error as Error).message}`);
+      return options;
+    }
+  }
+
+  /** Worktree operations on one job run one at a time: two merges at once must not both pass the checks. */
+  private readonly worktreeBusy = new Set<string>();
+
+  private async worktreeAction(args: Record<string, unknown>): Promise<CallToolResult<unknown>> {
+    const input = parseWorktreeInput(args, this.settings);
+    const job = await this.requireJob(input.jobId);
+    const worktree = job.worktree;
+    if (!worktree) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has no worktree: it was not started with "worktree" true`);
+    const git = this.git();
+    if (worktree.state) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree was ${worktree.state} already`);
+    if (!git.exists(worktree)) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree ${quoted(worktree.path)} is gone`);
+    if (input.action === "diff") return renderWorktreeDiff(job, worktree, await git.diff(worktree), input.offset, input.limit);
+    if (isUnfinished(job)) {
+      throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} is still ${job.status}: its worktree is merged or discarded only once it has finished (claude_wait for it, or claude_kill it)`);
+    }
+    if (this.worktreeBusy.has(job.id)) throw new DispatchError("INVALID_ARGUMENT", `another operation on job ${job.id}'s worktree is under way`);
+    this.worktreeBusy.add(job.id);
+    try {
+      if (input.action === "discard") {
+        await git.discard(worktree);
+        this.deps.jobs.setWorktreeState(job.id, "discarded");
+        return renderDiscarded(job, worktree);
+      }
+      const outcome = await git.merge(worktree, `claude-dispatch job ${job.id}: ${job.promptPreview}`);
+      if (outcome.merged) this.deps.jobs.setWorktreeState(job.id, "merged");
+      return renderMerge(job, job.worktree ?? worktree, outcome);
+    } finally {
+      this.worktreeBusy.delete(job.id);
+    }
   }
 
   /** Waits for a claude_run's job and returns its result; a cancelled run is killed, as nobody is left to read it. */
@@ -101,7 +196,7 @@ export class ToolCalls {
     } finally {
       signal.removeEventListener("abort", onCancel);
     }
-    return renderJob(job, deps.clock.now(), { forRun: true, maxResultChars: deps.maxResultChars });
+    return renderJob(job, deps.clock.now(), await this.renderOptions(job, { forRun: true, maxResultChars: deps.maxResultChars }));
   }
 
   /**

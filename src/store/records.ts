@@ -5,6 +5,7 @@
  */
 import type { AgentOptions } from "../agent/options.js";
 import type { AgentResult } from "../agent/types.js";
+import type { WorktreeRecord } from "../agent/worktree.js";
 import type { ErrorCode } from "../core/errors.js";
 import { isRecord } from "../core/values.js";
 
@@ -79,6 +80,8 @@ export interface JobRecord {
   agent?: AgentRecord;
   kill_reason?: string;
   outcome?: StoredOutcome;
+  /** The job's own git worktree (§19). */
+  worktree?: WorktreeRecord;
   /** Every permission request of the job, oldest first, as its owner last saw them (§18). */
   approvals?: ApprovalSummary[];
   /** Last known progress, for the CLI's table. */

@@ -3,9 +3,9 @@
  * gives them; validation of what a call sends is in validation.ts.
  */
 import { ERROR_CODES } from "../core/errors.js";
-import { LIMITS, MODEL_NAME, OUTPUT_VIEWS, type ToolSettings } from "./validation.js";
+import { LIMITS, MODEL_NAME, OUTPUT_VIEWS, WORKTREE_ACTIONS, type ToolSettings } from "./validation.js";
 
-export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond"] as const;
+export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 export function isToolName(name: string): name is ToolName {
@@ -58,6 +58,11 @@ function agentOptionSchemas(settings: ToolSettings): Record<string, unknown> {
       maxItems: LIMITS.maxAddDirs,
       description: "More absolute directories the agent may work in besides cwd.",
     },
+    worktree: {
+      type: "boolean",
+      description:
+        "Run in a git worktree of its own, on a new branch from the repository's HEAD, so parallel jobs never overwrite each other's files. cwd must be inside a git repository. Then use claude_worktree to see, merge or discard the changes.",
+    },
   };
 }
 
@@ -94,6 +99,23 @@ const PENDING_APPROVALS = {
   },
 } as const;
 
+/** A job's worktree and what it changed (§19). */
+const WORKTREE_REPORT = {
+  type: "object",
+  description: "The job's own git worktree: where, on which branch, from which commit, and what it changed (committed or not).",
+  properties: {
+    path: { type: "string" },
+    branch: { type: "string" },
+    base: { type: "string", description: "The commit the worktree was made from." },
+    state: { type: "string", enum: ["active", "merged", "discarded"] },
+    changed_files: { type: "array", items: { type: "string" } },
+    commits: { type: "array", items: { type: "object", properties: { sha: { type: "string" }, subject: { type: "string" } }, required: ["sha", "subject"] } },
+    uncommitted: { type: "boolean", description: "Some changes are not committed in the worktree (a merge commits them first)." },
+    left_behind: { type: "boolean", description: "The user's checkout had uncommitted changes, which the worktree does not have." },
+  },
+  required: ["path", "branch", "base", "state"],
+} as const;
+
 /** The job report: the output of claude_run, claude_start, claude_wait and claude_kill (§5.5). */
 export const JOB_REPORT_SCHEMA = {
   type: "object",
@@ -105,6 +127,7 @@ export const JOB_REPORT_SCHEMA = {
         "queued, running, input_required (running, and waiting for a permission answer: see pending_approvals), completed, failed, killed or lost (its agent ended without a result while a restart was under way) describe the job; error means this call itself failed.",
     },
     pending_approvals: PENDING_APPROVALS,
+    worktree: WORKTREE_REPORT,
     queue_position: { type: "integer", description: "While queued: 1 for the next job to start." },
     job_id: { type: "string" },
     session_id: { type: "string", description: "Pass as session_id to continue this conversation." },
@@ -185,6 +208,28 @@ export const RESPOND_SCHEMA = {
     preview: { type: "string" },
     job_status: { type: "string", enum: [...JOB_STATUSES], description: "The job's status after the answer." },
     pending_approvals: PENDING_APPROVALS,
+    error: ERROR_SCHEMA,
+    next: NEXT,
+  },
+  required: ["status"],
+} as const;
+
+export const WORKTREE_SCHEMA = {
+  type: "object",
+  properties: {
+    status: { type: "string", enum: ["diff", "merged", "not_merged", "discarded", "error"] },
+    job_id: { type: "string" },
+    action: { type: "string", enum: [...WORKTREE_ACTIONS] },
+    worktree: WORKTREE_REPORT,
+    text: { type: "string", description: "diff: a page of the unified diff." },
+    offset: { type: "integer" },
+    total_chars: { type: "integer" },
+    next_offset: { type: "integer", description: "diff: pass as offset to read on; absent at the end." },
+    into: { type: "string", description: "merge: the branch the changes went into." },
+    commit: { type: "string", description: "merge: the repository's HEAD after the merge." },
+    reason: { type: "string", description: "not_merged: why nothing changed." },
+    conflicts: { type: "array", items: { type: "string" }, description: "not_merged: the files that would conflict, or that are not clean." },
+    operations: { type: "array", items: { type: "string" }, description: "merge: the git commands that ran, in order." },
     error: ERROR_SCHEMA,
     next: NEXT,
   },
@@ -352,6 +397,28 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
       },
       outputSchema: RESPOND_SCHEMA,
       annotations: { title: "Answer a job's permission request", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    {
+      name: "claude_worktree",
+      title: "Diff, merge or discard a job's worktree",
+      description:
+        "For a job started with worktree: true. diff: the unified diff of everything it changed against the commit it started from, " +
+        `committed or not, in pages of up to ${settings.maxResultChars} characters. merge: bring its changes into the branch checked out in the repository, ` +
+        "only if that checkout is clean and the merge has no conflict; otherwise nothing changes and the conflicting files are listed. " +
+        "discard: remove the worktree and its branch. merge and discard wait until the job has finished.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          job_id: JOB_ID,
+          action: { type: "string", enum: [...WORKTREE_ACTIONS] },
+          offset: { type: "integer", minimum: 0, description: "diff: character offset to start at (default 0)." },
+          limit: { type: "integer", minimum: 1, maximum: settings.maxResultChars, description: `diff: characters to return at most (default ${settings.maxResultChars}).` },
+        },
+        required: ["job_id", "action"],
+        additionalProperties: false,
+      },
+      outputSchema: WORKTREE_SCHEMA,
+      annotations: { title: "Diff, merge or discard a job's worktree", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
   ];
 }

@@ -5,6 +5,7 @@
  * so is the next step (`next`), which Claude Code would otherwise never show its model.
  */
 import type { AgentResult, LiveSummary } from "../agent/types.js";
+import type { MergeOutcome, WorktreeChanges, WorktreeRecord } from "../agent/worktree.js";
 import { formatError, type DispatchError, type ErrorCode } from "../core/errors.js";
 import { KILL_REASON_TEXT, sessionIdOf, shownStatus, type Job } from "../jobs/registry.js";
 import { isJobId, type ApprovalSummary } from "../store/records.js";
@@ -28,9 +29,48 @@ export interface Report {
   permission_denials?: Array<{ tool_name: string; tool_input?: unknown }>;
   api_error_status?: number;
   pending_approvals?: PendingApproval[];
+  worktree?: WorktreeReport;
   error?: { code: ErrorCode; detail: string };
   /** What to call next, as one sentence naming the tool and its arguments (§5.5). */
   next?: string;
+}
+
+/** A job's worktree as reports show it (§19); what it changed only when that was read for this report. */
+export interface WorktreeReport {
+  path: string;
+  branch: string;
+  base: string;
+  state: "active" | "merged" | "discarded";
+  changed_files?: string[];
+  commits?: Array<{ sha: string; subject: string }>;
+  uncommitted?: boolean;
+  left_behind?: true;
+}
+
+export function worktreeReport(worktree: WorktreeRecord, changes?: WorktreeChanges): WorktreeReport {
+  return {
+    path: worktree.path,
+    branch: worktree.branch,
+    base: worktree.base,
+    state: worktree.state ?? "active",
+    ...(changes ? { changed_files: changes.files, commits: changes.commits, uncommitted: changes.uncommitted } : {}),
+    ...(worktree.left_behind ? { left_behind: true as const } : {}),
+  };
+}
+
+/** What a report says of the worktree in its text: one line, then what to do with it. */
+function worktreeText(report: Report, jobId: string): string {
+  const worktree = report.worktree;
+  if (!worktree) return "";
+  const left = worktree.left_behind ? " Uncommitted changes in your checkout were not carried into it." : "";
+  if (worktree.state !== "active") return `\nWorktree ${worktree.path} (branch ${worktree.branch}): ${worktree.state}.`;
+  const files = worktree.changed_files;
+  const changed = files === undefined ? "" : files.length === 0 ? ", no changes" : `, ${files.length} file${files.length === 1 ? "" : "s"} changed: ${files.slice(0, 20).join(", ")}${files.length > 20 ? ", …" : ""}`;
+  return `\nWorktree ${worktree.path} (branch ${worktree.branch}, from ${worktree.base.slice(0, 12)}${changed}).${left}${files?.length ? ` ${worktreeHint(jobId)}` : ""}`;
+}
+
+function worktreeHint(jobId: string): string {
+  return `Call claude_worktree with job_id "${jobId}" and action "diff" to review the changes, then "merge" to bring them into your checkout or "discard" to drop them.`;
 }
 
 /** A permission request waiting for an answer, as reports name it (§18). */
@@ -221,11 +261,15 @@ export interface RenderOptions {
   /** A killed run is a failure of that call. */
   forRun?: boolean;
   maxResultChars?: number;
+  /** What a finished job changed in its worktree, read for this report (§19). */
+  worktreeChanges?: WorktreeChanges;
 }
 
 /** The report for claude_wait and claude_run. */
-export function renderJob(job: Job, now: number, { forRun = false, maxResultChars }: RenderOptions = {}): CallToolResult {
+export function renderJob(job: Job, now: number, { forRun = false, maxResultChars, worktreeChanges }: RenderOptions = {}): CallToolResult {
   const report = jobReport(job, now, maxResultChars);
+  if (job.worktree) report.worktree = worktreeReport(job.worktree, worktreeChanges);
+  const changesHint = report.worktree?.state === "active" && report.worktree.changed_files?.length ? worktreeHint(job.id) : undefined;
   const seconds = report.elapsed_s ?? 0;
   switch (job.status) {
     case "queued": {
@@ -251,8 +295,8 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
       const line = facts(report);
       const resumeHint = report.session_id ? " Pass session_id to continue this conversation." : "";
       return toolResult(
-        `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}${unaskedHint(job) ? `\n${unaskedHint(job)}` : ""}\n\n${report.result ?? ""}${truncationText(report, job.id)}`,
-        withNext(report, truncationHint(report, job.id), unaskedHint(job)),
+        `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}${unaskedHint(job) ? `\n${unaskedHint(job)}` : ""}${worktreeText(report, job.id)}\n\n${report.result ?? ""}${truncationText(report, job.id)}`,
+        withNext(report, truncationHint(report, job.id), unaskedHint(job), changesHint),
         false,
       );
     }
@@ -261,14 +305,14 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
       const error = report.error ?? { code: "INTERNAL_ERROR" as const, detail: "failed without a reason" };
       const line = facts(report);
       return toolResult(
-        `${formatError(error.code, error.detail)}\n(job ${job.id}, after ${seconds}s${line ? ` · ${line}` : ""})${denialsText(report)}${truncationText(report, job.id)}`,
-        withNext(report, truncationHint(report, job.id), failedJobHint(report, job)),
+        `${formatError(error.code, error.detail)}\n(job ${job.id}, after ${seconds}s${line ? ` · ${line}` : ""})${denialsText(report)}${worktreeText(report, job.id)}${truncationText(report, job.id)}`,
+        withNext(report, truncationHint(report, job.id), failedJobHint(report, job), changesHint),
         true,
       );
     }
     case "killed": {
       const why = job.killReason ? KILL_REASON_TEXT[job.killReason] : "";
-      const text = `Job ${job.id} was killed ${why} after ${seconds}s.${truncationText(report, job.id)}`;
+      const text = `Job ${job.id} was killed ${why} after ${seconds}s.${worktreeText(report, job.id)}${truncationText(report, job.id)}`;
       if (!forRun) return toolResult(text, withNext(report, truncationHint(report, job.id)), false);
       report.error = { code: "KILLED", detail: text };
       return toolResult(formatError("KILLED", text), withNext(report, truncationHint(report, job.id), failedJobHint(report, job)), true);
@@ -278,8 +322,10 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
 
 export function renderStarted(job: Job, now: number): CallToolResult {
   const queued = job.status === "queued" ? `Queued job ${job.id} at position ${job.queuePosition() ?? "?"}: it starts when a running agent finishes. ` : `Started job ${job.id}. `;
+  const report = jobReport(job, now);
+  if (job.worktree) report.worktree = worktreeReport(job.worktree);
   const next = collectHint(job.id);
-  return toolResult(`${queued}${next}`, withNext(jobReport(job, now), next), false);
+  return toolResult(`${queued}${worktreeText(report, job.id).trim()}${report.worktree ? " " : ""}${next}`, withNext(report, next), false);
 }
 
 export function renderKill(job: Job, now: number, killed: boolean, survivors: readonly number[], maxResultChars?: number): CallToolResult {
@@ -440,4 +486,49 @@ export function renderResponded(job: Job, answered: ApprovalSummary, now: number
   const next = pending.length > 0 ? respondHint(job, report.pending_approvals ?? []) : `Call claude_wait with job_id "${job.id}" to follow the job.`;
   const verb = decision === "allow" ? "Allowed" : "Denied";
   return toolResult(`${verb} request ${answered.id} of job ${job.id} (${answered.preview}). ${next}`, withNext(report, next), false);
+}
+
+export interface WorktreeResult {
+  status: "diff" | "merged" | "not_merged" | "discarded";
+  job_id: string;
+  action: "diff" | "merge" | "discard";
+  worktree: WorktreeReport;
+  text?: string;
+  offset?: number;
+  total_chars?: number;
+  next_offset?: number;
+  into?: string;
+  commit?: string;
+  reason?: string;
+  conflicts?: string[];
+  operations?: string[];
+  next?: string;
+}
+
+/** A page of a job's worktree diff (§19), offsets in UTF-16 characters as claude_output's. */
+export function renderWorktreeDiff(job: Job, worktree: WorktreeRecord, diff: string, offset: number, limit: number): CallToolResult<WorktreeResult> {
+  const from = Math.min(offset, diff.length);
+  const text = diff.slice(from, from + limit);
+  const result: WorktreeResult = { status: "diff", job_id: job.id, action: "diff", worktree: worktreeReport(worktree), text, offset: from, total_chars: diff.length };
+  if (from + text.length < diff.length) result.next_offset = from + text.length;
+  const readOn = result.next_offset === undefined ? undefined : `Call claude_worktree with job_id "${job.id}", action "diff" and offset ${result.next_offset} for the rest.`;
+  withNext(result, readOn);
+  const header = diff === "" ? `Job ${job.id} changed nothing in its worktree (branch ${worktree.branch}).` : `diff of job ${job.id}'s worktree against ${worktree.base.slice(0, 12)} (branch ${worktree.branch}), characters ${from}–${from + text.length} of ${diff.length}:`;
+  return toolResult(`${header}\n${text}${readOn ? `\n[${readOn}]` : diff === "" ? "" : "\n[End.]"}`, result, false);
+}
+
+export function renderMerge(job: Job, worktree: WorktreeRecord, outcome: MergeOutcome): CallToolResult<WorktreeResult> {
+  if (outcome.merged) {
+    const result: WorktreeResult = { status: "merged", job_id: job.id, action: "merge", worktree: worktreeReport(worktree), into: outcome.into, commit: outcome.commit, operations: outcome.operations };
+    return toolResult(`Merged job ${job.id}'s branch ${worktree.branch} into ${outcome.into} (now at ${outcome.commit.slice(0, 12)}) in ${worktree.repo}.\nRan: ${outcome.operations.join("; ")}`, result, false);
+  }
+  const result: WorktreeResult = { status: "not_merged", job_id: job.id, action: "merge", worktree: worktreeReport(worktree), reason: outcome.reason, conflicts: outcome.conflicts, operations: outcome.operations };
+  const files = outcome.conflicts.length ? `: ${outcome.conflicts.join(", ")}` : "";
+  const next = `Nothing changed. Resolve it (or call claude_worktree with job_id "${job.id}" and action "diff" to see the job's changes), then call merge again, or discard.`;
+  return toolResult(`Not merged: ${outcome.reason}${files}. ${next}`, withNext(result, next), false);
+}
+
+export function renderDiscarded(job: Job, worktree: WorktreeRecord): CallToolResult<WorktreeResult> {
+  const result: WorktreeResult = { status: "discarded", job_id: job.id, action: "discard", worktree: worktreeReport(worktree) };
+  return toolResult(`Discarded job ${job.id}'s worktree ${worktree.path} and its branch ${worktree.branch}.`, result, false);
 }

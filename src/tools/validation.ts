@@ -34,12 +34,21 @@ export interface RunInput {
   sessionId: string | undefined;
   timeoutMs: number;
   options: AgentOptions;
+  worktree: boolean | undefined;
 }
 export interface StartInput {
   prompt: string;
   cwd: string;
   sessionId: string | undefined;
   options: AgentOptions;
+  worktree: boolean | undefined;
+}
+export const WORKTREE_ACTIONS = ["diff", "merge", "discard"] as const;
+export interface WorktreeInput {
+  jobId: string;
+  action: (typeof WORKTREE_ACTIONS)[number];
+  offset: number;
+  limit: number;
 }
 export interface WaitInput {
   jobId: string;
@@ -219,7 +228,7 @@ function parseAgentOptions(args: Record<string, unknown>): AgentOptions {
 }
 
 export function parseRunInput(args: Record<string, unknown>, settings: ToolSettings): RunInput {
-  checkKnown(args, ["prompt", "cwd", "session_id", "timeout_ms", ...AGENT_OPTION_NAMES]);
+  checkKnown(args, ["prompt", "cwd", "session_id", "timeout_ms", ...AGENT_OPTION_NAMES, "worktree"]);
   return {
     prompt: requirePrompt(args),
     cwd: requireCwd(args),
@@ -228,17 +237,26 @@ export function parseRunInput(args: Record<string, unknown>, settings: ToolSetti
       ? integerIn(args, "timeout_ms", LIMITS.minTimeoutMs, LIMITS.maxTimeoutMs)
       : settings.defaultTimeoutMs,
     options: parseAgentOptions(args),
+    worktree: optionalWorktree(args),
   };
 }
 
 export function parseStartInput(args: Record<string, unknown>, settings: ToolSettings): StartInput {
-  checkKnown(args, ["prompt", "cwd", "session_id", ...AGENT_OPTION_NAMES]);
+  checkKnown(args, ["prompt", "cwd", "session_id", ...AGENT_OPTION_NAMES, "worktree"]);
   return {
     prompt: requirePrompt(args),
     cwd: requireCwd(args),
     sessionId: optionalSessionId(args),
     options: parseAgentOptions(args),
+    worktree: optionalWorktree(args),
   };
+}
+
+/** true: the job runs in a git worktree of its own (§19); absent: the operator's default. */
+function optionalWorktree(args: Record<string, unknown>): boolean | undefined {
+  if (!present(args, "worktree")) return undefined;
+  if (typeof args.worktree !== "boolean") throw invalid(`"worktree" must be true or false, got ${preview(args.worktree)}`);
+  return args.worktree;
 }
 
 export function parseWaitInput(args: Record<string, unknown>): WaitInput {
@@ -297,4 +315,16 @@ export function parseRespondInput(args: Record<string, unknown>): RespondInput {
     message = args.message.trim() || undefined;
   }
   return { jobId, requestId: request, decision, message };
+}
+
+export function parseWorktreeInput(args: Record<string, unknown>, settings: ToolSettings): WorktreeInput {
+  checkKnown(args, ["job_id", "action", "offset", "limit"]);
+  const jobId = requireJobId(args);
+  if (!(WORKTREE_ACTIONS as readonly unknown[]).includes(args.action)) throw invalid(`"action" must be "diff", "merge" or "discard", got ${preview(args.action)}`);
+  return {
+    jobId,
+    action: args.action as WorktreeInput["action"],
+    offset: present(args, "offset") ? integerIn(args, "offset", 0, Number.MAX_SAFE_INTEGER, "number of characters") : 0,
+    limit: present(args, "limit") ? integerIn(args, "limit", 1, settings.maxResultChars, "number of characters") : settings.maxResultChars,
+  };
 }

@@ -1,0 +1,194 @@
+/**
+ * A git worktree per job (PROTOCOL.md §19), through the built server, the fake
+ * agent (its @write and @commit directives) and real git, in repositories
+ * this test makes: parallel jobs on one file without a clash, diff, merge
+ * (clean, conflicting, refused on a dirty checkout), discard, and the rules
+ * around them.
+ */
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, afterEach, describe, test } from "node:test";
+
+import { minimalEnvironment, ServerProcess, type RpcResponse } from "./server-process.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-worktrees-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+const GIT_ENV = minimalEnvironment({
+  HOME: scratch,
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_AUTHOR_NAME: "tester",
+  GIT_AUTHOR_EMAIL: "tester@localhost",
+  GIT_COMMITTER_NAME: "tester",
+  GIT_COMMITTER_EMAIL: "tester@localhost",
+});
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, { cwd, env: GIT_ENV, encoding: "utf8" });
+}
+
+let repos = 0;
+/** A repository with one commit: shared.txt "base", and a folder lib/. */
+function makeRepo(): string {
+  const repo = path.join(scratch, `repo-${(repos += 1)}`);
+  mkdirSync(path.join(repo, "lib"), { recursive: true });
+  git(repo, "init", "--quiet", "-b", "main");
+  writeFileSync(path.join(repo, "shared.txt"), "base\n");
+  writeFileSync(path.join(repo, "lib", "util.txt"), "util\n");
+  git(repo, "add", "-A");
+  git(repo, "commit", "--quiet", "-m", "base");
+  return repo;
+}
+
+const report = (response: RpcResponse): Record<string, any> => response.result.structuredContent;
+const text = (response: RpcResponse): string => response.result.content[0].text;
+
+describe("a worktree per job", { skip: process.platform === "win32" && "the fake agent is an .mjs file run directly" }, () => {
+  const servers: ServerProcess[] = [];
+  afterEach(async () => {
+    for (const server of servers.splice(0)) {
+      server.endInput();
+      await server.exited;
+      server.dispose();
+    }
+  });
+
+  function startServer(env: Record<string, string> = {}): ServerProcess {
+    const server = new ServerProcess({ HOME: scratch, CLAUDE_DISPATCH_WORKTREE_DIR: path.join(scratch, `worktrees-${servers.length}-${repos}`), ...env });
+    servers.push(server);
+    return server;
+  }
+
+  async function finished(server: ServerProcess, jobId: string): Promise<Record<string, any>> {
+    let waited = report(await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
+    while (waited.status === "running" || waited.status === "queued") waited = report(await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
+    return waited;
+  }
+
+  test("three jobs on one file: no clash, a diff each, the first merges, the second conflicts and changes nothing, the third is discarded", async () => {
+    const repo = makeRepo();
+    const server = startServer();
+    await server.initialize();
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) {
+      const started = await server.callTool("claude_start", { prompt: `@write shared.txt version-${n}`, cwd: repo, worktree: true });
+      assert.equal(started.result.isError, undefined, text(started));
+      ids.push(report(started).job_id);
+    }
+    const results = await Promise.all(ids.map((id) => finished(server, id)));
+    const branches = results.map((result) => result.worktree.branch);
+    assert.deepEqual(branches, ids.map((id) => `dispatch/${id}`));
+    for (const [index, result] of results.entries()) {
+      assert.equal(result.status, "completed", JSON.stringify(result));
+      assert.deepEqual(result.worktree.changed_files, ["shared.txt"]);
+      assert.equal(result.worktree.uncommitted, true);
+      assert.equal(result.worktree.state, "active");
+      assert.equal(readFileSync(path.join(result.worktree.path, "shared.txt"), "utf8"), `version-${index + 1}\n`);
+      assert.ok(!result.worktree.path.startsWith(repo), "the worktree is outside the user's checkout");
+    }
+    assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "base\n", "the user's checkout is untouched");
+
+    for (const [index, id] of ids.entries()) {
+      const diff = report(await server.callTool("claude_worktree", { job_id: id, action: "diff" }));
+      assert.equal(diff.status, "diff");
+      assert.match(diff.text, /^diff --git a\/shared\.txt b\/shared\.txt$/m);
+      assert.match(diff.text, new RegExp(`^-base\\n\\+version-${index + 1}$`, "m"));
+    }
+    const before = git(repo, "rev-parse", "HEAD").trim();
+    const merged = report(await server.callTool("claude_worktree", { job_id: ids[0], action: "merge" }));
+    assert.equal(merged.status, "merged", JSON.stringify(merged));
+    assert.equal(merged.into, "main");
+    assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "version-1\n");
+    assert.notEqual(git(repo, "rev-parse", "HEAD").trim(), before);
+    assert.deepEqual(merged.operations.map((operation: string) => operation.split(" ").slice(3, 4)[0] ?? operation), ["merge-tree", "add", "commit", "merge"]);
+
+    const head = git(repo, "rev-parse", "HEAD").trim();
+    const conflicting = report(await server.callTool("claude_worktree", { job_id: ids[1], action: "merge" }));
+    assert.equal(conflicting.status, "not_merged", JSON.stringify(conflicting));
+    assert.deepEqual(conflicting.conflicts, ["shared.txt"]);
+    assert.equal(git(repo, "rev-parse", "HEAD").trim(), head, "nothing changed");
+    assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "version-1\n");
+    assert.equal(git(repo, "status", "--porcelain"), "");
+    assert.equal(git(results[1]?.worktree.path, "status", "--porcelain").trim(), "M shared.txt", "the job's worktree is as it was");
+
+    const third = results[2]?.worktree;
+    const discarded = report(await server.callTool("claude_worktree", { job_id: ids[2], action: "discard" }));
+    assert.equal(discarded.status, "discarded");
+    assert.equal(existsSync(third.path), false);
+    assert.equal(git(repo, "branch", "--list", third.branch).trim(), "");
+    const again = await server.callTool("claude_worktree", { job_id: ids[2], action: "diff" });
+    assert.match(text(again), /^INVALID_ARGUMENT: job .* worktree was discarded already/);
+    const record = JSON.parse(readFileSync(path.join(server.stateDir, "jobs", ids[0] ?? "", "record.json"), "utf8"));
+    assert.equal(record.worktree.state, "merged");
+  });
+
+  test("a merge is refused on a dirty checkout, and a job's commits are reported and merged", async () => {
+    const repo = makeRepo();
+    const server = startServer();
+    await server.initialize();
+    const started = report(await server.callTool("claude_start", { prompt: "@write lib/new.txt added\n@commit add new.txt", cwd: repo, worktree: true }));
+    const done = await finished(server, started.job_id);
+    assert.deepEqual(done.worktree.changed_files, ["lib/new.txt"]);
+    assert.deepEqual(done.worktree.commits.map((commit: { subject: string }) => commit.subject), ["add new.txt"]);
+    assert.equal(done.worktree.uncommitted, false);
+    writeFileSync(path.join(repo, "shared.txt"), "edited by hand\n");
+    const refused = report(await server.callTool("claude_worktree", { job_id: started.job_id, action: "merge" }));
+    assert.equal(refused.status, "not_merged");
+    assert.match(refused.reason, /uncommitted changes/);
+    assert.deepEqual(refused.conflicts, ["shared.txt"]);
+    assert.equal(existsSync(path.join(repo, "lib", "new.txt")), false);
+    git(repo, "checkout", "--quiet", "--", "shared.txt");
+    const merged = report(await server.callTool("claude_worktree", { job_id: started.job_id, action: "merge" }));
+    assert.equal(merged.status, "merged", JSON.stringify(merged));
+    assert.equal(readFileSync(path.join(repo, "lib", "new.txt"), "utf8"), "added\n");
+  });
+
+  test("a cwd below the top runs in the same folder of the worktree; uncommitted changes left behind are said", async () => {
+    const repo = makeRepo();
+    writeFileSync(path.join(repo, "shared.txt"), "not committed\n");
+    const server = startServer();
+    await server.initialize();
+    const record = path.join(scratch, `argv-${repos}`);
+    const started = report(await server.callTool("claude_start", { prompt: `@record ${record}`, cwd: path.join(repo, "lib"), worktree: true }));
+    const done = await finished(server, started.job_id);
+    assert.equal(JSON.parse(readFileSync(record, "utf8")).cwd, path.join(done.worktree.path, "lib"));
+    assert.equal(done.worktree.left_behind, true);
+    assert.equal(readFileSync(path.join(done.worktree.path, "shared.txt"), "utf8"), "base\n", "the worktree starts from HEAD");
+    assert.deepEqual(done.worktree.changed_files, []);
+  });
+
+  test("while its job runs a worktree is neither merged nor discarded", async () => {
+    const repo = makeRepo();
+    const server = startServer();
+    await server.initialize();
+    const started = report(await server.callTool("claude_start", { prompt: "@write shared.txt busy\n@sleep 60000", cwd: repo, worktree: true }));
+    for (const action of ["merge", "discard"]) {
+      const refused = await server.callTool("claude_worktree", { job_id: started.job_id, action });
+      assert.match(text(refused), /^INVALID_ARGUMENT: job .* is still running: its worktree is merged or discarded only once it has finished/);
+    }
+    assert.ok(existsSync(started.worktree.path));
+    await server.callTool("claude_kill", { job_id: started.job_id });
+    const killed = report(await server.callTool("claude_wait", { job_id: started.job_id, hold_ms: 0 }));
+    assert.equal(killed.status, "killed");
+    assert.ok(existsSync(killed.worktree.path), "a killed job's worktree is kept for the user to decide on");
+  });
+
+  test("outside a repository, a clear INVALID_ARGUMENT; the operator's policy decides the default and can require worktrees", async () => {
+    const notRepo = mkdtempSync(path.join(scratch, "plain-"));
+    const server = startServer({ CLAUDE_DISPATCH_WORKTREE: "required" });
+    await server.initialize();
+    const outside = await server.callTool("claude_start", { prompt: "x", cwd: notRepo });
+    assert.match(text(outside), /^INVALID_ARGUMENT: "worktree" needs cwd inside a git repository/);
+    const refused = await server.callTool("claude_start", { prompt: "x", cwd: makeRepo(), worktree: false });
+    assert.match(text(refused), /^POLICY_DENIED: "worktree" false is not allowed here/);
+    const bad = await server.callTool("claude_run", { prompt: "x", cwd: notRepo, worktree: "yes" });
+    assert.match(text(bad), /^INVALID_ARGUMENT: "worktree" must be true or false/);
+    const noWorktree = report(await server.callTool("claude_run", { prompt: "x", cwd: makeRepo(), worktree: true }));
+    assert.equal(noWorktree.status, "completed");
+    const plain = await server.callTool("claude_worktree", { job_id: "00000000-0000-4000-8000-000000000000", action: "diff" });
+    assert.match(text(plain), /^JOB_NOT_FOUND/);
+  });
+});
