@@ -3,7 +3,7 @@
  * agent (its @write and @commit directives) and real git, in repositories
  * this test makes: parallel jobs on one file without a clash, diff, merge
  * (clean, conflicting, refused on a dirty checkout), discard, and the rules
- * around them.
+ * around them; and one job of the real Claude Code CLI against the mock API.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -12,7 +12,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, afterEach, describe, test } from "node:test";
 
+import { cliPath, realCliVersion } from "./claude-cli.js";
 import { minimalEnvironment, ServerProcess, type RpcResponse } from "./server-process.js";
+// @ts-expect-error: a plain ESM fixture without type declarations
+import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-worktrees-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -190,5 +193,47 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     assert.equal(noWorktree.status, "completed");
     const plain = await server.callTool("claude_worktree", { job_id: "00000000-0000-4000-8000-000000000000", action: "diff" });
     assert.match(text(plain), /^JOB_NOT_FOUND/);
+  });
+});
+
+describe("a worktree job of the real Claude Code CLI", { skip: !realCliVersion("worktrees") }, () => {
+  test("its Bash tool writes a file in the worktree, the diff shows it, and the user's checkout is untouched", async () => {
+    const mock = (await startMockAnthropic()) as { url: string; close(): Promise<void> };
+    const home = mkdtempSync(path.join(scratch, "home-"));
+    mkdirSync(path.join(home, ".claude"));
+    writeFileSync(path.join(home, ".claude", "settings.json"), JSON.stringify({ permissions: { allow: ["Bash"] } }));
+    mkdirSync(path.join(home, "tmp"));
+    const server = new ServerProcess(
+      minimalEnvironment({
+        HOME: home,
+        TMPDIR: path.join(home, "tmp"),
+        ANTHROPIC_BASE_URL: mock.url,
+        ANTHROPIC_API_KEY: "dummy",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_TELEMETRY: "1",
+        DISABLE_AUTOUPDATER: "1",
+        CLAUDE_CODE_MAX_RETRIES: "0",
+        CLAUDE_DISPATCH_CLAUDE_BIN: cliPath,
+        CLAUDE_DISPATCH_WORKTREE_DIR: path.join(home, "worktrees"),
+      }),
+      {},
+    );
+    try {
+      await server.initialize();
+      const repo = makeRepo();
+      const run = report(await server.callTool("claude_run", { prompt: "MOCK:BASH echo from-the-agent > agent.txt", cwd: repo, worktree: true }));
+      assert.equal(run.status, "completed", JSON.stringify(run));
+      assert.deepEqual(run.worktree.changed_files, ["agent.txt"]);
+      assert.equal(readFileSync(path.join(run.worktree.path, "agent.txt"), "utf8"), "from-the-agent\n");
+      assert.equal(existsSync(path.join(repo, "agent.txt")), false);
+      const diff = report(await server.callTool("claude_worktree", { job_id: run.job_id, action: "diff" }));
+      assert.match(diff.text, /^\+\+\+ b\/agent\.txt$/m);
+      assert.match(diff.text, /^\+from-the-agent$/m);
+    } finally {
+      server.endInput();
+      await server.exited;
+      server.dispose();
+      await mock.close();
+    }
   });
 });

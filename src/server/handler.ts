@@ -56,7 +56,8 @@ export const SERVER_INSTRUCTIONS =
   "call claude_wait with the job_id until the job is no longer queued or running. claude_kill stops a job and its " +
   "whole process tree, claude_list finds a job_id again, and claude_output pages a long result or shows what a job " +
   "did. When a job is input_required, its agent asks permission for a tool call: ask the user, then answer with " +
-  "claude_respond. Every result carries a session_id: pass it back to continue the same conversation with its context.";
+  "claude_respond. To run several jobs on one git repository, pass worktree: true, then use claude_worktree to diff, merge or " +
+  "discard each job's changes. Every result carries a session_id: pass it back to continue the same conversation with its context.";
 
 /** server/discover and tools/list never change while the process lives; an hour bounds trust across a reconfigured restart (§16.2). */
 export const LISTING_TTL_MS = 3_600_000;

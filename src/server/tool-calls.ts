@@ -1,5 +1,5 @@
 /**
- * The seven tools (PROTOCOL.md §5, §18): each call validated, admitted by the
+ * The eight tools (PROTOCOL.md §5, §18, §19): each call validated, admitted by the
  * operator's policy, and carried out on the job registry; the answer is a
  * rendered tool result. Failures are thrown as DispatchError and rendered by
  * the handler.
