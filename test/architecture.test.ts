@@ -102,7 +102,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "hosts/*/": ["core/", "agent/", "store/", "hosts/*/"],
   "worktrees/": ["core/", "agent/", "worktrees/"],
   "approver/": ["core/", "agent/", "store/", "runtimes/", "server/eras.ts", "server/jsonrpc.ts", "approver/"],
-  "cli/": ["core/", "agent/", "store/", "jobs/", "tools/", "runtimes/", "hosts/", "cli/", "config.ts", "server/version.ts"],
+  "cli/": ["core/", "agent/", "store/", "jobs/", "tools/", "runtimes/", "hosts/", "worktrees/", "cli/", "config.ts", "server/version.ts"],
   "config.ts": ["core/", "agent/", "store/", "tools/", "hosts/", "runtimes/", "server/stdio.ts"],
   "main.ts": [""],
 };
@@ -882,8 +882,8 @@ describe("rule 5: imports follow the layer table", () => {
     );
     assert.deepEqual(found.map((v) => `${v.file}:${v.line}: ${v.message}`), [
       "agent/zz.ts:1: a type import of src/jobs/types.ts: agent/ may import only core/, agent/",
-      "cli/zz.ts:1: an import of src/server/handler.ts: cli/ may import only core/, agent/, store/, jobs/, tools/, runtimes/, hosts/, cli/, config.ts, server/version.ts",
-      "cli/zz.ts:3: an import of src/main.ts: cli/ may import only core/, agent/, store/, jobs/, tools/, runtimes/, hosts/, cli/, config.ts, server/version.ts",
+      "cli/zz.ts:1: an import of src/server/handler.ts: cli/ may import only core/, agent/, store/, jobs/, tools/, runtimes/, hosts/, worktrees/, cli/, config.ts, server/version.ts",
+      "cli/zz.ts:3: an import of src/main.ts: cli/ may import only core/, agent/, store/, jobs/, tools/, runtimes/, hosts/, worktrees/, cli/, config.ts, server/version.ts",
       "runtimes/claude/zz.ts:1: an import of src/runtimes/codex/x.ts: runtimes/*/ may import only core/, agent/, runtimes/claude/",
     ]);
   });

@@ -118,10 +118,7 @@ export class JobRegistry {
     });
   }
 
-  /**
-   * Starts an agent, or queues it when no slot is free (§8). The job's record is on disk before this returns.
-   * Throws SHUTTING_DOWN once shutdown began, STATE_ERROR when the record cannot be written.
-   */
+  /** Starts an agent, or queues it (§8); its record is on disk on return. Throws SHUTTING_DOWN, or STATE_ERROR when the record cannot be written. */
   start(spec: AgentSpec, kind: JobKind, timeoutMs?: number, id = this.options.newId()): Job {
     if (this.closing) throw new DispatchError("SHUTTING_DOWN", "the server is shutting down and starts no new jobs");
     this.finished.reap();
@@ -159,16 +156,12 @@ export class JobRegistry {
   }
 
   /** An id for a job about to start, for what must be named after it first (its worktree, §19). */
-  newJobId(): string {
-    return this.options.newId();
-  }
+  readonly newJobId = (): string => this.options.newId();
 
   /** Records that a finished job's worktree was merged or discarded (§19). */
   setWorktreeState(id: string, state: "merged" | "discarded"): void {
     const job = this.jobs.get(id);
-    if (!job?.spec.worktree) return;
-    job.spec = { ...job.spec, worktree: { ...job.spec.worktree, state } };
-    this.save(job);
+    if (job?.spec.worktree) this.save(Object.assign(job, { spec: { ...job.spec, worktree: { ...job.spec.worktree, state } } }));
   }
 
   get(id: string): Job | undefined {
@@ -177,10 +170,8 @@ export class JobRegistry {
   }
 
   /**
-   * A job this server does not know, from the state directory: finished ones
-   * become reachable, an unfinished one whose server has died since this one
-   * started is taken over now, as at startup (§15.3), and one whose server
-   * lives is served from its files (§15.6). Undefined when there is no such job.
+   * A job this server does not know, from the state directory: a finished one becomes reachable, an unfinished one whose
+   * server has died is taken over now (§15.3), one whose server lives is served from its files (§15.6); undefined if none.
    */
   async recover(id: string): Promise<Job | undefined> {
     const persistence = this.options.persistence;
@@ -279,10 +270,7 @@ export class JobRegistry {
     await Promise.all(running.map((job) => this.kill(job.id, "shutdown").catch(() => undefined)));
   }
 
-  /**
-   * Stops starting jobs and leaves the rest as they are (§3, CLAUDE_DISPATCH_ON_EXIT=keep):
-   * running agents keep running and queued jobs stay queued, on disk, for the next server.
-   */
+  /** Stops starting jobs and leaves running agents and queued jobs, on disk, to the next server (§3, CLAUDE_DISPATCH_ON_EXIT=keep). */
   async leave(): Promise<void> {
     this.closing = true;
     this.queue.close();
@@ -344,9 +332,8 @@ export class JobRegistry {
   }
 
   /**
-   * "running", with the agent's tree marker, is on disk before the spawn: a server that dies right after it
-   * leaves an agent the next one can find by its marker, never a "queued" record it would start a second time
-   * (§15.2). False (the job failed) when the record could not be written.
+   * "running", with the tree marker, is on disk before the spawn: a server dying right after leaves an agent the next finds
+   * by its marker, never a "queued" record it would start twice (§15.2). False (the job failed) when it cannot be written.
    */
   private recordLaunch(job: JobEntry): boolean {
     this.markRunning(job);

@@ -1,0 +1,64 @@
+/**
+ * `diff ID`, `merge ID` and `discard ID` (PROTOCOL.md §19): claude_worktree's
+ * three actions for a person at a terminal, on the job's record and its
+ * worktree, through the same git code as the server. A merge or discard is
+ * recorded in the job's record, as the server records it.
+ */
+import path from "node:path";
+
+import { DispatchError } from "../core/errors.js";
+import { createGitRunner } from "../hosts/local/git.js";
+import { isFinishedStatus, type JobRecord } from "../store/records.js";
+import { GitWorktrees } from "../worktrees/git-worktrees.js";
+import { emit, notFound, type Context } from "./context.js";
+import { printable } from "./format.js";
+
+export type WorktreeCommand = "diff" | "merge" | "discard";
+
+function worktreesFor(context: Context): GitWorktrees {
+  const { io, store } = context;
+  const configured = io.env.CLAUDE_DISPATCH_WORKTREE_DIR?.trim();
+  return new GitWorktrees({
+    git: createGitRunner(io.env, io.host?.platform ?? "linux"),
+    root: configured || path.join(store.root, "worktrees"),
+    branchPrefix: "dispatch/",
+  });
+}
+
+export async function worktreeCommand(context: Context, command: WorktreeCommand, id: string): Promise<number> {
+  const { store } = context;
+  const record = store.read(id);
+  if (!record) throw notFound(context, id);
+  const worktree = record.worktree;
+  if (!worktree) throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no worktree: it was not started with "worktree" true`);
+  if (worktree.state) throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree was ${worktree.state} already`);
+  const git = worktreesFor(context);
+  if (!git.exists(worktree)) throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree ${worktree.path} is gone`);
+  if (command === "diff") {
+    const diff = await git.diff(worktree);
+    emit(context, { id, branch: worktree.branch, base: worktree.base, path: worktree.path, diff }, diff === "" ? `Job ${id} changed nothing in its worktree.\n` : printable(diff));
+    return 0;
+  }
+  if (!isFinishedStatus(record.status)) {
+    throw new DispatchError("INVALID_ARGUMENT", `job ${id} is still ${record.status}: its worktree is merged or discarded only once it has finished (claude-dispatch kill ${id} stops it)`);
+  }
+  if (command === "discard") {
+    await git.discard(worktree);
+    markWorktree(context, record, "discarded");
+    emit(context, { id, discarded: true, path: worktree.path, branch: worktree.branch }, `Discarded job ${id}'s worktree ${worktree.path} and its branch ${worktree.branch}.\n`);
+    return 0;
+  }
+  const outcome = await git.merge(worktree, `claude-dispatch job ${id}: ${record.prompt_preview}`);
+  if (outcome.merged) markWorktree(context, record, "merged");
+  const text = outcome.merged
+    ? `Merged job ${id}'s branch ${worktree.branch} into ${outcome.into} (now at ${outcome.commit.slice(0, 12)}).\nRan: ${outcome.operations.join("; ")}\n`
+    : `Not merged: ${outcome.reason}${outcome.conflicts.length ? `: ${outcome.conflicts.join(", ")}` : ""}. Nothing changed.\n`;
+  emit(context, { id, ...outcome }, printable(text));
+  return outcome.merged ? 0 : 1;
+}
+
+/** The record says what became of the worktree, as the server's record would. */
+function markWorktree(context: Context, record: JobRecord, state: "merged" | "discarded"): void {
+  const now = context.store.read(record.id) ?? record;
+  if (now.worktree) context.store.write({ ...now, worktree: { ...now.worktree, state } });
+}
