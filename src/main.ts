@@ -27,6 +27,7 @@ import { StateError, type ProcessIdentity } from "./store/records.js";
 import { createTextFile, readFileRange } from "./store/atomic.js";
 import { createMessageWriter, serveStdio } from "./server/stdio.js";
 import { GitWorktrees } from "./worktrees/git-worktrees.js";
+import { retireWorktree } from "./worktrees/retire.js";
 import { SERVER_NAME, SERVER_VERSION } from "./core/version.js";
 
 /** After the kill grace, this long for responses to be written before we exit anyway. */
@@ -255,7 +256,15 @@ function localWorktrees(config: Config): GitWorktrees {
 }
 
 /** The job registry on the state directory, or in memory for a server at the depth limit (§7.4). */
-async function createJobs(config: Config, policy: Policy, roots: string[] | undefined, store: StateStore | undefined, host: LocalHost, logger: Logger): Promise<JobRegistry> {
+async function createJobs(
+  config: Config,
+  policy: Policy,
+  roots: string[] | undefined,
+  store: StateStore | undefined,
+  host: LocalHost,
+  worktrees: GitWorktrees,
+  logger: Logger,
+): Promise<JobRegistry> {
   const runtime = claudeRuntime(config.claudeBin);
   const agents = createAgents({
     runtime,
@@ -298,6 +307,14 @@ async function createJobs(config: Config, policy: Policy, roots: string[] | unde
           isAlive,
           findMarked: async (marker) => (await host.processControl()).findMarked(marker),
           admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
+          // A pruned job's worktree goes with it unless it holds changes nobody merged or discarded (§19).
+          beforeRemove: (id) => {
+            const worktree = store.read(id)?.worktree;
+            if (!worktree) return;
+            retireWorktree(worktrees, worktree)
+              .then((fate) => logger.info(`job ${id} pruned; its worktree ${worktree.path} was ${fate === "kept" ? "kept: it has unmerged changes" : "removed"}`))
+              .catch((error: unknown) => logger.warn(`job ${id} pruned; its worktree ${worktree.path}: ${(error as Error).message}`));
+          },
           // Each agent asks this same program, in its approver mode, whenever it would have prompted (§18).
           approvals: config.approvals === "forward",
           approver: (jobId) =>
@@ -321,7 +338,8 @@ async function serve(): Promise<void> {
   const store = gated ? undefined : openState(config);
   const logger = createLogger(process.stderr, config.logLevel);
   const host = lazyLocalHost(config, logger);
-  const jobs = await createJobs(config, policy, roots, store, host, logger);
+  const worktrees = localWorktrees(config);
+  const jobs = await createJobs(config, policy, roots, store, host, worktrees, logger);
   if (store) await restoreJobs(store, jobs, logger);
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({
@@ -336,7 +354,7 @@ async function serve(): Promise<void> {
     server: { name: SERVER_NAME, version: SERVER_VERSION },
     depth: { current: config.depth, max: config.maxDepth },
     jobRetentionMs: config.jobRetentionMs,
-    ...(store ? { worktrees: { policy: config.worktree, git: localWorktrees(config) } } : {}),
+    ...(store ? { worktrees: { policy: config.worktree, git: worktrees } } : {}),
   });
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
   if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);

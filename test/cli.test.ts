@@ -791,6 +791,7 @@ describe("doctor", () => {
       /^ok {4}jobs: 2 \(1 running, 0 queued\), \d+ B$/m,
       /^ok {4}permission modes: default, acceptEdits, plan, auto, dontAsk; default: none/m,
       /^ok {4}approvals: forward: what would prompt is asked of the caller, denied after 10m unanswered/m,
+      /^ok {4}worktrees: off \(in .*\/worktrees\); none kept after its job was pruned$/m,
       /^ok {4}agent defaults: model Claude Code's default, max turns no cap, max budget no cap, claude_run timeout 2m$/m,
       /^ok {4}roots: \//m,
       /^ok {4}depth: 0, below CLAUDE_DISPATCH_MAX_DEPTH 1: tools are offered$/m,

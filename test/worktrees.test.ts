@@ -13,7 +13,8 @@ import path from "node:path";
 import { after, afterEach, describe, test } from "node:test";
 
 import { cliPath, realCliVersion } from "./claude-cli.js";
-import { minimalEnvironment, ServerProcess, type RpcResponse } from "./server-process.js";
+import { waitFor } from "./processes.js";
+import { minimalEnvironment, SERVER_MAIN, ServerProcess, type RpcResponse } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
 import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
 
@@ -177,6 +178,30 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     const killed = report(await server.callTool("claude_wait", { job_id: started.job_id, hold_ms: 0 }));
     assert.equal(killed.status, "killed");
     assert.ok(existsSync(killed.worktree.path), "a killed job's worktree is kept for the user to decide on");
+  });
+
+  test("retention removes a worktree with no changes and keeps one with changes, which jobs and doctor list", async () => {
+    const repo = makeRepo();
+    const worktreeDir = path.join(scratch, `retention-${repos}`);
+    const server = startServer({ CLAUDE_DISPATCH_JOB_RETENTION_MS: "0", CLAUDE_DISPATCH_WORKTREE_DIR: worktreeDir });
+    await server.initialize();
+    const changed = report(await server.callTool("claude_run", { prompt: "@write shared.txt changed", cwd: repo, worktree: true }));
+    const unchanged = report(await server.callTool("claude_run", { prompt: "nothing to change", cwd: repo, worktree: true }));
+    assert.equal(changed.status, "completed");
+    assert.equal(unchanged.status, "completed");
+    // Retention 0: each is pruned at the next lookup; its worktree is looked after then, in the background.
+    await server.callTool("claude_list", {});
+    await waitFor(() => git(repo, "branch", "--list", `dispatch/${unchanged.job_id}`).trim() === "", "the unchanged job's branch to go");
+    assert.equal(existsSync(path.join(worktreeDir, unchanged.job_id)), false, "no changes: removed with its job");
+    assert.equal(existsSync(path.join(server.stateDir, "jobs", changed.job_id)), false, "the job itself was pruned");
+    assert.equal(readFileSync(path.join(worktreeDir, changed.job_id, "shared.txt"), "utf8"), "changed\n", "its unmerged change is kept");
+    const cliEnv = minimalEnvironment({ HOME: scratch, CLAUDE_DISPATCH_STATE_DIR: server.stateDir, CLAUDE_DISPATCH_WORKTREE_DIR: worktreeDir });
+    const jobs = execFileSync(process.execPath, [SERVER_MAIN, "jobs"], { env: cliEnv, encoding: "utf8" });
+    assert.match(jobs, new RegExp(`worktree ${worktreeDir}/${changed.job_id}, branch dispatch/${changed.job_id}, kept with changes after its job was pruned`));
+    const doctor = JSON.parse(execFileSync(process.execPath, [SERVER_MAIN, "doctor", "--json"], { env: { ...cliEnv, CLAUDE_DISPATCH_CLAUDE_BIN: process.execPath }, encoding: "utf8" }));
+    const check = doctor.checks.find((candidate: { name: string }) => candidate.name === "worktrees");
+    assert.equal(check.status, "warn");
+    assert.match(check.detail, /1 kept with changes nobody merged or discarded/);
   });
 
   test("outside a repository, a clear INVALID_ARGUMENT; the operator's policy decides the default and can require worktrees", async () => {

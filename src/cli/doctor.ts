@@ -5,7 +5,7 @@
  * Exit 1 if a check failed.
  */
 import { findProgram } from "../hosts/local/find-program.js";
-import { rmSync, statSync, writeFileSync, type Stats } from "node:fs";
+import { existsSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
 import path from "node:path";
 
 import { loadConfig, type Config } from "../config.js";
@@ -18,6 +18,7 @@ import { toJson, type CliIo } from "./context.js";
 import { firstLine, formatAge, formatBytes, indent, printable } from "./format.js";
 import { isWindowsPlatform } from "../hosts/local/self.js";
 import { claudeMcpAddLine, mcpServersEntry, type Install } from "./host-config.js";
+import { keptWorktrees } from "../worktrees/retire.js";
 
 const VERSION_TIMEOUT_MS = 10_000;
 
@@ -172,7 +173,17 @@ function jobsCheck(store: StateStore): Check {
  * ------------------------------------------------------------------ */
 
 async function policyChecks(config: Config): Promise<Check[]> {
-  return [permissionCheck(config), approvalsCheck(config), agentDefaultsCheck(config), await rootsCheck(config), depthCheck(config), onExitCheck(config)];
+  return [permissionCheck(config), approvalsCheck(config), worktreesCheck(config), agentDefaultsCheck(config), await rootsCheck(config), depthCheck(config), onExitCheck(config)];
+}
+
+/** The default for "worktree", and the worktrees retention kept for their unmerged changes after their jobs were pruned (§19). */
+function worktreesCheck(config: Config): Check {
+  const root = config.worktreeDir ?? path.join(config.stateDir, "worktrees");
+  const kept = keptWorktrees(root, "dispatch/", (id) => existsSync(path.join(config.stateDir, "jobs", id)));
+  const policy = `${config.worktree} (in ${root})`;
+  if (kept.length === 0) return { name: "worktrees", status: "ok", detail: `${policy}; none kept after its job was pruned` };
+  const list = kept.map((worktree) => `${worktree.path} (branch ${worktree.branch})`).join(", ");
+  return { name: "worktrees", status: "warn", detail: `${policy}; ${kept.length} kept with changes nobody merged or discarded after their jobs were pruned: ${list}; merge them with git, or remove them with git worktree remove` };
 }
 
 function approvalsCheck(config: Config): Check {

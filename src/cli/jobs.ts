@@ -4,6 +4,10 @@
  * the session each can be resumed in; `--watch` redraws it on a terminal.
  * A running job whose agent waits for a permission answer is input_required.
  */
+import { existsSync } from "node:fs";
+import path from "node:path";
+
+import { keptWorktrees, type KeptWorktree } from "../worktrees/retire.js";
 import { sleep } from "../core/clock.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { LoadedRecords } from "../store/state-store.js";
@@ -71,8 +75,22 @@ function jobsListing(context: Context, all: boolean): { document: unknown; text:
   const shown = all ? records : unfinishedAndRecent(records);
   const rows = shown.map((record) => jobRow(context, record));
   const hidden = records.length - shown.length;
-  const document = { state_dir: context.store.root, jobs: rows, hidden_finished: hidden, skipped };
-  return { document, text: jobsText(context, rows, hidden, skipped) };
+  const kept = keptWorktreesOf(context);
+  const document = { state_dir: context.store.root, jobs: rows, hidden_finished: hidden, skipped, kept_worktrees: kept };
+  return { document, text: jobsText(context, rows, hidden, skipped) + keptText(kept) };
+}
+
+/** Worktrees retention kept for their unmerged changes after their jobs were pruned (§19). */
+export function keptWorktreesOf(context: Context): KeptWorktree[] {
+  const configured = context.io.env.CLAUDE_DISPATCH_WORKTREE_DIR?.trim();
+  const root = configured || path.join(context.store.root, "worktrees");
+  return keptWorktrees(root, "dispatch/", (id) => existsSync(path.join(context.store.jobsDir, id)));
+}
+
+function keptText(kept: readonly KeptWorktree[]): string {
+  return kept
+    .map((worktree) => `(worktree ${printable(worktree.path)}, branch ${worktree.branch}, kept with changes after its job was pruned: merge it with git, or remove it with git worktree remove)\n`)
+    .join("");
 }
 
 function jobsText(context: Context, rows: readonly JobRow[], hidden: number, skipped: LoadedRecords["skipped"]): string {

@@ -1,11 +1,16 @@
 /**
  * `prune [--older-than AGE]` (PROTOCOL.md §17): deletes the folders of
  * finished jobs, all or those finished more than AGE ago, and says how much
- * disk that freed. Queued and running jobs are never touched.
+ * disk that freed. Queued and running jobs are never touched. A pruned job's
+ * worktree goes with it unless it holds changes nobody merged or discarded
+ * (§19): those are kept, and said.
  */
+import type { WorktreeRecord } from "../agent/worktree.js";
+import { retireWorktree } from "../worktrees/retire.js";
 import { choosePrunable, isFinishedStatus } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
 import { emit, type Context } from "./context.js";
+import { worktreesFor } from "./worktree.js";
 import { formatAge, formatBytes } from "./format.js";
 
 interface Removal {
@@ -14,7 +19,7 @@ interface Removal {
   bytesFreed: number;
 }
 
-export function prune(context: Context, olderThanMs: number | undefined): number {
+export async function prune(context: Context, olderThanMs: number | undefined): Promise<number> {
   const { store } = context;
   const { records } = store.loadAll();
   const sizes = records.map((record) => ({
@@ -25,6 +30,8 @@ export function prune(context: Context, olderThanMs: number | undefined): number
     bytes: isFinishedStatus(record.status) ? store.size(record.id) : 0,
   }));
   const chosen = choosePrunable(sizes, context.now, olderThanMs ?? 0, Number.POSITIVE_INFINITY);
+  const worktrees = chosen.flatMap((id) => records.find((record) => record.id === id)?.worktree ?? []);
+  const keptWorktrees = await retireWorktrees(context, worktrees);
   const { removed, failed, bytesFreed } = removeJobs(store, chosen, sizes);
   const unfinished = records.filter((record) => !isFinishedStatus(record.status)).length;
   const kept = records.length - removed.length;
@@ -32,8 +39,10 @@ export function prune(context: Context, olderThanMs: number | undefined): number
     `Removed ${removed.length} finished job${removed.length === 1 ? "" : "s"} from ${store.root}, freeing ${formatBytes(bytesFreed)}.`,
     `Kept ${kept} (${unfinished} queued or running${olderThanMs === undefined ? "" : `, and those finished within ${formatAge(olderThanMs)}`}).`,
     ...failed.map(({ id, reason }) => `Could not remove ${id}: ${reason}`),
+    ...keptWorktrees.map((worktree) => `Kept the worktree ${worktree.path} (branch ${worktree.branch}): it has changes nobody merged or discarded.`),
   ];
-  emit(context, { state_dir: store.root, removed, bytes_freed: bytesFreed, kept, failed }, `${lines.join("\n")}\n`);
+  const keptJson = keptWorktrees.map(({ path, branch }) => ({ path, branch }));
+  emit(context, { state_dir: store.root, removed, bytes_freed: bytesFreed, kept, failed, kept_worktrees: keptJson }, `${lines.join("\n")}\n`);
   return failed.length > 0 ? 1 : 0;
 }
 
@@ -50,4 +59,20 @@ function removeJobs(store: StateStore, chosen: readonly string[], sizes: readonl
     }
   }
   return removal;
+}
+
+/** Removes the worktrees that hold nothing unmerged; returns those kept. A git failure keeps the worktree and says so. */
+async function retireWorktrees(context: Context, worktrees: readonly WorktreeRecord[]): Promise<WorktreeRecord[]> {
+  if (worktrees.length === 0) return [];
+  const git = worktreesFor(context);
+  const kept: WorktreeRecord[] = [];
+  for (const worktree of worktrees) {
+    try {
+      if ((await retireWorktree(git, worktree)) === "kept") kept.push(worktree);
+    } catch (error) {
+      context.io.stderr.write(`claude-dispatch: the worktree ${worktree.path} was kept: ${(error as Error).message}\n`);
+      kept.push(worktree);
+    }
+  }
+  return kept;
 }

@@ -15,7 +15,8 @@ import { printable } from "./format.js";
 
 export type WorktreeCommand = "diff" | "merge" | "discard";
 
-function worktreesFor(context: Context): GitWorktrees {
+/** The worktrees of this state directory (CLAUDE_DISPATCH_WORKTREE_DIR, else its worktrees folder), through this machine's git. */
+export function worktreesFor(context: Context): GitWorktrees {
   const { io, store } = context;
   const configured = io.env.CLAUDE_DISPATCH_WORKTREE_DIR?.trim();
   return new GitWorktrees({

@@ -13,7 +13,7 @@ import { finishedFromRecord } from "./job-record.js";
 import type { Persistence } from "./types.js";
 
 export interface FinishedJobsOptions {
-  persistence: Pick<Persistence, "store" | "replayTranscript">;
+  persistence: Pick<Persistence, "store" | "replayTranscript" | "beforeRemove">;
   clock: Clock;
   logger: Logger;
   retentionMs: number;
@@ -116,6 +116,7 @@ export class FinishedJobs {
       if (!expired && this.order.length <= maxFinishedJobs && this.totalBytes <= maxBytes) break;
       this.forget(oldestId);
       try {
+        this.options.persistence.beforeRemove?.(oldestId);
         this.options.persistence.store.remove(oldestId);
       } catch (error) {
         this.options.logger.warn(`cannot remove job ${oldestId} from the state directory: ${(error as Error).message}`);

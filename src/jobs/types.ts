@@ -182,6 +182,8 @@ export interface Persistence {
   approvals?: boolean;
   /** The approver a job's agent is started with, when requests are forwarded. */
   approver?(jobId: string): ApproverLaunch | undefined;
+  /** Retention is about to remove the job's folder: its worktree, if any, is looked after (§19). */
+  beforeRemove?(id: string): void;
 }
 
 /**
