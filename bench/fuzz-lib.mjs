@@ -44,7 +44,7 @@ const UNSUPPORTED_VERSION = -32022;
 /** The codes of §9's JSON-RPC table. */
 const KNOWN_CODES = new Set([-32700, -32600, -32601, -32602, -32603, MISSING_CAPABILITY, UNSUPPORTED_VERSION]);
 
-const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree"];
+const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree", "claude_sessions"];
 const VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 const AGENT_OPTIONS = ["model", "permission_mode", "allowed_tools", "disallowed_tools", "max_turns", "max_budget_usd", "append_system_prompt", "add_dirs"];
 const TOOL_ARGS = {

@@ -10,7 +10,7 @@ import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
 import { createAgents } from "./agent/launcher.js";
-import { claudeRuntime } from "./runtimes/claude/index.js";
+import { claudeConfigDir, claudeRuntime, listClaudeSessions } from "./runtimes/claude/index.js";
 import { memoryPersistence } from "./jobs/memory.js";
 import { OnDoneCommands } from "./jobs/on-done.js";
 import { hasProcessTable, ownLinuxStartTime } from "./hosts/local/self.js";
@@ -178,6 +178,8 @@ async function main(): Promise<void> {
       stdout: process.stdout,
       stderr: process.stderr,
       stdoutIsTerminal: process.stdout.isTTY === true,
+      // What `sessions` lists without a DIR.
+      cwd: process.cwd(),
       clock: systemClock,
       processControl: (logger) => loadProcessControl({ clock: systemClock, logger, killGraceMs: cliKillGraceMs() }),
       // For the host configuration snippet `doctor` prints.
@@ -355,6 +357,8 @@ async function serve(): Promise<void> {
     depth: { current: config.depth, max: config.maxDepth },
     jobRetentionMs: config.jobRetentionMs,
     ...(store ? { worktrees: { policy: config.worktree, git: worktrees } } : {}),
+    // Claude Code's own store of sessions, where the agents this server starts keep theirs (§20).
+    sessions: (cwd: string, limit: number) => listClaudeSessions({ configDir: claudeConfigDir(process.env, homedir()), cwd, limit }),
   });
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
   if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);

@@ -23,7 +23,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 import { listLinuxProcesses } from "../src/hosts/local/index.js";
-import { cliPath, realCliVersion } from "./claude-cli.js";
+import { cliPath, mockedCliEnvironment, realCliVersion } from "./claude-cli.js";
 import { commandLine, isAlive } from "./processes.js";
 import { minimalEnvironment, SERVER_MAIN, ServerProcess, type RpcResponse } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
@@ -58,13 +58,7 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
   afterEach(async () => {
     for (const client of clients.splice(0)) await client.close();
     // Ended as a host ends them, so CLAUDE_DISPATCH_ON_EXIT=kill takes any agent a failed test left waiting for an answer.
-    for (const server of servers.splice(0)) {
-      if (server.child.exitCode === null && server.child.signalCode === null) {
-        server.endInput();
-        await Promise.race([server.exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-      }
-      server.dispose();
-    }
+    for (const server of servers.splice(0)) await server.shutdown();
   });
 
   after(async () => {
@@ -73,19 +67,7 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
   });
 
   function agentEnv(env: Record<string, string> = {}): Record<string, string> {
-    return minimalEnvironment({
-      HOME: home,
-      TMPDIR: path.join(scratch, "tmp"),
-      ANTHROPIC_BASE_URL: mock.url,
-      ANTHROPIC_API_KEY: "dummy",
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-      DISABLE_TELEMETRY: "1",
-      DISABLE_AUTOUPDATER: "1",
-      CLAUDE_CODE_MAX_RETRIES: "0",
-      CLAUDE_DISPATCH_CLAUDE_BIN: cliPath,
-      CLAUDE_DISPATCH_KILL_GRACE_MS: "1000",
-      ...env,
-    });
+    return mockedCliEnvironment(home, path.join(scratch, "tmp"), mock.url, { CLAUDE_DISPATCH_CLAUDE_BIN: cliPath, CLAUDE_DISPATCH_KILL_GRACE_MS: "1000", ...env });
   }
 
   function startServer(env: Record<string, string> = {}): ServerProcess {

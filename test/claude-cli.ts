@@ -11,6 +11,8 @@ import path from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
+import { minimalEnvironment } from "./server-process.js";
+
 const PINNED_CLI = fileURLToPath(new URL("../node_modules/.bin/claude", import.meta.url));
 export const cliPath = process.env.CLAUDE_DISPATCH_CLAUDE_BIN || PINNED_CLI;
 
@@ -31,4 +33,22 @@ export function realCliVersion(suite: string): string | undefined {
     process.stderr.write(`\n!!! SKIPPING the real Claude Code CLI tests (${suite}): ${why}. Run \`npm ci\` to install the pinned CLI.\n\n`);
   }
   return undefined;
+}
+
+/**
+ * The environment the real CLI runs in against the mock API, built from nothing but what it names: a throwaway
+ * HOME and TMPDIR, the mock's URL and a dummy key, no traffic of its own, no retries; then `extra`.
+ */
+export function mockedCliEnvironment(home: string, tmp: string, mockUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+  return minimalEnvironment({
+    HOME: home,
+    TMPDIR: tmp,
+    ANTHROPIC_BASE_URL: mockUrl,
+    ANTHROPIC_API_KEY: "dummy",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    DISABLE_TELEMETRY: "1",
+    DISABLE_AUTOUPDATER: "1",
+    CLAUDE_CODE_MAX_RETRIES: "0",
+    ...extra,
+  });
 }

@@ -32,6 +32,8 @@ test("defaults", () => {
     onDone: undefined,
     approvals: "forward",
     approvalTimeoutMs: 600_000,
+    worktree: "off",
+    worktreeDir: undefined,
   });
   assert.equal(loadConfig({}, { cpus: 8 }).maxJobs, 8, "one agent per CPU");
   assert.equal(loadConfig({}, { cpus: 1 }).maxJobs, 2, "but at least two");
@@ -145,4 +147,11 @@ test("CLAUDE_DISPATCH_APPROVALS and CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS", () => 
   assert.throws(() => loadConfig({ CLAUDE_DISPATCH_APPROVALS: "ask" }), /CLAUDE_DISPATCH_APPROVALS must be one of forward, deny, got "ask"/);
   assert.equal(loadConfig({ CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS: "5000" }).approvalTimeoutMs, 5000);
   assert.throws(() => loadConfig({ CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS: "10" }), /CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS must be an integer from 1000 to 86400000/);
+});
+
+test("CLAUDE_DISPATCH_WORKTREE and CLAUDE_DISPATCH_WORKTREE_DIR", () => {
+  assert.equal(loadConfig({ CLAUDE_DISPATCH_WORKTREE: "required" }).worktree, "required");
+  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_WORKTREE: "yes" }), /CLAUDE_DISPATCH_WORKTREE must be one of off, on, required, got "yes"/);
+  assert.equal(loadConfig({ CLAUDE_DISPATCH_WORKTREE_DIR: "/var/tmp/worktrees" }).worktreeDir, "/var/tmp/worktrees");
+  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_WORKTREE_DIR: "worktrees" }), /CLAUDE_DISPATCH_WORKTREE_DIR must be an absolute path/);
 });

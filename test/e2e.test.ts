@@ -46,7 +46,7 @@ describe("the built server over stdio", { skip: !isLinux && "end-to-end process 
     const listed = await server.request("tools/list");
     assert.deepEqual(
       listed.result.tools.map((tool: { name: string }) => tool.name),
-      ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree"],
+      ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree", "claude_sessions"],
     );
 
     // claude_run, then continue the same session.

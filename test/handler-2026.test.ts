@@ -114,7 +114,7 @@ test("methods of the legacy era only are -32601 in a 2026-07-28 request; server/
   assert.deepEqual(result(await send(h, "ping", {})), {});
 });
 
-test("tools/list: the same eight tools, cacheable, without 2025-11-25's execution; the legacy list keeps it", async () => {
+test("tools/list: the same nine tools, cacheable, without 2025-11-25's execution; the legacy list keeps it", async () => {
   const h = handlerHarness();
   const listed = result(await modern(h, "tools/list"));
   assertModern(listed);

@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { ERROR_CODES } from "../src/core/errors.js";
 import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS } from "../src/server/handler.js";
 import type { JsonRpcResponse, RequestId } from "../src/server/jsonrpc.js";
-import { JOB_REPORT_SCHEMA, JOB_STATUSES, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, RESPOND_SCHEMA, TOOL_NAMES, WORKTREE_SCHEMA, type ToolName } from "../src/tools/definitions.js";
+import { JOB_REPORT_SCHEMA, JOB_STATUSES, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, RESPOND_SCHEMA, SESSIONS_SCHEMA, TOOL_NAMES, WORKTREE_SCHEMA, type ToolName } from "../src/tools/definitions.js";
 import type { Report } from "../src/tools/results.js";
 import { isJobId } from "../src/store/records.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
@@ -193,13 +193,13 @@ test("tools/list lists every tool with schemas and annotations", async () => {
   const tools = result.tools as Array<Record<string, unknown>>;
   assert.deepEqual(
     tools.map((t) => t.name),
-    ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree"],
+    ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree", "claude_sessions"],
   );
   assert.deepEqual(
     tools.map((t) => t.name),
     [...TOOL_NAMES],
   );
-  const schemas: Record<string, unknown> = { claude_list: LIST_SCHEMA, claude_output: OUTPUT_PAGE_SCHEMA, claude_respond: RESPOND_SCHEMA, claude_worktree: WORKTREE_SCHEMA };
+  const schemas: Record<string, unknown> = { claude_list: LIST_SCHEMA, claude_output: OUTPUT_PAGE_SCHEMA, claude_respond: RESPOND_SCHEMA, claude_worktree: WORKTREE_SCHEMA, claude_sessions: SESSIONS_SCHEMA };
   for (const t of tools) {
     assert.equal(typeof t.title, "string", `${String(t.name)} title`);
     assert.ok((t.title as string).length > 0);

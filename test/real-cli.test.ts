@@ -14,7 +14,7 @@ import path from "node:path";
 import { after, afterEach, before, describe, test } from "node:test";
 
 import { listLinuxProcesses, type ProcessInfo } from "../src/hosts/local/index.js";
-import { cliPath, realCliVersion } from "./claude-cli.js";
+import { cliPath, mockedCliEnvironment, realCliVersion } from "./claude-cli.js";
 import { commandLine, isAlive, waitFor } from "./processes.js";
 import { minimalEnvironment, ServerProcess, type RpcResponse } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
@@ -221,16 +221,7 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
   test("the premises: a group kill misses the tool's session, and an API error exits 1 with an empty stderr", async () => {
     // What the reference server did, against the real CLI. If either stops being true, scenarios 5
     // and 7 no longer prove what they claim.
-    const env = minimalEnvironment({
-      HOME: permissiveHome,
-      TMPDIR: path.join(scratch, "tmp"),
-      ANTHROPIC_BASE_URL: mock.url,
-      ANTHROPIC_API_KEY: "dummy",
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-      DISABLE_TELEMETRY: "1",
-      DISABLE_AUTOUPDATER: "1",
-      CLAUDE_CODE_MAX_RETRIES: "0",
-    });
+    const env = mockedCliEnvironment(permissiveHome, path.join(scratch, "tmp"), mock.url);
     const token = `premise-${Date.now()}`;
     const agent = spawn(cliPath, ["-p", "--output-format", "json"], { cwd: project, env, detached: true, stdio: ["pipe", "ignore", "ignore"] });
     agent.stdin.end(`MOCK:BASH echo ${token}; sleep 300; echo end`);

@@ -53,7 +53,7 @@ describe("the official SDK client", { skip: process.platform !== "linux" && "the
       const { tools } = await client.listTools();
       assert.deepEqual(
         tools.map((tool) => tool.name),
-        ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree"],
+        ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree", "claude_sessions"],
       );
       // callTool validates structuredContent against the outputSchema it listed, and throws on a mismatch.
       const run = (await client.callTool({ name: "claude_run", arguments: { prompt: "hello sdk", cwd: scratch } })) as ToolResult;

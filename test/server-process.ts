@@ -144,6 +144,15 @@ export class ServerProcess {
     this.child.stdin.end();
   }
 
+  /** Ends it as a host does (stdin closed: CLAUDE_DISPATCH_ON_EXIT applies), waits at most 10 s, then disposes of it. */
+  async shutdown(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.endInput();
+      await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+    }
+    this.dispose();
+  }
+
   /** Always safe to call: kills the server if a test left it running. */
   dispose(): void {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");

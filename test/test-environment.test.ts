@@ -68,7 +68,7 @@ test(
 );
 
 test(
-  "run where CLAUDE_DISPATCH_DEPTH=1 and CLAUDE_DISPATCH_MAX_DEPTH=1 are set, a ServerProcess still offers the eight tools",
+  "run where CLAUDE_DISPATCH_DEPTH=1 and CLAUDE_DISPATCH_MAX_DEPTH=1 are set, a ServerProcess still offers the nine tools",
   { skip: process.platform !== "linux" && "the fake agent is an .mjs file run directly", timeout: 60_000 },
   async () => {
     // The child stands for a test runner started inside a dispatched agent; only its environment says so.
@@ -90,6 +90,6 @@ test(
       env: minimalEnvironment({ CLAUDE_DISPATCH_DEPTH: "1", CLAUDE_DISPATCH_MAX_DEPTH: "1" }),
       timeout: 30_000,
     });
-    assert.deepEqual(JSON.parse(stdout.trim()), { tools: 8, error: null });
+    assert.deepEqual(JSON.parse(stdout.trim()), { tools: 9, error: null });
   },
 );

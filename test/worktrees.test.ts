@@ -6,13 +6,13 @@
  * around them; and one job of the real Claude Code CLI against the mock API.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, afterEach, describe, test } from "node:test";
 
-import { cliPath, realCliVersion } from "./claude-cli.js";
+import { cliPath, mockedCliEnvironment, realCliVersion } from "./claude-cli.js";
 import { waitFor } from "./processes.js";
 import { minimalEnvironment, SERVER_MAIN, ServerProcess, type RpcResponse } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
@@ -53,11 +53,7 @@ const text = (response: RpcResponse): string => response.result.content[0].text;
 describe("a worktree per job", { skip: process.platform === "win32" && "the fake agent is an .mjs file run directly" }, () => {
   const servers: ServerProcess[] = [];
   afterEach(async () => {
-    for (const server of servers.splice(0)) {
-      server.endInput();
-      await server.exited;
-      server.dispose();
-    }
+    for (const server of servers.splice(0)) await server.shutdown();
   });
 
   function startServer(env: Record<string, string> = {}): ServerProcess {
@@ -180,6 +176,35 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     assert.ok(existsSync(killed.worktree.path), "a killed job's worktree is kept for the user to decide on");
   });
 
+  test("claude-dispatch diff, merge and discard at a terminal", async () => {
+    const repo = makeRepo();
+    const worktreeDir = path.join(scratch, `cli-${repos}`);
+    const server = startServer({ CLAUDE_DISPATCH_WORKTREE_DIR: worktreeDir });
+    await server.initialize();
+    const kept = report(await server.callTool("claude_run", { prompt: "@write shared.txt from-the-cli-job", cwd: repo, worktree: true }));
+    const dropped = report(await server.callTool("claude_run", { prompt: "@write lib/util.txt dropped", cwd: repo, worktree: true }));
+    const cli = (...args: string[]): { status: number | null; stdout: string; stderr: string } => {
+      const env = minimalEnvironment({ HOME: scratch, CLAUDE_DISPATCH_STATE_DIR: server.stateDir, CLAUDE_DISPATCH_WORKTREE_DIR: worktreeDir });
+      const result = spawnSync(process.execPath, [SERVER_MAIN, ...args], { env, encoding: "utf8" });
+      return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+    };
+    const diff = cli("diff", kept.job_id.slice(0, 8));
+    assert.equal(diff.status, 0, diff.stderr);
+    assert.match(diff.stdout, /^\+from-the-cli-job$/m);
+    const merged = cli("merge", kept.job_id);
+    assert.equal(merged.status, 0, merged.stderr);
+    assert.match(merged.stdout, /^Merged job .* into main/m);
+    assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "from-the-cli-job\n");
+    const discarded = cli("discard", dropped.job_id);
+    assert.equal(discarded.status, 0, discarded.stderr);
+    assert.equal(existsSync(dropped.worktree.path), false);
+    const again = cli("merge", kept.job_id);
+    assert.equal(again.status, 1);
+    assert.match(again.stderr, /worktree was merged already/);
+    const seen = report(await server.callTool("claude_worktree", { job_id: dropped.job_id, action: "diff" }));
+    assert.equal(seen.status, "error", "the server finds the worktree the command line discarded gone");
+  });
+
   test("retention removes a worktree with no changes and keeps one with changes, which jobs and doctor list", async () => {
     const repo = makeRepo();
     const worktreeDir = path.join(scratch, `retention-${repos}`);
@@ -229,18 +254,7 @@ describe("a worktree job of the real Claude Code CLI", { skip: !realCliVersion("
     writeFileSync(path.join(home, ".claude", "settings.json"), JSON.stringify({ permissions: { allow: ["Bash"] } }));
     mkdirSync(path.join(home, "tmp"));
     const server = new ServerProcess(
-      minimalEnvironment({
-        HOME: home,
-        TMPDIR: path.join(home, "tmp"),
-        ANTHROPIC_BASE_URL: mock.url,
-        ANTHROPIC_API_KEY: "dummy",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        DISABLE_TELEMETRY: "1",
-        DISABLE_AUTOUPDATER: "1",
-        CLAUDE_CODE_MAX_RETRIES: "0",
-        CLAUDE_DISPATCH_CLAUDE_BIN: cliPath,
-        CLAUDE_DISPATCH_WORKTREE_DIR: path.join(home, "worktrees"),
-      }),
+      mockedCliEnvironment(home, path.join(home, "tmp"), mock.url, { CLAUDE_DISPATCH_CLAUDE_BIN: cliPath, CLAUDE_DISPATCH_WORKTREE_DIR: path.join(home, "worktrees") }),
       {},
     );
     try {
@@ -254,10 +268,21 @@ describe("a worktree job of the real Claude Code CLI", { skip: !realCliVersion("
       const diff = report(await server.callTool("claude_worktree", { job_id: run.job_id, action: "diff" }));
       assert.match(diff.text, /^\+\+\+ b\/agent\.txt$/m);
       assert.match(diff.text, /^\+from-the-agent$/m);
+      // The CLI filed the session under the worktree's path; claude_sessions of the repository finds it there (§20).
+      const sessions = report(await server.callTool("claude_sessions", { cwd: repo }));
+      assert.equal(sessions.status, "listed", JSON.stringify(sessions));
+      const found = sessions.sessions.find((session: { session_id: string }) => session.session_id === run.session_id);
+      assert.ok(found, JSON.stringify(sessions));
+      assert.equal(found.worktree, run.worktree.path);
+      assert.deepEqual(found.job_ids, [run.job_id]);
+      assert.match(found.first_prompt, /MOCK:BASH echo from-the-agent > agent\.txt/);
+      // Resuming it runs in that worktree again: a session is tied to its folder.
+      const resumed = report(await server.callTool("claude_run", { prompt: "and then?", cwd: repo, session_id: run.session_id }));
+      assert.equal(resumed.status, "completed", JSON.stringify(resumed));
+      assert.equal(resumed.session_id, run.session_id);
+      assert.equal(resumed.worktree.path, run.worktree.path);
     } finally {
-      server.endInput();
-      await server.exited;
-      server.dispose();
+      await server.shutdown();
       await mock.close();
     }
   });

@@ -109,3 +109,14 @@ export interface AgentToAttach {
 }
 
 export type AgentAttacher = (agent: AgentToAttach) => AgentRun;
+
+/** A conversation the agent CLI keeps for a directory, as its own store lists it (§20). */
+export interface AgentSession {
+  session_id: string;
+  started_at: number;
+  last_active_at: number;
+  first_prompt_preview: string;
+  /** Prompts given in it (not model turns); a lower bound unless turns_exact. */
+  turns: number;
+  turns_exact: boolean;
+}

@@ -1,6 +1,7 @@
 /**
  * The command line for humans: `jobs`, `show`, `logs`, `kill`, `approve`
- * and `deny` (one file), `prune` and `doctor`, one file each beside this one.
+ * and `deny` (one file), `diff`, `merge` and `discard` (one file), `prune`,
+ * `sessions` and `doctor`, one file each beside this one.
  * Here: the usage, parsing the arguments, dispatching to a command, and
  * reporting its failure. Commands read the state directory through store/,
  * as the server does, and get everything else (environment, streams, clock,
@@ -11,8 +12,11 @@
  * followed that did not complete), 2 usage error. `--json` prints one JSON
  * document on stdout instead of text; `logs -f --json` prints JSON Lines.
  */
+import path from "node:path";
+
 import { toDispatchError } from "../core/errors.js";
 import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
+import { DEFAULT_SESSION_LIMIT, MAX_SESSION_LIMIT } from "../runtimes/claude/index.js";
 import { isRequestId } from "../store/records.js";
 import { LIMITS } from "../tools/validation.js";
 import { answerJob } from "./approve.js";
@@ -24,9 +28,11 @@ import { listJobs, RECENT_FINISHED, watchJobs } from "./jobs.js";
 import { killJob } from "./kill.js";
 import { showLogs } from "./logs.js";
 import { prune } from "./prune.js";
+import { listSessions } from "./sessions.js";
 import { showJob } from "./show.js";
+import { worktreeCommand } from "./worktree.js";
 
-const COMMANDS = ["jobs", "show", "logs", "kill", "approve", "deny", "prune", "doctor", "help"] as const;
+const COMMANDS = ["jobs", "show", "logs", "kill", "approve", "deny", "diff", "merge", "discard", "prune", "sessions", "doctor", "help"] as const;
 type Command = (typeof COMMANDS)[number];
 
 const USAGE = `Usage: claude-dispatch [COMMAND] [--json]
@@ -45,7 +51,14 @@ Commands:
                                 REQUEST: a request number, needed only when several are pending)
   deny ID [REQUEST] [--message M]
                                 refuse it instead; M is what the agent is told
+  diff ID                       the changes of a job started with worktree: true, against the commit it started from
+  merge ID                      bring them into the branch checked out in the repository (only if it is clean and
+                                nothing conflicts: otherwise nothing changes, and the conflicting files are listed)
+  discard ID                    remove the job's worktree and its branch
   prune [--older-than AGE]      delete finished jobs (all, or those finished more than AGE ago: 30m, 12h, 7d)
+  sessions [DIR] [--limit N]    Claude Code's own sessions of DIR (default: the current directory), most recently
+                                active first, with the jobs that ran in each: pass one's id as session_id to claude_start
+                                to resume it (N: at most ${MAX_SESSION_LIMIT}, default ${DEFAULT_SESSION_LIMIT}; read from CLAUDE_CONFIG_DIR, else ~/.claude)
   doctor                        check claude, the state directory and the configuration; print the host config
   help, --help, -h              this text
   --version, -V                 the version
@@ -57,10 +70,17 @@ else ~/.local/state/claude-dispatch (%LOCALAPPDATA%\\claude-dispatch on Windows)
 `;
 
 const SHORT_USAGE =
-  "Usage: claude-dispatch jobs|show ID|logs ID [-f]|kill ID|approve ID [REQUEST]|deny ID [REQUEST] [--message M]|prune|doctor [--json]; see claude-dispatch --help\n";
+  "Usage: claude-dispatch jobs|show ID|logs ID [-f]|kill ID|approve ID [REQUEST]|deny ID [REQUEST] [--message M]|diff|merge|discard ID|prune|sessions [DIR]|doctor [--json]; see claude-dispatch --help\n";
 
 /** A command line we cannot act on: exit 2. */
 class UsageError extends Error {}
+
+/**
+ * What main.ts hands runCli: the CliIo, and the directory the command was run
+ * in, which `sessions` lists when given no DIR. Without it, `sessions` needs
+ * an absolute DIR.
+ */
+export type RunIo = CliIo & { cwd?: string | undefined };
 
 interface Invocation {
   command: Command;
@@ -75,9 +95,12 @@ interface Invocation {
   requestId: string | undefined;
   /** deny --message. */
   message: string | undefined;
+  /** sessions: DIR as given, and --limit. */
+  dir: string | undefined;
+  limit: number;
 }
 
-export async function runCli(args: string[], io: CliIo): Promise<number> {
+export async function runCli(args: string[], io: RunIo): Promise<number> {
   const [first] = args;
   if (first === "--version" || first === "-V") {
     const json = args.slice(1).includes("--json");
@@ -90,9 +113,11 @@ export async function runCli(args: string[], io: CliIo): Promise<number> {
     return 0;
   }
   let invocation: Invocation;
+  let sessionsDir: string | undefined;
   try {
     invocation = parseInvocation(args);
     checkWatch(invocation, io);
+    if (invocation.command === "sessions" && !invocation.help) sessionsDir = resolveSessionsDir(invocation.dir, io.cwd);
   } catch (error) {
     if (error instanceof UsageError) return usageError(io, error.message);
     throw error;
@@ -102,7 +127,7 @@ export async function runCli(args: string[], io: CliIo): Promise<number> {
     return 0;
   }
   try {
-    return await runCommand(invocation, io);
+    return await runCommand(invocation, io, sessionsDir);
   } catch (error) {
     return reportFailure(io, invocation.json, error, invocation.follow);
   }
@@ -113,6 +138,14 @@ function checkWatch(invocation: Invocation, io: CliIo): void {
   if (!invocation.watch || invocation.help) return;
   if (invocation.json) throw new UsageError("jobs --watch redraws a table for a terminal and takes no --json");
   if (io.stdoutIsTerminal !== true) throw new UsageError("jobs --watch needs a terminal on stdout; without --watch, jobs prints the table once");
+}
+
+/** DIR made absolute against the command's directory; without one, only an absolute DIR will do. */
+function resolveSessionsDir(dir: string | undefined, cwd: string | undefined): string {
+  if (cwd !== undefined && path.isAbsolute(cwd)) return path.resolve(cwd, dir ?? ".");
+  if (dir === undefined) throw new UsageError("sessions needs a directory here (the current one is not known): claude-dispatch sessions /path/to/project");
+  if (!path.isAbsolute(dir)) throw new UsageError(`sessions needs an absolute directory here (the current one is not known), got ${echo(dir)}`);
+  return path.resolve(dir);
 }
 
 function usageError(io: CliIo, message: string): number {
@@ -149,6 +182,8 @@ function parseInvocation(args: readonly string[]): Invocation {
     id: undefined,
     requestId: undefined,
     message: undefined,
+    dir: undefined,
+    limit: DEFAULT_SESSION_LIMIT,
   };
   const positional: string[] = [];
   for (let i = 0; i < rest.length; i += 1) {
@@ -161,6 +196,11 @@ function parseInvocation(args: readonly string[]): Invocation {
       const value = inline ?? rest[i];
       if (value === undefined) throw new UsageError("--older-than needs an age such as 30m, 12h or 7d");
       invocation.olderThanMs = parseDuration(value);
+      continue;
+    }
+    if (flag === "--limit" && command === "sessions") {
+      i += inline === undefined ? 1 : 0;
+      invocation.limit = parseLimit(inline ?? rest[i]);
       continue;
     }
     if (flag === "--message" && (command === "approve" || command === "deny")) {
@@ -185,8 +225,21 @@ function parseInvocation(args: readonly string[]): Invocation {
     invocation.requestId = requestId === undefined ? undefined : parseRequestId(requestId);
     return invocation;
   }
+  if (command === "sessions") {
+    if (positional.length > 1) throw new UsageError(`sessions takes one directory at most, got ${echo(positional[1] as string)}`);
+    invocation.dir = positional[0];
+    return invocation;
+  }
   invocation.id = parseId(command, positional);
   return invocation;
+}
+
+function parseLimit(value: string | undefined): number {
+  const limit = value !== undefined && /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(limit >= 1 && limit <= MAX_SESSION_LIMIT)) {
+    throw new UsageError(`--limit needs a number of sessions from 1 to ${MAX_SESSION_LIMIT}${value === undefined ? "" : `, got ${echo(value)}`}`);
+  }
+  return limit;
 }
 
 /** A denial's reason, trimmed as claude_respond trims it: an empty one is none. */
@@ -204,7 +257,7 @@ function parseRequestId(text: string): string {
 
 /** The job id of `show`, `logs`, `kill`, `approve` and `deny`, checked; the other commands take no arguments. */
 function parseId(command: Command, positional: readonly string[]): string | undefined {
-  const takesId = command === "show" || command === "logs" || command === "kill" || command === "approve" || command === "deny";
+  const takesId = ["show", "logs", "kill", "approve", "deny", "diff", "merge", "discard"].includes(command);
   if (!takesId && positional.length > 0) throw new UsageError(`${command} takes no arguments, got ${echo(positional[0] as string)}`);
   if (!takesId) return undefined;
   if (positional.length !== 1) throw new UsageError(`${command} needs exactly one job id`);
@@ -227,7 +280,7 @@ function parseDuration(text: string): number {
   return Number(match[1]) * (DURATION_UNITS_MS[match[2] as string] as number);
 }
 
-async function runCommand(invocation: Invocation, io: CliIo): Promise<number> {
+async function runCommand(invocation: Invocation, io: CliIo, sessionsDir: string | undefined): Promise<number> {
   if (invocation.command === "doctor") return doctor(io, invocation.json);
   const context = openContext(io, invocation.json);
   switch (invocation.command) {
@@ -246,8 +299,14 @@ async function runCommand(invocation: Invocation, io: CliIo): Promise<number> {
         requestId: invocation.requestId,
         message: invocation.message,
       });
+    case "diff":
+    case "merge":
+    case "discard":
+      return worktreeCommand(context, invocation.command, resolveJobId(context, invocation.id as string));
     case "prune":
       return prune(context, invocation.olderThanMs);
+    case "sessions":
+      return listSessions(context, { dir: sessionsDir as string, limit: invocation.limit });
     default:
       throw new Error(`unhandled command ${invocation.command}`);
   }

@@ -7,6 +7,7 @@
 import type { Clock } from "../core/clock.js";
 import type { DirectoryCheck } from "../agent/policy.js";
 import type { Worktrees } from "../agent/worktree.js";
+import type { AgentSession } from "../agent/types.js";
 import {
   LEGACY_PROTOCOL_VERSIONS,
   MODERN_PROTOCOL_VERSIONS,
@@ -57,7 +58,8 @@ export const SERVER_INSTRUCTIONS =
   "whole process tree, claude_list finds a job_id again, and claude_output pages a long result or shows what a job " +
   "did. When a job is input_required, its agent asks permission for a tool call: ask the user, then answer with " +
   "claude_respond. To run several jobs on one git repository, pass worktree: true, then use claude_worktree to diff, merge or " +
-  "discard each job's changes. Every result carries a session_id: pass it back to continue the same conversation with its context.";
+  "discard each job's changes. Every result carries a session_id: pass it back to continue the same conversation with its context; " +
+  "claude_sessions lists a directory's earlier sessions.";
 
 /** server/discover and tools/list never change while the process lives; an hour bounds trust across a reconfigured restart (§16.2). */
 export const LISTING_TTL_MS = 3_600_000;
@@ -85,6 +87,8 @@ export interface HandlerDeps {
   depth: { current: number; max: number };
   /** Only for the JOB_NOT_FOUND message. */
   jobRetentionMs: number;
+  /** The agent CLI's own sessions of a directory, newest first (§20): its store is read, never written. */
+  sessions?(cwd: string, limit: number): AgentSession[];
   /** Worktrees (§19): the operator's policy, and git; without them, "worktree" is refused. */
   worktrees?: { policy: "off" | "on" | "required"; git: Worktrees };
 }

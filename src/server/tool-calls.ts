@@ -1,5 +1,5 @@
 /**
- * The eight tools (PROTOCOL.md §5, §18, §19): each call validated, admitted by the
+ * The nine tools (PROTOCOL.md §5, §18–§20): each call validated, admitted by the
  * operator's policy, and carried out on the job registry; the answer is a
  * rendered tool result. Failures are thrown as DispatchError and rendered by
  * the handler.
@@ -17,6 +17,8 @@ import {
   renderMerge,
   renderOutputPage,
   renderResponded,
+  renderSessions,
+  type ListedSession,
   renderStarted,
   renderWorktreeDiff,
   type CallToolResult,
@@ -28,6 +30,7 @@ import {
   parseListInput,
   parseOutputInput,
   parseRespondInput,
+  parseSessionsInput,
   parseWorktreeInput,
   parseRunInput,
   parseStartInput,
@@ -89,6 +92,8 @@ export class ToolCalls {
       }
       case "claude_worktree":
         return this.worktreeAction(args);
+      case "claude_sessions":
+        return this.sessions(args);
     }
   }
 
@@ -101,11 +106,11 @@ export class ToolCalls {
     const spec = { prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options };
     const start = (agentSpec: typeof spec & { worktree?: WorktreeRecord }, id?: string): Job =>
       run ? this.deps.jobs.start(agentSpec, "run", run.timeoutMs, id) : this.deps.jobs.start(agentSpec, "start", undefined, id);
+    // A session continues in the worktree it ran in while that is still there: a session is tied to its folder (§19).
+    const earlier = input.sessionId === undefined || input.worktree === false ? undefined : this.worktreeOfSession(input.sessionId);
+    if (earlier) return start({ ...spec, cwd: this.git().cwdIn(earlier), worktree: earlier });
     if (!inWorktree) return start(spec);
     const git = this.git();
-    // A session continues in the worktree it ran in while that is still there: a session is tied to its folder.
-    const earlier = input.sessionId === undefined ? undefined : this.worktreeOfSession(input.sessionId);
-    if (earlier) return start({ ...spec, cwd: git.cwdIn(earlier), worktree: earlier });
     const id = this.deps.jobs.newJobId();
     const made = await git.create(cwd, id);
     try {
@@ -147,6 +152,50 @@ export class ToolCalls {
       this.deps.logger.warn(`job ${job.id}: cannot read its worktree's changes: ${(error as Error).message}`);
       return options;
     }
+  }
+
+  /**
+   * claude_sessions (§20): the directory's sessions from the agent CLI's store, with those of the worktrees this
+   * server's jobs of that directory ran in, each naming the jobs that used it.
+   */
+  private async sessions(args: Record<string, unknown>): Promise<CallToolResult<unknown>> {
+    const input = parseSessionsInput(args);
+    const checked = await this.deps.checkDirectory(input.cwd);
+    if (!checked.ok) throw new DispatchError(checked.code, `"cwd" ${checked.problem}`);
+    const list = this.deps.sessions;
+    if (!list) throw new DispatchError("INVALID_ARGUMENT", "sessions are not available on this server");
+    const jobs = this.deps.jobs.list();
+    const worktreeDirs = [...new Set(jobs.flatMap((job) => (job.worktree && this.isRepoOf(job.worktree.repo, checked.path) ? [job.cwd] : [])))];
+    const found = [
+      ...list(checked.path, input.limit).map((session) => ({ session, worktree: undefined as string | undefined })),
+      ...worktreeDirs.flatMap((dir) => {
+        try {
+          return list(dir, input.limit).map((session) => ({ session, worktree: dir as string | undefined }));
+        } catch {
+          // A worktree discarded meanwhile has no sessions left to list.
+          return [];
+        }
+      }),
+    ]
+      .sort((a, b) => b.session.last_active_at - a.session.last_active_at)
+      .slice(0, input.limit);
+    const jobsOf = (sessionId: string): string[] => jobs.filter((job) => sessionIdOf(job) === sessionId || job.resumeSessionId === sessionId).map((job) => job.id);
+    const listed = found.map(({ session, worktree }): ListedSession => ({
+      session_id: session.session_id,
+      started_at: new Date(session.started_at).toISOString(),
+      last_active_at: new Date(session.last_active_at).toISOString(),
+      first_prompt: session.first_prompt_preview,
+      prompts: session.turns,
+      prompts_exact: session.turns_exact,
+      ...(worktree ? { worktree } : {}),
+      job_ids: jobsOf(session.session_id),
+    }));
+    return renderSessions(checked.path, listed);
+  }
+
+  /** The directory is the repository's top, or inside it. */
+  private isRepoOf(repo: string, dir: string): boolean {
+    return dir === repo || dir.startsWith(`${repo}/`) || dir.startsWith(`${repo}\\`);
   }
 
   /** Worktree operations on one job run one at a time: two merges at once must not both pass the checks. */

@@ -5,7 +5,7 @@
 import { ERROR_CODES } from "../core/errors.js";
 import { LIMITS, MODEL_NAME, OUTPUT_VIEWS, WORKTREE_ACTIONS, type ToolSettings } from "./validation.js";
 
-export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree"] as const;
+export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree", "claude_sessions"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 export function isToolName(name: string): name is ToolName {
@@ -236,6 +236,34 @@ export const WORKTREE_SCHEMA = {
   required: ["status"],
 } as const;
 
+export const SESSIONS_SCHEMA = {
+  type: "object",
+  properties: {
+    status: { type: "string", enum: ["listed", "error"] },
+    cwd: { type: "string" },
+    sessions: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          session_id: { type: "string", description: "Pass as session_id to claude_run or claude_start, with the same cwd, to continue it." },
+          started_at: { type: "string", description: "ISO 8601." },
+          last_active_at: { type: "string", description: "ISO 8601." },
+          first_prompt: { type: "string" },
+          prompts: { type: "integer", description: "Prompts given in the session (not model turns)." },
+          prompts_exact: { type: "boolean", description: "false: at least this many (only the ends of a long session are read)." },
+          worktree: { type: "string", description: "The job worktree the session ran in, when it was one." },
+          job_ids: { type: "array", items: { type: "string" }, description: "Jobs of this server's state directory that ran in this session." },
+        },
+        required: ["session_id", "started_at", "last_active_at", "first_prompt", "prompts", "prompts_exact", "job_ids"],
+      },
+    },
+    error: ERROR_SCHEMA,
+    next: NEXT,
+  },
+  required: ["status"],
+} as const;
+
 export interface ToolDefinition {
   name: ToolName;
   title: string;
@@ -419,6 +447,25 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
       },
       outputSchema: WORKTREE_SCHEMA,
       annotations: { title: "Diff, merge or discard a job's worktree", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    {
+      name: "claude_sessions",
+      title: "List Claude Code sessions of a directory",
+      description:
+        "List the Claude Code sessions of a project directory from Claude Code's own store, most recently active first, " +
+        "including those started by hand and those of this server's jobs (in their worktrees too): when each started and was last active, " +
+        "its first prompt, how many prompts it has had, and the jobs that used it. Use to continue earlier work: pass a session_id to claude_start with the same cwd.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          cwd: { ...CWD, description: "Absolute path of the project directory whose sessions to list." },
+          limit: { type: "integer", minimum: 1, maximum: LIMITS.maxSessions, description: `How many sessions at most (default ${LIMITS.defaultSessions}).` },
+        },
+        required: ["cwd"],
+        additionalProperties: false,
+      },
+      outputSchema: SESSIONS_SCHEMA,
+      annotations: { title: "List Claude Code sessions of a directory", readOnlyHint: true, openWorldHint: false },
     },
   ];
 }

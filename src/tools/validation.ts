@@ -19,6 +19,8 @@ export const LIMITS = {
   maxAddDirs: 20,
   maxSystemPromptChars: 100_000,
   maxRespondMessageChars: 2_000,
+  defaultSessions: 20,
+  maxSessions: 200,
 } as const;
 
 /** What the operator's configuration changes in the tools' shapes. */
@@ -327,4 +329,14 @@ export function parseWorktreeInput(args: Record<string, unknown>, settings: Tool
     offset: present(args, "offset") ? integerIn(args, "offset", 0, Number.MAX_SAFE_INTEGER, "number of characters") : 0,
     limit: present(args, "limit") ? integerIn(args, "limit", 1, settings.maxResultChars, "number of characters") : settings.maxResultChars,
   };
+}
+
+export interface SessionsInput {
+  cwd: string;
+  limit: number;
+}
+
+export function parseSessionsInput(args: Record<string, unknown>): SessionsInput {
+  checkKnown(args, ["cwd", "limit"]);
+  return { cwd: requireCwd(args), limit: present(args, "limit") ? integerIn(args, "limit", 1, LIMITS.maxSessions, "number of sessions") : LIMITS.defaultSessions };
 }

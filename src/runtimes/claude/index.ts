@@ -11,6 +11,16 @@ import { ClaudeStream } from "./stream.js";
 export { DEFAULT_CLAUDE_BIN, agentEnvironment, claudeArgs } from "./args.js";
 export { DISK_FULL_BYTES, interpretExit } from "./outcome.js";
 export { findResultEvent, toAgentResult } from "./result.js";
+export {
+  DEFAULT_SESSION_LIMIT,
+  MAX_SESSION_LIMIT,
+  claudeConfigDir,
+  claudeProjectFolder,
+  claudeSessionFolder,
+  listClaudeSessions,
+  type ClaudeSession,
+  type ListSessionsOptions,
+} from "./sessions.js";
 export { ClaudeStream, type ClaudeStreamOptions } from "./stream.js";
 export { describeToolUse } from "./text.js";
 
