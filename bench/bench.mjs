@@ -37,6 +37,10 @@
  *              peak RSS, which forwarding adds to every agent; request sent ->
  *              claude_wait answers input_required (the wait already holding);
  *              claude_respond sent -> the approver answers the agent
+ *   l worktrees what a worktree costs a job (PROTOCOL.md §19), in a git
+ *              repository the bench makes: claude_start answered, and the
+ *              claude_wait of the finished job (which reads what it
+ *              changed), with worktree: true next to the same job without
  *
  * Every process it starts carries BENCH_RUN_ID=<uuid> in its environment (the
  * server passes its environment on to agents), so leftovers are found by that
@@ -52,7 +56,7 @@
  * e.g. BENCH_SERVER_MAIN=/tmp/old/dist/main.js to measure an older commit's
  * build next to this one (results.json records which one ran).
  */
-import { spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import fs from "node:fs";
@@ -101,6 +105,8 @@ const SIZES = {
   jobCostJobs: 100,
   /** (k): permission requests asked and answered per round. */
   approvalSamples: 20,
+  /** (l): jobs per round with a worktree and without. */
+  worktreeSamples: 10,
 };
 
 const SECTIONS = [
@@ -115,6 +121,7 @@ const SECTIONS = [
   { key: "i", name: "jobcost", run: benchJobCost },
   { key: "j", name: "shared", run: (rounds) => benchWaitLatency(rounds, true) },
   { key: "k", name: "approvals", run: benchApprovals },
+  { key: "l", name: "worktrees", run: benchWorktrees },
 ];
 
 /* ------------------------------------------------------------------ *
@@ -1247,6 +1254,68 @@ async function benchApprovals(rounds) {
   };
 }
 
+/**
+ * (l) what a worktree costs a job (PROTOCOL.md §19). In a repository of 200 files the bench makes, jobs of the fake
+ * agent that write one file, alternately with worktree: true and without: the time to the claude_start answer (git
+ * worktree add is in it), and to the answer of a claude_wait sent once the job has finished (the report of a
+ * worktree job reads what it changed: four git commands).
+ */
+async function benchWorktrees(rounds) {
+  const dir = makeWorkDir();
+  const gitEnv = { ...baseEnv(), GIT_AUTHOR_NAME: "bench", GIT_AUTHOR_EMAIL: "bench@localhost", GIT_COMMITTER_NAME: "bench", GIT_COMMITTER_EMAIL: "bench@localhost" };
+  const git = (cwd, ...args) => execFileSync("git", args, { cwd, env: gitEnv, stdio: "ignore" });
+  const repo = path.join(dir, "repo");
+  fs.mkdirSync(path.join(repo, "src"), { recursive: true });
+  for (let i = 0; i < 200; i += 1) fs.writeFileSync(path.join(repo, "src", `file-${i}.txt`), `line ${i}\n`.repeat(50));
+  git(repo, "init", "--quiet", "-b", "main");
+  git(repo, "add", "-A");
+  git(repo, "commit", "--quiet", "-m", "base");
+  const samples = { start: { tree: [], plain: [] }, wait: { tree: [], plain: [] } };
+  try {
+    for (let i = 0; i < rounds; i += 1) {
+      const s = new Server({ CLAUDE_DISPATCH_WORKTREE_DIR: path.join(dir, `worktrees-${i}`) });
+      await s.initialize();
+      for (let k = 0; k < SIZES.worktreeSamples * 2; k += 1) {
+        const kind = k % 2 === 0 ? "tree" : "plain";
+        const started = await s.callTool("claude_start", { prompt: `@write src/file-${k}.txt changed ${k}`, cwd: repo, worktree: kind === "tree" });
+        if (!started.structured?.job_id) throw new Error(`claude_start answered ${JSON.stringify(started.structured).slice(0, 300)}`);
+        samples.start[kind].push(started.at - started.sentAt);
+        const first = await s.callTool("claude_wait", { job_id: started.structured.job_id, hold_ms: 60_000 }, 90_000);
+        if (first.structured?.status !== "completed") throw new Error(`claude_wait answered ${JSON.stringify(first.structured).slice(0, 300)}`);
+        const again = await s.callTool("claude_wait", { job_id: started.structured.job_id, hold_ms: 0 });
+        if (kind === "tree" && again.structured?.worktree?.changed_files?.length !== 1) throw new Error(`a worktree job reported ${JSON.stringify(again.structured?.worktree)}`);
+        samples.wait[kind].push(again.at - again.sentAt);
+      }
+      await s.close();
+      await reapLeftovers();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const p50 = (values) => percentile(values, 0.5);
+  return {
+    rows: [
+      {
+        metric: `l  claude_start answered, worktree: true next to without (${SIZES.worktreeSamples} of each a round, 200-file repository)`,
+        value: `p50 ${p50(samples.start.tree).toFixed(1)} ms against ${p50(samples.start.plain).toFixed(1)} ms`,
+        target: "info (issue 15)",
+        detail: `p99 ${percentile(samples.start.tree, 0.99).toFixed(1)} against ${percentile(samples.start.plain, 0.99).toFixed(1)} ms: git worktree add runs before the answer`,
+      },
+      {
+        metric: "l  claude_wait on a finished job, worktree: true next to without",
+        value: `p50 ${p50(samples.wait.tree).toFixed(1)} ms against ${p50(samples.wait.plain).toFixed(1)} ms`,
+        target: "info (issue 15)",
+        detail: "a worktree job's report reads what it changed (git log, diff --name-only, ls-files, status)",
+      },
+    ],
+    data: {
+      startMs: { worktree: round2(p50(samples.start.tree)), plain: round2(p50(samples.start.plain)) },
+      finishedWaitMs: { worktree: round2(p50(samples.wait.tree)), plain: round2(p50(samples.wait.plain)) },
+      samplesMs: { start: samples.start, wait: samples.wait },
+    },
+  };
+}
+
 /** Field 22 of /proc/<pid>/stat (start time in clock ticks after boot), as the server records an identity. */
 function procStartTime(pid) {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "latin1");
@@ -1525,7 +1594,7 @@ function parseArgs(argv) {
     } else if (arg === "--out" || arg.startsWith("--out=")) {
       options.out = path.resolve(value());
     } else if (arg === "--help" || arg === "-h") {
-      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup,jobcost,shared,approvals] [--out FILE]\n");
+      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup,jobcost,shared,approvals,worktrees] [--out FILE]\n");
       process.exit(0);
     } else {
       throw new Error(`unknown argument ${arg}`);
