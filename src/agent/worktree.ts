@@ -51,4 +51,6 @@ export interface Worktrees {
   discard(worktree: WorktreeRecord): Promise<void>;
   /** Whether the worktree's folder is still there. */
   exists(worktree: WorktreeRecord): boolean;
+  /** Whether any worktree is there at all: a resumed session looks for its job's only then. */
+  any(): boolean;
 }

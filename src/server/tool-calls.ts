@@ -137,6 +137,8 @@ export class ToolCalls {
 
   private worktreeOfSession(sessionId: string): WorktreeRecord | undefined {
     const git = this.deps.worktrees?.git;
+    // Every job is listed (finished ones read from their records) only when some worktree exists to be found.
+    if (!git?.any()) return undefined;
     const job = this.deps.jobs.list().findLast((candidate) => candidate.worktree && !candidate.worktree.state && sessionIdOf(candidate) === sessionId);
     return job?.worktree && git?.exists(job.worktree) ? job.worktree : undefined;
   }

@@ -4,7 +4,7 @@
  * where. Reading what a job changed never touches the worktree's own index:
  * untracked files are staged into a temporary index file instead.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -153,5 +153,13 @@ export class GitWorktrees implements Worktrees {
 
   exists(worktree: WorktreeRecord): boolean {
     return existsSync(worktree.path);
+  }
+
+  any(): boolean {
+    try {
+      return readdirSync(this.options.root).length > 0;
+    } catch {
+      return false;
+    }
   }
 }
