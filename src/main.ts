@@ -308,7 +308,7 @@ async function createJobs(
           newMarker: () => crypto.randomUUID(),
           isAlive,
           findMarked: async (marker) => (await host.processControl()).findMarked(marker),
-          admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots))) }),
+          admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots), spec.agent)) }),
           // A pruned job's worktree goes with it unless it holds changes nobody merged or discarded (§19).
           beforeRemove: (id) => {
             const worktree = store.read(id)?.worktree;

@@ -73,6 +73,20 @@ const CLAUDE_WORDS: readonly string[] = [
 /** Rule 3: stream-json values that are only forbidden as whole string literals ("tool_use", not tool_use_id). */
 const CLAUDE_STRINGS: readonly string[] = ["tool_use", "tool_result"];
 
+interface RuntimeVocabulary {
+  /** How messages name the CLI and its output format. */
+  label: string;
+  stream: string;
+  flags: readonly string[];
+  words: readonly string[];
+  strings: readonly string[];
+}
+
+/** Rule 3: every runtime's vocabulary, by its folder under runtimes/. */
+const RUNTIME_VOCABULARY: Readonly<Record<string, RuntimeVocabulary>> = {
+  claude: { label: "Claude Code", stream: "stream-json", flags: CLAUDE_FLAGS, words: CLAUDE_WORDS, strings: CLAUDE_STRINGS },
+};
+
 /** Rule 4: the one folder that may check the platform. */
 const PLATFORM_HOME = "hosts/local/";
 /** Rule 4: files outside PLATFORM_HOME that may name `process.platform`, to pass it on (never to compare it). */
@@ -517,21 +531,30 @@ function checkNodeImports(files: Files): Violation[] {
   return byPlace(found);
 }
 
-/** Rule 3: Claude Code's flags and stream-json vocabulary outside CLAUDE_HOME (code and strings, not comments). */
-function checkClaudeVocabulary(files: Files): Violation[] {
+/**
+ * Rule 3: each agent CLI's flags and output vocabulary outside its runtime's folder (code and strings, not
+ * comments). A word two CLIs share (say --model) may appear in both runtimes' folders, and nowhere else.
+ */
+function checkClaudeVocabulary(files: Files, runtimes: Readonly<Record<string, RuntimeVocabulary>> = RUNTIME_VOCABULARY): Violation[] {
   const found: Violation[] = [];
   for (const module of modules(files).values()) {
-    if (module.file.startsWith(CLAUDE_HOME)) continue;
+    const home = /^runtimes\/([^/]+)\//.exec(module.file)?.[1];
+    const ownWords = home === undefined ? [] : [...(runtimes[home]?.flags ?? []), ...(runtimes[home]?.words ?? [])];
+    const ownStrings = home === undefined ? [] : (runtimes[home]?.strings ?? []);
     const { scanned } = module;
-    for (const word of [...CLAUDE_FLAGS, ...CLAUDE_WORDS]) {
-      for (const at of wordMatches(scanned.noComments, word)) {
-        found.push(violation("3", module, scanned.lineOf(at), `names Claude Code's ${word} outside src/${CLAUDE_HOME}`));
+    for (const [name, vocabulary] of Object.entries(runtimes)) {
+      if (name === home) continue;
+      for (const word of [...vocabulary.flags, ...vocabulary.words]) {
+        if (ownWords.includes(word)) continue;
+        for (const at of wordMatches(scanned.noComments, word)) {
+          found.push(violation("3", module, scanned.lineOf(at), `names ${vocabulary.label}'s ${word} outside src/runtimes/${name}/`));
+        }
       }
-    }
-    for (const token of scanned.tokens) {
-      const value = literal(token);
-      if (value !== undefined && CLAUDE_STRINGS.includes(value)) {
-        found.push(violation("3", module, scanned.lineOf(token.start), `names stream-json's "${value}" outside src/${CLAUDE_HOME}`));
+      for (const token of scanned.tokens) {
+        const value = literal(token);
+        if (value !== undefined && vocabulary.strings.includes(value) && !ownStrings.includes(value)) {
+          found.push(violation("3", module, scanned.lineOf(token.start), `names ${vocabulary.stream}'s "${value}" outside src/runtimes/${name}/`));
+        }
       }
     }
   }

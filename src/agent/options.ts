@@ -10,7 +10,8 @@ export type PermissionMode = (typeof PERMISSION_MODES)[number];
 /** Every value is validated before it gets here (§5.6). */
 export interface AgentOptions {
   model?: string;
-  permissionMode?: PermissionMode;
+  /** One of the chosen agent's own modes: Claude Code's above, Codex's sandbox modes, Gemini's approval modes. */
+  permissionMode?: string;
   allowedTools?: string[];
   disallowedTools?: string[];
   maxTurns?: number;
@@ -18,3 +19,31 @@ export interface AgentOptions {
   appendSystemPrompt?: string;
   addDirs?: string[];
 }
+
+/** The agents a server offers, and what a call may ask of each (§5.6, §7): from each runtime and the operator's policy. */
+export interface AgentOffer {
+  /** "claude", "codex", "gemini": a call's `agent`. */
+  name: string;
+  /** Every permission mode the agent has, in its own words. */
+  modes: readonly string[];
+  /** Those the operator allows (the dangerous ones only when said). */
+  allowedModes: readonly string[];
+  /** The options its CLI has a flag for. */
+  supportedOptions: readonly (keyof AgentOptions)[];
+  /** The setting that allows more modes, for the refusal's hint. */
+  modesSetting: string;
+}
+
+export const DEFAULT_AGENT = "claude";
+
+/** The option names callers use, for messages. */
+export const OPTION_ARGUMENTS: Readonly<Record<keyof AgentOptions, string>> = {
+  model: "model",
+  permissionMode: "permission_mode",
+  allowedTools: "allowed_tools",
+  disallowedTools: "disallowed_tools",
+  maxTurns: "max_turns",
+  maxBudgetUsd: "max_budget_usd",
+  appendSystemPrompt: "append_system_prompt",
+  addDirs: "add_dirs",
+};

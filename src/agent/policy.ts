@@ -3,7 +3,7 @@
  * agent. A call that breaks it is refused with POLICY_DENIED, never quietly
  * changed; what a call leaves out is filled from the operator's defaults.
  */
-import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "./options.js";
+import { DEFAULT_AGENT, OPTION_ARGUMENTS, PERMISSION_MODES, type AgentOffer, type AgentOptions, type PermissionMode } from "./options.js";
 
 /** A cwd or add_dirs entry as the host checked it (§5): its resolved path, or why it cannot be used. */
 export type DirectoryCheck =
@@ -22,6 +22,8 @@ export interface Policy {
   defaultTimeoutMs: number;
   /** Real paths every cwd and add_dirs entry must lie inside; undefined means anywhere. */
   roots: readonly string[] | undefined;
+  /** The agents offered besides Claude Code, with the modes the operator allows each (§7). */
+  otherAgents?: readonly AgentOffer[];
 }
 
 /** bypassPermissions lets the agent do anything without asking: only an operator can allow it. */
@@ -41,9 +43,10 @@ function denied(detail: string): DispatchError {
   return new DispatchError("POLICY_DENIED", detail);
 }
 
-export function applyPolicy(requested: AgentOptions, policy: Policy): AgentOptions {
+export function applyPolicy(requested: AgentOptions, policy: Policy, agent: string = DEFAULT_AGENT): AgentOptions {
   const options: AgentOptions = { ...requested };
-  if (options.permissionMode !== undefined && !policy.permissionModes.includes(options.permissionMode)) {
+  if (agent !== DEFAULT_AGENT) return applyOtherAgentPolicy(options, policy, agent);
+  if (options.permissionMode !== undefined && !(policy.permissionModes as readonly string[]).includes(options.permissionMode)) {
     const hint = options.permissionMode === "bypassPermissions" ? " (an operator can allow it with CLAUDE_DISPATCH_PERMISSION_MODES)" : "";
     throw denied(`permission_mode "${options.permissionMode}" is not allowed here${hint}; allowed: ${policy.permissionModes.join(", ") || "none"}`);
   }
@@ -64,6 +67,24 @@ export function applyPolicy(requested: AgentOptions, policy: Policy): AgentOptio
   return options;
 }
 
+/** Another agent's call: its own allowed modes and the caps it has flags for; Claude Code's defaults do not apply. */
+function applyOtherAgentPolicy(options: AgentOptions, policy: Policy, agent: string): AgentOptions {
+  const offer = policy.otherAgents?.find((candidate) => candidate.name === agent);
+  if (!offer) throw denied(`agent "${agent}" is not offered here`);
+  for (const key of Object.keys(options) as (keyof AgentOptions)[]) {
+    if (!offer.supportedOptions.includes(key)) throw denied(`${OPTION_ARGUMENTS[key]} is not an option of agent "${agent}"`);
+  }
+  if (options.permissionMode !== undefined && !offer.allowedModes.includes(options.permissionMode)) {
+    throw denied(`permission_mode "${options.permissionMode}" is not allowed for agent "${agent}" (an operator can allow it with ${offer.modesSetting}); allowed: ${offer.allowedModes.join(", ") || "none"}`);
+  }
+  if (options.maxTurns !== undefined && policy.maxTurns !== undefined && options.maxTurns > policy.maxTurns) {
+    throw denied(`max_turns ${options.maxTurns} is above the operator's cap of ${policy.maxTurns}`);
+  }
+  const maxTurns = options.maxTurns ?? (offer.supportedOptions.includes("maxTurns") ? policy.maxTurns : undefined);
+  if (maxTurns !== undefined) options.maxTurns = maxTurns;
+  return options;
+}
+
 /**
  * Applies the policy and checks cwd and every add_dirs entry (§5, §5.6):
  * for a new call, and again for a queued job taken over after a restart,
@@ -75,13 +96,14 @@ export async function admitAgent(
   requested: AgentOptions,
   policy: Policy,
   checkDirectory: (dir: string) => Promise<DirectoryCheck>,
+  agent: string = DEFAULT_AGENT,
 ): Promise<{ cwd: string; options: AgentOptions }> {
   const require = async (dir: string, label: string): Promise<string> => {
     const check = await checkDirectory(dir);
     if (!check.ok) throw new DispatchError(check.code, `"${label}" ${check.problem}`);
     return check.path;
   };
-  const options = applyPolicy(requested, policy);
+  const options = applyPolicy(requested, policy, agent);
   const resolvedCwd = await require(cwd, "cwd");
   if (options.addDirs) {
     const resolved: string[] = [];

@@ -6,6 +6,7 @@
  * --output-format stream-json`) print JSON lines too, and fit the same shape.
  */
 import type { Transcript } from "../core/transcript.js";
+import type { AgentOptions } from "./options.js";
 import type { ChildExit } from "./host.js";
 import type { AgentOutcome, AgentSpec, LiveSummary } from "./types.js";
 
@@ -55,8 +56,14 @@ export interface StateDisk {
 }
 
 export interface Runtime<Reader extends AgentOutputReader = AgentOutputReader> {
-  /** Named in every record (§15.2): "claude". */
+  /** Named in every record (§15.2) and chosen by a call's `agent`: "claude", "codex", "gemini". */
   readonly name: string;
+  /** The agent options its CLI has a flag for (§5.6); a call naming another is refused, naming the agent. */
+  readonly supportedOptions: readonly (keyof AgentOptions)[];
+  /** The values `permission_mode` takes for this agent, in its CLI's own vocabulary. */
+  readonly permissionModes: readonly string[];
+  /** Those of permissionModes that drop the agent's own safety checks: refused unless the operator allows them. */
+  readonly dangerousModes: readonly string[];
   /** The program and its argv; the prompt always goes to stdin, never argv (§10). */
   invocation(spec: AgentSpec): { command: string; args: string[] };
   /** The agent's environment, from the server's own and the variables it adds (§7.2). */

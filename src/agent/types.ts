@@ -10,6 +10,8 @@ import type { AgentOptions } from "./options.js";
 import type { WorktreeRecord } from "./worktree.js";
 
 export interface AgentSpec {
+  /** The runtime that runs it (§7): "claude" when absent. */
+  agent?: string;
   prompt: string;
   cwd: string;
   /** A validated UUID (§5): nothing else may reach argv. */
@@ -101,6 +103,8 @@ export type AgentLauncher = (spec: AgentSpec) => AgentRun;
 
 /** An agent an earlier server started, as its record describes it (§15.3). */
 export interface AgentToAttach {
+  /** The runtime that reads its output: "claude" when absent. */
+  runtime?: string;
   /** Undefined for an agent known to be gone whose pid was never recorded. */
   pid: number | undefined;
   startTime: string | undefined;

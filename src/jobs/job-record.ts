@@ -25,7 +25,7 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
     options: job.spec.options ?? ({} as AgentOptions),
     status: job.status,
     submitted_at: job.submittedAt,
-    runtime: persistence.runtime ?? "claude",
+    runtime: job.spec.agent ?? persistence.runtime ?? "claude",
     host: persistence.host ?? "local",
     owner: persistence.owner,
     generation: job.generation,
@@ -47,6 +47,7 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
 /** What a record says its job asked for; the prompt stays in prompt.txt, the agent's stdin. */
 export function specFromRecord(record: JobRecord): AgentSpec {
   return {
+    ...(record.runtime !== undefined && record.runtime !== "claude" ? { agent: record.runtime } : {}),
     prompt: "",
     cwd: record.cwd,
     options: record.options,
@@ -75,7 +76,7 @@ export function finishedFromRecord(record: JobRecord, persistence: Pick<Persiste
   if (Array.isArray(record.approvals)) job.approvals = record.approvals;
   job.approvalFiles = persistence.store;
   if (record.outcome?.result_chars !== undefined) job.resultFile = persistence.store;
-  job.replayTranscript = () => persistence.replayTranscript(job.id);
+  job.replayTranscript = () => persistence.replayTranscript(job.id, record.runtime);
   job.markDone();
   return job;
 }

@@ -167,7 +167,7 @@ export class Observer {
     const output = this.target.options.persistence.store.outputFiles(job.id);
     // Followed once its pid is on record (a moment after the spawn): an agent without one would be taken for gone.
     if (!output || record.agent?.pid === undefined) return;
-    const run = this.target.options.persistence.attach({ pid: record.agent.pid, startTime: record.agent.start_time, marker: record.agent.tree_marker, output });
+    const run = this.target.options.persistence.attach({ pid: record.agent.pid, startTime: record.agent.start_time, marker: record.agent.tree_marker, output, ...(job.spec.agent ? { runtime: job.spec.agent } : {}) });
     job.attach(run);
     this.target.attached(job);
     // The agent is gone: its owner's final record follows within moments.

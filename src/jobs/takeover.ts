@@ -164,7 +164,7 @@ export class Takeover {
     const output = persistence.store.outputFiles(job.id);
     // Only a store on disk has jobs to take over: one in memory ends with its server.
     if (!output) throw new Error(`job ${job.id}: the store has no output files to follow`);
-    const run = persistence.attach({ pid: located.pid, startTime: located.startTime, marker: job.agent?.tree_marker, output });
+    const run = persistence.attach({ pid: located.pid, startTime: located.startTime, marker: job.agent?.tree_marker, output, ...(job.spec.agent ? { runtime: job.spec.agent } : {}) });
     // Served only once what the agent printed while no server ran has been read: its transcript and turns are there at the first call.
     await run.ready;
     this.target.serve(job);

@@ -162,7 +162,7 @@ export interface Persistence {
   owner: ProcessIdentity;
   attach: AgentAttacher;
   /** Rebuilds the transcript of a job finished before this server started, from its output file. */
-  replayTranscript(id: string): Transcript;
+  replayTranscript(id: string, runtime?: string): Transcript;
   /** Disk used by finished jobs; the oldest are removed beyond it. */
   maxBytes: number;
   /** A fresh tree marker value for an agent about to be spawned. */

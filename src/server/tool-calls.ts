@@ -4,7 +4,7 @@
  * rendered tool result. Failures are thrown as DispatchError and rendered by
  * the handler.
  */
-import type { AgentOptions } from "../agent/options.js";
+import { DEFAULT_AGENT, type AgentOptions } from "../agent/options.js";
 import { admitAgent } from "../agent/policy.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isUnfinished, sessionIdOf, type Job } from "../jobs/registry.js";
@@ -102,8 +102,9 @@ export class ToolCalls {
     const run = name === "claude_run" ? parseRunInput(args, this.settings) : undefined;
     const input = run ?? parseStartInput(args, this.settings);
     const inWorktree = this.worktreeWanted(input.worktree);
-    const { cwd, options } = await this.prepareAgent(input.cwd, input.options, signal);
-    const spec = { prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options };
+    const { cwd, options } = await this.prepareAgent(input.cwd, input.options, signal, input.agent);
+    // Claude Code, the default, is not named in the spec, so records of earlier versions and new ones read alike.
+    const spec = { ...(input.agent === DEFAULT_AGENT ? {} : { agent: input.agent }), prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options };
     const start = (agentSpec: typeof spec & { worktree?: WorktreeRecord }, id?: string): Job =>
       run ? this.deps.jobs.start(agentSpec, "run", run.timeoutMs, id) : this.deps.jobs.start(agentSpec, "start", undefined, id);
     // A session continues in the worktree it ran in while that is still there: a session is tied to its folder (§19).
@@ -256,8 +257,8 @@ export class ToolCalls {
    * with nobody to collect or kill it. (That error text reaches no one: a
    * cancelled request gets no response.)
    */
-  private async prepareAgent(cwd: string, requested: AgentOptions, signal: AbortSignal): Promise<{ cwd: string; options: AgentOptions }> {
-    const admitted = await admitAgent(cwd, requested, this.deps.policy, this.deps.checkDirectory);
+  private async prepareAgent(cwd: string, requested: AgentOptions, signal: AbortSignal, agent: string): Promise<{ cwd: string; options: AgentOptions }> {
+    const admitted = await admitAgent(cwd, requested, this.deps.policy, this.deps.checkDirectory, agent);
     if (signal.aborted) throw new DispatchError("INVALID_ARGUMENT", "the request was cancelled before the job started");
     return admitted;
   }

@@ -4,7 +4,7 @@
  * error, never a silently ignored value; what the operator allows is the
  * policy's to decide afterwards (§5.6).
  */
-import { PERMISSION_MODES, type AgentOptions, type PermissionMode } from "../agent/options.js";
+import { DEFAULT_AGENT, OPTION_ARGUMENTS, PERMISSION_MODES, type AgentOffer, type AgentOptions } from "../agent/options.js";
 import { DispatchError, quoted } from "../core/errors.js";
 
 export const LIMITS = {
@@ -27,10 +27,23 @@ export const LIMITS = {
 export interface ToolSettings {
   defaultTimeoutMs: number;
   maxResultChars: number;
-  permissionModes: readonly PermissionMode[];
+  /** Claude Code's modes a call may ask for. */
+  permissionModes: readonly string[];
+  /** The agents this server offers, Claude Code first; absent: Claude Code alone. */
+  agents?: readonly AgentOffer[];
+}
+
+/** The agents of these settings: Claude Code alone unless others are offered. */
+export function offeredAgents(settings: ToolSettings): readonly AgentOffer[] {
+  return (
+    settings.agents ?? [
+      { name: DEFAULT_AGENT, modes: PERMISSION_MODES, allowedModes: settings.permissionModes, supportedOptions: Object.keys(OPTION_ARGUMENTS) as (keyof AgentOptions)[], modesSetting: "CLAUDE_DISPATCH_PERMISSION_MODES" },
+    ]
+  );
 }
 
 export interface RunInput {
+  agent: string;
   prompt: string;
   cwd: string;
   sessionId: string | undefined;
@@ -39,6 +52,7 @@ export interface RunInput {
   worktree: boolean | undefined;
 }
 export interface StartInput {
+  agent: string;
   prompt: string;
   cwd: string;
   sessionId: string | undefined;
@@ -188,7 +202,25 @@ function directories(args: Record<string, unknown>, key: string): string[] | und
 }
 
 /** The agent options of §5.6: types and formats here; the operator's policy is applied by the handler. */
-function parseAgentOptions(args: Record<string, unknown>): AgentOptions {
+/** "agent": one this server offers; absent, Claude Code. */
+function parseAgent(args: Record<string, unknown>, settings: ToolSettings): AgentOffer {
+  const agents = offeredAgents(settings);
+  if (!present(args, "agent")) return agents.find((agent) => agent.name === DEFAULT_AGENT) ?? (agents[0] as AgentOffer);
+  const found = agents.find((agent) => agent.name === args.agent);
+  if (!found) throw invalid(`"agent" must be one of the agents this server offers: ${agents.map((agent) => agent.name).join(", ")}; got ${preview(args.agent)}`);
+  return found;
+}
+
+/** The options an agent has no flag for are refused, naming the agent: never silently dropped (§5.6). */
+function checkSupported(options: AgentOptions, agent: AgentOffer): void {
+  for (const key of Object.keys(options) as (keyof AgentOptions)[]) {
+    if (!agent.supportedOptions.includes(key)) {
+      throw invalid(`"${OPTION_ARGUMENTS[key]}" is not an option of agent "${agent.name}" (it takes: ${agent.supportedOptions.map((option) => OPTION_ARGUMENTS[option]).join(", ") || "none"})`);
+    }
+  }
+}
+
+function parseAgentOptions(args: Record<string, unknown>, agent: AgentOffer): AgentOptions {
   const options: AgentOptions = {};
   if (present(args, "model")) {
     const model = args.model;
@@ -199,11 +231,12 @@ function parseAgentOptions(args: Record<string, unknown>): AgentOptions {
   }
   if (present(args, "permission_mode")) {
     const mode = args.permission_mode;
-    if (typeof mode !== "string" || !(PERMISSION_MODES as readonly string[]).includes(mode)) {
-      throw invalid(`"permission_mode" must be one of ${PERMISSION_MODES.join(", ")}, got ${preview(mode)}`);
+    if (typeof mode !== "string" || !agent.modes.includes(mode)) {
+      const whose = agent.name === DEFAULT_AGENT ? "" : ` for agent "${agent.name}"`;
+      throw invalid(`"permission_mode" must be one of ${agent.modes.join(", ")}${whose}, got ${preview(mode)}`);
     }
     // A known mode that is not allowed is the policy's refusal (POLICY_DENIED), made later.
-    options.permissionMode = mode as PermissionMode;
+    options.permissionMode = mode;
   }
   const allowed = toolRules(args, "allowed_tools");
   if (allowed) options.allowedTools = allowed;
@@ -230,28 +263,26 @@ function parseAgentOptions(args: Record<string, unknown>): AgentOptions {
 }
 
 export function parseRunInput(args: Record<string, unknown>, settings: ToolSettings): RunInput {
-  checkKnown(args, ["prompt", "cwd", "session_id", "timeout_ms", ...AGENT_OPTION_NAMES, "worktree"]);
-  return {
-    prompt: requirePrompt(args),
-    cwd: requireCwd(args),
-    sessionId: optionalSessionId(args),
-    timeoutMs: present(args, "timeout_ms")
-      ? integerIn(args, "timeout_ms", LIMITS.minTimeoutMs, LIMITS.maxTimeoutMs)
-      : settings.defaultTimeoutMs,
-    options: parseAgentOptions(args),
-    worktree: optionalWorktree(args),
-  };
+  checkKnown(args, ["prompt", "cwd", "session_id", "timeout_ms", ...AGENT_OPTION_NAMES, "worktree", "agent"]);
+  const prompt = requirePrompt(args);
+  const cwd = requireCwd(args);
+  const sessionId = optionalSessionId(args);
+  const timeoutMs = present(args, "timeout_ms") ? integerIn(args, "timeout_ms", LIMITS.minTimeoutMs, LIMITS.maxTimeoutMs) : settings.defaultTimeoutMs;
+  const agent = parseAgent(args, settings);
+  const options = parseAgentOptions(args, agent);
+  checkSupported(options, agent);
+  return { agent: agent.name, prompt, cwd, sessionId, timeoutMs, options, worktree: optionalWorktree(args) };
 }
 
 export function parseStartInput(args: Record<string, unknown>, settings: ToolSettings): StartInput {
-  checkKnown(args, ["prompt", "cwd", "session_id", ...AGENT_OPTION_NAMES, "worktree"]);
-  return {
-    prompt: requirePrompt(args),
-    cwd: requireCwd(args),
-    sessionId: optionalSessionId(args),
-    options: parseAgentOptions(args),
-    worktree: optionalWorktree(args),
-  };
+  checkKnown(args, ["prompt", "cwd", "session_id", ...AGENT_OPTION_NAMES, "worktree", "agent"]);
+  const prompt = requirePrompt(args);
+  const cwd = requireCwd(args);
+  const sessionId = optionalSessionId(args);
+  const agent = parseAgent(args, settings);
+  const options = parseAgentOptions(args, agent);
+  checkSupported(options, agent);
+  return { agent: agent.name, prompt, cwd, sessionId, options, worktree: optionalWorktree(args) };
 }
 
 /** true: the job runs in a git worktree of its own (§19); absent: the operator's default. */

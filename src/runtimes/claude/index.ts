@@ -3,6 +3,7 @@
  * flags (args.ts), its stream-json (stream.ts, result.ts) and how its end
  * reads (outcome.ts).
  */
+import { PERMISSION_MODES } from "../../agent/options.js";
 import type { Runtime } from "../../agent/runtime.js";
 import { agentEnvironment, claudeArgs } from "./args.js";
 import { interpretExit } from "./outcome.js";
@@ -28,6 +29,9 @@ export { describeToolUse } from "./text.js";
 export function claudeRuntime(bin: string): Runtime<ClaudeStream> {
   return {
     name: "claude",
+    supportedOptions: ["model", "permissionMode", "allowedTools", "disallowedTools", "maxTurns", "maxBudgetUsd", "appendSystemPrompt", "addDirs"],
+    permissionModes: PERMISSION_MODES,
+    dangerousModes: ["bypassPermissions"],
     invocation: (spec) => ({ command: bin, args: claudeArgs(spec) }),
     environment: agentEnvironment,
     createReader: (options) => new ClaudeStream(options),
