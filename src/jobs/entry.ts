@@ -121,6 +121,9 @@ export class JobEntry implements Job {
   get worktree(): WorktreeRecord | undefined {
     return this.spec.worktree;
   }
+  get agentName(): string {
+    return this.spec.agent ?? "claude";
+  }
   get launched(): boolean {
     return this.run !== undefined || this.agent !== undefined;
   }

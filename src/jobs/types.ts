@@ -85,6 +85,8 @@ export interface Job {
   onApprovals(listener: () => void): () => void;
   /** Its own git worktree (§19), when it runs in one. */
   readonly worktree: WorktreeRecord | undefined;
+  /** The coding agent that runs it (§7): "claude", "codex", "gemini". */
+  readonly agentName: string;
 }
 
 export interface KillResult {

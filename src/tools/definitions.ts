@@ -3,7 +3,7 @@
  * gives them; validation of what a call sends is in validation.ts.
  */
 import { ERROR_CODES } from "../core/errors.js";
-import { LIMITS, MODEL_NAME, OUTPUT_VIEWS, WORKTREE_ACTIONS, type ToolSettings } from "./validation.js";
+import { LIMITS, MODEL_NAME, OUTPUT_VIEWS, WORKTREE_ACTIONS, offeredAgents, type ToolSettings } from "./validation.js";
 
 export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree", "claude_sessions"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
@@ -39,12 +39,26 @@ function agentOptionSchemas(settings: ToolSettings): Record<string, unknown> {
     maxItems: LIMITS.maxToolRules,
     description: `Tool rules ${what}, such as "Edit" or "Bash(git log:*)".`,
   });
+  const agents = offeredAgents(settings);
+  const others = agents.filter((agent) => agent.name !== "claude");
+  const modes = [...new Set(agents.flatMap((agent) => (agent.name === "claude" ? settings.permissionModes : agent.allowedModes)))];
   return {
+    ...(others.length > 0
+      ? {
+          agent: {
+            type: "string",
+            enum: agents.map((agent) => agent.name),
+            description: `Which coding agent runs the job: ${agents.map((agent) => agent.name).join(", ")} (default claude). The other agents take fewer options; each refuses what it cannot do.`,
+          },
+        }
+      : {}),
     model: { type: "string", pattern: MODEL_NAME.source, description: "Model alias or name, such as \"sonnet\" or \"opus\". Omit for the configured default." },
     permission_mode: {
       type: "string",
-      enum: [...settings.permissionModes],
-      description: "How the agent may act without asking: acceptEdits lets it edit files, plan only plans. Omit for the configured default.",
+      enum: modes,
+      description:
+        "How the agent may act without asking: acceptEdits lets it edit files, plan only plans. Omit for the configured default." +
+        others.map((agent) => ` For ${agent.name}: ${agent.allowedModes.join(", ")}.`).join(""),
     },
     allowed_tools: rules("the agent may use without asking"),
     disallowed_tools: rules("the agent may not use at all"),
@@ -163,6 +177,7 @@ export const LIST_SCHEMA = {
         properties: {
           job_id: { type: "string" },
           kind: { type: "string", enum: ["run", "start"] },
+          agent: { type: "string", description: "The coding agent that runs it: claude, codex or gemini." },
           status: { type: "string", enum: ["queued", "running", "input_required", "completed", "failed", "killed", "lost"] },
           cwd: { type: "string" },
           elapsed_s: { type: "integer" },
@@ -277,6 +292,9 @@ export interface ToolDefinition {
 
 export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
   const options = agentOptionSchemas(settings);
+  const agents = offeredAgents(settings).map((agent) => agent.name);
+  // Hosts keep the tool names in their configurations; the description says which agents run behind them.
+  const offered = agents.length > 1 ? ` This server also runs ${agents.filter((name) => name !== "claude").join(" and ")} instead of Claude Code when agent names it.` : "";
   return [
     {
       name: "claude_run",
@@ -285,7 +303,7 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
         "Run Claude Code headless in a project directory and wait for its answer. Use for short tasks " +
         "(questions about the code, small edits) that finish within a couple of minutes. Returns the result " +
         "and a session_id: pass it back as session_id to continue the same conversation. For anything " +
-        "longer, use claude_start and claude_wait instead: this call is killed at timeout_ms.",
+        `longer, use claude_start and claude_wait instead: this call is killed at timeout_ms.${offered}`,
       inputSchema: {
         type: "object",
         properties: {
@@ -313,7 +331,7 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
       description:
         "Start Claude Code headless in the background and return a job_id at once. Use for long tasks " +
         "(features, refactors, test fixing). Then call claude_wait with the job_id until it is no longer " +
-        "queued or running, and claude_kill to stop it. Pass session_id to continue an earlier conversation.",
+        `queued or running, and claude_kill to stop it. Pass session_id to continue an earlier conversation.${offered}`,
       inputSchema: {
         type: "object",
         properties: { prompt: PROMPT, cwd: CWD, session_id: SESSION_ID, ...options },

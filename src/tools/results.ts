@@ -360,6 +360,8 @@ export function renderFailure(error: DispatchError, jobId?: string): CallToolRes
 export interface ListedJob {
   job_id: string;
   kind: "run" | "start";
+  /** The coding agent that runs it (§7). */
+  agent: string;
   status: ReturnType<typeof shownStatus>;
   cwd: string;
   elapsed_s: number;
@@ -378,6 +380,7 @@ export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ 
     return {
       job_id: job.id,
       kind: job.kind,
+      agent: job.agentName,
       status: shownStatus(job),
       cwd: job.cwd,
       elapsed_s: elapsedSeconds(job, now),
@@ -389,7 +392,7 @@ export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ 
   });
   const lines = listed.map(
     (job) =>
-      `${job.job_id}  ${job.status}  ${job.elapsed_s}s  ${job.num_turns} turns  ${job.cwd}  "${job.prompt_preview}"` +
+      `${job.job_id}  ${job.status}${job.agent === "claude" ? "" : ` (${job.agent})`}  ${job.elapsed_s}s  ${job.num_turns} turns  ${job.cwd}  "${job.prompt_preview}"` +
       `${job.session_id ? `  session ${job.session_id}` : ""}${job.other_server ? "  (another server's)" : ""}`,
   );
   const text = listed.length === 0 ? "No jobs." : `${listed.length} job${listed.length === 1 ? "" : "s"}, oldest first:\n${lines.join("\n")}`;
