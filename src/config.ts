@@ -4,6 +4,7 @@
  */
 import { PERMISSION_MODES, type PermissionMode } from "./agent/options.js";
 import { DEFAULT_CLAUDE_BIN } from "./runtimes/claude/index.js";
+import { AGENT_NAMES, AGENT_PROGRAMS, MODES_SETTINGS, isAgentName, runtimeFor, type AgentName } from "./runtimes/index.js";
 import { LOG_LEVELS, type LogLevel } from "./core/log.js";
 import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "./agent/policy.js";
 import { MODEL_NAME } from "./tools/validation.js";
@@ -13,6 +14,12 @@ import { DEFAULT_MAX_LINE_BYTES } from "./server/stdio.js";
 
 export interface Config {
   claudeBin: string;
+  /** CLAUDE_DISPATCH_AGENTS as listed; unset: Claude Code, and the other agents whose program is found at startup (§7). */
+  agents: readonly AgentName[] | undefined;
+  /** The other agents' programs, and the permission modes a call may ask of each (§5.6, §7). */
+  codexBin: string;
+  geminiBin: string;
+  agentModes: Readonly<Record<"codex" | "gemini", readonly string[]>>;
   /** How many claude-dispatch servers sit above this one (0 for a host's own). */
   depth: number;
   maxDepth: number;
@@ -135,6 +142,10 @@ export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
   const claudeBin = env.CLAUDE_DISPATCH_CLAUDE_BIN?.trim() || DEFAULT_CLAUDE_BIN;
   return {
     claudeBin,
+    agents: loadAgents(env),
+    codexBin: env.CLAUDE_DISPATCH_CODEX_BIN?.trim() || AGENT_PROGRAMS.codex.bin,
+    geminiBin: env.CLAUDE_DISPATCH_GEMINI_BIN?.trim() || AGENT_PROGRAMS.gemini.bin,
+    agentModes: { codex: loadAgentModes(env, "codex"), gemini: loadAgentModes(env, "gemini") },
     depth: integer(env, DEPTH_VARIABLE, 0, 0, 1000),
     maxDepth: integer(env, "CLAUDE_DISPATCH_MAX_DEPTH", 1, 0, 1000),
     maxLineBytes: integer(env, "CLAUDE_DISPATCH_MAX_LINE_BYTES", DEFAULT_MAX_LINE_BYTES, 1024, 1024 ** 3),
@@ -174,6 +185,29 @@ function loadOnExit(env: Env): OnExit {
     throw new ConfigError(`CLAUDE_DISPATCH_ON_EXIT must be one of ${ON_EXIT_POLICIES.join(", ")}, got ${JSON.stringify(value)}`);
   }
   return value as OnExit;
+}
+
+function loadAgents(env: Env): AgentName[] | undefined {
+  const raw = optional(env, "CLAUDE_DISPATCH_AGENTS");
+  if (raw === undefined) return undefined;
+  const names = raw.split(",").map((name) => name.trim()).filter(Boolean);
+  const unknown = names.find((name) => !isAgentName(name));
+  if (unknown !== undefined || names.length === 0) {
+    throw new ConfigError(`CLAUDE_DISPATCH_AGENTS must list, comma-separated, agents among ${AGENT_NAMES.join(", ")}, got ${JSON.stringify(raw)}`);
+  }
+  return [...new Set(names)] as AgentName[];
+}
+
+/** The modes a call may ask of another agent: as listed, else all but those that drop its safety checks. */
+function loadAgentModes(env: Env, agent: "codex" | "gemini"): string[] {
+  const runtime = runtimeFor(agent);
+  const name = MODES_SETTINGS[agent];
+  const raw = optional(env, name);
+  if (raw === undefined) return runtime.permissionModes.filter((mode) => !runtime.dangerousModes.includes(mode));
+  const modes = raw.split(",").map((mode) => mode.trim()).filter(Boolean);
+  const unknown = modes.find((mode) => !runtime.permissionModes.includes(mode));
+  if (unknown !== undefined) throw new ConfigError(`${name} must name permission modes among ${runtime.permissionModes.join(", ")}, got ${JSON.stringify(unknown)}`);
+  return modes;
 }
 
 function loadWorktree(env: Env): WorktreePolicy {

@@ -10,7 +10,11 @@ import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
 import { createAgents } from "./agent/launcher.js";
-import { claudeConfigDir, claudeRuntime, listClaudeSessions } from "./runtimes/claude/index.js";
+import { claudeConfigDir, listClaudeSessions } from "./runtimes/claude/index.js";
+import { AGENT_NAMES, MODES_SETTINGS, runtimeFor } from "./runtimes/index.js";
+import { findProgram } from "./hosts/local/find-program.js";
+import type { AgentOffer } from "./agent/options.js";
+import type { AgentSpec, AgentToAttach } from "./agent/types.js";
 import { memoryPersistence } from "./jobs/memory.js";
 import { OnDoneCommands } from "./jobs/on-done.js";
 import { hasProcessTable, ownLinuxStartTime } from "./hosts/local/self.js";
@@ -244,6 +248,32 @@ function lazyLocalHost(config: Config, logger: Logger) {
 
 type LocalHost = ReturnType<typeof lazyLocalHost>;
 
+/** The program an agent runs as: its setting, else its name on PATH. */
+function programOf(config: Config, agent: string): string {
+  return agent === "codex" ? config.codexBin : agent === "gemini" ? config.geminiBin : config.claudeBin;
+}
+
+/**
+ * The agents this server offers (§7), each with what a call may ask of it: CLAUDE_DISPATCH_AGENTS, else Claude Code and
+ * the others whose program is found on PATH now. Claude Code is always the default, found or not: a GUI host's short
+ * PATH must give SPAWN_FAILED with its fix, not an agent quietly missing.
+ */
+function offeredAgents(config: Config): AgentOffer[] {
+  const names =
+    config.agents ?? ["claude", ...(["codex", "gemini"] as const).filter((name) => findProgram(programOf(config, name), process.env, { platform: process.platform }) !== undefined)];
+  return names.map((name) => {
+    const runtime = runtimeFor(name, programOf(config, name));
+    return {
+      name,
+      modes: runtime.permissionModes,
+      allowedModes: name === "claude" ? config.policy.permissionModes : config.agentModes[name],
+      supportedOptions: runtime.supportedOptions,
+      modesSetting: MODES_SETTINGS[name],
+      ...(runtime.optionProblem ? { optionProblem: runtime.optionProblem } : {}),
+    };
+  });
+}
+
 /** Worktrees on this machine (§19); git's runner, and child_process with it, load at the first git call. */
 function localWorktrees(config: Config): GitWorktrees {
   let runner: ReturnType<typeof import("./hosts/local/git.js").createGitRunner> | undefined;
@@ -267,23 +297,39 @@ async function createJobs(
   worktrees: GitWorktrees,
   logger: Logger,
 ): Promise<JobRegistry> {
-  const runtime = claudeRuntime(config.claudeBin);
-  const agents = createAgents({
-    runtime,
-    host,
-    files: { readRange: readFileRange, create: createTextFile, freeBytes: freeBytesOf, folderOf: (file) => path.dirname(file) },
-    // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
-    env: runtime.environment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),
-    maxLineBytes: config.maxOutputBytes,
-    transcriptChars: TRANSCRIPT_CHARS,
-    stderrTailBytes: 64 * 1024,
-    onMalformedLine: (line) => logger.warn(`skipped a line of agent output that is not JSON: ${line.slice(0, 200)}`),
-  });
+  // One launcher per runtime, made when first needed: a job taken over may name an agent no longer offered (§7).
+  const launchers = new Map<string, ReturnType<typeof createAgents>>();
+  const launcherFor = (name: string | undefined): ReturnType<typeof createAgents> => {
+    const key = name ?? "claude";
+    let launcher = launchers.get(key);
+    if (!launcher) {
+      const runtime = runtimeFor(key, programOf(config, key));
+      launcher = createAgents({
+        runtime,
+        host,
+        files: { readRange: readFileRange, create: createTextFile, freeBytes: freeBytesOf, folderOf: (file) => path.dirname(file) },
+        // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
+        env: runtime.environment(process.env, { [DEPTH_VARIABLE]: String(config.depth + 1) }),
+        maxLineBytes: config.maxOutputBytes,
+        transcriptChars: TRANSCRIPT_CHARS,
+        stderrTailBytes: 64 * 1024,
+        onMalformedLine: (line) => logger.warn(`skipped a line of agent output that is not JSON: ${line.slice(0, 200)}`),
+      });
+      launchers.set(key, launcher);
+    }
+    return launcher;
+  };
+  const agents = { launch: (spec: AgentSpec) => launcherFor(spec.agent).launch(spec), attach: (agent: AgentToAttach) => launcherFor(agent.runtime).attach(agent) };
   const owner = store ? await ownIdentity(host.processControl) : undefined;
   // Both load the process layer on first use: only unfinished records need them (BENCHMARKS.md (a)).
   const isAlive = async (named: ProcessIdentity & { tree_marker?: string }) => (await host.processControl()).isAlive(named.pid, named.start_time, named.tree_marker);
-  const replayReader = (id: string, from: StateStore) =>
-    runtime.createReader({ maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS, onOverflow: () => undefined, source: from.outputSource(id) });
+  const replayReader = (id: string, from: StateStore, runtime: string | undefined) =>
+    runtimeFor(runtime, programOf(config, runtime ?? "claude")).createReader({
+      maxLineBytes: config.maxOutputBytes,
+      transcriptChars: TRANSCRIPT_CHARS,
+      onOverflow: () => undefined,
+      source: from.outputSource(id),
+    });
   return new JobRegistry({
     launch: agents.launch,
     ...(config.onDone ? { onDone: new OnDoneCommands({ argv: config.onDone, host, env: process.env, clock: systemClock, logger }) } : {}),
@@ -303,12 +349,14 @@ async function createJobs(
           // Agents at once across every server on the state directory (§15.7).
           slots: store.slotPool(config.maxJobs, owner, isAlive),
           attach: agents.attach,
-          replayTranscript: (id) => store.replay(id, replayReader(id, store)).transcript,
+          replayTranscript: (id, runtime) => store.replay(id, replayReader(id, store, runtime)).transcript,
           maxBytes: config.stateMaxBytes,
           newMarker: () => crypto.randomUUID(),
           isAlive,
           findMarked: async (marker) => (await host.processControl()).findMarked(marker),
           admit: async (spec) => ({ ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, (dir) => checkDirectory(dir, roots), spec.agent)) }),
+          // Any agent's job is followed with its own runtime, offered or not (a queued one is admitted again, §15.3).
+          runtimes: AGENT_NAMES,
           // A pruned job's worktree goes with it unless it holds changes nobody merged or discarded (§19).
           beforeRemove: (id) => {
             const worktree = store.read(id)?.worktree;
@@ -333,7 +381,7 @@ async function createJobs(
 
 async function serve(): Promise<void> {
   const { config, roots } = await readConfig();
-  const policy = { ...config.policy, roots };
+  const policy = { ...config.policy, roots, agents: offeredAgents(config) };
   // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of
   // this server inside a dispatched agent must never restore, adopt, claim or write its parent's jobs.
   const gated = config.depth >= config.maxDepth;
@@ -362,7 +410,7 @@ async function serve(): Promise<void> {
   });
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
   if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
-  logger.info(`${SERVER_NAME} ${SERVER_VERSION} ready (claude: ${config.claudeBin})`);
+  logger.info(`${SERVER_NAME} ${SERVER_VERSION} ready (agents: ${policy.agents.map((agent) => agent.name).join(", ")})`);
   installShutdown({ config, jobs, host, server, writer, logger });
 }
 

@@ -82,9 +82,27 @@ interface RuntimeVocabulary {
   strings: readonly string[];
 }
 
+/** Flags an agent CLI shares with claude-dispatch's own command line: they say nothing about the agent. */
+const OUR_OWN_FLAGS: readonly string[] = ["--json"];
+
 /** Rule 3: every runtime's vocabulary, by its folder under runtimes/. */
 const RUNTIME_VOCABULARY: Readonly<Record<string, RuntimeVocabulary>> = {
   claude: { label: "Claude Code", stream: "stream-json", flags: CLAUDE_FLAGS, words: CLAUDE_WORDS, strings: CLAUDE_STRINGS },
+  codex: {
+    label: "Codex",
+    stream: "exec --json",
+    flags: ["--skip-git-repo-check", "--sandbox", "--dangerously-bypass-approvals-and-sandbox"],
+    words: ["thread.started", "turn.started", "turn.completed", "turn.failed", "command_execution", "agent_message", "CodexReader"],
+    strings: [],
+  },
+  gemini: {
+    label: "Gemini CLI",
+    stream: "stream-json",
+    // Shared with Claude Code: the same words may appear in both folders, and in no other.
+    flags: ["--output-format", "--model", "--resume", "--approval-mode", "--allowed-tools", "--include-directories"],
+    words: ["stream-json", "GeminiReader", "run_shell_command", "GEMINI_CLI_NO_RELAUNCH"],
+    strings: ["tool_use", "tool_result"],
+  },
 };
 
 /** Rule 4: the one folder that may check the platform. */
@@ -113,6 +131,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "tools/": ["core/", "agent/", "store/", "jobs/", "tools/"],
   "server/": ["core/", "agent/", "store/", "jobs/", "tools/", "server/"],
   "runtimes/*/": ["core/", "agent/", "runtimes/*/"],
+  "runtimes/index.ts": ["core/", "agent/", "runtimes/"],
   "hosts/*/": ["core/", "agent/", "store/", "hosts/*/"],
   "worktrees/": ["core/", "agent/", "worktrees/"],
   "approver/": ["core/", "agent/", "store/", "runtimes/", "server/eras.ts", "server/jsonrpc.ts", "approver/"],
@@ -802,8 +821,26 @@ describe("rule 2: no Node builtin reached from server/, tools/, jobs/, agent/, c
 });
 
 describe("rule 3: Claude Code's vocabulary stays in runtimes/claude/", () => {
+  const CLAUDE_ONLY = { claude: RUNTIME_VOCABULARY.claude as RuntimeVocabulary };
+
+  test("a word two CLIs share may be in both folders and nowhere else; a word of one only in its own", () => {
+    const found = checkClaudeVocabulary(
+      virtual({
+        "runtimes/gemini/args.ts": 'const args = ["--resume", "--output-format=stream-json"]; const cost = r.total_cost_usd;',
+        "runtimes/codex/args.ts": 'const a = ["--resume"];',
+        "tools/zz.ts": 'const s = "--sandbox";',
+      }),
+    );
+    assert.deepEqual(found.map((v) => `${v.file}:${v.line}: ${v.message}`), [
+      "runtimes/codex/args.ts:1: names Claude Code's --resume outside src/runtimes/claude/",
+      "runtimes/codex/args.ts:1: names Gemini CLI's --resume outside src/runtimes/gemini/",
+      "runtimes/gemini/args.ts:1: names Claude Code's total_cost_usd outside src/runtimes/claude/",
+      "tools/zz.ts:1: names Codex's --sandbox outside src/runtimes/codex/",
+    ]);
+  });
+
   test('fails on "--resume" in tools/', () => {
-    const found = checkClaudeVocabulary(virtual({ "tools/zz.ts": 'export const flag = "--resume";\n' }));
+    const found = checkClaudeVocabulary(virtual({ "tools/zz.ts": 'export const flag = "--resume";\n' }), CLAUDE_ONLY);
     assert.deepEqual(format(found), ['src/tools/zz.ts:1: names Claude Code\'s --resume outside src/runtimes/claude/\n    export const flag = "--resume";']);
   });
 
@@ -819,6 +856,7 @@ describe("rule 3: Claude Code's vocabulary stays in runtimes/claude/", () => {
           "const e = event.is_error;",
         ].join("\n"),
       }),
+      CLAUDE_ONLY,
     );
     assert.deepEqual(found.map((v) => `${v.line}: ${v.message}`), [
       "1: names Claude Code's --max-turns outside src/runtimes/claude/",
@@ -989,15 +1027,19 @@ describe("src/", () => {
   test("rule 4: platform checks stay in src/hosts/local/", () => assertNone(checkPlatform(files), "rule 4"));
   test("rule 5: imports follow the layer table", () => assertNone(checkLayers(files), "rule 5"));
 
-  test("the flag list covers every flag src/runtimes/claude/ passes", () => {
+  test("each runtime's flag list covers every flag its folder passes", () => {
     const missing = new Set<string>();
     for (const [file, source] of files) {
-      if (!file.startsWith(CLAUDE_HOME)) continue;
+      const home = /^runtimes\/([^/]+)\//.exec(file)?.[1];
+      if (home === undefined) continue;
+      const flags = RUNTIME_VOCABULARY[home]?.flags ?? [];
       for (const token of scan(source).tokens) {
         const text = token.kind === "string" || token.kind === "template" ? token.value : "";
-        for (const match of text.matchAll(/(?<![\w-])--[a-zA-Z][\w-]*/g)) if (!CLAUDE_FLAGS.includes(match[0])) missing.add(`${match[0]} (src/${file})`);
+        for (const match of text.matchAll(/(?<![\w-])--[a-zA-Z][\w-]*/g)) {
+          if (!flags.includes(match[0]) && !OUR_OWN_FLAGS.includes(match[0])) missing.add(`${match[0]} (src/${file})`);
+        }
       }
     }
-    assert.deepEqual([...missing], [], "add these to CLAUDE_FLAGS so rule 3 keeps them in src/runtimes/claude/");
+    assert.deepEqual([...missing], [], "add these to the runtime's flags in RUNTIME_VOCABULARY so rule 3 keeps them in its folder");
   });
 });

@@ -306,6 +306,7 @@ describe("jobs", () => {
     assert.deepEqual(row, {
       id: active.id,
       kind: "start",
+      agent: "claude",
       status: "running",
       cwd: `${HOME}/src/app`,
       submitted_at: NOW - 2 * HOUR,
@@ -790,6 +791,7 @@ describe("doctor", () => {
       new RegExp(`^ok {4}state directory: ${stateDir} \\(writable, mode 0700\\)$`, "m"),
       /^ok {4}jobs: 2 \(1 running, 0 queued\), \d+ B$/m,
       /^ok {4}permission modes: default, acceptEdits, plan, auto, dontAsk; default: none/m,
+      /^ok {4}agents: claude, and by found on PATH: codex not offered \(not found\); gemini not offered \(not found\)$/m,
       /^ok {4}approvals: forward: what would prompt is asked of the caller, denied after 10m unanswered/m,
       /^ok {4}worktrees: off \(in .*\/worktrees\); none kept after its job was pruned$/m,
       /^ok {4}agent defaults: model Claude Code's default, max turns no cap, max budget no cap, claude_run timeout 2m$/m,

@@ -34,6 +34,10 @@ test("defaults", () => {
     approvalTimeoutMs: 600_000,
     worktree: "off",
     worktreeDir: undefined,
+    agents: undefined,
+    codexBin: "codex",
+    geminiBin: "gemini",
+    agentModes: { codex: ["read-only", "workspace-write"], gemini: ["default", "auto_edit", "plan"] },
   });
   assert.equal(loadConfig({}, { cpus: 8 }).maxJobs, 8, "one agent per CPU");
   assert.equal(loadConfig({}, { cpus: 1 }).maxJobs, 2, "but at least two");
@@ -154,4 +158,11 @@ test("CLAUDE_DISPATCH_WORKTREE and CLAUDE_DISPATCH_WORKTREE_DIR", () => {
   assert.throws(() => loadConfig({ CLAUDE_DISPATCH_WORKTREE: "yes" }), /CLAUDE_DISPATCH_WORKTREE must be one of off, on, required, got "yes"/);
   assert.equal(loadConfig({ CLAUDE_DISPATCH_WORKTREE_DIR: "/var/tmp/worktrees" }).worktreeDir, "/var/tmp/worktrees");
   assert.throws(() => loadConfig({ CLAUDE_DISPATCH_WORKTREE_DIR: "worktrees" }), /CLAUDE_DISPATCH_WORKTREE_DIR must be an absolute path/);
+});
+
+test("CLAUDE_DISPATCH_AGENTS and each agent's permission modes", () => {
+  assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude, codex,codex" }).agents, ["claude", "codex"]);
+  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude,aider" }), /CLAUDE_DISPATCH_AGENTS must list, comma-separated, agents among claude, codex, gemini, got "claude,aider"/);
+  assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_GEMINI_PERMISSION_MODES: "yolo" }).agentModes.gemini, ["yolo"]);
+  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_CODEX_PERMISSION_MODES: "yolo" }), /CLAUDE_DISPATCH_CODEX_PERMISSION_MODES must name permission modes among read-only/);
 });

@@ -263,7 +263,7 @@ describe("the built server over stdio", { skip: !isLinux && "end-to-end process 
     const entry = listed.result.structuredContent.jobs.find((job: { job_id: string }) => job.job_id === jobId);
     assert.deepEqual(
       { ...entry, elapsed_s: 0 },
-      { job_id: jobId, kind: "start", status: "running", cwd: scratch, elapsed_s: 0, num_turns: 2, prompt_preview: "@tools 2 @linger 60000", session_id: report.session_id },
+      { job_id: jobId, kind: "start", agent: "claude", status: "running", cwd: scratch, elapsed_s: 0, num_turns: 2, prompt_preview: "@tools 2 @linger 60000", session_id: report.session_id },
     );
 
     const transcript = await server.callTool("claude_output", { job_id: jobId, view: "transcript" });

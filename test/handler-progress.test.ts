@@ -687,8 +687,8 @@ test("claude_list lists a run and a start, oldest first, with previews", async (
   assert.deepEqual(result.structuredContent, {
     status: "listed",
     jobs: [
-      { job_id: "job-1", kind: "run", status: "completed", cwd: CWD, elapsed_s: 3, num_turns: 3, prompt_preview: "Fix the failing build", session_id: "8f01635f-202a-449c-ab8a-05f75520788e" },
-      { job_id: "job-2", kind: "start", status: "running", cwd: "/work/other", elapsed_s: 4, num_turns: 2, prompt_preview: `${flat.slice(0, 80)}…` },
+      { job_id: "job-1", kind: "run", agent: "claude", status: "completed", cwd: CWD, elapsed_s: 3, num_turns: 3, prompt_preview: "Fix the failing build", session_id: "8f01635f-202a-449c-ab8a-05f75520788e" },
+      { job_id: "job-2", kind: "start", agent: "claude", status: "running", cwd: "/work/other", elapsed_s: 4, num_turns: 2, prompt_preview: `${flat.slice(0, 80)}…` },
     ],
   });
   const preview = result.structuredContent.jobs?.[1]?.prompt_preview as string;

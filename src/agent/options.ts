@@ -32,6 +32,8 @@ export interface AgentOffer {
   supportedOptions: readonly (keyof AgentOptions)[];
   /** The setting that allows more modes, for the refusal's hint. */
   modesSetting: string;
+  /** Why a value its CLI would misread is refused, if it would. */
+  optionProblem?(options: AgentOptions): string | undefined;
 }
 
 export const DEFAULT_AGENT = "claude";

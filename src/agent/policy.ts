@@ -22,8 +22,8 @@ export interface Policy {
   defaultTimeoutMs: number;
   /** Real paths every cwd and add_dirs entry must lie inside; undefined means anywhere. */
   roots: readonly string[] | undefined;
-  /** The agents offered besides Claude Code, with the modes the operator allows each (§7). */
-  otherAgents?: readonly AgentOffer[];
+  /** The agents offered, with the modes the operator allows each (§7); absent: Claude Code alone. */
+  agents?: readonly AgentOffer[];
 }
 
 /** bypassPermissions lets the agent do anything without asking: only an operator can allow it. */
@@ -69,7 +69,7 @@ export function applyPolicy(requested: AgentOptions, policy: Policy, agent: stri
 
 /** Another agent's call: its own allowed modes and the caps it has flags for; Claude Code's defaults do not apply. */
 function applyOtherAgentPolicy(options: AgentOptions, policy: Policy, agent: string): AgentOptions {
-  const offer = policy.otherAgents?.find((candidate) => candidate.name === agent);
+  const offer = policy.agents?.find((candidate) => candidate.name === agent);
   if (!offer) throw denied(`agent "${agent}" is not offered here`);
   for (const key of Object.keys(options) as (keyof AgentOptions)[]) {
     if (!offer.supportedOptions.includes(key)) throw denied(`${OPTION_ARGUMENTS[key]} is not an option of agent "${agent}"`);

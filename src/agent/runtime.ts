@@ -64,6 +64,8 @@ export interface Runtime<Reader extends AgentOutputReader = AgentOutputReader> {
   readonly permissionModes: readonly string[];
   /** Those of permissionModes that drop the agent's own safety checks: refused unless the operator allows them. */
   readonly dangerousModes: readonly string[];
+  /** Why a value its CLI would read as something else is refused (a comma it splits on); undefined when all is well. */
+  optionProblem?(options: AgentOptions): string | undefined;
   /** The program and its argv; the prompt always goes to stdin, never argv (§10). */
   invocation(spec: AgentSpec): { command: string; args: string[] };
   /** The agent's environment, from the server's own and the variables it adds (§7.2). */

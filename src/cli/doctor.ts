@@ -11,6 +11,7 @@ import path from "node:path";
 import { loadConfig, type Config } from "../config.js";
 import { resolveRoots } from "../hosts/local/directory.js";
 import { DEFAULT_CLAUDE_BIN } from "../runtimes/claude/index.js";
+import { AGENT_PROGRAMS } from "../runtimes/index.js";
 import type { JobRecord } from "../store/records.js";
 import { stateDirectory } from "../hosts/local/state-location.js";
 import { StateStore } from "../store/state-store.js";
@@ -34,6 +35,7 @@ export async function doctor(io: CliIo, json: boolean): Promise<number> {
   const { config, check } = checkConfiguration(io);
   const checks: Check[] = [check];
   checks.push(await checkClaude(io, config?.claudeBin ?? DEFAULT_CLAUDE_BIN));
+  if (config) checks.push(agentsCheck(io, config));
   checks.push(...checkStateDirectory(io, config));
   if (config) checks.push(...(await policyChecks(config)));
 
@@ -90,6 +92,20 @@ async function checkClaude(io: CliIo, bin: string): Promise<Check> {
     return { name, status: "fail", detail: `${program} --version: ${why}` };
   }
   return { name, status: "ok", detail: `${program} (${firstLine(run.stdout) || "no version printed"})` };
+}
+
+/** The other agents (§7): which are offered, and where their programs are, as the server would decide at its start. */
+function agentsCheck(io: CliIo, config: Config): Check {
+  const found = (name: "codex" | "gemini"): string | undefined =>
+    findProgram(name === "codex" ? config.codexBin : config.geminiBin, io.env, { platform: io.host?.platform ?? "linux" });
+  const others = (["codex", "gemini"] as const).map((name) => ({ name, program: found(name), listed: config.agents?.includes(name) }));
+  const offered = others.filter((agent) => (config.agents ? agent.listed : agent.program !== undefined));
+  const missing = offered.filter((agent) => agent.program === undefined);
+  const parts = others.map((agent) =>
+    offered.includes(agent) ? `${agent.name} (${agent.program ?? `not found: set ${AGENT_PROGRAMS[agent.name].setting}`})` : `${agent.name} not offered${agent.program ? "" : " (not found)"}`,
+  );
+  const how = config.agents ? "CLAUDE_DISPATCH_AGENTS" : "found on PATH";
+  return { name: "agents", status: missing.length > 0 ? "fail" : "ok", detail: `claude, and by ${how}: ${parts.join("; ")}` };
 }
 
 function hasDirectory(bin: string): boolean {

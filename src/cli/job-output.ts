@@ -5,7 +5,7 @@
  */
 import type { AgentOutputReader, OutputSource } from "../agent/runtime.js";
 import type { LiveSummary } from "../agent/types.js";
-import { DEFAULT_CLAUDE_BIN, claudeRuntime } from "../runtimes/claude/index.js";
+import { runtimeFor } from "../runtimes/index.js";
 import type { JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
 
@@ -18,8 +18,8 @@ export function replayOutput(store: StateStore, id: string, transcriptChars: num
 }
 
 function outputReader(store: StateStore, id: string, transcriptChars: number, onEntry?: (entry: string) => void): AgentOutputReader {
-  // Every record names Claude Code today (§15.2): the runtime that wrote the output reads it back.
-  return claudeRuntime(DEFAULT_CLAUDE_BIN).createReader({
+  // The runtime that wrote the output reads it back (§15.2); records of earlier versions name none: Claude Code.
+  return runtimeFor(store.read(id)?.runtime).createReader({
     maxLineBytes: MAX_OUTPUT_LINE_BYTES,
     transcriptChars,
     onOverflow: () => undefined,

@@ -28,6 +28,8 @@ const CLEAR_SCREEN = "\u001b[H\u001b[2J";
 interface JobRow {
   id: string;
   kind: JobRecord["kind"];
+  /** The coding agent (§7): "claude" for records of earlier versions. */
+  agent: string;
   status: ShownStatus;
   cwd: string;
   submitted_at: number;
@@ -98,8 +100,11 @@ function jobsText(context: Context, rows: readonly JobRow[], hidden: number, ski
   const lines: string[] = [];
   if (rows.length === 0) lines.push(`No jobs in ${context.store.root}.`);
   else {
+    // The AGENT column only once another agent than Claude Code ran a job listed.
+    const agents = rows.some((row) => row.agent !== "claude");
     const cells = rows.map((row) => [
       row.id,
+      ...(agents ? [row.agent] : []),
       row.status,
       formatAge(row.age_s * 1000),
       printable(shortenHome(row.cwd, home)),
@@ -108,7 +113,8 @@ function jobsText(context: Context, rows: readonly JobRow[], hidden: number, ski
       row.session_id === undefined ? "-" : printable(row.session_id),
       printable(clip(row.prompt_preview, PREVIEW_COLUMN_CHARS)),
     ]);
-    lines.push(...table(["ID", "STATUS", "AGE", "CWD", "TURNS", "COST", "SESSION", "PROMPT"], cells, new Set([4, 5])));
+    const headers = ["ID", ...(agents ? ["AGENT"] : []), "STATUS", "AGE", "CWD", "TURNS", "COST", "SESSION", "PROMPT"];
+    lines.push(...table(headers, cells, agents ? new Set([5, 6]) : new Set([4, 5])));
   }
   const waiting = rows.filter((row) => row.status === "input_required");
   lines.push(...waitingText(waiting));
@@ -143,6 +149,7 @@ function jobRow(context: Context, record: JobRecord): JobRow {
   const row: JobRow = {
     id: record.id,
     kind: record.kind,
+    agent: record.runtime ?? "claude",
     status,
     cwd: record.cwd,
     submitted_at: record.submitted_at,

@@ -49,7 +49,8 @@ export class Takeover {
     for (const loaded of records) {
       if (this.target.knows(loaded.id) || isFinishedStatus(loaded.status)) continue;
       // A job of another runtime or host (a later version's) is left to a server that has them; older records name neither (§15.2).
-      if ((loaded.runtime ?? "claude") !== (persistence.runtime ?? "claude") || (loaded.host ?? "local") !== (persistence.host ?? "local")) {
+      const runtimes = persistence.runtimes ?? [persistence.runtime ?? "claude"];
+      if (!runtimes.includes(loaded.runtime ?? "claude") || (loaded.host ?? "local") !== (persistence.host ?? "local")) {
         logger.warn(`job ${loaded.id} runs on ${loaded.runtime ?? "claude"} at ${loaded.host ?? "local"}, which this server does not have; left as it is`);
         continue;
       }
@@ -110,7 +111,7 @@ export class Takeover {
   private async adoptQueued(record: JobRecord): Promise<void> {
     const { persistence, logger } = this.target.options;
     const spec = specOf(record, persistence.store.hasPrompt(record.id));
-    const job = this.entryOf(record, spec ?? { prompt: "", cwd: record.cwd, options: record.options });
+    const job = this.entryOf(record, spec ?? specFromRecord(record));
     let refusal: DispatchError | undefined;
     if (spec) {
       try {
@@ -180,7 +181,7 @@ export class Takeover {
   }
 
   private runningEntry(record: JobRecord): JobEntry {
-    const job = this.entryOf(record, { prompt: "", cwd: record.cwd, options: record.options });
+    const job = this.entryOf(record, specFromRecord(record));
     job.status = "running";
     this.target.holdSlot(job);
     const killedBy = job.killReason === undefined ? this.target.options.persistence.store.killRequested(job.id) : undefined;

@@ -180,6 +180,8 @@ export interface Persistence {
   /** The runtime and host this server runs agents with, named in its records (§15.2); "claude" and "local" unless said. */
   runtime?: string;
   host?: string;
+  /** Every runtime whose jobs this server can follow and take over (§7, §15.3); [runtime] unless said. */
+  runtimes?: readonly string[];
   /** Permission requests are forwarded (CLAUDE_DISPATCH_APPROVALS=forward): running jobs' folders are watched for them (§18). */
   approvals?: boolean;
   /** The approver a job's agent is started with, when requests are forwarded. */

@@ -152,7 +152,12 @@ class Handler {
   private readonly asker: ApprovalAsker;
 
   constructor(private readonly deps: HandlerDeps) {
-    this.settings = { defaultTimeoutMs: deps.policy.defaultTimeoutMs, maxResultChars: deps.maxResultChars, permissionModes: deps.policy.permissionModes };
+    this.settings = {
+      defaultTimeoutMs: deps.policy.defaultTimeoutMs,
+      maxResultChars: deps.maxResultChars,
+      permissionModes: deps.policy.permissionModes,
+      ...(deps.policy.agents ? { agents: deps.policy.agents } : {}),
+    };
     this.gated = deps.depth.current >= deps.depth.max;
     this.instructions = this.gated ? `claude-dispatch offers no tools here: ${this.gateReason()}.` : SERVER_INSTRUCTIONS;
     this.calls = new ToolCalls(deps, this.settings);

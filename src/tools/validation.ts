@@ -213,6 +213,8 @@ function parseAgent(args: Record<string, unknown>, settings: ToolSettings): Agen
 
 /** The options an agent has no flag for are refused, naming the agent: never silently dropped (§5.6). */
 function checkSupported(options: AgentOptions, agent: AgentOffer): void {
+  const problem = agent.optionProblem?.(options);
+  if (problem) throw invalid(`${problem} (agent "${agent.name}")`);
   for (const key of Object.keys(options) as (keyof AgentOptions)[]) {
     if (!agent.supportedOptions.includes(key)) {
       throw invalid(`"${OPTION_ARGUMENTS[key]}" is not an option of agent "${agent.name}" (it takes: ${agent.supportedOptions.map((option) => OPTION_ARGUMENTS[option]).join(", ") || "none"})`);

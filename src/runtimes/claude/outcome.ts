@@ -2,6 +2,7 @@
  * How Claude Code's end reads as an outcome (PROTOCOL.md §7.3).
  */
 import type { ChildExit } from "../../agent/host.js";
+import { OUTPUT_TOO_LARGE, startFailure } from "../../agent/start-failure.js";
 import type { StateDisk } from "../../agent/runtime.js";
 import type { AgentOutcome } from "../../agent/types.js";
 import { DEFAULT_CLAUDE_BIN } from "./args.js";
@@ -36,20 +37,9 @@ export function interpretExit(
   bin: string,
   disk?: StateDisk,
 ): AgentOutcome {
-  if (exit.spawnError) {
-    if (exit.spawnError.outputFiles) return { ok: false, code: "STATE_ERROR", detail: exit.spawnError.message };
-    if (exit.spawnError.code === "ENOENT" && !exit.spawnError.missingCwd) {
-      const detail =
-        bin === DEFAULT_CLAUDE_BIN
-          ? "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN"
-          : `${bin} not found (CLAUDE_DISPATCH_CLAUDE_BIN); check the path`;
-      return { ok: false, code: "SPAWN_FAILED", detail };
-    }
-    return { ok: false, code: "SPAWN_FAILED", detail: `could not start ${bin}: ${exit.spawnError.message}` };
-  }
-  if (stream.overflow) {
-    return { ok: false, code: "OUTPUT_TOO_LARGE", detail: "an output line of the agent passed the size limit (CLAUDE_DISPATCH_MAX_OUTPUT_BYTES); it was stopped" };
-  }
+  const unstarted = startFailure(exit, { bin, defaultBin: DEFAULT_CLAUDE_BIN, setting: "CLAUDE_DISPATCH_CLAUDE_BIN", install: "install Claude Code" });
+  if (unstarted) return unstarted;
+  if (stream.overflow) return OUTPUT_TOO_LARGE;
 
   const event = stream.resultEvent();
   if (event && "resultNotStored" in stream && stream.resultNotStored) {

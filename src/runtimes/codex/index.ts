@@ -1,0 +1,36 @@
+/**
+ * OpenAI Codex as a runtime (PROTOCOL.md §7): the one place that knows its
+ * flags (args.ts), its `exec --json` events (reader.ts) and how its end
+ * reads (outcome.ts).
+ */
+import type { Runtime } from "../../agent/runtime.js";
+import { CODEX_DANGEROUS_MODES, CODEX_OPTIONS, CODEX_PERMISSION_MODES, codexArgs, codexEnvironment } from "./args.js";
+import { interpretCodexExit } from "./outcome.js";
+import { CodexReader } from "./reader.js";
+
+export {
+  CODEX_DANGEROUS_MODES,
+  CODEX_OPTIONS,
+  CODEX_PERMISSION_MODES,
+  DEFAULT_CODEX_BIN,
+  codexArgs,
+  codexEnvironment,
+  type CodexPermissionMode,
+} from "./args.js";
+export { DISK_FULL_BYTES, interpretCodexExit } from "./outcome.js";
+export { CodexReader, type TurnEnd } from "./reader.js";
+export { shellScript } from "./text.js";
+
+/** Codex, run as `bin` (a name on PATH or a path: CLAUDE_DISPATCH_CODEX_BIN). */
+export function codexRuntime(bin: string): Runtime<CodexReader> {
+  return {
+    name: "codex",
+    supportedOptions: CODEX_OPTIONS,
+    permissionModes: CODEX_PERMISSION_MODES,
+    dangerousModes: CODEX_DANGEROUS_MODES,
+    invocation: (spec) => ({ command: bin, args: codexArgs(spec) }),
+    environment: codexEnvironment,
+    createReader: (options) => new CodexReader(options),
+    outcome: (exit, reader, disk) => interpretCodexExit(exit, reader, bin, disk),
+  };
+}

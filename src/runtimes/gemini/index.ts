@@ -1,0 +1,37 @@
+/**
+ * Google's Gemini CLI as a runtime (PROTOCOL.md §7): the one place that knows
+ * its flags (args.ts), its stream-json (reader.ts) and how its end reads
+ * (outcome.ts). Observed on @google/gemini-cli 0.61.0.
+ */
+import type { Runtime } from "../../agent/runtime.js";
+import { GEMINI_DANGEROUS_MODES, GEMINI_OPTIONS, GEMINI_PERMISSION_MODES, geminiArgs, geminiEnvironment, geminiOptionProblem } from "./args.js";
+import { interpretGeminiExit } from "./outcome.js";
+import { GeminiReader } from "./reader.js";
+
+export {
+  DEFAULT_GEMINI_BIN,
+  GEMINI_DANGEROUS_MODES,
+  GEMINI_OPTIONS,
+  GEMINI_PERMISSION_MODES,
+  geminiArgs,
+  geminiEnvironment,
+  geminiOptionProblem,
+} from "./args.js";
+export { DISK_FULL_BYTES, apiError, interpretGeminiExit, type GeminiReading } from "./outcome.js";
+export { GeminiReader, type GeminiResult } from "./reader.js";
+export { describeToolCall } from "./text.js";
+
+/** Gemini CLI, run as `bin` (a name on PATH or a path: CLAUDE_DISPATCH_GEMINI_BIN). */
+export function geminiRuntime(bin: string): Runtime<GeminiReader> {
+  return {
+    name: "gemini",
+    supportedOptions: GEMINI_OPTIONS,
+    permissionModes: GEMINI_PERMISSION_MODES,
+    dangerousModes: GEMINI_DANGEROUS_MODES,
+    optionProblem: geminiOptionProblem,
+    invocation: (spec) => ({ command: bin, args: geminiArgs(spec) }),
+    environment: geminiEnvironment,
+    createReader: (options) => new GeminiReader(options),
+    outcome: (exit, reader, disk) => interpretGeminiExit(exit, reader, bin, disk),
+  };
+}
