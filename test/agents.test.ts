@@ -176,6 +176,14 @@ for (const agent of AGENTS) {
       assert.deepEqual(left.map((info) => info.pid), [], "no process of the job is left");
     });
 
+    test("the agent's tools see one more level of dispatch, so a claude-dispatch inside it is gated", async () => {
+      const server = startServer();
+      await server.initialize();
+      const run = report(await server.callTool("claude_run", { agent: agent.name, prompt: "MOCK:BASH echo depth=$CLAUDE_DISPATCH_DEPTH", cwd: project(), permission_mode: agent.shellMode }));
+      assert.equal(run.status, "completed", JSON.stringify(run));
+      assert.match(run.result, /depth=1/);
+    });
+
     test("an API error reaches the caller with its message", async () => {
       const server = startServer();
       await server.initialize();
