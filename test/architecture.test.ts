@@ -91,7 +91,7 @@ const RUNTIME_VOCABULARY: Readonly<Record<string, RuntimeVocabulary>> = {
   codex: {
     label: "Codex",
     stream: "exec --json",
-    flags: ["--skip-git-repo-check", "--sandbox", "--dangerously-bypass-approvals-and-sandbox"],
+    flags: ["--skip-git-repo-check", "--sandbox", "--dangerously-bypass-approvals-and-sandbox", "--add-dir"],
     words: ["thread.started", "turn.started", "turn.completed", "turn.failed", "command_execution", "agent_message", "CodexReader"],
     strings: [],
   },

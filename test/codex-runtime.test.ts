@@ -116,7 +116,17 @@ describe("argv", () => {
       assert.fail("expected a refusal");
     };
     assert.equal(refused({ maxTurns: 3 }).code, "INVALID_ARGUMENT");
-    assert.match(refused({ addDirs: ["/x"] }).message, /codex has no flag for addDirs/);
+    assert.match(refused({ appendSystemPrompt: "x" }).message, /codex has no flag for appendSystemPrompt/);
+    assert.deepEqual(codexArgs({ options: { addDirs: ["/a", "/b c"] }, resumeSessionId: "01a232d5-c4cf-7db0-8e60-3235c23cf001" }), [
+      "exec",
+      "--json",
+      "--skip-git-repo-check",
+      "--add-dir=/a",
+      "--add-dir=/b c",
+      "resume",
+      "01a232d5-c4cf-7db0-8e60-3235c23cf001",
+      "-",
+    ]);
     assert.match(refused({ permissionMode: "acceptEdits" }).message, /no permission mode "acceptEdits"; use one of read-only, /);
     assert.doesNotThrow(() => codexArgs({ options: { maxTurns: undefined } }));
   });
@@ -125,7 +135,7 @@ describe("argv", () => {
 test("the runtime names itself, its options and its modes; the dangerous ones are among them", () => {
   const runtime = codexRuntime("codex");
   assert.equal(runtime.name, "codex");
-  assert.deepEqual(runtime.supportedOptions, ["model", "permissionMode"]);
+  assert.deepEqual(runtime.supportedOptions, ["model", "permissionMode", "addDirs"]);
   assert.deepEqual(runtime.permissionModes, ["read-only", "workspace-write", "danger-full-access", "dangerously-bypass-approvals-and-sandbox"]);
   assert.deepEqual(runtime.dangerousModes, ["danger-full-access", "dangerously-bypass-approvals-and-sandbox"]);
   assert.ok(runtime.dangerousModes.every((mode) => runtime.permissionModes.includes(mode)));

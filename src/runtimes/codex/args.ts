@@ -9,7 +9,7 @@ import type { AgentSpec } from "../../agent/types.js";
 export const DEFAULT_CODEX_BIN = "codex";
 
 /** The options `codex exec` has a flag for. It has none for turn or budget limits, tool rules or system prompts. */
-export const CODEX_OPTIONS = ["model", "permissionMode"] as const satisfies readonly (keyof AgentOptions)[];
+export const CODEX_OPTIONS = ["model", "permissionMode", "addDirs"] as const satisfies readonly (keyof AgentOptions)[];
 
 /**
  * `permission_mode` for Codex, in its own words: its three `--sandbox` values,
@@ -56,6 +56,8 @@ export function codexArgs(spec: Pick<AgentSpec, "resumeSessionId" | "options">):
   }
   // The short form: the long one is also Claude Code's flag, which stays in runtimes/claude/.
   if (options.model !== undefined) args.push(`-m=${options.model}`);
+  // One directory per flag, each writable beside cwd (under a sandbox that writes at all).
+  for (const directory of options.addDirs ?? []) args.push(`--add-dir=${directory}`);
   // Continue that thread, with its history, rather than start a new one. The id is a validated UUID (§5).
   if (spec.resumeSessionId !== undefined) args.push("resume", spec.resumeSessionId);
   args.push("-"); // the prompt: read from stdin, never argv
