@@ -5,6 +5,8 @@
 import { PERMISSION_MODES, type PermissionMode } from "./agent/options.js";
 import { DEFAULT_CLAUDE_BIN } from "./runtimes/claude/index.js";
 import { AGENT_NAMES, AGENT_PROGRAMS, MODES_SETTINGS, isAgentName, runtimeFor, type AgentName } from "./runtimes/index.js";
+import { findProgram } from "./hosts/local/find-program.js";
+import type { AgentOffer } from "./agent/options.js";
 import { LOG_LEVELS, type LogLevel } from "./core/log.js";
 import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "./agent/policy.js";
 import { MODEL_NAME } from "./tools/validation.js";
@@ -270,4 +272,30 @@ function loadRoots(env: Env, pathDelimiter: string): string[] | undefined {
     .filter(Boolean);
   if (roots.length === 0) throw new ConfigError(`CLAUDE_DISPATCH_ROOTS names no directory: ${JSON.stringify(raw)}`);
   return roots;
+}
+
+/** The program an agent runs as: its setting, else its name on PATH. */
+export function programOf(config: Config, agent: string): string {
+  return agent === "codex" ? config.codexBin : agent === "gemini" ? config.geminiBin : config.claudeBin;
+}
+
+/**
+ * The agents this server offers (§7), each with what a call may ask of it: CLAUDE_DISPATCH_AGENTS, else Claude Code and
+ * the others whose program is found on PATH now. Claude Code is always the default, found or not: a GUI host's short
+ * PATH must give SPAWN_FAILED with its fix, not an agent quietly missing.
+ */
+export function offeredAgents(config: Config, env: Env, platform: string): AgentOffer[] {
+  const names =
+    config.agents ?? ["claude", ...(["codex", "gemini"] as const).filter((name) => findProgram(programOf(config, name), env, { platform }) !== undefined)];
+  return names.map((name) => {
+    const runtime = runtimeFor(name, programOf(config, name));
+    return {
+      name,
+      modes: runtime.permissionModes,
+      allowedModes: name === "claude" ? config.policy.permissionModes : config.agentModes[name],
+      supportedOptions: runtime.supportedOptions,
+      modesSetting: MODES_SETTINGS[name],
+      ...(runtime.optionProblem ? { optionProblem: runtime.optionProblem } : {}),
+    };
+  });
 }

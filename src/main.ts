@@ -11,15 +11,13 @@ import path from "node:path";
 
 import { createAgents } from "./agent/launcher.js";
 import { claudeConfigDir, listClaudeSessions } from "./runtimes/claude/index.js";
-import { AGENT_NAMES, MODES_SETTINGS, runtimeFor } from "./runtimes/index.js";
-import { findProgram } from "./hosts/local/find-program.js";
-import type { AgentOffer } from "./agent/options.js";
+import { AGENT_NAMES, runtimeFor } from "./runtimes/index.js";
 import type { AgentSpec, AgentToAttach } from "./agent/types.js";
 import { memoryPersistence } from "./jobs/memory.js";
 import { OnDoneCommands } from "./jobs/on-done.js";
 import { hasProcessTable, ownLinuxStartTime } from "./hosts/local/self.js";
 import { systemClock } from "./core/clock.js";
-import { DEPTH_VARIABLE, loadConfig, type Config } from "./config.js";
+import { DEPTH_VARIABLE, loadConfig, offeredAgents, programOf, type Config } from "./config.js";
 import { checkDirectory, resolveRoots } from "./hosts/local/directory.js";
 import { createRequestHandler } from "./server/handler.js";
 import { JobRegistry } from "./jobs/registry.js";
@@ -136,7 +134,7 @@ function openState(config: Config): StateStore {
  * people: the server names it in each agent's MCP configuration. It ends with its stdin or a signal.
  */
 async function serveApprover(args: string[]): Promise<void> {
-  const { createApprover, parseApproverArgs } = await import("./approver/approver.js");
+  const { approvalFilesOf, createApprover, parseApproverArgs } = await import("./approver/approver.js");
   const parsed = parseApproverArgs(args);
   if (!parsed) {
     process.stderr.write("claude-dispatch: usage: claude-dispatch approver --state-dir=DIR --wait-ms=N JOB_ID (started by the server for each agent)\n");
@@ -150,20 +148,7 @@ async function serveApprover(args: string[]): Promise<void> {
     clock: systemClock,
     logger,
     waitMs: parsed.waitMs,
-    files: {
-      usable: () => {
-        try {
-          store.check();
-          return store.read(jobId) !== undefined;
-        } catch {
-          return false;
-        }
-      },
-      file: (request) => store.fileApproval(jobId, request),
-      read: (requestId) => store.approval(jobId, requestId),
-      answer: (requestId, answer) => store.answerApproval(jobId, requestId, answer),
-      watch: (onChange) => store.watchApprovals(jobId, onChange),
-    },
+    files: approvalFilesOf(store, jobId),
   });
   const server = serveStdio({ input: process.stdin, writer: createMessageWriter(process.stdout, logger), handle, logger });
   // The agent closes our stdin, or sends SIGINT, when it ends; a request still open stays on file, unanswered.
@@ -247,32 +232,6 @@ function lazyLocalHost(config: Config, logger: Logger) {
 }
 
 type LocalHost = ReturnType<typeof lazyLocalHost>;
-
-/** The program an agent runs as: its setting, else its name on PATH. */
-function programOf(config: Config, agent: string): string {
-  return agent === "codex" ? config.codexBin : agent === "gemini" ? config.geminiBin : config.claudeBin;
-}
-
-/**
- * The agents this server offers (§7), each with what a call may ask of it: CLAUDE_DISPATCH_AGENTS, else Claude Code and
- * the others whose program is found on PATH now. Claude Code is always the default, found or not: a GUI host's short
- * PATH must give SPAWN_FAILED with its fix, not an agent quietly missing.
- */
-function offeredAgents(config: Config): AgentOffer[] {
-  const names =
-    config.agents ?? ["claude", ...(["codex", "gemini"] as const).filter((name) => findProgram(programOf(config, name), process.env, { platform: process.platform }) !== undefined)];
-  return names.map((name) => {
-    const runtime = runtimeFor(name, programOf(config, name));
-    return {
-      name,
-      modes: runtime.permissionModes,
-      allowedModes: name === "claude" ? config.policy.permissionModes : config.agentModes[name],
-      supportedOptions: runtime.supportedOptions,
-      modesSetting: MODES_SETTINGS[name],
-      ...(runtime.optionProblem ? { optionProblem: runtime.optionProblem } : {}),
-    };
-  });
-}
 
 /** Worktrees on this machine (§19); git's runner, and child_process with it, load at the first git call. */
 function localWorktrees(config: Config): GitWorktrees {
@@ -381,7 +340,7 @@ async function createJobs(
 
 async function serve(): Promise<void> {
   const { config, roots } = await readConfig();
-  const policy = { ...config.policy, roots, agents: offeredAgents(config) };
+  const policy = { ...config.policy, roots, agents: offeredAgents(config, process.env, process.platform) };
   // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of
   // this server inside a dispatched agent must never restore, adopt, claim or write its parent's jobs.
   const gated = config.depth >= config.maxDepth;

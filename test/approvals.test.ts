@@ -205,12 +205,14 @@ test("a claude_run whose client cannot be asked is denied at once, and its resul
   await settle();
   const answer = h.store.approvals(jobId)[0]?.answer;
   assert.deepEqual([answer?.decision, answer?.by], ["deny", "server"]);
+  // What the agent is told: not to retry, since nobody can be asked in this call.
+  assert.equal(answer?.message, UNASKABLE_MESSAGE);
+  assert.match(answer?.message ?? "", /Approval is not available in this call/);
   assert.equal(h.requests.length, 0, "nothing was asked");
   h.launcher.last.succeed("could not write it");
   const result = await run.promise;
   assert.equal(result.structuredContent.status, "completed");
   assert.match(result.structuredContent.next, /use claude_start, then claude_wait and claude_respond/);
-  assert.match(UNASKABLE_MESSAGE, /Approval is not available in this call/);
 });
 
 test("a claude_start job of a client that cannot be asked waits for an answer", async () => {

@@ -20,6 +20,8 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 
 const SESSION = "2a75f637-486e-4841-a14d-bdef0c499406";
 const FIXTURE = fileURLToPath(new URL("./fixtures/sessions/three-prompts-2.1.332.jsonl", import.meta.url));
+const BARE_SESSION = "93bb56f6-7d85-4b29-920b-8d323031721e";
+const BARE = fileURLToPath(new URL("./fixtures/sessions/bare-2.1.332.jsonl", import.meta.url));
 
 const servers: ServerProcess[] = [];
 afterEach(async () => {
@@ -54,8 +56,13 @@ test("a directory's sessions from Claude Code's store, with the jobs that used t
   assert.deepEqual(sessions[0]?.job_ids, [resumed.job_id]);
   assert.match(report(listed).next, new RegExp(`call claude_start with cwd "${project}" and its session_id, such as "${SESSION}"`));
 
+  // A second session: limit keeps the most recently active one.
+  copyFileSync(BARE, path.join(folder, `${BARE_SESSION}.jsonl`));
+  const both = report(await server.callTool("claude_sessions", { cwd: project }));
+  assert.equal(both.sessions.length, 2);
   const limited = report(await server.callTool("claude_sessions", { cwd: project, limit: 1 }));
   assert.equal(limited.sessions.length, 1);
+  assert.equal(limited.sessions[0].session_id, both.sessions[0].session_id);
   const denied = await server.callTool("claude_sessions", { cwd: outside });
   assert.match(denied.result.content[0].text, /^POLICY_DENIED: "cwd" is outside the allowed roots/);
   const badLimit = await server.callTool("claude_sessions", { cwd: project, limit: 0 });

@@ -14,6 +14,7 @@ import { isRecord } from "../core/values.js";
 import { LEGACY_PROTOCOL_VERSIONS } from "../server/eras.js";
 import { METHOD_NOT_FOUND, fail, isRequestId, respond, type JsonRpcResponse, type RequestId } from "../server/jsonrpc.js";
 import type { ApprovalAnswer, ApprovalRequest, Approval } from "../store/approvals.js";
+import type { StateStore } from "../store/state-store.js";
 import {
   APPROVER_TOOL,
   APPROVER_TOOL_DEFINITION,
@@ -183,5 +184,23 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
         // server/discover included: the CLI then falls back to initialize.
         return fail(id, METHOD_NOT_FOUND, `Method not found: ${method.slice(0, 60)}`);
     }
+  };
+}
+
+/** The files of one job's requests in a state directory, trusted only while its folder and record are ours (§15.1). */
+export function approvalFilesOf(store: StateStore, jobId: string): ApprovalFiles {
+  return {
+    usable: () => {
+      try {
+        store.check();
+        return store.read(jobId) !== undefined;
+      } catch {
+        return false;
+      }
+    },
+    file: (request) => store.fileApproval(jobId, request),
+    read: (requestId) => store.approval(jobId, requestId),
+    answer: (requestId, answer) => store.answerApproval(jobId, requestId, answer),
+    watch: (onChange) => store.watchApprovals(jobId, onChange),
   };
 }

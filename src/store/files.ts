@@ -4,7 +4,7 @@
  * stdout.jsonl at a file to overwrite) is refused, never read or written through.
  * Only a regular file is accepted: a FIFO or device would block or leak.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, watch, type FSWatcher } from "node:fs";
 
 /** O_NOFOLLOW where the system has it (POSIX); Windows has no such flag, and the state folder's ACL is its guard. */
 export const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
@@ -58,4 +58,22 @@ function regularFile(fd: number, file: string): number {
   }
   if (!isFile) throw Object.assign(new Error(`${file} is not a regular file`), { code: "EINVAL" });
   return fd;
+}
+
+/**
+ * Calls onChange when an entry of folder that isNews names changes, through the file system's notifications;
+ * undefined where they cannot be had (the caller then polls). The returned function stops it.
+ */
+export function watchFolder(folder: string, isNews: (name: string) => boolean, onChange: () => void): (() => void) | undefined {
+  let watcher: FSWatcher;
+  try {
+    watcher = watch(folder, (_event, name) => {
+      if (name === null || isNews(name)) onChange();
+    });
+  } catch {
+    return undefined;
+  }
+  // A folder removed meanwhile (pruned): no more news from it; the caller's poll reads the rest.
+  watcher.on("error", () => watcher.close());
+  return () => watcher.close();
 }

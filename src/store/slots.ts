@@ -96,6 +96,18 @@ export class SlotFiles {
     }
   }
 
+  /** These slots as the job layer's SlotPool (jobs/types.ts): shared by every server, a gone holder's reclaimed by isAlive. */
+  pool(isAlive: IsAlive) {
+    return {
+      shared: true,
+      take: (jobId: string) => this.take(jobId),
+      reclaim: (jobId: string) => this.reclaim(jobId, isAlive),
+      inherit: (jobId: string) => this.inherit(jobId),
+      give: (slot: Slot) => this.give(slot),
+      onChange: (listener: () => void) => this.onChange(listener),
+    };
+  }
+
   /** Calls listener when a slot may have come free; notifications where the system has them. */
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);

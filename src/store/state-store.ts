@@ -14,14 +14,14 @@
  *   <state>/jobs/<id>/kill          a kill asked for by the CLI
  *   <state>/jobs/<id>/approval.N[.answer].json  permission request N and its answer (approvals.ts)
  */
-import { chmodSync, closeSync, lstatSync, mkdirSync, readdirSync, readSync, rmSync, watch, type FSWatcher, type Stats } from "node:fs";
+import { chmodSync, closeSync, lstatSync, mkdirSync, readdirSync, readSync, rmSync, type Stats } from "node:fs";
 import path from "node:path";
 
 import { createTextFile, readFileRange, writeAtomically, writeNewFile } from "./atomic.js";
 import { answerRequest, fileRequest, isApprovalFile, readApproval, readApprovals, type Approval, type ApprovalAnswer, type ApprovalRequest } from "./approvals.js";
 import { claimHolder, claimJob, claimSlot, dropClaimsBefore, type HolderAlive } from "./claims.js";
-import { openForReading, readTextFile } from "./files.js";
-import { SlotFiles, type Slot } from "./slots.js";
+import { openForReading, readTextFile, watchFolder } from "./files.js";
+import { SlotFiles } from "./slots.js";
 import { appendToIndex, compactIndex, readIndex } from "./finished-index.js";
 import {
   StateError,
@@ -369,20 +369,7 @@ export class StateStore {
    * holder's name; a holder that isAlive says is gone gives up its slot unless its job still runs.
    */
   slotPool(count: number, holder: ProcessIdentity, isAlive: HolderAlive) {
-    const files = new SlotFiles({
-      dir: this.slotsDir,
-      count,
-      holder,
-      jobRunning: (id) => isJobId(id) && this.read(id)?.status === "running",
-    });
-    return {
-      shared: true,
-      take: (jobId: string) => files.take(jobId),
-      reclaim: (jobId: string) => files.reclaim(jobId, isAlive),
-      inherit: (jobId: string) => files.inherit(jobId),
-      give: (slot: Slot) => files.give(slot),
-      onChange: (listener: () => void) => files.onChange(listener),
-    };
+    return new SlotFiles({ dir: this.slotsDir, count, holder, jobRunning: (id) => isJobId(id) && this.read(id)?.status === "running" }).pool(isAlive);
   }
 
   /** Records that a kill was asked for outside the owning server (the CLI, or another server's claude_kill). */
@@ -417,17 +404,7 @@ export class StateStore {
   }
 
   private watchJob(id: string, isNews: (name: string) => boolean, onChange: () => void): (() => void) | undefined {
-    let watcher: FSWatcher;
-    try {
-      watcher = watch(this.jobDir(id), (_event, name) => {
-        if (name === null || isNews(name)) onChange();
-      });
-    } catch {
-      return undefined;
-    }
-    // A folder removed meanwhile (pruned): no more news from it; the caller's poll reads the rest.
-    watcher.on("error", () => watcher.close());
-    return () => watcher.close();
+    return watchFolder(this.jobDir(id), isNews, onChange);
   }
 
   /** The job's permission requests, oldest first, with their answers (§18). */

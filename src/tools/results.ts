@@ -5,11 +5,20 @@
  * so is the next step (`next`), which Claude Code would otherwise never show its model.
  */
 import type { AgentResult, LiveSummary } from "../agent/types.js";
-import type { MergeOutcome, WorktreeChanges, WorktreeRecord } from "../agent/worktree.js";
+import type { WorktreeChanges } from "../agent/worktree.js";
 import { formatError, type DispatchError, type ErrorCode } from "../core/errors.js";
 import { KILL_REASON_TEXT, sessionIdOf, shownStatus, type Job } from "../jobs/registry.js";
-import { isJobId, type ApprovalSummary } from "../store/records.js";
+import { isJobId } from "../store/records.js";
+import { approvalsText, pendingOf, respondHint, unaskedHint, type PendingApproval } from "./approval-results.js";
 import type { ReportStatus } from "./definitions.js";
+import { toolResult, withNext, type CallToolResult } from "./tool-result.js";
+import { worktreeHint, worktreeReport, worktreeText, type WorktreeReport } from "./worktree-results.js";
+
+export type { CallToolResult } from "./tool-result.js";
+export type { PendingApproval } from "./approval-results.js";
+export { renderResponded } from "./approval-results.js";
+export { renderDiscarded, renderMerge, renderWorktreeDiff, worktreeReport, type WorktreeReport, type WorktreeResult } from "./worktree-results.js";
+export { renderSessions, type ListedSession } from "./session-results.js";
 
 export interface Report {
   status: ReportStatus;
@@ -33,73 +42,6 @@ export interface Report {
   error?: { code: ErrorCode; detail: string };
   /** What to call next, as one sentence naming the tool and its arguments (§5.5). */
   next?: string;
-}
-
-/** A job's worktree as reports show it (§19); what it changed only when that was read for this report. */
-export interface WorktreeReport {
-  path: string;
-  branch: string;
-  base: string;
-  state: "active" | "merged" | "discarded";
-  changed_files?: string[];
-  commits?: Array<{ sha: string; subject: string }>;
-  uncommitted?: boolean;
-  left_behind?: true;
-}
-
-export function worktreeReport(worktree: WorktreeRecord, changes?: WorktreeChanges): WorktreeReport {
-  return {
-    path: worktree.path,
-    branch: worktree.branch,
-    base: worktree.base,
-    state: worktree.state ?? "active",
-    ...(changes ? { changed_files: changes.files, commits: changes.commits, uncommitted: changes.uncommitted } : {}),
-    ...(worktree.left_behind ? { left_behind: true as const } : {}),
-  };
-}
-
-/** What a report says of the worktree in its text: one line, then what to do with it. */
-function worktreeText(report: Report, jobId: string): string {
-  const worktree = report.worktree;
-  if (!worktree) return "";
-  const left = worktree.left_behind ? " Uncommitted changes in your checkout were not carried into it." : "";
-  if (worktree.state !== "active") return `\nWorktree ${worktree.path} (branch ${worktree.branch}): ${worktree.state}.`;
-  const files = worktree.changed_files;
-  const changed = files === undefined ? "" : files.length === 0 ? ", no changes" : `, ${files.length} file${files.length === 1 ? "" : "s"} changed: ${files.slice(0, 20).join(", ")}${files.length > 20 ? ", …" : ""}`;
-  return `\nWorktree ${worktree.path} (branch ${worktree.branch}, from ${worktree.base.slice(0, 12)}${changed}).${left}${files?.length ? ` ${worktreeHint(jobId)}` : ""}`;
-}
-
-function worktreeHint(jobId: string): string {
-  return `Call claude_worktree with job_id "${jobId}" and action "diff" to review the changes, then "merge" to bring them into your checkout or "discard" to drop them.`;
-}
-
-/** A permission request waiting for an answer, as reports name it (§18). */
-export interface PendingApproval {
-  request_id: string;
-  tool_name: string;
-  preview: string;
-  waited_s: number;
-  expires_in_s: number;
-}
-
-function pendingOf(approvals: readonly ApprovalSummary[], now: number): PendingApproval[] {
-  return approvals.map((approval) => ({
-    request_id: approval.id,
-    tool_name: approval.tool_name,
-    preview: approval.preview,
-    waited_s: Math.max(0, Math.round((now - approval.asked_at) / 1000)),
-    expires_in_s: Math.max(0, Math.round((approval.expires_at - now) / 1000)),
-  }));
-}
-
-export interface CallToolResult<Structured = Report> {
-  content: Array<{ type: "text"; text: string }>;
-  structuredContent: Structured;
-  isError?: true;
-}
-
-function toolResult<Structured>(text: string, report: Structured, isError: boolean): CallToolResult<Structured> {
-  return { content: [{ type: "text", text }], structuredContent: report, ...(isError ? { isError: true as const } : {}) };
 }
 
 /** Seconds since start; frozen at the finish so a finished job's age does not grow on every call. */
@@ -177,19 +119,6 @@ function denialsText(report: Report): string {
   return `\nPermission was denied for: ${names}. Those actions did not happen.`;
 }
 
-/** A claude_run whose client could not be asked had its requests denied at once (§18): say how to get them asked. */
-function unaskedHint(job: Job): string | undefined {
-  if (!job.approvals.some((approval) => approval.by === "server" && approval.decision === "deny")) return undefined;
-  return "Permission requests were denied at once because this claude_run call cannot ask anyone; for work that needs approvals, use claude_start, then claude_wait and claude_respond.";
-}
-
-/** How to answer the requests a job waits on. */
-function respondHint(job: Job, pending: readonly PendingApproval[]): string {
-  const first = pending[0];
-  const which = first ? `request_id "${first.request_id}"` : "the request_id";
-  return `Ask the user whether to allow it, then call claude_respond with job_id "${job.id}", ${which} and decision "allow" or "deny" (claude_output view "approvals" shows the whole input).`;
-}
-
 
 /*
  * Next steps. Each sentence is both the report's `next` and, where the text gives
@@ -244,13 +173,6 @@ function failureHint(error: DispatchError): string | undefined {
   return `Fix ${argument ? `"${argument}"` : "the argument error.detail names"} as error.detail says, then call the same tool again.`;
 }
 
-/** Sets `next` from the hints that apply, in order; none leaves it absent. */
-function withNext<Structured extends { next?: string }>(report: Structured, ...hints: Array<string | undefined>): Structured {
-  const next = hints.filter((hint) => hint !== undefined).join(" ");
-  if (next) report.next = next;
-  return report;
-}
-
 function truncationText(report: Report, jobId: string): string {
   const hint = truncationHint(report, jobId);
   if (!hint) return "";
@@ -294,9 +216,10 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
     case "completed": {
       const line = facts(report);
       const resumeHint = report.session_id ? " Pass session_id to continue this conversation." : "";
+      const unasked = unaskedHint(job);
       return toolResult(
-        `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}${unaskedHint(job) ? `\n${unaskedHint(job)}` : ""}${worktreeText(report, job.id)}\n\n${report.result ?? ""}${truncationText(report, job.id)}`,
-        withNext(report, truncationHint(report, job.id), unaskedHint(job), changesHint),
+        `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}${unasked ? `\n${unasked}` : ""}${worktreeText(report.worktree, job.id)}\n\n${report.result ?? ""}${truncationText(report, job.id)}`,
+        withNext(report, truncationHint(report, job.id), unasked, changesHint),
         false,
       );
     }
@@ -305,14 +228,14 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
       const error = report.error ?? { code: "INTERNAL_ERROR" as const, detail: "failed without a reason" };
       const line = facts(report);
       return toolResult(
-        `${formatError(error.code, error.detail)}\n(job ${job.id}, after ${seconds}s${line ? ` · ${line}` : ""})${denialsText(report)}${worktreeText(report, job.id)}${truncationText(report, job.id)}`,
+        `${formatError(error.code, error.detail)}\n(job ${job.id}, after ${seconds}s${line ? ` · ${line}` : ""})${denialsText(report)}${worktreeText(report.worktree, job.id)}${truncationText(report, job.id)}`,
         withNext(report, truncationHint(report, job.id), failedJobHint(report, job), changesHint),
         true,
       );
     }
     case "killed": {
       const why = job.killReason ? KILL_REASON_TEXT[job.killReason] : "";
-      const text = `Job ${job.id} was killed ${why} after ${seconds}s.${worktreeText(report, job.id)}${truncationText(report, job.id)}`;
+      const text = `Job ${job.id} was killed ${why} after ${seconds}s.${worktreeText(report.worktree, job.id)}${truncationText(report, job.id)}`;
       if (!forRun) return toolResult(text, withNext(report, truncationHint(report, job.id)), false);
       report.error = { code: "KILLED", detail: text };
       return toolResult(formatError("KILLED", text), withNext(report, truncationHint(report, job.id), failedJobHint(report, job)), true);
@@ -325,7 +248,7 @@ export function renderStarted(job: Job, now: number): CallToolResult {
   const report = jobReport(job, now);
   if (job.worktree) report.worktree = worktreeReport(job.worktree);
   const next = collectHint(job.id);
-  return toolResult(`${queued}${worktreeText(report, job.id).trim()}${report.worktree ? " " : ""}${next}`, withNext(report, next), false);
+  return toolResult(`${queued}${worktreeText(report.worktree, job.id).trim()}${report.worktree ? " " : ""}${next}`, withNext(report, next), false);
 }
 
 export function renderKill(job: Job, now: number, killed: boolean, survivors: readonly number[], maxResultChars?: number): CallToolResult {
@@ -413,17 +336,6 @@ export interface OutputPage {
 }
 
 /** One page of a job's result or transcript (§5.7). Offsets count UTF-16 characters, as JavaScript strings do. */
-/** Every request of the job with its whole input and its answer, as claude_output's "approvals" view pages it. */
-function approvalsText(job: Job): string {
-  return job
-    .approvalDetails()
-    .map(({ request, answer }) => {
-      const state = answer ? `${answer.decision} (by ${answer.by})${answer.message ? `: ${answer.message}` : ""}` : job.status === "running" ? "pending" : "unanswered";
-      return `request ${request.id} · ${request.tool_name} · ${state}\n${JSON.stringify(request.input, null, 2)}\n`;
-    })
-    .join("\n");
-}
-
 export function renderOutputPage(job: Job, view: OutputPage["view"], offset: number, limit: number): CallToolResult<OutputPage> {
   let page: OutputPage;
   let note = "";
@@ -460,104 +372,3 @@ export function renderOutputPage(job: Job, view: OutputPage["view"], offset: num
   return toolResult(`${note}${header}${page.text}\n${more}`, page, false);
 }
 
-export interface Responded {
-  status: "answered";
-  job_id: string;
-  request_id: string;
-  decision: "allow" | "deny";
-  tool_name: string;
-  preview: string;
-  job_status: ReportStatus;
-  pending_approvals?: PendingApproval[];
-  next?: string;
-}
-
-/** claude_respond's answer: what was decided, and what the job does now (§18). */
-export function renderResponded(job: Job, answered: ApprovalSummary, now: number): CallToolResult<Responded> {
-  const decision = answered.decision ?? "deny";
-  const report: Responded = {
-    status: "answered",
-    job_id: job.id,
-    request_id: answered.id,
-    decision,
-    tool_name: answered.tool_name,
-    preview: answered.preview,
-    job_status: shownStatus(job),
-  };
-  const pending = job.pendingApprovals();
-  if (pending.length > 0) report.pending_approvals = pendingOf(pending, now);
-  const next = pending.length > 0 ? respondHint(job, report.pending_approvals ?? []) : `Call claude_wait with job_id "${job.id}" to follow the job.`;
-  const verb = decision === "allow" ? "Allowed" : "Denied";
-  return toolResult(`${verb} request ${answered.id} of job ${job.id} (${answered.preview}). ${next}`, withNext(report, next), false);
-}
-
-export interface WorktreeResult {
-  status: "diff" | "merged" | "not_merged" | "discarded";
-  job_id: string;
-  action: "diff" | "merge" | "discard";
-  worktree: WorktreeReport;
-  text?: string;
-  offset?: number;
-  total_chars?: number;
-  next_offset?: number;
-  into?: string;
-  commit?: string;
-  reason?: string;
-  conflicts?: string[];
-  operations?: string[];
-  next?: string;
-}
-
-/** A page of a job's worktree diff (§19), offsets in UTF-16 characters as claude_output's. */
-export function renderWorktreeDiff(job: Job, worktree: WorktreeRecord, diff: string, offset: number, limit: number): CallToolResult<WorktreeResult> {
-  const from = Math.min(offset, diff.length);
-  const text = diff.slice(from, from + limit);
-  const result: WorktreeResult = { status: "diff", job_id: job.id, action: "diff", worktree: worktreeReport(worktree), text, offset: from, total_chars: diff.length };
-  if (from + text.length < diff.length) result.next_offset = from + text.length;
-  const readOn = result.next_offset === undefined ? undefined : `Call claude_worktree with job_id "${job.id}", action "diff" and offset ${result.next_offset} for the rest.`;
-  withNext(result, readOn);
-  const header = diff === "" ? `Job ${job.id} changed nothing in its worktree (branch ${worktree.branch}).` : `diff of job ${job.id}'s worktree against ${worktree.base.slice(0, 12)} (branch ${worktree.branch}), characters ${from}–${from + text.length} of ${diff.length}:`;
-  return toolResult(`${header}\n${text}${readOn ? `\n[${readOn}]` : diff === "" ? "" : "\n[End.]"}`, result, false);
-}
-
-export function renderMerge(job: Job, worktree: WorktreeRecord, outcome: MergeOutcome): CallToolResult<WorktreeResult> {
-  if (outcome.merged) {
-    const result: WorktreeResult = { status: "merged", job_id: job.id, action: "merge", worktree: worktreeReport(worktree), into: outcome.into, commit: outcome.commit, operations: outcome.operations };
-    return toolResult(`Merged job ${job.id}'s branch ${worktree.branch} into ${outcome.into} (now at ${outcome.commit.slice(0, 12)}) in ${worktree.repo}.\nRan: ${outcome.operations.join("; ")}`, result, false);
-  }
-  const result: WorktreeResult = { status: "not_merged", job_id: job.id, action: "merge", worktree: worktreeReport(worktree), reason: outcome.reason, conflicts: outcome.conflicts, operations: outcome.operations };
-  const files = outcome.conflicts.length ? `: ${outcome.conflicts.join(", ")}` : "";
-  const next = `Nothing changed. Resolve it (or call claude_worktree with job_id "${job.id}" and action "diff" to see the job's changes), then call merge again, or discard.`;
-  return toolResult(`Not merged: ${outcome.reason}${files}. ${next}`, withNext(result, next), false);
-}
-
-export function renderDiscarded(job: Job, worktree: WorktreeRecord): CallToolResult<WorktreeResult> {
-  const result: WorktreeResult = { status: "discarded", job_id: job.id, action: "discard", worktree: worktreeReport(worktree) };
-  return toolResult(`Discarded job ${job.id}'s worktree ${worktree.path} and its branch ${worktree.branch}.`, result, false);
-}
-
-export interface ListedSession {
-  session_id: string;
-  started_at: string;
-  last_active_at: string;
-  first_prompt: string;
-  prompts: number;
-  prompts_exact: boolean;
-  worktree?: string;
-  job_ids: string[];
-}
-
-/** claude_sessions (§20): newest first, each with the jobs that used it and how to go on from it. */
-export function renderSessions(cwd: string, sessions: readonly ListedSession[]): CallToolResult<{ status: "listed"; cwd: string; sessions: ListedSession[]; next?: string }> {
-  const lines = sessions.map(
-    (session) =>
-      `${session.session_id}  last active ${session.last_active_at}  ${session.prompts}${session.prompts_exact ? "" : "+"} prompt${session.prompts === 1 && session.prompts_exact ? "" : "s"}  "${session.first_prompt}"` +
-      `${session.worktree ? `  (worktree ${session.worktree})` : ""}${session.job_ids.length ? `  jobs ${session.job_ids.join(", ")}` : ""}`,
-  );
-  const report: { status: "listed"; cwd: string; sessions: ListedSession[]; next?: string } = { status: "listed", cwd, sessions: [...sessions] };
-  const first = sessions[0];
-  const next = first ? `To continue one, call claude_start with cwd "${cwd}" and its session_id, such as "${first.session_id}".` : undefined;
-  withNext(report, next);
-  const text = sessions.length === 0 ? `No Claude Code sessions of ${cwd}.` : `${sessions.length} Claude Code session${sessions.length === 1 ? "" : "s"} of ${cwd}, most recently active first:\n${lines.join("\n")}\n${next ?? ""}`;
-  return toolResult(text, report, false);
-}
