@@ -6,6 +6,7 @@ import { PERMISSION_MODES, type PermissionMode } from "./agent/options.js";
 import { DEFAULT_CLAUDE_BIN } from "./runtimes/claude/index.js";
 import { AGENT_NAMES, AGENT_PROGRAMS, MODES_SETTINGS, isAgentName, runtimeFor, type AgentName } from "./runtimes/index.js";
 import { findProgram } from "./hosts/local/find-program.js";
+import { parseHostsSetting, type SshHostConfig } from "./hosts/ssh/config.js";
 import type { AgentOffer } from "./agent/options.js";
 import { LOG_LEVELS, type LogLevel } from "./core/log.js";
 import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "./agent/policy.js";
@@ -56,6 +57,10 @@ export interface Config {
   worktree: WorktreePolicy;
   /** Where worktrees are made; unset: the state directory's worktrees folder. */
   worktreeDir: string | undefined;
+  /** Other machines agents may run on, reached with ssh (§21). */
+  hosts: readonly SshHostConfig[];
+  /** ssh's program. */
+  sshBin: string;
 }
 
 export const WORKTREE_POLICIES = ["off", "on", "required"] as const;
@@ -131,12 +136,22 @@ export interface Host {
   cpus: number;
   platform: string;
   home: string;
+  /** Reads the file CLAUDE_DISPATCH_HOSTS may name. */
+  readTextFile(file: string): string;
 }
 
-const DEFAULT_HOST: Host = { pathDelimiter: ":", cpus: 2, platform: "linux", home: "/nonexistent" };
+const DEFAULT_HOST: Host = {
+  pathDelimiter: ":",
+  cpus: 2,
+  platform: "linux",
+  home: "/nonexistent",
+  readTextFile: () => {
+    throw new Error("no file can be read here");
+  },
+};
 
 export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
-  const { pathDelimiter, cpus, platform, home } = { ...DEFAULT_HOST, ...host };
+  const { pathDelimiter, cpus, platform, home, readTextFile } = { ...DEFAULT_HOST, ...host };
   const logLevel = (env.CLAUDE_DISPATCH_LOG_LEVEL ?? "info").trim() || "info";
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`CLAUDE_DISPATCH_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel)}`);
@@ -167,6 +182,8 @@ export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
     approvalTimeoutMs: integer(env, "CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS", 600_000, 1000, 86_400_000),
     worktree: loadWorktree(env),
     worktreeDir: loadWorktreeDir(env),
+    hosts: loadHosts(env, readTextFile),
+    sshBin: optional(env, "CLAUDE_DISPATCH_SSH_BIN") ?? "ssh",
     policy: loadPolicy(env),
     roots: loadRoots(env, pathDelimiter),
   };
@@ -227,6 +244,16 @@ function loadWorktreeDir(env: Env): string | undefined {
     throw new ConfigError(`CLAUDE_DISPATCH_WORKTREE_DIR must be an absolute path, got ${JSON.stringify(value)}`);
   }
   return value;
+}
+
+function loadHosts(env: Env, readTextFile: (file: string) => string): SshHostConfig[] {
+  const raw = optional(env, "CLAUDE_DISPATCH_HOSTS");
+  if (raw === undefined) return [];
+  try {
+    return parseHostsSetting(raw, readTextFile, AGENT_NAMES);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
 }
 
 function loadApprovals(env: Env): Approvals {

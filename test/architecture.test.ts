@@ -137,6 +137,8 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "approver/": ["core/", "agent/", "store/", "runtimes/", "server/eras.ts", "server/jsonrpc.ts", "approver/"],
   "cli/": ["core/", "agent/", "store/", "jobs/", "tools/", "runtimes/", "hosts/", "worktrees/", "cli/", "config.ts", "server/version.ts"],
   "config.ts": ["core/", "agent/", "store/", "tools/", "hosts/", "runtimes/", "server/stdio.ts"],
+  // What main builds, with the process's parts handed in: everything below the MCP surface.
+  "wiring/": ["core/", "agent/", "store/", "jobs/", "runtimes/", "hosts/", "worktrees/", "config.ts", "wiring/"],
   "main.ts": [""],
 };
 

@@ -6,6 +6,8 @@
  * reaches another machine (over SSH) implements the same interface.
  */
 
+import type { ErrorCode } from "../core/errors.js";
+
 /** Where an agent's stdout and stderr go, and a long result (§15.4). */
 export interface OutputFiles {
   stdoutPath: string;
@@ -15,6 +17,8 @@ export interface OutputFiles {
 }
 
 export interface SpawnRequest {
+  /** The job the agent runs for: a host that keeps its own records elsewhere names the job by it (§21). */
+  jobId?: string;
   command: string;
   args: readonly string[];
   cwd: string;
@@ -39,6 +43,8 @@ export interface SpawnRequest {
 
 /** An agent started by an earlier server, to be followed and killed as if it were ours (§15.3). */
 export interface AttachRequest {
+  /** As in SpawnRequest. */
+  jobId?: string;
   /** Undefined for an agent known to be gone whose pid was never recorded: only its output is read. */
   pid: number | undefined;
   /** The start time recorded when it was spawned; a process with another start time is not it. */
@@ -55,6 +61,11 @@ export interface ChildExit {
   spawnError?: { code: string | undefined; message: string; missingCwd?: true; outputFiles?: true };
   /** An attached agent: it was not our child, so how it exited is unknown; exitCode and signal are null. */
   unobserved?: true;
+  /**
+   * How the job ended as the host already knows it, when the agent ran elsewhere (§21): used when the
+   * output holds no result, since the host saw what the output cannot show (a spawn failure, a kill there).
+   */
+  failure?: { code: ErrorCode; detail: string };
   exitCode: number | null;
   signal: string | null;
   stderrTail: string;
@@ -71,6 +82,8 @@ export interface KillReport {
    * it: the kill neither happened nor failed, and may be tried again.
    */
   undetermined?: true;
+  /** Why it is undetermined, for the caller's KILL_FAILED; the process table's when absent. */
+  why?: string;
 }
 
 /** Who an agent is, as its record keeps it: a pid alone may be reused. */

@@ -40,6 +40,7 @@ export function createAgents<Reader extends AgentOutputReader>(options: Launcher
     launch: (spec) =>
       follow(options, spec.output, (onStdout) =>
         host.start({
+          ...(spec.jobId ? { jobId: spec.jobId } : {}),
           ...runtime.invocation(spec),
           cwd: spec.cwd,
           env: options.env,
@@ -90,7 +91,8 @@ function follow<Reader extends AgentOutputReader>(
       const probe = files?.freeBytes;
       const noResult = !exit.spawnError && !reader.overflow && !reader.hasResult();
       const disk = output && files && probe && noResult ? measureDisk(probe, files.folderOf(output.stdoutPath)) : undefined;
-      const outcome = runtime.outcome(exit, reader, disk);
+      // A host that ran the agent elsewhere may know why it ended when its output cannot say (§21).
+      const outcome = exit.failure && !reader.hasResult() && !reader.overflow ? { ok: false as const, ...exit.failure } : runtime.outcome(exit, reader, disk);
       reader.forgetResult();
       // An attached agent was not our child: its exit status is unknown, not null.
       return exit.unobserved || exit.spawnError ? outcome : { ...outcome, exit: { code: exit.exitCode, signal: exit.signal } };

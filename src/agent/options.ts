@@ -38,6 +38,14 @@ export interface AgentOffer {
 
 export const DEFAULT_AGENT = "claude";
 
+/** A machine the operator named, as the tools see it (§21): a call's `host`, where its cwd may be, and its agents. */
+export interface HostOffer {
+  name: string;
+  /** Absolute paths on that machine. */
+  roots: readonly string[];
+  agents: readonly string[];
+}
+
 /** The option names callers use, for messages. */
 export const OPTION_ARGUMENTS: Readonly<Record<keyof AgentOptions, string>> = {
   model: "model",

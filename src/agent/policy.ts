@@ -3,7 +3,7 @@
  * agent. A call that breaks it is refused with POLICY_DENIED, never quietly
  * changed; what a call leaves out is filled from the operator's defaults.
  */
-import { DEFAULT_AGENT, OPTION_ARGUMENTS, PERMISSION_MODES, type AgentOffer, type AgentOptions, type PermissionMode } from "./options.js";
+import { DEFAULT_AGENT, OPTION_ARGUMENTS, PERMISSION_MODES, type AgentOffer, type AgentOptions, type HostOffer, type PermissionMode } from "./options.js";
 
 /** A cwd or add_dirs entry as the host checked it (§5): its resolved path, or why it cannot be used. */
 export type DirectoryCheck =
@@ -24,6 +24,32 @@ export interface Policy {
   roots: readonly string[] | undefined;
   /** The agents offered, with the modes the operator allows each (§7); absent: Claude Code alone. */
   agents?: readonly AgentOffer[];
+  /** Other machines agents may run on (§21); absent: this one only. */
+  hosts?: readonly HostOffer[];
+}
+
+/**
+ * A directory on another machine (§21), checked here by its path alone: absolute, and inside one of the host's
+ * roots once "." and ".." are resolved. That machine checks it again with its links resolved, before anything runs.
+ */
+export function checkRemoteDirectory(dir: string, roots: readonly string[]): DirectoryCheck {
+  if (!dir.startsWith("/")) return { ok: false, code: "INVALID_ARGUMENT", problem: "must be an absolute path on that host" };
+  const normal = normalizePosix(dir);
+  const inside = roots.some((root) => {
+    const base = normalizePosix(root);
+    return normal === base || normal.startsWith(base === "/" ? "/" : `${base}/`);
+  });
+  return inside ? { ok: true, path: normal } : { ok: false, code: "POLICY_DENIED", problem: `is outside the host's roots (${roots.join(", ")})` };
+}
+
+function normalizePosix(dir: string): string {
+  const parts: string[] = [];
+  for (const part of dir.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") parts.pop();
+    else parts.push(part);
+  }
+  return `/${parts.join("/")}`;
 }
 
 /** bypassPermissions lets the agent do anything without asking: only an operator can allow it. */

@@ -12,6 +12,10 @@ import type { WorktreeRecord } from "./worktree.js";
 export interface AgentSpec {
   /** The runtime that runs it (§7): "claude" when absent. */
   agent?: string;
+  /** The host it runs on (§21): this machine when absent. */
+  host?: string;
+  /** The job's id, set at the spawn: a remote host names the job by it (§21). */
+  jobId?: string;
   prompt: string;
   cwd: string;
   /** A validated UUID (§5): nothing else may reach argv. */
@@ -93,7 +97,7 @@ export interface AgentRun {
   readonly outcome: Promise<AgentOutcome>;
   /** Resolves once the output already written was read (an adopted agent's), so the job is served caught up. */
   readonly ready: Promise<void>;
-  kill(): Promise<{ survivors: number[]; undetermined?: true }>;
+  kill(): Promise<{ survivors: number[]; undetermined?: true; why?: string }>;
   live(): LiveSummary;
   onActivity(listener: () => void): () => void;
   readonly transcript: Transcript;
@@ -105,6 +109,9 @@ export type AgentLauncher = (spec: AgentSpec) => AgentRun;
 export interface AgentToAttach {
   /** The runtime that reads its output: "claude" when absent. */
   runtime?: string;
+  /** The host it runs on, and its job there (§21): this machine when absent. */
+  host?: string;
+  jobId?: string;
   /** Undefined for an agent known to be gone whose pid was never recorded. */
   pid: number | undefined;
   startTime: string | undefined;

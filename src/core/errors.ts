@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   "KILL_FAILED",
   "STATE_ERROR",
   "GIT_FAILED",
+  "HOST_FAILED",
   "INTERNAL_ERROR",
 ] as const;
 

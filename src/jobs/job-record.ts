@@ -26,7 +26,7 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
     status: job.status,
     submitted_at: job.submittedAt,
     runtime: job.spec.agent ?? persistence.runtime ?? "claude",
-    host: persistence.host ?? "local",
+    host: job.spec.host ?? persistence.host ?? "local",
     owner: persistence.owner,
     generation: job.generation,
   };
@@ -48,6 +48,7 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
 export function specFromRecord(record: JobRecord): AgentSpec {
   return {
     ...(record.runtime !== undefined && record.runtime !== "claude" ? { agent: record.runtime } : {}),
+    ...(record.host !== undefined && record.host !== "local" ? { host: record.host } : {}),
     prompt: "",
     cwd: record.cwd,
     options: record.options,

@@ -243,7 +243,8 @@ export class JobRegistry {
         job.killReason = undefined;
         this.save(job);
       }
-      throw new DispatchError("KILL_FAILED", `the process table could not be read, so job ${id}'s agent was not signalled; it is still running; try again`);
+      const why = report.why ?? "the process table could not be read";
+      throw new DispatchError("KILL_FAILED", `${why}, so job ${id}'s agent was not signalled; it is still running; try again`);
     }
     const { survivors } = report;
     if (survivors.length === 0) {

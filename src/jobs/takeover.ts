@@ -50,7 +50,8 @@ export class Takeover {
       if (this.target.knows(loaded.id) || isFinishedStatus(loaded.status)) continue;
       // A job of another runtime or host (a later version's) is left to a server that has them; older records name neither (§15.2).
       const runtimes = persistence.runtimes ?? [persistence.runtime ?? "claude"];
-      if (!runtimes.includes(loaded.runtime ?? "claude") || (loaded.host ?? "local") !== (persistence.host ?? "local")) {
+      const hosts = persistence.hosts ?? [persistence.host ?? "local"];
+      if (!runtimes.includes(loaded.runtime ?? "claude") || !hosts.includes(loaded.host ?? "local")) {
         logger.warn(`job ${loaded.id} runs on ${loaded.runtime ?? "claude"} at ${loaded.host ?? "local"}, which this server does not have; left as it is`);
         continue;
       }
@@ -87,7 +88,9 @@ export class Takeover {
       await this.adoptQueued(record);
       return;
     }
-    const located = await this.locate(record.agent, isAlive, findMarked);
+    // An agent on another machine is found there, by its job (§21): no pid of this machine names it.
+    const remote = record.host !== undefined && record.host !== "local";
+    const located: LocatedAgent = remote ? { state: "alive", pid: undefined, startTime: undefined } : await this.locate(record.agent, isAlive, findMarked);
     if (located.state === "unrecorded") this.adoptUnrecorded(record);
     else await this.adoptRunning(record, located);
   }
@@ -165,7 +168,15 @@ export class Takeover {
     const output = persistence.store.outputFiles(job.id);
     // Only a store on disk has jobs to take over: one in memory ends with its server.
     if (!output) throw new Error(`job ${job.id}: the store has no output files to follow`);
-    const run = persistence.attach({ pid: located.pid, startTime: located.startTime, marker: job.agent?.tree_marker, output, ...(job.spec.agent ? { runtime: job.spec.agent } : {}) });
+    const run = persistence.attach({
+      pid: located.pid,
+      startTime: located.startTime,
+      marker: job.agent?.tree_marker,
+      output,
+      jobId: job.id,
+      ...(job.spec.agent ? { runtime: job.spec.agent } : {}),
+      ...(job.spec.host ? { host: job.spec.host } : {}),
+    });
     // Served only once what the agent printed while no server ran has been read: its transcript and turns are there at the first call.
     await run.ready;
     this.target.serve(job);

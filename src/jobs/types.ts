@@ -182,6 +182,8 @@ export interface Persistence {
   host?: string;
   /** Every runtime whose jobs this server can follow and take over (§7, §15.3); [runtime] unless said. */
   runtimes?: readonly string[];
+  /** Every host whose jobs this server can follow and take over (§15.3, §21); [host] unless said. */
+  hosts?: readonly string[];
   /** Permission requests are forwarded (CLAUDE_DISPATCH_APPROVALS=forward): running jobs' folders are watched for them (§18). */
   approvals?: boolean;
   /** The approver a job's agent is started with, when requests are forwarded. */

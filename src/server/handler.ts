@@ -157,6 +157,7 @@ class Handler {
       maxResultChars: deps.maxResultChars,
       permissionModes: deps.policy.permissionModes,
       ...(deps.policy.agents ? { agents: deps.policy.agents } : {}),
+      ...(deps.policy.hosts ? { hosts: deps.policy.hosts } : {}),
     };
     this.gated = deps.depth.current >= deps.depth.max;
     this.instructions = this.gated ? `claude-dispatch offers no tools here: ${this.gateReason()}.` : SERVER_INSTRUCTIONS;

@@ -5,7 +5,7 @@
  * the handler.
  */
 import { DEFAULT_AGENT, type AgentOptions } from "../agent/options.js";
-import { admitAgent } from "../agent/policy.js";
+import { admitAgent, checkRemoteDirectory } from "../agent/policy.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isUnfinished, sessionIdOf, type Job } from "../jobs/registry.js";
 import type { WorktreeRecord } from "../agent/worktree.js";
@@ -101,12 +101,20 @@ export class ToolCalls {
   async startJob(name: TaskTool, args: Record<string, unknown>, signal: AbortSignal): Promise<Job> {
     const run = name === "claude_run" ? parseRunInput(args, this.settings) : undefined;
     const input = run ?? parseStartInput(args, this.settings);
-    const inWorktree = this.worktreeWanted(input.worktree);
-    const { cwd, options } = await this.prepareAgent(input.cwd, input.options, signal, input.agent);
+    const inWorktree = input.host === undefined ? this.worktreeWanted(input.worktree) : this.noWorktreeThere(input.host, input.worktree);
+    const { cwd, options } = await this.prepareAgent(input.cwd, input.options, signal, input.agent, input.host);
     // Claude Code, the default, is not named in the spec, so records of earlier versions and new ones read alike.
-    const spec = { ...(input.agent === DEFAULT_AGENT ? {} : { agent: input.agent }), prompt: input.prompt, cwd, resumeSessionId: input.sessionId, options };
+    const spec = {
+      ...(input.agent === DEFAULT_AGENT ? {} : { agent: input.agent }),
+      ...(input.host === undefined ? {} : { host: input.host }),
+      prompt: input.prompt,
+      cwd,
+      resumeSessionId: input.sessionId,
+      options,
+    };
     const start = (agentSpec: typeof spec & { worktree?: WorktreeRecord }, id?: string): Job =>
       run ? this.deps.jobs.start(agentSpec, "run", run.timeoutMs, id) : this.deps.jobs.start(agentSpec, "start", undefined, id);
+    if (input.host !== undefined) return start(spec);
     // A session continues in the worktree it ran in while that is still there: a session is tied to its folder (§19).
     const earlier = input.sessionId === undefined || input.worktree === false ? undefined : this.worktreeOfSession(input.sessionId);
     if (earlier) return start({ ...spec, cwd: this.git().cwdIn(earlier), worktree: earlier });
@@ -121,6 +129,15 @@ export class ToolCalls {
       await git.discard(made.worktree).catch(() => undefined);
       throw error;
     }
+  }
+
+  /** Worktrees are made on this machine only, so far (§21): asking for one elsewhere is refused, never ignored. */
+  private noWorktreeThere(host: string, asked: boolean | undefined): false {
+    const policy = this.deps.worktrees?.policy ?? "off";
+    if (asked === true || policy === "required") {
+      throw new DispatchError(policy === "required" && asked !== true ? "POLICY_DENIED" : "INVALID_ARGUMENT", `a job on host "${host}" cannot run in a worktree: worktrees are made on this machine only`);
+    }
+    return false;
   }
 
   /** The call's "worktree", else the operator's default; "required" refuses false (§19). */
@@ -257,8 +274,11 @@ export class ToolCalls {
    * with nobody to collect or kill it. (That error text reaches no one: a
    * cancelled request gets no response.)
    */
-  private async prepareAgent(cwd: string, requested: AgentOptions, signal: AbortSignal, agent: string): Promise<{ cwd: string; options: AgentOptions }> {
-    const admitted = await admitAgent(cwd, requested, this.deps.policy, this.deps.checkDirectory, agent);
+  private async prepareAgent(cwd: string, requested: AgentOptions, signal: AbortSignal, agent: string, host: string | undefined): Promise<{ cwd: string; options: AgentOptions }> {
+    // Another machine's paths are checked against its roots here, and again there with links resolved (§21).
+    const roots = host === undefined ? undefined : this.deps.policy.hosts?.find((offer) => offer.name === host)?.roots ?? [];
+    const check = roots ? async (dir: string) => checkRemoteDirectory(dir, roots) : this.deps.checkDirectory;
+    const admitted = await admitAgent(cwd, requested, this.deps.policy, check, agent);
     if (signal.aborted) throw new DispatchError("INVALID_ARGUMENT", "the request was cancelled before the job started");
     return admitted;
   }

@@ -52,6 +52,15 @@ function agentOptionSchemas(settings: ToolSettings): Record<string, unknown> {
           },
         }
       : {}),
+    ...(settings.hosts && settings.hosts.length > 0
+      ? {
+          host: {
+            type: "string",
+            enum: settings.hosts.map((host) => host.name),
+            description: `Run the job on another machine the operator named: ${settings.hosts.map((host) => `${host.name} (cwd inside ${host.roots.join(", ")})`).join("; ")}. cwd is then a path on that machine. Omit for this machine.`,
+          },
+        }
+      : {}),
     model: { type: "string", pattern: MODEL_NAME.source, description: "Model alias or name, such as \"sonnet\" or \"opus\". Omit for the configured default." },
     permission_mode: {
       type: "string",

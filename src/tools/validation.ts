@@ -4,7 +4,7 @@
  * error, never a silently ignored value; what the operator allows is the
  * policy's to decide afterwards (§5.6).
  */
-import { DEFAULT_AGENT, OPTION_ARGUMENTS, PERMISSION_MODES, type AgentOffer, type AgentOptions } from "../agent/options.js";
+import { DEFAULT_AGENT, OPTION_ARGUMENTS, PERMISSION_MODES, type AgentOffer, type AgentOptions, type HostOffer } from "../agent/options.js";
 import { DispatchError, quoted } from "../core/errors.js";
 
 export const LIMITS = {
@@ -31,6 +31,8 @@ export interface ToolSettings {
   permissionModes: readonly string[];
   /** The agents this server offers, Claude Code first; absent: Claude Code alone. */
   agents?: readonly AgentOffer[];
+  /** Other machines a call may name (§21); absent: none. */
+  hosts?: readonly HostOffer[];
 }
 
 /** The agents of these settings: Claude Code alone unless others are offered. */
@@ -44,6 +46,8 @@ export function offeredAgents(settings: ToolSettings): readonly AgentOffer[] {
 
 export interface RunInput {
   agent: string;
+  /** Another machine the operator named (§21); undefined: this one. */
+  host: string | undefined;
   prompt: string;
   cwd: string;
   sessionId: string | undefined;
@@ -53,6 +57,8 @@ export interface RunInput {
 }
 export interface StartInput {
   agent: string;
+  /** Another machine the operator named (§21); undefined: this one. */
+  host: string | undefined;
   prompt: string;
   cwd: string;
   sessionId: string | undefined;
@@ -265,7 +271,7 @@ function parseAgentOptions(args: Record<string, unknown>, agent: AgentOffer): Ag
 }
 
 export function parseRunInput(args: Record<string, unknown>, settings: ToolSettings): RunInput {
-  checkKnown(args, ["prompt", "cwd", "session_id", "timeout_ms", ...AGENT_OPTION_NAMES, "worktree", "agent"]);
+  checkKnown(args, ["prompt", "cwd", "session_id", "timeout_ms", ...AGENT_OPTION_NAMES, "worktree", "agent", "host"]);
   const prompt = requirePrompt(args);
   const cwd = requireCwd(args);
   const sessionId = optionalSessionId(args);
@@ -273,18 +279,31 @@ export function parseRunInput(args: Record<string, unknown>, settings: ToolSetti
   const agent = parseAgent(args, settings);
   const options = parseAgentOptions(args, agent);
   checkSupported(options, agent);
-  return { agent: agent.name, prompt, cwd, sessionId, timeoutMs, options, worktree: optionalWorktree(args) };
+  return { agent: agent.name, host: parseHost(args, settings, agent.name), prompt, cwd, sessionId, timeoutMs, options, worktree: optionalWorktree(args) };
 }
 
 export function parseStartInput(args: Record<string, unknown>, settings: ToolSettings): StartInput {
-  checkKnown(args, ["prompt", "cwd", "session_id", ...AGENT_OPTION_NAMES, "worktree", "agent"]);
+  checkKnown(args, ["prompt", "cwd", "session_id", ...AGENT_OPTION_NAMES, "worktree", "agent", "host"]);
   const prompt = requirePrompt(args);
   const cwd = requireCwd(args);
   const sessionId = optionalSessionId(args);
   const agent = parseAgent(args, settings);
   const options = parseAgentOptions(args, agent);
   checkSupported(options, agent);
-  return { agent: agent.name, prompt, cwd, sessionId, options, worktree: optionalWorktree(args) };
+  return { agent: agent.name, host: parseHost(args, settings, agent.name), prompt, cwd, sessionId, options, worktree: optionalWorktree(args) };
+}
+
+/** "host": one the operator named, which runs this agent; absent, this machine (§21). */
+function parseHost(args: Record<string, unknown>, settings: ToolSettings, agent: string): string | undefined {
+  if (!present(args, "host")) return undefined;
+  const hosts = settings.hosts ?? [];
+  const found = hosts.find((host) => host.name === args.host);
+  if (!found) {
+    const names = hosts.length > 0 ? `one of the hosts this server is configured with: ${hosts.map((host) => host.name).join(", ")}` : "absent: this server has no other hosts configured (CLAUDE_DISPATCH_HOSTS)";
+    throw invalid(`"host" must be ${names}; got ${preview(args.host)}`);
+  }
+  if (!found.agents.includes(agent)) throw invalid(`host "${found.name}" does not run agent "${agent}" (it runs: ${found.agents.join(", ")})`);
+  return found.name;
 }
 
 /** true: the job runs in a git worktree of its own (§19); absent: the operator's default. */

@@ -1,0 +1,168 @@
+/**
+ * What the two ends of an SSH host say on the channel (PROTOCOL.md §21.3): one JSON request line from the local
+ * server, then JSON frame lines from `claude-dispatch remote`. Both ends are this program; each checks what it
+ * reads all the same, since the other end may be another version, or not this program at all.
+ */
+import { ERROR_CODES, type ErrorCode } from "../../core/errors.js";
+
+/** A request line may carry a prompt: this bounds it. */
+export const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
+/** Output travels in chunks of at most this many bytes, base64 in a frame. */
+export const OUTPUT_CHUNK_BYTES = 48 * 1024;
+export const MAX_FRAME_BYTES = 1024 * 1024;
+
+export interface StartRequest {
+  op: "start";
+  job_id: string;
+  /** The runtime that reads its output there: "claude", "codex", "gemini". */
+  agent: string;
+  cwd: string;
+  /** The host's roots as the operator named them: the cwd is checked against them there, links resolved. */
+  roots: string[];
+  command: string;
+  args: string[];
+  /** What the runtime adds to that machine's own environment. */
+  env: Record<string, string>;
+  prompt: string;
+  /** Output already received: a start sent again after a dropped connection follows on from here. */
+  offset: number;
+}
+
+export type RemoteRequest =
+  | StartRequest
+  | { op: "follow"; job_id: string; offset: number }
+  | { op: "kill"; job_id: string }
+  | { op: "check"; agents: string[]; programs: Record<string, string> };
+
+export interface EndFrame {
+  type: "end";
+  outcome: { ok: boolean; code?: ErrorCode; detail?: string };
+  exit?: { code: number | null; signal: string | null };
+  stderr_tail: string;
+  /** The output's whole length: what the local side must have received. */
+  size: number;
+}
+
+export type RemoteFrame =
+  | { type: "accepted"; pid?: number }
+  | { type: "output"; data: string }
+  | EndFrame
+  | { type: "killed"; killed: boolean; survivors: number[] }
+  | { type: "error"; code: ErrorCode; message: string }
+  | { type: "check"; version: string; state_dir: string; programs: Record<string, string | null> };
+
+const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+/** The request, or why it is refused. */
+export function parseRequest(line: string): RemoteRequest | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return "the request is not JSON";
+  }
+  if (!isObject(value)) return "the request is not an object";
+  switch (value.op) {
+    case "start":
+      return parseStart(value);
+    case "follow":
+      return isJobId(value.job_id) && isOffset(value.offset) ? { op: "follow", job_id: value.job_id, offset: value.offset } : "a follow needs job_id and offset";
+    case "kill":
+      return isJobId(value.job_id) ? { op: "kill", job_id: value.job_id } : "a kill needs job_id";
+    case "check":
+      return isStrings(value.agents, 8) && isStringMap(value.programs) ? { op: "check", agents: value.agents, programs: value.programs } : "a check needs agents and programs";
+    default:
+      return "the request names no known op";
+  }
+}
+
+function parseStart(value: Record<string, unknown>): StartRequest | string {
+  const { job_id, agent, cwd, roots, command, args, env, prompt, offset } = value;
+  if (!isJobId(job_id)) return "a start needs a job_id";
+  if (typeof agent !== "string" || !/^[a-z]{1,32}$/.test(agent)) return "a start needs an agent";
+  if (!isAbsolute(cwd) || !isStrings(roots, 64) || !roots.every(isAbsolute)) return "a start needs an absolute cwd and roots";
+  if (typeof command !== "string" || command === "" || hasNul(command) || !isStrings(args, 4096)) return "a start needs a command and args";
+  if (!isStringMap(env) || !Object.keys(env).every((name) => ENV_NAME.test(name))) return "a start's env must map variable names to strings";
+  if (typeof prompt !== "string" || !isOffset(offset)) return "a start needs a prompt and an offset";
+  return { op: "start", job_id, agent, cwd, roots, command, args, env, prompt, offset };
+}
+
+/** A frame, or undefined for a line that is not one (skipped, and said in the log). */
+export function parseFrame(line: string): RemoteFrame | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (!isObject(value)) return undefined;
+  switch (value.type) {
+    case "accepted":
+      return { type: "accepted" };
+    case "output":
+      return typeof value.data === "string" ? { type: "output", data: value.data } : undefined;
+    case "end":
+      return parseEnd(value);
+    case "killed":
+      return typeof value.killed === "boolean" && Array.isArray(value.survivors) && value.survivors.every((pid) => Number.isSafeInteger(pid))
+        ? { type: "killed", killed: value.killed, survivors: value.survivors as number[] }
+        : undefined;
+    case "error":
+      return isCode(value.code) && typeof value.message === "string" ? { type: "error", code: value.code, message: value.message } : undefined;
+    case "check":
+      return typeof value.version === "string" && typeof value.state_dir === "string" && isObject(value.programs)
+        ? { type: "check", version: value.version, state_dir: value.state_dir, programs: value.programs as Record<string, string | null> }
+        : undefined;
+    default:
+      return undefined;
+  }
+}
+
+function parseEnd(value: Record<string, unknown>): EndFrame | undefined {
+  const { outcome, exit, stderr_tail, size } = value;
+  if (!isObject(outcome) || typeof outcome.ok !== "boolean" || typeof stderr_tail !== "string" || !isOffset(size)) return undefined;
+  if (outcome.code !== undefined && !isCode(outcome.code)) return undefined;
+  const frame: EndFrame = {
+    type: "end",
+    outcome: { ok: outcome.ok, ...(outcome.code ? { code: outcome.code } : {}), ...(typeof outcome.detail === "string" ? { detail: outcome.detail } : {}) },
+    stderr_tail,
+    size,
+  };
+  if (isObject(exit) && (exit.code === null || Number.isSafeInteger(exit.code)) && (exit.signal === null || typeof exit.signal === "string")) {
+    frame.exit = { code: exit.code as number | null, signal: exit.signal as string | null };
+  }
+  return frame;
+}
+
+function isCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && (ERROR_CODES as readonly string[]).includes(value);
+}
+
+function isJobId(value: unknown): value is string {
+  return typeof value === "string" && JOB_ID.test(value);
+}
+
+function isOffset(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+function isAbsolute(value: unknown): value is string {
+  return typeof value === "string" && value.startsWith("/") && !hasNul(value);
+}
+
+function isStrings(value: unknown, max: number): value is string[] {
+  return Array.isArray(value) && value.length <= max && value.every((item) => typeof item === "string" && !hasNul(item));
+}
+
+function isStringMap(value: unknown): value is Record<string, string> {
+  return isObject(value) && Object.values(value).every((item) => typeof item === "string" && !hasNul(item));
+}
+
+function hasNul(text: string): boolean {
+  return text.includes("\0");
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,188 @@
+/**
+ * A job's agent on another machine, as this server follows it (PROTOCOL.md §21.3): its output arrives over ssh and
+ * is written to the job's own stdout file here before the reader sees it, so the local copy is the offset to resume
+ * from after a dropped connection or a restart, and everything that reads output files works on it unchanged.
+ */
+import { closeSync, fstatSync, openSync, readFileSync, readSync, writeFileSync, writeSync } from "node:fs";
+
+import type { ChildExit, ChildHandle, KillReport, OutputFiles } from "../../agent/host.js";
+import type { CancelTimer, Clock } from "../../core/clock.js";
+import type { Logger } from "../../core/log.js";
+import type { EndFrame, RemoteFrame, RemoteRequest, StartRequest } from "./protocol.js";
+import { lastLine, type Session, type SessionEnd } from "./session.js";
+
+/** What a remote agent needs of its host. */
+export interface RemoteHostLink {
+  readonly name: string;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly backoffMs: { first: number; max: number };
+  open(request: RemoteRequest, onFrame: (frame: RemoteFrame) => boolean | void): Session;
+  kill(jobId: string): Promise<KillReport>;
+}
+
+export type Following = { kind: "start"; request: StartRequest } | { kind: "follow"; jobId: string };
+
+const READ_CHUNK_BYTES = 64 * 1024;
+
+export class RemoteAgent implements ChildHandle {
+  readonly pid = undefined;
+  readonly marker = undefined;
+  readonly exited: Promise<ChildExit>;
+  readonly settled: Promise<void>;
+  readonly ready: Promise<void>;
+  private offset = 0;
+  private fd: number | undefined;
+  private session: Session | undefined;
+  private stopped = false;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly host: RemoteHostLink,
+    private readonly following: Following,
+    private readonly output: OutputFiles,
+    private readonly onStdout: (chunk: Buffer) => void,
+  ) {
+    // A start writes the output afresh; a follow goes on from what an earlier server received.
+    this.ready = Promise.resolve().then(() => (following.kind === "start" ? this.openFresh() : this.catchUp()));
+    this.exited = this.ready.then(() => this.follow()).finally(() => this.closeFile());
+    this.settled = this.exited.then(() => undefined);
+  }
+
+  private get jobId(): string {
+    return this.following.kind === "start" ? this.following.request.job_id : this.following.jobId;
+  }
+
+  async identity(): Promise<{ pid: undefined; startTime: undefined; marker: undefined }> {
+    return { pid: undefined, startTime: undefined, marker: undefined };
+  }
+
+  async killTree(): Promise<KillReport> {
+    const report = await this.host.kill(this.jobId);
+    // Its end is on the way: no need to sit out a backoff first.
+    this.wake?.();
+    return report;
+  }
+
+  /** The server is leaving: the agent runs on there, and the next server follows it (§21.3). */
+  stop(): void {
+    this.stopped = true;
+    this.session?.stop();
+    this.wake?.();
+    this.closeFile();
+  }
+
+  private openFresh(): void {
+    this.fd = openSync(this.output.stdoutPath, "w", 0o600);
+  }
+
+  /** What earlier servers received, read again so that the reader's transcript and summary start whole. */
+  private catchUp(): void {
+    this.fd = openSync(this.output.stdoutPath, "a+", 0o600);
+    const size = fstatSync(this.fd).size;
+    const buffer = Buffer.alloc(READ_CHUNK_BYTES);
+    while (this.offset < size) {
+      const read = readSync(this.fd, buffer, 0, Math.min(READ_CHUNK_BYTES, size - this.offset), this.offset);
+      if (read === 0) break;
+      this.offset += read;
+      this.onStdout(Buffer.from(buffer.subarray(0, read)));
+    }
+  }
+
+  private closeFile(): void {
+    if (this.fd === undefined) return;
+    closeSync(this.fd);
+    this.fd = undefined;
+  }
+
+  /** Sessions, one after another, until the remote end says the job ended: a dropped one is followed again from the byte we had. */
+  private async follow(): Promise<ChildExit> {
+    const { backoffMs, logger, name } = this.host;
+    let wait = backoffMs.first;
+    let accepted = this.following.kind === "follow";
+    for (;;) {
+      if (this.stopped) return new Promise<ChildExit>(() => undefined);
+      const before = this.offset;
+      let end: EndFrame | undefined;
+      let refused: { code: EndFrame["outcome"]["code"]; message: string } | undefined;
+      this.session = this.host.open(this.request(), (frame) => {
+        if (frame.type === "accepted") accepted = true;
+        else if (frame.type === "output") this.received(Buffer.from(frame.data, "base64"));
+        else if (frame.type === "end") end = frame;
+        else if (frame.type === "error") refused = { code: frame.code, message: frame.message };
+        return end === undefined && refused === undefined;
+      });
+      const closed = await this.session.ended;
+      this.session = undefined;
+      if (end && end.size <= this.offset) return this.ended(end);
+      if (refused) return this.refusedExit(refused.code, refused.message);
+      if (!accepted) return this.unreachable(closed);
+      if (this.stopped) continue;
+      if (this.offset > before) wait = backoffMs.first;
+      logger.warn(`job ${this.jobId} on host ${name}: the connection ended (${describe(closed)}); following again in ${wait} ms from byte ${this.offset}`);
+      await this.pause(wait);
+      wait = Math.min(backoffMs.max, wait * 2);
+    }
+  }
+
+  private request(): RemoteRequest {
+    return this.following.kind === "start"
+      ? { ...this.following.request, offset: this.offset }
+      : { op: "follow", job_id: this.following.jobId, offset: this.offset };
+  }
+
+  private received(chunk: Buffer): void {
+    if (this.fd === undefined || chunk.length === 0) return;
+    // On disk first: the offset we resume from is what the file holds.
+    writeSync(this.fd, chunk, 0, chunk.length, this.offset);
+    this.offset += chunk.length;
+    this.onStdout(chunk);
+  }
+
+  private ended(end: EndFrame): ChildExit {
+    if (end.stderr_tail !== "") writeFileSync(this.output.stderrPath, end.stderr_tail, { mode: 0o600 });
+    const failure = end.outcome.ok || !end.outcome.code ? undefined : { code: end.outcome.code, detail: end.outcome.detail ?? "" };
+    return {
+      exitCode: end.exit?.code ?? null,
+      signal: end.exit?.signal ?? null,
+      stderrTail: end.stderr_tail,
+      ...(end.exit ? {} : { unobserved: true as const }),
+      ...(failure ? { failure } : {}),
+    };
+  }
+
+  private refusedExit(code: EndFrame["outcome"]["code"], message: string): ChildExit {
+    const lost = code === "JOB_NOT_FOUND";
+    const detail = lost ? `host ${this.host.name} has no record of the job: ${message}` : `on host ${this.host.name}: ${message}`;
+    return { exitCode: null, signal: null, stderrTail: "", unobserved: true, failure: { code: lost ? "AGENT_LOST" : code ?? "HOST_FAILED", detail } };
+  }
+
+  /** The job never reached the other machine: ssh could not connect or log in, or claude-dispatch did not run there. */
+  private unreachable(closed: SessionEnd): ChildExit {
+    return { exitCode: null, signal: null, stderrTail: closed.stderr, unobserved: true, failure: { code: "HOST_FAILED", detail: `cannot start it on host ${this.host.name}: ${describe(closed)}` } };
+  }
+
+  private pause(ms: number): Promise<void> {
+    let cancel: CancelTimer = () => undefined;
+    return new Promise<void>((resolve) => {
+      this.wake = resolve;
+      cancel = this.host.clock.setTimer(resolve, ms);
+    }).finally(() => {
+      cancel();
+      this.wake = undefined;
+    });
+  }
+}
+
+/** Why a session ended, in a phrase. */
+export function describe(closed: SessionEnd): string {
+  if (closed.spawnError !== undefined) return `ssh could not be run: ${closed.spawnError}`;
+  const said = lastLine(closed.stderr);
+  const how = closed.exitCode === 255 ? "ssh failed" : closed.signal ? `ssh ended by ${closed.signal}` : `the remote command exited ${closed.exitCode}`;
+  return said ? `${how}: ${said.slice(0, 300)}` : how;
+}
+
+/** The prompt, as the agent would read it from stdin. */
+export function promptOf(stdin: string | { file: string }): string {
+  return typeof stdin === "string" ? stdin : readFileSync(stdin.file, "utf8");
+}

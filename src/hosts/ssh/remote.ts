@@ -1,0 +1,135 @@
+/**
+ * `claude-dispatch remote` (PROTOCOL.md §21.3): the far end of an SSH host, run by ssh for one request. A start
+ * becomes a job in this machine's state directory, its agent detached from the session, so a dropped connection
+ * stops nothing; a follow streams a job's stdout from a byte offset until the job ends; a kill kills its tree.
+ * Each is done by the job layer that serves local jobs, which main builds and hands in as RemoteSide.
+ */
+import type { ErrorCode } from "../../core/errors.js";
+import type { Clock } from "../../core/clock.js";
+import { MAX_REQUEST_BYTES, OUTPUT_CHUNK_BYTES, parseRequest, type EndFrame, type RemoteFrame, type StartRequest } from "./protocol.js";
+
+/** A job as the remote end follows it. */
+export interface RemoteJobView {
+  readonly id: string;
+  readonly done: Promise<void>;
+  /** Set once done. */
+  outcome(): EndFrame["outcome"] & { exit?: EndFrame["exit"] };
+}
+
+export interface RemoteSide {
+  /** The job made and started (or the one a start sent before made). Throws an error with a `code` to refuse it. */
+  start(request: StartRequest): Promise<RemoteJobView>;
+  find(id: string): Promise<RemoteJobView | undefined>;
+  kill(id: string): Promise<{ killed: boolean; survivors: number[] }>;
+  check(agents: string[], programs: Record<string, string>): Promise<Extract<RemoteFrame, { type: "check" }>>;
+  /** Up to length bytes of the job's stdout from offset; empty at its end for now. */
+  readOutput(id: string, offset: number, length: number): Buffer;
+  stderrTail(id: string): Promise<string>;
+  /** Stops following; running agents stay, on disk, for the next follow (§15.3). */
+  leave(): Promise<void>;
+}
+
+export interface RemoteChannel {
+  input: AsyncIterable<Buffer | string>;
+  /** Writes one frame line; resolves once it is taken (backpressure). Rejects when the channel is gone. */
+  write(line: string): Promise<void>;
+  clock: Clock;
+  /** How often a running job's stdout is read for more. */
+  followMs?: number;
+}
+
+/** Serves one request; resolves to the exit code. */
+export async function serveRemote(channel: RemoteChannel, side: RemoteSide): Promise<number> {
+  const reading = readFirstLine(channel.input);
+  const first = await reading.line;
+  const send = (frame: RemoteFrame): Promise<void> => channel.write(`${JSON.stringify(frame)}\n`);
+  const fail = async (code: ErrorCode, message: string): Promise<number> => {
+    await send({ type: "error", code, message }).catch(() => undefined);
+    return 3;
+  };
+  if (first === undefined) return fail("INVALID_ARGUMENT", "no request line came");
+  const request = parseRequest(first);
+  if (typeof request === "string") return fail("INVALID_ARGUMENT", request);
+  try {
+    switch (request.op) {
+      case "check":
+        await send(await side.check(request.agents, request.programs));
+        return 0;
+      case "kill": {
+        const job = await side.find(request.job_id);
+        if (!job) return fail("JOB_NOT_FOUND", `no job ${request.job_id} in this state directory`);
+        await send({ type: "killed", ...(await side.kill(request.job_id)) });
+        return 0;
+      }
+      case "start":
+      case "follow": {
+        const job = request.op === "start" ? await side.start(request) : await side.find(request.job_id);
+        if (!job) return fail("JOB_NOT_FOUND", `no job ${request.job_id} in this state directory`);
+        await send({ type: "accepted" });
+        return await stream(channel, side, job, request.offset, reading.ended, send);
+      }
+    }
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    return fail(typeof code === "string" && /^[A-Z_]+$/.test(code) ? (code as ErrorCode) : "INTERNAL_ERROR", (error as Error).message);
+  } finally {
+    await side.leave();
+  }
+}
+
+/** The job's stdout from offset, with backpressure, until it ends (then the end frame) or this side is gone. */
+async function stream(channel: RemoteChannel, side: RemoteSide, job: RemoteJobView, from: number, gone: Promise<void>, send: (frame: RemoteFrame) => Promise<void>): Promise<number> {
+  let offset = from;
+  let finished = false;
+  let left = false;
+  void job.done.then(() => (finished = true));
+  void gone.then(() => (left = true));
+  const followMs = channel.followMs ?? 100;
+  for (;;) {
+    // Read once more after the end is known: what the agent wrote last is in the file by then.
+    const last = finished;
+    const chunk = side.readOutput(job.id, offset, OUTPUT_CHUNK_BYTES);
+    if (chunk.length > 0) {
+      await send({ type: "output", data: chunk.toString("base64") });
+      offset += chunk.length;
+      continue;
+    }
+    if (left) return 0;
+    if (last) break;
+    let cancel = (): void => undefined;
+    await Promise.race([job.done, gone, new Promise<void>((resolve) => (cancel = channel.clock.setTimer(resolve, followMs)))]);
+    cancel();
+  }
+  const { exit, ...outcome } = job.outcome();
+  await send({ type: "end", outcome, ...(exit ? { exit } : {}), stderr_tail: await side.stderrTail(job.id), size: offset });
+  return 0;
+}
+
+/** The first line of input, bounded; `ended` resolves when the input closes (the local server went away). */
+function readFirstLine(input: AsyncIterable<Buffer | string>): { line: Promise<string | undefined>; ended: Promise<void> } {
+  let deliver: (line: string | undefined) => void = () => undefined;
+  const line = new Promise<string | undefined>((resolve) => (deliver = resolve));
+  const ended = (async () => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let delivered = false;
+    try {
+      for await (const data of input) {
+        if (delivered) continue;
+        const chunk = typeof data === "string" ? Buffer.from(data) : data;
+        const newline = chunk.indexOf(0x0a);
+        parts.push(newline === -1 ? chunk : chunk.subarray(0, newline));
+        size += chunk.length;
+        if (newline !== -1 || size > MAX_REQUEST_BYTES) {
+          delivered = true;
+          deliver(newline === -1 ? undefined : Buffer.concat(parts).toString("utf8"));
+          parts.length = 0;
+        }
+      }
+    } catch {
+      // A broken channel is an ended one.
+    }
+    if (!delivered) deliver(parts.length > 0 ? Buffer.concat(parts).toString("utf8") : undefined);
+  })();
+  return { line, ended };
+}

@@ -1,0 +1,155 @@
+/**
+ * A host reached with OpenSSH (PROTOCOL.md §21): agents run on another machine under the claude-dispatch installed
+ * there, in its remote mode, which does what this machine's host does locally (tree kill, start times and markers,
+ * output files) and keeps the job in its own state directory. This side starts, follows and kills over ssh.
+ */
+import type { AttachRequest, ChildHandle, KillReport, SpawnRequest } from "../../agent/host.js";
+import type { Clock } from "../../core/clock.js";
+import type { Logger } from "../../core/log.js";
+import { remoteCommandLine, sshArguments } from "./command.js";
+import type { SshHostConfig } from "./config.js";
+import type { RemoteFrame, RemoteRequest } from "./protocol.js";
+import { describe, promptOf, RemoteAgent, type RemoteHostLink } from "./remote-agent.js";
+import { openSession, type Session, type SessionEnd } from "./session.js";
+
+export interface SshHostOptions {
+  config: SshHostConfig;
+  /** ssh's program: a path, or a name on PATH. */
+  sshBin: string;
+  /** A private folder for the shared connection's socket; undefined: no sharing. */
+  controlDir: string | undefined;
+  /** ssh's own environment (this machine's): its agent socket, HOME, PATH. None of it reaches the agent. */
+  env: Readonly<Record<string, string | undefined>>;
+  clock: Clock;
+  logger: Logger;
+  backoffMs?: { first: number; max: number };
+}
+
+/** What `doctor` learns of a host (§21.5). */
+export type HostCheck =
+  | { ok: true; version: string; stateDir: string; programs: Record<string, string | null>; ms: number }
+  | { ok: false; problem: string };
+
+export class SshHost implements RemoteHostLink {
+  readonly name: string;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly backoffMs: { first: number; max: number };
+  private readonly sessions = new Set<Session>();
+  private readonly agents = new Set<RemoteAgent>();
+  private used = false;
+
+  constructor(private readonly options: SshHostOptions) {
+    this.name = options.config.name;
+    this.clock = options.clock;
+    this.logger = options.logger;
+    this.backoffMs = options.backoffMs ?? { first: 500, max: 30_000 };
+  }
+
+  get config(): SshHostConfig {
+    return this.options.config;
+  }
+
+  /** The host as the launcher of one agent CLI sees it: the runtime's invocation, run there. */
+  forAgent(agent: string): { start(request: SpawnRequest): ChildHandle; attach(request: AttachRequest): ChildHandle } {
+    return {
+      start: (request) => {
+        if (request.jobId === undefined) throw new Error("a job on another host needs its id");
+        const env: Record<string, string> = {};
+        for (const [key, value] of Object.entries(request.env)) if (value !== undefined) env[key] = value;
+        return this.track(
+          new RemoteAgent(
+            this,
+            {
+              kind: "start",
+              request: {
+                op: "start",
+                job_id: request.jobId,
+                agent,
+                cwd: request.cwd,
+                roots: this.options.config.roots,
+                command: request.command,
+                args: [...request.args],
+                env,
+                prompt: promptOf(request.stdin),
+                offset: 0,
+              },
+            },
+            outputOf(request),
+            request.onStdout,
+          ),
+        );
+      },
+      attach: (request) => {
+        if (request.jobId === undefined) throw new Error("a job on another host needs its id");
+        return this.track(new RemoteAgent(this, { kind: "follow", jobId: request.jobId }, request.output, request.onStdout));
+      },
+    };
+  }
+
+  open(request: RemoteRequest, onFrame: (frame: RemoteFrame) => boolean | void): Session {
+    this.used = true;
+    const session = openSession(
+      { sshBin: this.options.sshBin, argv: sshArguments(this.options.config, this.options.controlDir, remoteCommandLine(this.options.config)), env: this.options.env, logger: this.logger },
+      request,
+      onFrame,
+    );
+    this.sessions.add(session);
+    void session.ended.then(() => this.sessions.delete(session));
+    return session;
+  }
+
+  /** Kills the job's tree there; unreachable is undetermined, never a kill that did not happen (§21.3). */
+  async kill(jobId: string): Promise<KillReport> {
+    let answer: { killed: boolean; survivors: number[] } | undefined;
+    let refused: string | undefined;
+    const session = this.open({ op: "kill", job_id: jobId }, (frame) => {
+      if (frame.type === "killed") answer = frame;
+      else if (frame.type === "error") refused = frame.message;
+      return answer === undefined && refused === undefined;
+    });
+    const closed = await session.ended;
+    if (answer) return { signalled: answer.killed ? 1 : 0, survivors: answer.survivors };
+    const why = refused !== undefined ? `host ${this.name} refused the kill: ${refused}` : `host ${this.name} could not be reached (${describe(closed)})`;
+    return { signalled: 0, survivors: [], undetermined: true, why };
+  }
+
+  /** Reachable in BatchMode, claude-dispatch there, its state directory usable, the agents' programs found. */
+  async check(): Promise<HostCheck> {
+    const started = this.clock.now();
+    let answer: Extract<RemoteFrame, { type: "check" }> | undefined;
+    let refused: string | undefined;
+    const { agents, programs } = this.options.config;
+    const session = this.open({ op: "check", agents, programs: { ...programs } }, (frame) => {
+      if (frame.type === "check") answer = frame;
+      else if (frame.type === "error") refused = frame.message;
+      return answer === undefined && refused === undefined;
+    });
+    const closed: SessionEnd = await session.ended;
+    if (answer) return { ok: true, version: answer.version, stateDir: answer.state_dir, programs: answer.programs, ms: this.clock.now() - started };
+    return { ok: false, problem: refused ?? describe(closed) };
+  }
+
+  /** This server is leaving: followers stop (the agents run on), and the shared connection is closed. */
+  async close(): Promise<void> {
+    for (const agent of this.agents) agent.stop();
+    for (const session of this.sessions) session.stop();
+    await Promise.all([...this.sessions].map((session) => session.ended));
+    if (!this.used || !this.options.controlDir) return;
+    const argv = sshArguments(this.options.config, this.options.controlDir, undefined);
+    // `-O exit` goes before the destination: ssh reads no options after it.
+    const exit = openSession({ sshBin: this.options.sshBin, argv: ["-O", "exit", ...argv], env: this.options.env, logger: this.logger }, { op: "check", agents: [], programs: {} }, () => false);
+    await exit.ended;
+  }
+
+  private track(agent: RemoteAgent): RemoteAgent {
+    this.agents.add(agent);
+    void agent.settled.then(() => this.agents.delete(agent));
+    return agent;
+  }
+}
+
+function outputOf(request: SpawnRequest): NonNullable<SpawnRequest["output"]> {
+  if (!request.output) throw new Error("a job on another host needs output files here");
+  return request.output;
+}

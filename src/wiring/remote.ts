@@ -1,0 +1,99 @@
+/**
+ * `claude-dispatch remote` put together (PROTOCOL.md §21.3): the job layer on this machine's state directory, built
+ * for the one request ssh brought, as RemoteSide. Jobs are kept as the server keeps them, so `claude-dispatch jobs`
+ * here lists them, and any later follow, or a server on this state directory, takes one over if its follower died.
+ */
+import { statSync } from "node:fs";
+
+import { checkDirectory, resolveRoots } from "../hosts/local/directory.js";
+import { findProgram } from "../hosts/local/find-program.js";
+import type { RemoteJobView, RemoteSide } from "../hosts/ssh/remote.js";
+import type { StartRequest } from "../hosts/ssh/protocol.js";
+import type { Job, JobRegistry } from "../jobs/registry.js";
+import { AGENT_PROGRAMS, isAgentName } from "../runtimes/index.js";
+import { readFileRange } from "../store/atomic.js";
+import type { StateStore } from "../store/state-store.js";
+import { DispatchError } from "../core/errors.js";
+import { SERVER_VERSION } from "../core/version.js";
+
+export interface RemoteParts {
+  store: StateStore;
+  /** The job layer; a start's runtime invocation is its launcher's (§21.3). */
+  jobs(start?: StartRequest): Promise<JobRegistry>;
+  env: Readonly<Record<string, string | undefined>>;
+  platform: string;
+}
+
+const STDERR_TAIL_BYTES = 64 * 1024;
+
+export function remoteSide(parts: RemoteParts): RemoteSide {
+  const { store } = parts;
+  let registry: JobRegistry | undefined;
+  const jobs = async (start?: StartRequest): Promise<JobRegistry> => (registry ??= await parts.jobs(start));
+  const find = async (id: string): Promise<Job | undefined> => {
+    const registry = await jobs();
+    return registry.get(id) ?? (await registry.recover(id));
+  };
+  return {
+    start: async (request) => {
+      const registry = await jobs(request);
+      // Sent again after a dropped connection: the job is there already, and is followed.
+      const existing = registry.get(request.job_id) ?? (await registry.recover(request.job_id));
+      if (existing) return view(existing);
+      if (!isAgentName(request.agent)) throw new DispatchError("INVALID_ARGUMENT", `this claude-dispatch (${SERVER_VERSION}) has no agent ${request.agent}`);
+      // The roots are resolved here, where their links are: the local server checked the path only.
+      const roots = await resolveRoots(request.roots).catch((error: unknown) => {
+        throw new DispatchError("INVALID_ARGUMENT", `the host's roots: ${(error as Error).message.replace("CLAUDE_DISPATCH_ROOTS entry", "a root")}`);
+      });
+      const checked = await checkDirectory(request.cwd, roots);
+      if (!checked.ok) throw new DispatchError(checked.code, `"cwd" ${checked.problem.replace("(CLAUDE_DISPATCH_ROOTS)", "(the host's roots)")}`);
+      const spec = { ...(request.agent === "claude" ? {} : { agent: request.agent }), prompt: request.prompt, cwd: checked.path };
+      return view(registry.start(spec, "start", undefined, request.job_id));
+    },
+    find: async (id) => {
+      const job = await find(id);
+      return job ? view(job) : undefined;
+    },
+    kill: async (id) => (await jobs()).kill(id, "claude_kill"),
+    check: async (agents, programs) => ({
+      type: "check",
+      version: SERVER_VERSION,
+      state_dir: store.root,
+      programs: Object.fromEntries(
+        agents.map((agent) => {
+          const program = programs[agent] ?? (isAgentName(agent) ? AGENT_PROGRAMS[agent].bin : agent);
+          return [agent, findProgram(program, parts.env, { platform: parts.platform }) ?? null];
+        }),
+      ),
+    }),
+    readOutput: (id, offset, length) => readFileRange(store.outputFiles(id).stdoutPath, offset, length) ?? Buffer.alloc(0),
+    stderrTail: async (id) => {
+      const file = store.outputFiles(id).stderrPath;
+      const size = sizeOf(file);
+      return (readFileRange(file, Math.max(0, size - STDERR_TAIL_BYTES), STDERR_TAIL_BYTES) ?? Buffer.alloc(0)).toString("utf8");
+    },
+    leave: async () => registry?.leave(),
+  };
+}
+
+function view(job: Job): RemoteJobView {
+  return {
+    id: job.id,
+    done: job.done,
+    outcome: () => {
+      const outcome = job.outcome;
+      if (!outcome) return { ok: false, code: "INTERNAL_ERROR", detail: "the job ended without an outcome" };
+      return outcome.ok
+        ? { ok: true, ...(outcome.exit ? { exit: outcome.exit } : {}) }
+        : { ok: false, code: outcome.code, detail: outcome.detail, ...(outcome.exit ? { exit: outcome.exit } : {}) };
+    },
+  };
+}
+
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}

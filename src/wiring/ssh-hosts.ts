@@ -1,0 +1,49 @@
+/**
+ * The hosts of CLAUDE_DISPATCH_HOSTS as this server reaches them (§21), and the private folder their shared
+ * connections' sockets live in (§21.4): a socket there lets anyone who can reach it use our login on that machine.
+ */
+import { chmodSync, lstatSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+import { systemClock } from "../core/clock.js";
+import type { Logger } from "../core/log.js";
+import type { Config } from "../config.js";
+import { SshHost } from "../hosts/ssh/ssh-host.js";
+import type { Machine } from "./jobs.js";
+
+/** A Unix socket's path is at most 104–108 bytes; ssh adds the 40 of %C and 17 of a temporary suffix. */
+const SOCKET_FOLDER_MAX = 104 - 58;
+
+export function createSshHosts(config: Config, machine: Machine, uid: number | undefined, logger: Logger): Map<string, SshHost> {
+  const hosts = new Map<string, SshHost>();
+  if (config.hosts.length === 0) return hosts;
+  const controlDir = socketFolder(config.stateDir, uid, logger);
+  for (const host of config.hosts) {
+    hosts.set(host.name, new SshHost({ config: host, sshBin: config.sshBin, controlDir, env: sshEnvironment(machine.env), clock: systemClock, logger }));
+  }
+  return hosts;
+}
+
+/** ssh's environment: what it needs to find keys, the agent and its config; nothing else of ours goes to it. */
+function sshEnvironment(env: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
+  const names = ["PATH", "HOME", "USER", "LOGNAME", "SSH_AUTH_SOCK", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT"];
+  return Object.fromEntries(names.filter((name) => env[name] !== undefined).map((name) => [name, env[name]]));
+}
+
+/** The state directory's ssh folder, else a short one of ours in the temporary folder; undefined: no sharing. */
+function socketFolder(stateDir: string, uid: number | undefined, logger: Logger): string | undefined {
+  const preferred = path.join(stateDir, "ssh");
+  const folder = preferred.length <= SOCKET_FOLDER_MAX ? preferred : path.join(tmpdir(), `claude-dispatch-ssh-${uid ?? "user"}`);
+  try {
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    const info = lstatSync(folder);
+    if (info.isSymbolicLink() || !info.isDirectory() || (uid !== undefined && info.uid !== uid)) throw new Error("it is not a folder of this user's");
+    chmodSync(folder, 0o700);
+    if (folder.length > SOCKET_FOLDER_MAX) throw new Error("its path is too long for a socket");
+    return folder;
+  } catch (error) {
+    logger.warn(`ssh connections are not shared: cannot use ${folder} for their sockets: ${(error as Error).message}`);
+    return undefined;
+  }
+}
