@@ -38,6 +38,8 @@ test("defaults", () => {
     codexBin: "codex",
     geminiBin: "gemini",
     agentModes: { codex: ["read-only", "workspace-write"], gemini: ["default", "auto_edit", "plan"] },
+    hosts: [],
+    sshBin: "ssh",
   });
   assert.equal(loadConfig({}, { cpus: 8 }).maxJobs, 8, "one agent per CPU");
   assert.equal(loadConfig({}, { cpus: 1 }).maxJobs, 2, "but at least two");
@@ -165,4 +167,42 @@ test("CLAUDE_DISPATCH_AGENTS and each agent's permission modes", () => {
   assert.throws(() => loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude,aider" }), /CLAUDE_DISPATCH_AGENTS must list, comma-separated, agents among claude, codex, gemini, got "claude,aider"/);
   assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_GEMINI_PERMISSION_MODES: "yolo" }).agentModes.gemini, ["yolo"]);
   assert.throws(() => loadConfig({ CLAUDE_DISPATCH_CODEX_PERMISSION_MODES: "yolo" }), /CLAUDE_DISPATCH_CODEX_PERMISSION_MODES must name permission modes among read-only/);
+});
+
+test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, every problem named", () => {
+  const box = { ssh: "me@build-box", roots: ["/srv/repos/", "/home/me/src"], options: { Port: 2222 }, command: ["npx", "-y", "claude-dispatch@1.2.3"], programs: { claude: "/opt/bin/claude" } };
+  const [host] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ box }) }).hosts;
+  assert.deepEqual(host, {
+    name: "box",
+    destination: "me@build-box",
+    roots: ["/srv/repos", "/home/me/src"],
+    sshConfig: undefined,
+    options: { Port: "2222" },
+    command: ["npx", "-y", "claude-dispatch@1.2.3"],
+    stateDir: undefined,
+    agents: ["claude"],
+    programs: { claude: "/opt/bin/claude" },
+  });
+  const read: string[] = [];
+  const fromFile = loadConfig({ CLAUDE_DISPATCH_HOSTS: "/etc/dispatch-hosts.json" }, { readTextFile: (file) => (read.push(file), JSON.stringify({ box })) });
+  assert.deepEqual(read, ["/etc/dispatch-hosts.json"]);
+  assert.equal(fromFile.hosts[0]?.destination, "me@build-box");
+  const refused = (hosts: unknown, pattern: RegExp): void =>
+    assert.throws(() => loadConfig({ CLAUDE_DISPATCH_HOSTS: typeof hosts === "string" ? hosts : JSON.stringify(hosts) }), (error: Error) => error instanceof ConfigError && pattern.test(error.message));
+  refused("hosts.json", /a JSON object or the absolute path of a JSON file/);
+  refused("{nope", /not valid JSON/);
+  refused(["box"], /must be a JSON object mapping host names/);
+  refused({ local: box }, /"local" is not a usable name/);
+  refused({ box: { ...box, ssh: "-oProxyCommand=evil" } }, /needs "ssh"/);
+  refused({ box: { ...box, ssh: "me@box ls" } }, /needs "ssh"/);
+  refused({ box: { ...box, roots: [] } }, /needs "roots"/);
+  refused({ box: { ...box, roots: ["relative/path"] } }, /needs "roots"/);
+  refused({ box: { ...box, options: { ControlPath: "/tmp/x" } } }, /sets ControlPath, which claude-dispatch sets itself/);
+  refused({ box: { ...box, options: { "Bad Key": "x" } } }, /unusable ssh option/);
+  refused({ box: { ...box, options: { ProxyJump: "a\nb" } } }, /unusable ssh option/);
+  refused({ box: { ...box, command: [] } }, /"command" that is not 1 to 16 strings/);
+  refused({ box: { ...box, agents: ["claude", "cursor"] } }, /"agents" that is not a list of agents among claude, codex, gemini/);
+  refused({ box: { ...box, programs: { claude: "" } } }, /unusable program for "claude"/);
+  refused({ box: { ...box, state_dir: "state" } }, /state_dir that is not an absolute path/);
+  refused({ box: { ...box, colour: "blue" } }, /unknown setting "colour"/);
 });

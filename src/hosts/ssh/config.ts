@@ -35,7 +35,7 @@ type ReadFile = (file: string) => string;
 export function parseHostsSetting(raw: string, readFile: ReadFile, agentNames: readonly string[]): SshHostConfig[] {
   const text = raw.trim();
   let json = text;
-  if (!text.startsWith("{")) {
+  if (!text.startsWith("{") && !text.startsWith("[")) {
     if (!path.isAbsolute(text)) throw new Error(`CLAUDE_DISPATCH_HOSTS must be a JSON object or the absolute path of a JSON file, got ${JSON.stringify(text.slice(0, 200))}`);
     try {
       json = readFile(text);
@@ -74,7 +74,7 @@ function parseHost(name: string, entry: unknown, agentNames: readonly string[]):
   return {
     name,
     destination: destination as string,
-    roots: (roots as string[]).map((root) => path.posix.normalize(root)),
+    roots: (roots as string[]).map((root) => path.posix.normalize(root).replace(/(.)\/+$/, "$1")),
     sshConfig: optionalPath(entry.ssh_config, "ssh_config", fail),
     options: parseOptions(entry.options, fail),
     command: parseCommand(entry.command, fail),

@@ -1,0 +1,207 @@
+/**
+ * Agents on another machine over SSH (PROTOCOL.md §21), end to end: the built server, a real sshd on 127.0.0.1
+ * (test/sshd.ts), and on its far side a second claude-dispatch in remote mode with a state directory of its own,
+ * running the fake agent. "Remote" is this machine, so pids and files there can be checked directly.
+ */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { isAlive, readPids, readRecordFile, waitFor } from "./processes.js";
+import { FAKE_CLAUDE, minimalEnvironment, SERVER_MAIN, ServerProcess } from "./server-process.js";
+import { sshSkipReason, startSshd, type Sshd } from "./sshd.js";
+
+const skip = sshSkipReason("ssh hosts");
+
+describe("jobs on another host over ssh", { skip }, () => {
+  let sshd: Sshd;
+  let scratch: string;
+  let work: string;
+  let remoteState: string;
+  const servers: ServerProcess[] = [];
+  const agentPids: number[] = [];
+
+  before(async () => {
+    sshd = await startSshd({ env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` } });
+    scratch = mkdtempSync(path.join(tmpdir(), "cd-ssh-"));
+    work = path.join(scratch, "work");
+    mkdirSync(work);
+    remoteState = path.join(scratch, "remote-state");
+  });
+
+  after(async () => {
+    for (const server of servers) if (server.child.exitCode === null) server.child.kill("SIGKILL");
+    for (const pid of agentPids) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    await sshd?.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  function hostsSetting(alias = sshd.alias): string {
+    return JSON.stringify({
+      box: { ssh: alias, ssh_config: sshd.clientConfig, roots: [work], command: [process.execPath, SERVER_MAIN], state_dir: remoteState, programs: { claude: FAKE_CLAUDE } },
+    });
+  }
+
+  function server(env: Record<string, string> = {}): ServerProcess {
+    const started = new ServerProcess({ CLAUDE_DISPATCH_HOSTS: hostsSetting(), ...env });
+    servers.push(started);
+    return started;
+  }
+
+  function textOf(response: { result?: any }): string {
+    return response.result?.content?.[0]?.text ?? "";
+  }
+
+  /** The remote job's files, byte for byte, against the local copy. */
+  function sameOutput(localState: string, id: string): void {
+    const remote = readFileSync(path.join(remoteState, "jobs", id, "stdout.jsonl"));
+    const local = readFileSync(path.join(localState, "jobs", id, "stdout.jsonl"));
+    assert.ok(remote.length > 0);
+    assert.ok(local.equals(remote), `local copy ${local.length} bytes, remote ${remote.length}`);
+  }
+
+  test("claude_run there: the result, the agent in that cwd at depth 1, and the job in that machine's state directory", async () => {
+    const s = server();
+    await s.initialize();
+    const listed = await s.request("tools/list");
+    const run = listed.result.tools.find((tool: { name: string }) => tool.name === "claude_run");
+    assert.deepEqual(run.inputSchema.properties.host.enum, ["box"]);
+    const recordFile = path.join(scratch, "recorded.json");
+    const response = await s.callTool("claude_run", { prompt: `hello from afar\n@record ${recordFile}\n@tools 2 20`, cwd: work, host: "box" });
+    const result = response.result.structuredContent;
+    assert.equal(result.status, "completed", textOf(response));
+    assert.match(result.result, /ECHO: hello from afar/);
+    assert.equal(result.num_turns, 3);
+    const recorded = JSON.parse(readFileSync(recordFile, "utf8"));
+    assert.equal(recorded.cwd, work);
+    assert.equal(recorded.depth, "1");
+    // The local record names the host; the remote one is that machine's own job, finished there too.
+    assert.equal(readRecordFile(s.stateDir, result.job_id).host, "box");
+    const remoteRecord = readRecordFile(remoteState, result.job_id);
+    assert.equal(remoteRecord.status, "completed");
+    assert.equal(remoteRecord.host, "local");
+    sameOutput(s.stateDir, result.job_id);
+    const jobs = await runProgram(process.execPath, [SERVER_MAIN, "jobs", "--all"], { CLAUDE_DISPATCH_STATE_DIR: remoteState });
+    assert.ok(jobs.stdout.includes(result.job_id.slice(0, 8)), jobs.stdout);
+    // A resumed session continues there too.
+    const again = await s.callTool("claude_run", { prompt: "and then?", cwd: work, host: "box", session_id: result.session_id });
+    assert.equal(again.result.structuredContent.status, "completed", textOf(again));
+    assert.equal(again.result.structuredContent.session_id, result.session_id);
+    await s.shutdown();
+  });
+
+  test("refused before anything runs there: a cwd outside the roots, an unknown host, a worktree", async () => {
+    // The host's key is refused: had anything been sent, the error would be HOST_FAILED, not these.
+    const s = server({ CLAUDE_DISPATCH_HOSTS: hostsSetting(sshd.refusedAlias) });
+    await s.initialize();
+    const outside = await s.callTool("claude_run", { prompt: "x", cwd: "/etc", host: "box" });
+    assert.match(textOf(outside), /^POLICY_DENIED: "cwd" is outside the host's roots/);
+    const escape = await s.callTool("claude_run", { prompt: "x", cwd: `${work}/../..`, host: "box" });
+    assert.match(textOf(escape), /^POLICY_DENIED/);
+    const relative = await s.callTool("claude_run", { prompt: "x", cwd: "work", host: "box" });
+    assert.match(textOf(relative), /^INVALID_ARGUMENT/);
+    const unknown = await s.callTool("claude_run", { prompt: "x", cwd: work, host: "elsewhere" });
+    assert.match(textOf(unknown), /^INVALID_ARGUMENT: "host" must be one of the hosts this server is configured with: box; got "elsewhere"/);
+    const worktree = await s.callTool("claude_run", { prompt: "x", cwd: work, host: "box", worktree: true });
+    assert.match(textOf(worktree), /^INVALID_ARGUMENT: a job on host "box" cannot run in a worktree/);
+    await s.shutdown();
+  });
+
+  test("a host that refuses the key: HOST_FAILED with ssh's reason", async () => {
+    const s = server({ CLAUDE_DISPATCH_HOSTS: hostsSetting(sshd.refusedAlias) });
+    await s.initialize();
+    const response = await s.callTool("claude_run", { prompt: "x", cwd: work, host: "box" });
+    assert.match(textOf(response), /^HOST_FAILED: cannot start it on host box: ssh failed: .*Permission denied/);
+    await s.shutdown();
+  });
+
+  test("claude_start, claude_wait, and claude_kill during a long tool call: nothing of the job is left there", async () => {
+    const s = server();
+    await s.initialize();
+    const pidFile = path.join(scratch, "kill.pids");
+    const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n@spawn ${pidFile} detached\n@tools 1 10\n@sleep 60000`, cwd: work, host: "box" });
+    const id = started.result.structuredContent.job_id;
+    await waitFor(() => readPids(pidFile).length === 2, "the agent and its detached child");
+    const pids = readPids(pidFile);
+    agentPids.push(...pids);
+    const early = await s.callTool("claude_wait", { job_id: id, hold_ms: 0 });
+    assert.equal(early.result.structuredContent.status, "running");
+    const killed = await s.callTool("claude_kill", { job_id: id });
+    assert.equal(killed.result.structuredContent.status, "killed", textOf(killed));
+    for (const pid of pids) assert.equal(isAlive(pid), false, `pid ${pid} survived`);
+    await waitFor(() => readRecordFile(remoteState, id).status === "killed", "the remote record says killed");
+    await s.shutdown();
+  });
+
+  test("the connection killed mid-job: the agent runs on, the job completes with its whole output", async () => {
+    const s = server();
+    await s.initialize();
+    const gate = path.join(scratch, "drop.gate");
+    const started = await s.callTool("claude_start", { prompt: `@tools 3 10\n@wait-file ${gate}\ndropped`, cwd: work, host: "box" });
+    const id = started.result.structuredContent.job_id;
+    await waitFor(() => existsSync(path.join(s.stateDir, "jobs", id, "stdout.jsonl")) && readFileSync(path.join(s.stateDir, "jobs", id, "stdout.jsonl"), "utf8").split("\n").length > 4, "some output here");
+    assert.ok((await sshd.dropConnections()) >= 1);
+    await waitFor(() => s.stderr.includes(`job ${id} on host box: the connection ended`), "the drop noticed");
+    writeFileSync(gate, "");
+    const done = await s.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
+    assert.equal(done.result.structuredContent.status, "completed", textOf(done));
+    assert.match(done.result.structuredContent.result, /ECHO: @tools 3 10/);
+    assert.equal(done.result.structuredContent.num_turns, 4);
+    sameOutput(s.stateDir, id);
+    await s.shutdown();
+  });
+
+  test("the local server SIGKILLed mid-job: the next one follows the remote job to its result", async () => {
+    const localState = mkdtempSync(path.join(scratch, "local-state-"));
+    const first = server({ CLAUDE_DISPATCH_STATE_DIR: localState, CLAUDE_DISPATCH_ON_EXIT: "keep" });
+    await first.initialize();
+    const gate = path.join(scratch, "restart.gate");
+    const started = await first.callTool("claude_start", { prompt: `@tools 2 10\n@wait-file ${gate}\nrestarted`, cwd: work, host: "box" });
+    const id = started.result.structuredContent.job_id;
+    await waitFor(() => readRecordFile(remoteState, id).agent?.start_time !== undefined, "the agent recorded there");
+    first.child.kill("SIGKILL");
+    await first.exited;
+    writeFileSync(gate, "");
+    const second = server({ CLAUDE_DISPATCH_STATE_DIR: localState });
+    await second.initialize();
+    const done = await second.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
+    assert.equal(done.result.structuredContent.status, "completed", textOf(done));
+    assert.match(done.result.structuredContent.result, /ECHO: @tools 2 10/);
+    assert.equal(readRecordFile(localState, id).generation, 1);
+    sameOutput(localState, id);
+    await second.shutdown();
+  });
+
+  test("claude_kill when the host cannot be reached: KILL_FAILED, and the job still runs", async () => {
+    const s = server({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ box: { ...JSON.parse(hostsSetting()).box, options: { ConnectTimeout: 5 } } }) });
+    await s.initialize();
+    const pidFile = path.join(scratch, "unreachable.pids");
+    const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n@sleep 60000`, cwd: work, host: "box" });
+    const id = started.result.structuredContent.job_id;
+    await waitFor(() => readPids(pidFile).length === 1, "the agent");
+    agentPids.push(...readPids(pidFile));
+    // The host goes away: its address refuses connections.
+    await sshd.stop();
+    const killed = await s.callTool("claude_kill", { job_id: id });
+    assert.match(textOf(killed), /^KILL_FAILED: host box could not be reached/);
+    const still = await s.callTool("claude_wait", { job_id: id, hold_ms: 0 });
+    assert.equal(still.result.structuredContent.status, "running");
+    assert.ok(readPids(pidFile).every(isAlive));
+    // Killed there with that machine's own command line.
+    const there = await runProgram(process.execPath, [SERVER_MAIN, "kill", id], { CLAUDE_DISPATCH_STATE_DIR: remoteState });
+    assert.equal(there.code, 0, there.stderr);
+    await waitFor(() => !readPids(pidFile).some(isAlive), "the agent killed there");
+    s.child.kill("SIGKILL");
+  });
+});
+
+function runProgram(file: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { env: minimalEnvironment(env), timeout: 30_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
