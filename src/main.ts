@@ -175,6 +175,18 @@ async function main(): Promise<void> {
           );
         });
       },
+      sshHosts: async () => {
+        const config = (() => {
+          try {
+            return loadConfig(process.env, hostFacts());
+          } catch {
+            return undefined;
+          }
+        })();
+        if (!config || config.hosts.length === 0) return [];
+        const { createSshHosts } = await import("./wiring/ssh-hosts.js");
+        return [...createSshHosts(config, machine(), process.getuid?.(), createLogger(process.stderr, "warn"), false).values()];
+      },
       // Names the CLI in a claim file when `kill` finishes the record of a dead server.
       uid: process.getuid?.(),
       randomName: () => crypto.randomUUID(),

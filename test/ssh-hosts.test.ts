@@ -175,6 +175,37 @@ describe("jobs on another host over ssh", { skip }, () => {
     await second.shutdown();
   });
 
+  test("doctor checks each host: reached, claude-dispatch and the agent there; a refused key fails", async () => {
+    const env = { CLAUDE_DISPATCH_STATE_DIR: path.join(scratch, "doctor-state"), CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE };
+    const good = await runProgram(process.execPath, [SERVER_MAIN, "doctor", "--json"], { ...env, CLAUDE_DISPATCH_HOSTS: hostsSetting() });
+    const check = JSON.parse(good.stdout).checks.find((entry: { name: string }) => entry.name === "host box");
+    assert.equal(check?.status, "ok", good.stdout);
+    assert.match(check.detail, new RegExp(`claude-dispatch \\S+, state directory ${remoteState}, claude ${FAKE_CLAUDE}`));
+    const refused = await runProgram(process.execPath, [SERVER_MAIN, "doctor", "--json"], { ...env, CLAUDE_DISPATCH_HOSTS: hostsSetting(sshd.refusedAlias) });
+    assert.equal(refused.code, 1);
+    const failed = JSON.parse(refused.stdout).checks.find((entry: { name: string }) => entry.name === "host box");
+    assert.equal(failed?.status, "fail");
+    assert.match(failed.detail, /Permission denied/);
+  });
+
+  test("claude-dispatch kill here, after the server died: the tree is killed there, and both records say killed", async () => {
+    const localState = mkdtempSync(path.join(scratch, "cli-kill-state-"));
+    const s = server({ CLAUDE_DISPATCH_STATE_DIR: localState, CLAUDE_DISPATCH_ON_EXIT: "keep" });
+    await s.initialize();
+    const pidFile = path.join(scratch, "cli-kill.pids");
+    const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n@sleep 60000`, cwd: work, host: "box" });
+    const id = started.result.structuredContent.job_id;
+    await waitFor(() => readPids(pidFile).length === 1, "the agent");
+    agentPids.push(...readPids(pidFile));
+    s.child.kill("SIGKILL");
+    await s.exited;
+    const killed = await runProgram(process.execPath, [SERVER_MAIN, "kill", id], { CLAUDE_DISPATCH_STATE_DIR: localState, CLAUDE_DISPATCH_HOSTS: hostsSetting() });
+    assert.equal(killed.code, 0, killed.stderr + killed.stdout);
+    assert.equal(readPids(pidFile).some(isAlive), false);
+    assert.equal(readRecordFile(localState, id).status, "killed");
+    await waitFor(() => readRecordFile(remoteState, id).status === "killed", "the remote record says killed");
+  });
+
   test("claude_kill when the host cannot be reached: KILL_FAILED, and the job still runs", async () => {
     const s = server({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ box: { ...JSON.parse(hostsSetting()).box, options: { ConnectTimeout: 5 } } }) });
     await s.initialize();

@@ -5,6 +5,8 @@
  */
 import { sleep, type Clock } from "../core/clock.js";
 import type { Host } from "../config.js";
+import type { KillReport } from "../agent/host.js";
+import type { HostCheck } from "../hosts/ssh/ssh-host.js";
 import { DispatchError } from "../core/errors.js";
 import { createLogger, type Logger, type TextSink } from "../core/log.js";
 import type { ProcessControl } from "../hosts/local/index.js";
@@ -32,6 +34,8 @@ export interface CliIo {
   randomName(): string;
   /** This user's uid, which the state directory must belong to; undefined on Windows (§15.1). */
   uid?: number | undefined;
+  /** The hosts of CLAUDE_DISPATCH_HOSTS, reached over ssh (§21), for `kill` and `doctor`; none when unset or invalid. */
+  sshHosts?(): Promise<readonly RemoteHostAccess[]>;
   /** Whether stdout is a terminal: `jobs --watch` redraws only there. Absent: it is not. */
   stdoutIsTerminal?: boolean | undefined;
   /**
@@ -39,6 +43,13 @@ export interface CliIo {
    * Ctrl-C ends the process as usual, which is how a person stops them.
    */
   interrupted?: AbortSignal | undefined;
+}
+
+/** A host over ssh, as the command line uses it. */
+export interface RemoteHostAccess {
+  readonly name: string;
+  kill(jobId: string): Promise<KillReport>;
+  check(): Promise<HostCheck>;
 }
 
 export interface RunFileResult {

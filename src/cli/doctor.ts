@@ -38,6 +38,7 @@ export async function doctor(io: CliIo, json: boolean): Promise<number> {
   if (config) checks.push(agentsCheck(io, config));
   checks.push(...checkStateDirectory(io, config));
   if (config) checks.push(...(await policyChecks(config)));
+  if (config && config.hosts.length > 0) checks.push(...(await hostChecks(io, config)));
 
   const ok = checks.every((check) => check.status !== "fail");
   const install: Install = { nodePath: io.nodePath, mainPath: io.mainPath, platform: io.host?.platform };
@@ -264,4 +265,21 @@ function onExitCheck(config: Config): Check {
       (config.onExit === "keep" ? "keep (agents outlive the server; the next server follows them)" : "kill (the server kills its agents when it stops)") +
       `; finished jobs kept ${formatAge(config.jobRetentionMs)}, at most ${formatBytes(config.stateMaxBytes)}`,
   };
+}
+
+/** Each host of CLAUDE_DISPATCH_HOSTS (§21.5): reached in BatchMode, claude-dispatch there, its state directory, the agents' programs. */
+async function hostChecks(io: CliIo, config: Config): Promise<Check[]> {
+  const hosts = (await io.sshHosts?.()) ?? [];
+  return Promise.all(
+    hosts.map(async (host): Promise<Check> => {
+      const name = `host ${host.name}`;
+      const destination = config.hosts.find((entry) => entry.name === host.name)?.destination ?? host.name;
+      const found = await host.check();
+      if (!found.ok) return { name, status: "fail", detail: `${destination}: ${found.problem}; jobs there cannot start` };
+      const missing = Object.entries(found.programs).filter(([, program]) => program === null).map(([agent]) => agent);
+      const programs = Object.entries(found.programs).map(([agent, program]) => `${agent} ${program ?? "not found"}`).join(", ");
+      const detail = `${destination}: claude-dispatch ${found.version}, state directory ${found.stateDir}, ${programs} (${found.ms} ms)`;
+      return { name, status: missing.length > 0 ? "fail" : "ok", detail: missing.length > 0 ? `${detail}; set "programs" for ${missing.join(", ")}` : detail };
+    }),
+  );
 }

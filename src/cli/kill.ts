@@ -3,6 +3,7 @@
  * tree if it is certainly alive, then the record: by its server if that may
  * be alive, else here, claiming the job as a restarting server would (§15.3).
  */
+import { DispatchError } from "../core/errors.js";
 import { finishAbandonedKill } from "../jobs/abandoned.js";
 import type { KillReport, ProcessControl } from "../hosts/local/index.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
@@ -56,7 +57,7 @@ async function killAndFinish(context: Context, record: JobRecord): Promise<KillO
   let finishedBy: FinishedBy;
   let status = record.status;
   try {
-    tree = await killAgent(control, store, record);
+    tree = record.host !== undefined && record.host !== "local" ? await killRemote(context, record) : await killAgent(control, store, record);
     // A server that may be alive (unknown counts) finishes its own record.
     if ((await control.isAlive(record.owner.pid, record.owner.start_time)) !== false) {
       finishedBy = "server";
@@ -110,6 +111,18 @@ async function killAgent(control: ProcessControl, store: StateStore, record: Job
     stderrTailBytes: 0,
   });
   return handle.killTree();
+}
+
+/** A job on another machine is killed there, over ssh (§21); one that cannot be reached is not taken for killed. */
+async function killRemote(context: Context, record: JobRecord): Promise<KillReport | undefined> {
+  if (record.status !== "running") return undefined;
+  const host = (await context.io.sshHosts?.())?.find((candidate) => candidate.name === record.host);
+  if (!host) {
+    throw new DispatchError("INVALID_ARGUMENT", `job ${record.id} runs on host ${record.host}, which CLAUDE_DISPATCH_HOSTS does not name here; run claude-dispatch kill ${record.id} on that machine`);
+  }
+  const report = await host.kill(record.id);
+  if (report.undetermined) throw new DispatchError("KILL_FAILED", `${report.why ?? `host ${record.host} could not be reached`}; job ${record.id} is still running there`);
+  return report;
 }
 
 /** The owner is gone: the job is finished here, as a restarting server would finish it (jobs/abandoned.ts). */

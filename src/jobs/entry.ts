@@ -124,6 +124,9 @@ export class JobEntry implements Job {
   get agentName(): string {
     return this.spec.agent ?? "claude";
   }
+  get hostName(): string {
+    return this.spec.host ?? "local";
+  }
   get launched(): boolean {
     return this.run !== undefined || this.agent !== undefined;
   }

@@ -87,6 +87,8 @@ export interface Job {
   readonly worktree: WorktreeRecord | undefined;
   /** The coding agent that runs it (§7): "claude", "codex", "gemini". */
   readonly agentName: string;
+  /** Where it runs (§21): "local", or a host of CLAUDE_DISPATCH_HOSTS. */
+  readonly hostName: string;
 }
 
 export interface KillResult {

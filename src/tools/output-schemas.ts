@@ -103,6 +103,7 @@ export const LIST_SCHEMA = {
           job_id: { type: "string" },
           kind: { type: "string", enum: ["run", "start"] },
           agent: { type: "string", description: "The coding agent that runs it: claude, codex or gemini." },
+          host: { type: "string", description: "The other machine it runs on, as the operator named it; absent for this machine." },
           status: { type: "string", enum: ["queued", "running", "input_required", "completed", "failed", "killed", "lost"] },
           cwd: { type: "string" },
           elapsed_s: { type: "integer" },

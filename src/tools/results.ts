@@ -285,6 +285,8 @@ export interface ListedJob {
   kind: "run" | "start";
   /** The coding agent that runs it (§7). */
   agent: string;
+  /** The other machine it runs on (§21); absent for this one. */
+  host?: string;
   status: ReturnType<typeof shownStatus>;
   cwd: string;
   elapsed_s: number;
@@ -304,6 +306,7 @@ export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ 
       job_id: job.id,
       kind: job.kind,
       agent: job.agentName,
+      ...(job.hostName === "local" ? {} : { host: job.hostName }),
       status: shownStatus(job),
       cwd: job.cwd,
       elapsed_s: elapsedSeconds(job, now),
@@ -315,7 +318,7 @@ export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ 
   });
   const lines = listed.map(
     (job) =>
-      `${job.job_id}  ${job.status}${job.agent === "claude" ? "" : ` (${job.agent})`}  ${job.elapsed_s}s  ${job.num_turns} turns  ${job.cwd}  "${job.prompt_preview}"` +
+      `${job.job_id}  ${job.status}${job.agent === "claude" ? "" : ` (${job.agent})`}${job.host ? ` on ${job.host}` : ""}  ${job.elapsed_s}s  ${job.num_turns} turns  ${job.cwd}  "${job.prompt_preview}"` +
       `${job.session_id ? `  session ${job.session_id}` : ""}${job.other_server ? "  (another server's)" : ""}`,
   );
   const text = listed.length === 0 ? "No jobs." : `${listed.length} job${listed.length === 1 ? "" : "s"}, oldest first:\n${lines.join("\n")}`;

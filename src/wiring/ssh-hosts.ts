@@ -15,10 +15,11 @@ import type { Machine } from "./jobs.js";
 /** A Unix socket's path is at most 104–108 bytes; ssh adds the 40 of %C and 17 of a temporary suffix. */
 const SOCKET_FOLDER_MAX = 104 - 58;
 
-export function createSshHosts(config: Config, machine: Machine, uid: number | undefined, logger: Logger): Map<string, SshHost> {
+/** share: a long-lived server shares one connection per host; a command that makes one call does not. */
+export function createSshHosts(config: Config, machine: Machine, uid: number | undefined, logger: Logger, share = true): Map<string, SshHost> {
   const hosts = new Map<string, SshHost>();
   if (config.hosts.length === 0) return hosts;
-  const controlDir = socketFolder(config.stateDir, uid, logger);
+  const controlDir = share ? socketFolder(config.stateDir, uid, logger) : undefined;
   for (const host of config.hosts) {
     hosts.set(host.name, new SshHost({ config: host, sshBin: config.sshBin, controlDir, env: sshEnvironment(machine.env), clock: systemClock, logger }));
   }
