@@ -57,8 +57,8 @@ export interface Config {
   worktree: WorktreePolicy;
   /** Where worktrees are made; unset: the state directory's worktrees folder. */
   worktreeDir: string | undefined;
-  /** Other machines agents may run on, reached with ssh (§21). */
-  hosts: readonly SshHostConfig[];
+  /** Other machines agents may run on, reached with ssh (§21); unset: none. */
+  hosts: readonly SshHostConfig[] | undefined;
   /** ssh's program. */
   sshBin: string;
 }
@@ -246,9 +246,9 @@ function loadWorktreeDir(env: Env): string | undefined {
   return value;
 }
 
-function loadHosts(env: Env, readTextFile: (file: string) => string): SshHostConfig[] {
+function loadHosts(env: Env, readTextFile: (file: string) => string): SshHostConfig[] | undefined {
   const raw = optional(env, "CLAUDE_DISPATCH_HOSTS");
-  if (raw === undefined) return [];
+  if (raw === undefined) return undefined;
   try {
     return parseHostsSetting(raw, readTextFile, AGENT_NAMES);
   } catch (error) {

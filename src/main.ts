@@ -183,7 +183,7 @@ async function main(): Promise<void> {
             return undefined;
           }
         })();
-        if (!config || config.hosts.length === 0) return [];
+        if (!config || !config.hosts) return [];
         const { createSshHosts } = await import("./wiring/ssh-hosts.js");
         return [...createSshHosts(config, machine(), process.getuid?.(), createLogger(process.stderr, "warn"), false).values()];
       },
@@ -221,14 +221,14 @@ async function readConfig(): Promise<{ config: Config; roots: string[] | undefin
 
 /** The hosts reached over ssh (§21); their code loads only when some are configured. */
 async function sshHostsOf(config: Config, logger: Logger): Promise<Map<string, SshHost>> {
-  if (config.hosts.length === 0) return new Map();
+  if (!config.hosts) return new Map();
   const { createSshHosts } = await import("./wiring/ssh-hosts.js");
   return createSshHosts(config, machine(), process.getuid?.(), logger);
 }
 
 async function serve(): Promise<void> {
   const { config, roots } = await readConfig();
-  const hosts = config.hosts.map((host) => ({ name: host.name, roots: host.roots, agents: host.agents }));
+  const hosts = (config.hosts ?? []).map((host) => ({ name: host.name, roots: host.roots, agents: host.agents }));
   const policy = { ...config.policy, roots, agents: offeredAgents(config, process.env, process.platform), ...(hosts.length > 0 ? { hosts } : {}) };
   // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of
   // this server inside a dispatched agent must never restore, adopt, claim or write its parent's jobs.

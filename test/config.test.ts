@@ -38,7 +38,7 @@ test("defaults", () => {
     codexBin: "codex",
     geminiBin: "gemini",
     agentModes: { codex: ["read-only", "workspace-write"], gemini: ["default", "auto_edit", "plan"] },
-    hosts: [],
+    hosts: undefined,
     sshBin: "ssh",
   });
   assert.equal(loadConfig({}, { cpus: 8 }).maxJobs, 8, "one agent per CPU");
@@ -171,7 +171,7 @@ test("CLAUDE_DISPATCH_AGENTS and each agent's permission modes", () => {
 
 test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, every problem named", () => {
   const box = { ssh: "me@build-box", roots: ["/srv/repos/", "/home/me/src"], options: { Port: 2222 }, command: ["npx", "-y", "claude-dispatch@1.2.3"], programs: { claude: "/opt/bin/claude" } };
-  const [host] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ box }) }).hosts;
+  const [host] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ box }) }).hosts ?? [];
   assert.deepEqual(host, {
     name: "box",
     destination: "me@build-box",
@@ -186,7 +186,7 @@ test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, 
   const read: string[] = [];
   const fromFile = loadConfig({ CLAUDE_DISPATCH_HOSTS: "/etc/dispatch-hosts.json" }, { readTextFile: (file) => (read.push(file), JSON.stringify({ box })) });
   assert.deepEqual(read, ["/etc/dispatch-hosts.json"]);
-  assert.equal(fromFile.hosts[0]?.destination, "me@build-box");
+  assert.equal(fromFile.hosts?.[0]?.destination, "me@build-box");
   const refused = (hosts: unknown, pattern: RegExp): void =>
     assert.throws(() => loadConfig({ CLAUDE_DISPATCH_HOSTS: typeof hosts === "string" ? hosts : JSON.stringify(hosts) }), (error: Error) => error instanceof ConfigError && pattern.test(error.message));
   refused("hosts.json", /a JSON object or the absolute path of a JSON file/);

@@ -38,7 +38,7 @@ export async function doctor(io: CliIo, json: boolean): Promise<number> {
   if (config) checks.push(agentsCheck(io, config));
   checks.push(...checkStateDirectory(io, config));
   if (config) checks.push(...(await policyChecks(config)));
-  if (config && config.hosts.length > 0) checks.push(...(await hostChecks(io, config)));
+  if (config && config.hosts) checks.push(...(await hostChecks(io, config)));
 
   const ok = checks.every((check) => check.status !== "fail");
   const install: Install = { nodePath: io.nodePath, mainPath: io.mainPath, platform: io.host?.platform };
@@ -273,7 +273,7 @@ async function hostChecks(io: CliIo, config: Config): Promise<Check[]> {
   return Promise.all(
     hosts.map(async (host): Promise<Check> => {
       const name = `host ${host.name}`;
-      const destination = config.hosts.find((entry) => entry.name === host.name)?.destination ?? host.name;
+      const destination = config.hosts?.find((entry) => entry.name === host.name)?.destination ?? host.name;
       const found = await host.check();
       if (!found.ok) return { name, status: "fail", detail: `${destination}: ${found.problem}; jobs there cannot start` };
       const missing = Object.entries(found.programs).filter(([, program]) => program === null).map(([agent]) => agent);

@@ -18,7 +18,7 @@ const SOCKET_FOLDER_MAX = 104 - 58;
 /** share: a long-lived server shares one connection per host; a command that makes one call does not. */
 export function createSshHosts(config: Config, machine: Machine, uid: number | undefined, logger: Logger, share = true): Map<string, SshHost> {
   const hosts = new Map<string, SshHost>();
-  if (config.hosts.length === 0) return hosts;
+  if (!config.hosts) return hosts;
   const controlDir = share ? socketFolder(config.stateDir, uid, logger) : undefined;
   for (const host of config.hosts) {
     hosts.set(host.name, new SshHost({ config: host, sshBin: config.sshBin, controlDir, env: sshEnvironment(machine.env), clock: systemClock, logger }));
