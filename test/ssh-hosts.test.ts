@@ -175,6 +175,28 @@ describe("jobs on another host over ssh", { skip }, () => {
     await second.shutdown();
   });
 
+  test("a second server on the same state directory follows the remote job, and its claude_kill reaches the tree there", async () => {
+    const localState = mkdtempSync(path.join(scratch, "shared-state-"));
+    const owner = server({ CLAUDE_DISPATCH_STATE_DIR: localState });
+    const other = server({ CLAUDE_DISPATCH_STATE_DIR: localState });
+    await owner.initialize();
+    await other.initialize();
+    const pidFile = path.join(scratch, "shared.pids");
+    const started = await owner.callTool("claude_start", { prompt: `@pid ${pidFile}\n@tools 2 10\n@sleep 60000`, cwd: work, host: "box" });
+    const id = started.result.structuredContent.job_id;
+    await waitFor(() => readPids(pidFile).length === 1, "the agent");
+    agentPids.push(...readPids(pidFile));
+    const seen = await other.callTool("claude_wait", { job_id: id, hold_ms: 0 });
+    assert.equal(seen.result.structuredContent.status, "running", textOf(seen));
+    const killed = await other.callTool("claude_kill", { job_id: id });
+    assert.equal(killed.result.structuredContent.status, "killed", textOf(killed));
+    assert.equal(readPids(pidFile).some(isAlive), false);
+    const ownerView = await owner.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
+    assert.equal(ownerView.result.structuredContent.status, "killed");
+    await other.shutdown();
+    await owner.shutdown();
+  });
+
   test("doctor checks each host: reached, claude-dispatch and the agent there; a refused key fails", async () => {
     const env = { CLAUDE_DISPATCH_STATE_DIR: path.join(scratch, "doctor-state"), CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE };
     const good = await runProgram(process.execPath, [SERVER_MAIN, "doctor", "--json"], { ...env, CLAUDE_DISPATCH_HOSTS: hostsSetting() });

@@ -166,8 +166,19 @@ export class Observer {
     job.startedAt = record.started_at ?? job.startedAt;
     const output = this.target.options.persistence.store.outputFiles(job.id);
     // Followed once its pid is on record (a moment after the spawn): an agent without one would be taken for gone.
-    if (!output || record.agent?.pid === undefined) return;
-    const run = this.target.options.persistence.attach({ pid: record.agent.pid, startTime: record.agent.start_time, marker: record.agent.tree_marker, output, ...(job.spec.agent ? { runtime: job.spec.agent } : {}) });
+    // One on another machine is followed there, by its job (§21.3).
+    const remote = job.spec.host !== undefined;
+    const reachable = !remote || (this.target.options.persistence.hosts ?? []).includes(job.spec.host ?? "");
+    if (!output || !reachable || (record.agent?.pid === undefined && !remote)) return;
+    const run = this.target.options.persistence.attach({
+      pid: record.agent?.pid,
+      startTime: record.agent?.start_time,
+      marker: record.agent?.tree_marker,
+      output,
+      jobId: job.id,
+      ...(job.spec.agent ? { runtime: job.spec.agent } : {}),
+      ...(remote ? { host: job.spec.host } : {}),
+    });
     job.attach(run);
     this.target.attached(job);
     // The agent is gone: its owner's final record follows within moments.

@@ -3,7 +3,7 @@
  * is written to the job's own stdout file here before the reader sees it, so the local copy is the offset to resume
  * from after a dropped connection or a restart, and everything that reads output files works on it unchanged.
  */
-import { closeSync, fstatSync, openSync, readFileSync, readSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, writeFileSync, writeSync } from "node:fs";
 
 import type { ChildExit, ChildHandle, KillReport, OutputFiles } from "../../agent/host.js";
 import type { CancelTimer, Clock } from "../../core/clock.js";
@@ -78,7 +78,8 @@ export class RemoteAgent implements ChildHandle {
 
   /** What earlier servers received, read again so that the reader's transcript and summary start whole. */
   private catchUp(): void {
-    this.fd = openSync(this.output.stdoutPath, "a+", 0o600);
+    // Not append mode: each chunk is written at its own offset, so another server following the same job writes the same bytes in the same place.
+    this.fd = openSync(this.output.stdoutPath, existsSync(this.output.stdoutPath) ? "r+" : "w+", 0o600);
     const size = fstatSync(this.fd).size;
     const buffer = Buffer.alloc(READ_CHUNK_BYTES);
     while (this.offset < size) {
