@@ -108,7 +108,7 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
   try {
     config = { ...loadConfig(env, hostFacts()), approvals: "deny" };
   } catch (error) {
-    process.stdout.write(`${JSON.stringify({ type: "error", code: "INVALID_ARGUMENT", message: `claude-dispatch there: ${(error as Error).message}` })}\n`);
+    process.stdout.write(`${JSON.stringify({ type: "error", code: "HOST_FAILED", message: `claude-dispatch there: ${(error as Error).message}` })}\n`);
     process.exit(2);
   }
   const store = openState(config);
