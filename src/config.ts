@@ -3,8 +3,7 @@
  * is set but invalid is a startup error, never a silent fallback.
  */
 import { PERMISSION_MODES, type PermissionMode } from "./agent/options.js";
-import { DEFAULT_CLAUDE_BIN } from "./runtimes/claude/index.js";
-import { AGENT_NAMES, AGENT_PROGRAMS, MODES_SETTINGS, isAgentName, runtimeFor, type AgentName } from "./runtimes/index.js";
+import { AGENT_NAMES, AGENT_PROGRAMS, MODES_SETTINGS, isAgentName, traitsOf, type AgentName } from "./runtimes/index.js";
 import { findProgram } from "./hosts/local/find-program.js";
 import { parseHostsSetting, type SshHostConfig } from "./hosts/ssh/config.js";
 import type { AgentOffer } from "./agent/options.js";
@@ -156,7 +155,7 @@ export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`CLAUDE_DISPATCH_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel)}`);
   }
-  const claudeBin = env.CLAUDE_DISPATCH_CLAUDE_BIN?.trim() || DEFAULT_CLAUDE_BIN;
+  const claudeBin = env.CLAUDE_DISPATCH_CLAUDE_BIN?.trim() || AGENT_PROGRAMS.claude.bin;
   return {
     claudeBin,
     agents: loadAgents(env),
@@ -219,7 +218,7 @@ function loadAgents(env: Env): AgentName[] | undefined {
 
 /** The modes a call may ask of another agent: as listed, else all but those that drop its safety checks. */
 function loadAgentModes(env: Env, agent: "codex" | "gemini"): string[] {
-  const runtime = runtimeFor(agent);
+  const runtime = traitsOf(agent);
   const name = MODES_SETTINGS[agent];
   const raw = optional(env, name);
   if (raw === undefined) return runtime.permissionModes.filter((mode) => !runtime.dangerousModes.includes(mode));
@@ -315,7 +314,7 @@ export function offeredAgents(config: Config, env: Env, platform: string): Agent
   const names =
     config.agents ?? ["claude", ...(["codex", "gemini"] as const).filter((name) => findProgram(programOf(config, name), env, { platform }) !== undefined)];
   return names.map((name) => {
-    const runtime = runtimeFor(name, programOf(config, name));
+    const runtime = traitsOf(name);
     return {
       name,
       modes: runtime.permissionModes,

@@ -9,7 +9,6 @@ import { readFileSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
-import { claudeConfigDir, listClaudeSessions } from "./runtimes/claude/index.js";
 import { ownLinuxStartTime } from "./hosts/local/self.js";
 import { systemClock } from "./core/clock.js";
 import { loadConfig, offeredAgents, type Config } from "./config.js";
@@ -21,7 +20,7 @@ import { StateStore } from "./store/state-store.js";
 import { StateError } from "./store/records.js";
 import { createMessageWriter, serveStdio } from "./server/stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./core/version.js";
-import { createJobs, lazyLocalHost, loadProcessControl, localWorktrees, type LocalHost, type Machine } from "./wiring/jobs.js";
+import { createJobs, lazyLocalHost, lazyRuntimes, loadProcessControl, localWorktrees, type LocalHost, type Machine } from "./wiring/jobs.js";
 import type { SshHost } from "./hosts/ssh/ssh-host.js";
 
 /** After the kill grace, this long for responses to be written before we exit anyway. */
@@ -115,6 +114,8 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
   const logger = createLogger(process.stderr, "warn");
   const [{ serveRemote }, { remoteSide }] = await Promise.all([import("./hosts/ssh/remote.js"), import("./wiring/remote.js")]);
   const host = lazyLocalHost(machine(), config, logger);
+  const runtimes = lazyRuntimes();
+  await runtimes.load();
   const side = remoteSide({
     store,
     env: process.env,
@@ -130,6 +131,7 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
         sshHosts: new Map(),
         worktrees: localWorktrees(machine(), config),
         logger,
+        runtimes,
         ...(start ? { remoteStart: { jobId: start.job_id, command: start.command, args: start.args, env: start.env } } : {}),
       });
       // Finished jobs are looked up by id when asked for; nothing else of the directory is taken over here.
@@ -238,7 +240,8 @@ async function serve(): Promise<void> {
   const host = lazyLocalHost(machine(), config, logger);
   const worktrees = localWorktrees(machine(), config);
   const sshHosts = await sshHostsOf(config, logger);
-  const jobs = await createJobs({ machine: machine(), config, policy, roots, store, host, sshHosts, worktrees, logger });
+  const runtimes = lazyRuntimes();
+  const jobs = await createJobs({ machine: machine(), config, policy, roots, store, host, sshHosts, worktrees, logger, runtimes });
   if (store) await restoreJobs(store, jobs, logger);
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({
@@ -255,7 +258,11 @@ async function serve(): Promise<void> {
     jobRetentionMs: config.jobRetentionMs,
     ...(store ? { worktrees: { policy: config.worktree, git: worktrees } } : {}),
     // Claude Code's own store of sessions, where the agents this server starts keep theirs (§20).
-    sessions: (cwd: string, limit: number) => listClaudeSessions({ configDir: claudeConfigDir(process.env, homedir()), cwd, limit }),
+    sessions: async (cwd: string, limit: number) => {
+      const { claudeConfigDir, listClaudeSessions } = await import("./runtimes/claude/sessions.js");
+      return listClaudeSessions({ configDir: claudeConfigDir(process.env, homedir()), cwd, limit });
+    },
+    ready: runtimes.load,
   });
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
   if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);

@@ -132,6 +132,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "server/": ["core/", "agent/", "store/", "jobs/", "tools/", "server/"],
   "runtimes/*/": ["core/", "agent/", "runtimes/*/"],
   "runtimes/index.ts": ["core/", "agent/", "runtimes/"],
+  "runtimes/all.ts": ["core/", "agent/", "runtimes/"],
   "hosts/*/": ["core/", "agent/", "store/", "hosts/*/"],
   "worktrees/": ["core/", "agent/", "worktrees/"],
   "approver/": ["core/", "agent/", "store/", "runtimes/", "server/eras.ts", "server/jsonrpc.ts", "approver/"],

@@ -55,7 +55,8 @@ export interface StateDisk {
   freeBytes: number | undefined;
 }
 
-export interface Runtime<Reader extends AgentOutputReader = AgentOutputReader> {
+/** What a runtime's CLI accepts, known without loading its reader: the tools and the configuration need it at startup. */
+export interface RuntimeTraits {
   /** Named in every record (§15.2) and chosen by a call's `agent`: "claude", "codex", "gemini". */
   readonly name: string;
   /** The agent options its CLI has a flag for (§5.6); a call naming another is refused, naming the agent. */
@@ -66,6 +67,9 @@ export interface Runtime<Reader extends AgentOutputReader = AgentOutputReader> {
   readonly dangerousModes: readonly string[];
   /** Why a value its CLI would read as something else is refused (a comma it splits on); undefined when all is well. */
   optionProblem?(options: AgentOptions): string | undefined;
+}
+
+export interface Runtime<Reader extends AgentOutputReader = AgentOutputReader> extends RuntimeTraits {
   /** The program and its argv; the prompt always goes to stdin, never argv (§10). */
   invocation(spec: AgentSpec): { command: string; args: string[] };
   /** The agent's environment, from the server's own and the variables it adds (§7.2). */

@@ -5,7 +5,7 @@
  */
 import type { AgentOutputReader, OutputSource } from "../agent/runtime.js";
 import type { LiveSummary } from "../agent/types.js";
-import { runtimeFor } from "../runtimes/index.js";
+import { runtimeFor } from "../runtimes/all.js";
 import type { JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
 

@@ -138,7 +138,9 @@ export class Observer {
   }
 
   private async checkOnce(entry: Observed): Promise<void> {
-    const { store, isAlive } = this.target.options.persistence;
+    const { store, isAlive, ready } = this.target.options.persistence;
+    // The agent is followed by its runtime's reader once the record says it runs.
+    await ready?.();
     const record = store.read(entry.job.id);
     if (!record) {
       this.stop(entry);

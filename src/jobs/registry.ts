@@ -195,6 +195,8 @@ export class JobRegistry {
     // Its owner may live, or another server took it over first: read again, as the takeover may have changed it.
     const now = persistence.store.read(id);
     if (!now || isFinishedStatus(now.status)) return now ? this.finished.restore(now) : undefined;
+    // Its agent is followed by its runtime's reader.
+    await persistence.ready?.();
     return this.observer.observe(now);
   }
 

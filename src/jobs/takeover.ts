@@ -42,6 +42,8 @@ export class Takeover {
 
   async takeOver(records: readonly JobRecord[], isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<void> {
     const { logger, persistence } = this.target.options;
+    // A job taken over is followed by its runtime's reader.
+    if (records.some((record) => !isFinishedStatus(record.status))) await persistence.ready?.();
     // Finished jobs first, in finish order, so that jobs ending during the takeover come after them (reaping reads that order).
     const finished = records.filter((record) => !this.target.knows(record.id) && isFinishedStatus(record.status));
     finished.sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
@@ -67,6 +69,7 @@ export class Takeover {
 
   /** A queued job of a live server whose start this server claimed (§15.7): queued here, as after a restart. */
   async takeQueued(record: JobRecord): Promise<void> {
+    await this.target.options.persistence.ready?.();
     await this.adoptQueued(record);
   }
 

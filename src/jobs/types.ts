@@ -171,6 +171,11 @@ export interface Persistence {
   maxBytes: number;
   /** A fresh tree marker value for an agent about to be spawned. */
   newMarker(): string;
+  /**
+   * Resolves once agents can be started and followed: the runtimes load after startup (BENCHMARKS.md (a)).
+   * Awaited before a takeover; a job started by a call was waited for by the handler (HandlerDeps.ready).
+   */
+  ready?(): Promise<void>;
   /** For taking over a job on a lookup miss (§15.3): the same checks restore uses. */
   isAlive: IsAlive;
   findMarked?: FindMarked;

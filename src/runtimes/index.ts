@@ -1,12 +1,13 @@
 /**
  * The agent CLIs this build can run (PROTOCOL.md §7), by the name a call's
- * `agent` gives: each runtime's own folder knows its CLI; this file only
- * names them, with the settings an operator uses for each.
+ * `agent` gives: their traits and settings, known at startup. Each runtime's
+ * own folder knows its CLI; its reader loads with the first job (all.ts,
+ * BENCHMARKS.md (a)).
  */
-import type { Runtime } from "../agent/runtime.js";
-import { DEFAULT_CLAUDE_BIN, claudeRuntime } from "./claude/index.js";
-import { DEFAULT_CODEX_BIN, codexRuntime } from "./codex/index.js";
-import { DEFAULT_GEMINI_BIN, geminiRuntime } from "./gemini/index.js";
+import type { RuntimeTraits } from "../agent/runtime.js";
+import { CLAUDE_TRAITS, DEFAULT_CLAUDE_BIN } from "./claude/args.js";
+import { CODEX_TRAITS, DEFAULT_CODEX_BIN } from "./codex/args.js";
+import { DEFAULT_GEMINI_BIN, GEMINI_TRAITS } from "./gemini/args.js";
 
 export const AGENT_NAMES = ["claude", "codex", "gemini"] as const;
 export type AgentName = (typeof AGENT_NAMES)[number];
@@ -29,14 +30,7 @@ export const MODES_SETTINGS: Readonly<Record<AgentName, string>> = {
   gemini: "CLAUDE_DISPATCH_GEMINI_PERMISSION_MODES",
 };
 
-/** The runtime named so, running `bin`; an unknown or absent name (records of earlier versions) is Claude Code. */
-export function runtimeFor(name: string | undefined, bin?: string): Runtime {
-  switch (name) {
-    case "codex":
-      return codexRuntime(bin ?? DEFAULT_CODEX_BIN);
-    case "gemini":
-      return geminiRuntime(bin ?? DEFAULT_GEMINI_BIN);
-    default:
-      return claudeRuntime(bin ?? DEFAULT_CLAUDE_BIN);
-  }
+/** What each agent's CLI accepts; an unknown or absent name (records of earlier versions) is Claude Code. */
+export function traitsOf(name: string | undefined): RuntimeTraits {
+  return name === "codex" ? CODEX_TRAITS : name === "gemini" ? GEMINI_TRAITS : CLAUDE_TRAITS;
 }

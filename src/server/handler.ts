@@ -69,6 +69,9 @@ export function negotiateVersion(requested: string): string {
   return (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
 }
 
+/** The methods that start, follow or read jobs: they wait for HandlerDeps.ready. */
+const JOB_METHODS: ReadonlySet<string> = new Set(["tools/call", "tasks/get", "tasks/list", "tasks/result", "tasks/cancel", "tasks/update"]);
+
 export interface HandlerDeps {
   jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "approvals" | "running" | "newJobId" | "setWorktreeState">;
   /** Checks a cwd or add_dirs entry (§5): absolute, existing, inside the operator's roots. */
@@ -87,8 +90,10 @@ export interface HandlerDeps {
   depth: { current: number; max: number };
   /** Only for the JOB_NOT_FOUND message. */
   jobRetentionMs: number;
+  /** Resolves once jobs can be started and followed: what that takes loads after `initialize` (BENCHMARKS.md (a)). */
+  ready?(): Promise<void>;
   /** The agent CLI's own sessions of a directory, newest first (§20): its store is read, never written. */
-  sessions?(cwd: string, limit: number): AgentSession[];
+  sessions?(cwd: string, limit: number): Promise<AgentSession[]>;
   /** Worktrees (§19): the operator's policy, and git; without them, "worktree" is refused. */
   worktrees?: { policy: "off" | "on" | "required"; git: Worktrees };
 }
@@ -272,6 +277,7 @@ class Handler {
     const params = isRecord(message.params) ? message.params : {};
     const envelope = readEnvelope(params);
     if (envelope.era === "refused") return fail(id, envelope.code, envelope.message, envelope.data);
+    if (JOB_METHODS.has(method)) await this.deps.ready?.();
     if (envelope.era === "modern") return this.handleModernRequest(id, method, params, envelope.request);
     switch (method) {
       case "initialize":

@@ -186,17 +186,17 @@ export class ToolCalls {
     if (!list) throw new DispatchError("INVALID_ARGUMENT", "sessions are not available on this server");
     const jobs = this.deps.jobs.list();
     const worktreeDirs = [...new Set(jobs.flatMap((job) => (job.worktree && this.isRepoOf(job.worktree.repo, checked.path) ? [job.cwd] : [])))];
-    const found = [
-      ...list(checked.path, input.limit).map((session) => ({ session, worktree: undefined as string | undefined })),
-      ...worktreeDirs.flatMap((dir) => {
+    const inWorktrees = await Promise.all(
+      worktreeDirs.map(async (dir) => {
         try {
-          return list(dir, input.limit).map((session) => ({ session, worktree: dir as string | undefined }));
+          return (await list(dir, input.limit)).map((session) => ({ session, worktree: dir as string | undefined }));
         } catch {
           // A worktree discarded meanwhile has no sessions left to list.
           return [];
         }
       }),
-    ]
+    );
+    const found = [...(await list(checked.path, input.limit)).map((session) => ({ session, worktree: undefined as string | undefined })), ...inWorktrees.flat()]
       .sort((a, b) => b.session.last_active_at - a.session.last_active_at)
       .slice(0, input.limit);
     const jobsOf = (sessionId: string): string[] => jobs.filter((job) => sessionIdOf(job) === sessionId || job.resumeSessionId === sessionId).map((job) => job.id);

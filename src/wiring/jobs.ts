@@ -21,7 +21,7 @@ import type { SshHost } from "../hosts/ssh/ssh-host.js";
 import { memoryPersistence } from "../jobs/memory.js";
 import { OnDoneCommands } from "../jobs/on-done.js";
 import { JobRegistry } from "../jobs/registry.js";
-import { AGENT_NAMES, runtimeFor } from "../runtimes/index.js";
+import { AGENT_NAMES } from "../runtimes/index.js";
 import { createTextFile, readFileRange } from "../store/atomic.js";
 import type { ProcessIdentity } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
@@ -110,6 +110,25 @@ export function lazyLocalHost(machine: Machine, config: Config, logger: Logger) 
 
 export type LocalHost = ReturnType<typeof lazyLocalHost>;
 
+/** The runtimes, loaded once something needs them: answering `initialize` does not (BENCHMARKS.md (a)). */
+export interface Runtimes {
+  load(): Promise<void>;
+  /** A loaded runtime; throws before load() resolved. */
+  get(name: string | undefined, bin?: string): Runtime;
+}
+
+export function lazyRuntimes(): Runtimes {
+  let loaded: typeof import("../runtimes/all.js") | undefined;
+  let loading: Promise<void> | undefined;
+  return {
+    load: () => (loading ??= import("../runtimes/all.js").then((module) => void (loaded = module))),
+    get: (name, bin) => {
+      if (!loaded) throw new Error("the runtimes are used before they were loaded");
+      return loaded.runtimeFor(name, bin);
+    },
+  };
+}
+
 /** Worktrees on this machine (§19); git's runner, and child_process with it, load at the first git call. */
 export function localWorktrees(machine: Machine, config: Config): GitWorktrees {
   let runner: ReturnType<typeof import("../hosts/local/git.js").createGitRunner> | undefined;
@@ -143,6 +162,7 @@ export interface JobsParts {
   host: LocalHost;
   /** The hosts reached over ssh, by name (§21). */
   sshHosts: ReadonlyMap<string, SshHost>;
+  runtimes: Runtimes;
   worktrees: GitWorktrees;
   logger: Logger;
   /** The remote end's one start (§21.3): its runtime's invocation and environment, as the local server made them. */
@@ -151,13 +171,13 @@ export interface JobsParts {
 
 /** The job registry on the state directory, or in memory for a server at the depth limit (§7.4). */
 export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
-  const { machine, config, policy, roots, store, host, worktrees, logger } = parts;
+  const { machine, config, policy, roots, store, host, worktrees, logger, runtimes } = parts;
   const agents = launchers(parts);
   const owner = store ? await ownIdentity(machine, host.processControl) : undefined;
   // Both load the process layer on first use: only unfinished records need them (BENCHMARKS.md (a)).
   const isAlive = async (named: ProcessIdentity & { tree_marker?: string }) => (await host.processControl()).isAlive(named.pid, named.start_time, named.tree_marker);
   const replayReader = (id: string, from: StateStore, runtime: string | undefined) =>
-    runtimeFor(runtime, programOf(config, runtime ?? "claude")).createReader({
+    runtimes.get(runtime, programOf(config, runtime ?? "claude")).createReader({
       maxLineBytes: config.maxOutputBytes,
       transcriptChars: TRANSCRIPT_CHARS,
       onOverflow: () => undefined,
@@ -186,9 +206,11 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
           replayTranscript: (id, runtime) => store.replay(id, replayReader(id, store, runtime)).transcript,
           maxBytes: config.stateMaxBytes,
           newMarker: () => crypto.randomUUID(),
+          ready: runtimes.load,
           isAlive,
           findMarked: async (marker) => (await host.processControl()).findMarked(marker),
           admit: async (spec) => {
+            await runtimes.load();
             const there = spec.host === undefined ? undefined : parts.sshHosts.get(spec.host);
             const check = there ? async (dir: string) => checkRemoteDirectory(dir, there.config.roots) : checkHere;
             return { ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, check, spec.agent)) };
@@ -220,7 +242,7 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
 
 /** One launcher per runtime and host, made when first needed: a job taken over may name an agent no longer offered (§7). */
 function launchers(parts: JobsParts): Agents {
-  const { machine, config, host, logger, remoteStart } = parts;
+  const { machine, config, host, logger, remoteStart, runtimes } = parts;
   const made = new Map<string, Agents>();
   const make = (runtime: Runtime, on: Parameters<typeof createAgents>[0]["host"], env: Readonly<Record<string, string | undefined>>): Agents =>
     createAgents({
@@ -243,10 +265,10 @@ function launchers(parts: JobsParts): Agents {
     if (hostName !== undefined && !there) throw new Error(`host ${hostName} is not configured (CLAUDE_DISPATCH_HOSTS)`);
     if (there) {
       // Its program there, and only what the runtime adds: the agent gets that machine's own environment (§21.3).
-      const runtime = runtimeFor(agent, there.config.programs[agent ?? "claude"]);
+      const runtime = runtimes.get(agent, there.config.programs[agent ?? "claude"]);
       launcher = make(runtime, there.forAgent(agent ?? "claude"), runtime.environment({}, depth));
     } else {
-      const runtime = runtimeFor(agent, programOf(config, agent ?? "claude"));
+      const runtime = runtimes.get(agent, programOf(config, agent ?? "claude"));
       launcher = make(runtime, host, runtime.environment(machine.env, depth));
     }
     made.set(key, launcher);
@@ -254,7 +276,7 @@ function launchers(parts: JobsParts): Agents {
   };
   // The remote end runs what the local server's runtime asked for, and reads it with the same runtime (§21.3).
   const remoteLauncher = (spec: AgentSpec): Agents => {
-    const base = runtimeFor(spec.agent, programOf(config, spec.agent ?? "claude"));
+    const base = runtimes.get(spec.agent, programOf(config, spec.agent ?? "claude"));
     const fixed = remoteStart as NonNullable<typeof remoteStart>;
     return make({ ...base, invocation: () => ({ command: fixed.command, args: [...fixed.args] }) }, host, base.environment(machine.env, fixed.env));
   };

@@ -3,13 +3,12 @@
  * flags (args.ts), its stream-json (stream.ts, result.ts) and how its end
  * reads (outcome.ts).
  */
-import { PERMISSION_MODES } from "../../agent/options.js";
 import type { Runtime } from "../../agent/runtime.js";
-import { agentEnvironment, claudeArgs } from "./args.js";
+import { CLAUDE_TRAITS, agentEnvironment, claudeArgs } from "./args.js";
 import { interpretExit } from "./outcome.js";
 import { ClaudeStream } from "./stream.js";
 
-export { DEFAULT_CLAUDE_BIN, agentEnvironment, claudeArgs } from "./args.js";
+export { CLAUDE_TRAITS, DEFAULT_CLAUDE_BIN, agentEnvironment, claudeArgs } from "./args.js";
 export { DISK_FULL_BYTES, interpretExit } from "./outcome.js";
 export { findResultEvent, toAgentResult } from "./result.js";
 export {
@@ -28,10 +27,7 @@ export { describeToolUse } from "./text.js";
 /** Claude Code, run as `bin` (a name on PATH or a path: CLAUDE_DISPATCH_CLAUDE_BIN). */
 export function claudeRuntime(bin: string): Runtime<ClaudeStream> {
   return {
-    name: "claude",
-    supportedOptions: ["model", "permissionMode", "allowedTools", "disallowedTools", "maxTurns", "maxBudgetUsd", "appendSystemPrompt", "addDirs"],
-    permissionModes: PERMISSION_MODES,
-    dangerousModes: ["bypassPermissions"],
+    ...CLAUDE_TRAITS,
     invocation: (spec) => ({ command: bin, args: claudeArgs(spec) }),
     environment: agentEnvironment,
     createReader: (options) => new ClaudeStream(options),

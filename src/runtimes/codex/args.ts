@@ -4,6 +4,7 @@
  */
 import { DispatchError, quoted } from "../../core/errors.js";
 import type { AgentOptions } from "../../agent/options.js";
+import type { RuntimeTraits } from "../../agent/runtime.js";
 import type { AgentSpec } from "../../agent/types.js";
 
 export const DEFAULT_CODEX_BIN = "codex";
@@ -21,6 +22,8 @@ export type CodexPermissionMode = (typeof CODEX_PERMISSION_MODES)[number];
 
 /** Both run model-written commands unsandboxed. */
 export const CODEX_DANGEROUS_MODES: readonly CodexPermissionMode[] = ["danger-full-access", "dangerously-bypass-approvals-and-sandbox"];
+
+export const CODEX_TRAITS: RuntimeTraits = { name: "codex", supportedOptions: CODEX_OPTIONS, permissionModes: CODEX_PERMISSION_MODES, dangerousModes: CODEX_DANGEROUS_MODES };
 
 const MODE_FLAGS: Readonly<Record<CodexPermissionMode, string>> = {
   "read-only": "--sandbox=read-only",

@@ -4,7 +4,7 @@
  * reads (outcome.ts).
  */
 import type { Runtime } from "../../agent/runtime.js";
-import { CODEX_DANGEROUS_MODES, CODEX_OPTIONS, CODEX_PERMISSION_MODES, codexArgs, codexEnvironment } from "./args.js";
+import { CODEX_TRAITS, codexArgs, codexEnvironment } from "./args.js";
 import { interpretCodexExit } from "./outcome.js";
 import { CodexReader } from "./reader.js";
 
@@ -12,6 +12,7 @@ export {
   CODEX_DANGEROUS_MODES,
   CODEX_OPTIONS,
   CODEX_PERMISSION_MODES,
+  CODEX_TRAITS,
   DEFAULT_CODEX_BIN,
   codexArgs,
   codexEnvironment,
@@ -24,10 +25,7 @@ export { shellScript } from "./text.js";
 /** Codex, run as `bin` (a name on PATH or a path: CLAUDE_DISPATCH_CODEX_BIN). */
 export function codexRuntime(bin: string): Runtime<CodexReader> {
   return {
-    name: "codex",
-    supportedOptions: CODEX_OPTIONS,
-    permissionModes: CODEX_PERMISSION_MODES,
-    dangerousModes: CODEX_DANGEROUS_MODES,
+    ...CODEX_TRAITS,
     invocation: (spec) => ({ command: bin, args: codexArgs(spec) }),
     environment: codexEnvironment,
     createReader: (options) => new CodexReader(options),

@@ -3,6 +3,7 @@
  * place that knows its flags. Observed on @google/gemini-cli 0.61.0.
  */
 import type { AgentOptions } from "../../agent/options.js";
+import type { RuntimeTraits } from "../../agent/runtime.js";
 import type { AgentSpec } from "../../agent/types.js";
 
 export const DEFAULT_GEMINI_BIN = "gemini";
@@ -73,3 +74,11 @@ export function geminiEnvironment(
 ): Record<string, string | undefined> {
   return { GEMINI_CLI_NO_RELAUNCH: "true", ...base, ...extra };
 }
+
+export const GEMINI_TRAITS: RuntimeTraits = {
+  name: "gemini",
+  supportedOptions: GEMINI_OPTIONS,
+  permissionModes: GEMINI_PERMISSION_MODES,
+  dangerousModes: GEMINI_DANGEROUS_MODES,
+  optionProblem: geminiOptionProblem,
+};

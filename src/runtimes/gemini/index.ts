@@ -4,7 +4,7 @@
  * (outcome.ts). Observed on @google/gemini-cli 0.61.0.
  */
 import type { Runtime } from "../../agent/runtime.js";
-import { GEMINI_DANGEROUS_MODES, GEMINI_OPTIONS, GEMINI_PERMISSION_MODES, geminiArgs, geminiEnvironment, geminiOptionProblem } from "./args.js";
+import { GEMINI_TRAITS, geminiArgs, geminiEnvironment } from "./args.js";
 import { interpretGeminiExit } from "./outcome.js";
 import { GeminiReader } from "./reader.js";
 
@@ -13,6 +13,7 @@ export {
   GEMINI_DANGEROUS_MODES,
   GEMINI_OPTIONS,
   GEMINI_PERMISSION_MODES,
+  GEMINI_TRAITS,
   geminiArgs,
   geminiEnvironment,
   geminiOptionProblem,
@@ -24,11 +25,7 @@ export { describeToolCall } from "./text.js";
 /** Gemini CLI, run as `bin` (a name on PATH or a path: CLAUDE_DISPATCH_GEMINI_BIN). */
 export function geminiRuntime(bin: string): Runtime<GeminiReader> {
   return {
-    name: "gemini",
-    supportedOptions: GEMINI_OPTIONS,
-    permissionModes: GEMINI_PERMISSION_MODES,
-    dangerousModes: GEMINI_DANGEROUS_MODES,
-    optionProblem: geminiOptionProblem,
+    ...GEMINI_TRAITS,
     invocation: (spec) => ({ command: bin, args: geminiArgs(spec) }),
     environment: geminiEnvironment,
     createReader: (options) => new GeminiReader(options),
