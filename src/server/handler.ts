@@ -69,6 +69,9 @@ export function negotiateVersion(requested: string): string {
   return (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
 }
 
+/** How long a 2026-07-28 client may keep a listing (§16.2). */
+const CACHEABLE = { ttlMs: LISTING_TTL_MS, cacheScope: "public" } as const;
+
 /** The methods that start, follow or read jobs: they wait for HandlerDeps.ready. */
 const JOB_METHODS: ReadonlySet<string> = new Set(["tools/call", "tasks/get", "tasks/list", "tasks/result", "tasks/cancel", "tasks/update"]);
 
@@ -146,8 +149,8 @@ class Handler {
   private readonly instructions: string;
   private readonly settings: ToolSettings;
   private readonly calls: ToolCalls;
-  private readonly toolList: ReturnType<typeof serializedOnce>;
-  private readonly modernToolList: ReturnType<typeof serializedOnce>;
+  /** tools/list's answers, built at the first tools/list: initialize does not need them (BENCHMARKS.md (a)). */
+  private listings: { legacy: ReturnType<typeof serializedOnce>; modern: ReturnType<typeof serializedOnce> } | undefined;
   private readonly discovery: ReturnType<typeof serializedOnce>;
   private readonly tasks: ReturnType<typeof createTaskMethods>;
   private readonly taskExtension: ReturnType<typeof createTaskExtension>;
@@ -167,13 +170,8 @@ class Handler {
     this.gated = deps.depth.current >= deps.depth.max;
     this.instructions = this.gated ? `claude-dispatch offers no tools here: ${this.gateReason()}.` : SERVER_INSTRUCTIONS;
     this.calls = new ToolCalls(deps, this.settings);
-    const definitions = this.gated ? [] : toolDefinitions(this.settings);
-    // tools/list is asked often and never changes: its JSON is built once (BENCHMARKS.md (c)); so is server/discover's.
-    const cacheable = { ttlMs: LISTING_TTL_MS, cacheScope: "public" } as const;
-    this.toolList = serializedOnce({ tools: definitions });
-    this.modernToolList = serializedOnce(this.forModernEra({ tools: definitions.map(withoutExecution), ...cacheable }));
     const capabilities = this.gated ? { tools: { listChanged: false } } : { tools: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } };
-    this.discovery = serializedOnce(this.forModernEra({ supportedVersions: [...MODERN_PROTOCOL_VERSIONS], capabilities, instructions: this.instructions, ...cacheable }));
+    this.discovery = serializedOnce(this.forModernEra({ supportedVersions: [...MODERN_PROTOCOL_VERSIONS], capabilities, instructions: this.instructions, ...CACHEABLE }));
     const now = (): number => deps.clock.now();
     /** Tasks of this connection (§14): a task is a job, and goes with it. */
     this.tasks = createTaskMethods({
@@ -287,7 +285,7 @@ class Handler {
       case "tools/list":
         // One page, no cursor ever issued: a cursor can only be invalid.
         if (params.cursor !== undefined) return fail(id, INVALID_PARAMS, "tools/list: unknown cursor (this server lists every tool in one page)");
-        return respond(id, this.toolList);
+        return respond(id, this.toolListings().legacy);
       case "tools/call": {
         if (!isRecord(message.params)) return fail(id, INVALID_PARAMS, "tools/call requires params");
         return this.cancellable(id, (signal) => this.callTool(id, params, signal, undefined));
@@ -314,7 +312,7 @@ class Handler {
         return respond(id, this.discovery);
       case "tools/list":
         if (params.cursor !== undefined) return fail(id, INVALID_PARAMS, "tools/list: unknown cursor (this server lists every tool in one page)");
-        return respond(id, this.modernToolList);
+        return respond(id, this.toolListings().modern);
       case "tools/call":
         return this.cancellable(id, (signal) => this.callTool(id, params, signal, modern));
       case "tasks/get":
@@ -369,6 +367,17 @@ class Handler {
     } finally {
       if (this.inFlight.get(key) === controller) this.inFlight.delete(key);
     }
+  }
+
+  /** tools/list is asked often and never changes: its JSON is built once (BENCHMARKS.md (c)); so is server/discover's. */
+  private toolListings(): NonNullable<typeof this.listings> {
+    if (this.listings) return this.listings;
+    const definitions = this.gated ? [] : toolDefinitions(this.settings);
+    this.listings = {
+      legacy: serializedOnce({ tools: definitions }),
+      modern: serializedOnce(this.forModernEra({ tools: definitions.map(withoutExecution), ...CACHEABLE })),
+    };
+    return this.listings;
   }
 
   /** `modern` is the request's 2026-07-28 envelope, or undefined for a legacy request. */
