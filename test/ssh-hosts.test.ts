@@ -85,7 +85,12 @@ describe("jobs on another host over ssh", { skip }, () => {
     assert.equal(remoteRecord.host, "local");
     sameOutput(s.stateDir, result.job_id);
     const jobs = await runProgram(process.execPath, [SERVER_MAIN, "jobs", "--all"], { CLAUDE_DISPATCH_STATE_DIR: remoteState });
-    assert.ok(jobs.stdout.includes(result.job_id.slice(0, 8)), jobs.stdout);
+    assert.ok(jobs.stdout.includes(result.job_id), jobs.stdout);
+    // Here, the listing says where it ran.
+    const here = await runProgram(process.execPath, [SERVER_MAIN, "jobs", "--all"], { CLAUDE_DISPATCH_STATE_DIR: s.stateDir });
+    assert.match(here.stdout, new RegExp(`${result.job_id}.*box:${work}`));
+    const inList = await s.callTool("claude_list", {});
+    assert.equal(inList.result.structuredContent.jobs.find((job: { job_id: string }) => job.job_id === result.job_id)?.host, "box");
     // A resumed session continues there too.
     const again = await s.callTool("claude_run", { prompt: "and then?", cwd: work, host: "box", session_id: result.session_id });
     assert.equal(again.result.structuredContent.status, "completed", textOf(again));

@@ -30,6 +30,8 @@ interface JobRow {
   kind: JobRecord["kind"];
   /** The coding agent (§7): "claude" for records of earlier versions. */
   agent: string;
+  /** The other machine it runs on (§21); absent for this one. */
+  host?: string;
   status: ShownStatus;
   cwd: string;
   submitted_at: number;
@@ -107,7 +109,8 @@ function jobsText(context: Context, rows: readonly JobRow[], hidden: number, ski
       ...(agents ? [row.agent] : []),
       row.status,
       formatAge(row.age_s * 1000),
-      printable(shortenHome(row.cwd, home)),
+      // A job on another machine shows where, as scp writes it: host:/path.
+      printable(row.host ? `${row.host}:${row.cwd}` : shortenHome(row.cwd, home)),
       String(row.turns),
       row.cost_usd === undefined ? "-" : formatCost(row.cost_usd),
       row.session_id === undefined ? "-" : printable(row.session_id),
@@ -150,6 +153,7 @@ function jobRow(context: Context, record: JobRecord): JobRow {
     id: record.id,
     kind: record.kind,
     agent: record.runtime ?? "claude",
+    ...(record.host !== undefined && record.host !== "local" ? { host: record.host } : {}),
     status,
     cwd: record.cwd,
     submitted_at: record.submitted_at,
