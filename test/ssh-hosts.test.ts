@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -64,7 +64,7 @@ describe("jobs on another host over ssh", { skip }, () => {
   }
 
   test("claude_run there: the result, the agent in that cwd at depth 1, and the job in that machine's state directory", async () => {
-    const s = server();
+    const s = server({ CLAUDE_DISPATCH_STATE_DIR: mkdtempSync(path.join(scratch, "run-state-")) });
     await s.initialize();
     const listed = await s.request("tools/list");
     const run = listed.result.tools.find((tool: { name: string }) => tool.name === "claude_run");
@@ -95,7 +95,12 @@ describe("jobs on another host over ssh", { skip }, () => {
     const again = await s.callTool("claude_run", { prompt: "and then?", cwd: work, host: "box", session_id: result.session_id });
     assert.equal(again.result.structuredContent.status, "completed", textOf(again));
     assert.equal(again.result.structuredContent.session_id, result.session_id);
+    // One shared connection, its socket in the state directory's private ssh folder; closed when the server stops.
+    const sockets = path.join(s.stateDir, "ssh");
+    assert.equal(statSync(sockets).mode & 0o777, 0o700);
+    assert.equal(readdirSync(sockets).length, 1);
     await s.shutdown();
+    assert.equal(readdirSync(sockets).length, 0);
   });
 
   test("refused before anything runs there: a cwd outside the roots, an unknown host, a worktree", async () => {
