@@ -72,12 +72,13 @@ async function serveApprover(args: string[]): Promise<void> {
   const { approvalFilesOf, createApprover, parseApproverArgs } = await import("./approver/approver.js");
   const parsed = parseApproverArgs(args);
   if (!parsed) {
-    process.stderr.write("claude-dispatch: usage: claude-dispatch approver --state-dir=DIR --wait-ms=N JOB_ID (started by the server for each agent)\n");
+    process.stderr.write("claude-dispatch: usage: claude-dispatch approver [--state-dir=DIR] --wait-ms=N JOB_ID (started by the server for each agent)\n");
     process.exit(2);
   }
   const { jobId } = parsed;
   const logger = createLogger(process.stderr, "warn");
-  const store = new StateStore(parsed.stateDir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
+  const stateDir = parsed.stateDir ?? (await import("./hosts/local/state-location.js")).stateDirectory(process.env, process.platform, homedir());
+  const store = new StateStore(stateDir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
   const handle = createApprover({
     jobId,
     clock: systemClock,
@@ -222,10 +223,10 @@ async function readConfig(): Promise<{ config: Config; roots: string[] | undefin
 }
 
 /** The hosts reached over ssh (§21); their code loads only when some are configured. */
-async function sshHostsOf(config: Config, logger: Logger): Promise<Map<string, SshHost>> {
+async function sshHostsOf(config: Config, logger: Logger, store: StateStore | undefined): Promise<Map<string, SshHost>> {
   if (!config.hosts) return new Map();
   const { createSshHosts } = await import("./wiring/ssh-hosts.js");
-  return createSshHosts(config, machine(), process.getuid?.(), logger);
+  return createSshHosts(config, machine(), process.getuid?.(), logger, true, store);
 }
 
 async function serve(): Promise<void> {
@@ -239,7 +240,7 @@ async function serve(): Promise<void> {
   const logger = createLogger(process.stderr, config.logLevel);
   const host = lazyLocalHost(machine(), config, logger);
   const worktrees = localWorktrees(machine(), config);
-  const sshHosts = await sshHostsOf(config, logger);
+  const sshHosts = await sshHostsOf(config, logger, store);
   const runtimes = lazyRuntimes();
   const jobs = await createJobs({ machine: machine(), config, policy, roots, store, host, sshHosts, worktrees, logger, runtimes });
   if (store) await restoreJobs(store, jobs, logger);

@@ -12,6 +12,7 @@ import { remoteCommandLine, shellQuote, sshArguments } from "../src/hosts/ssh/co
 import type { SshHostConfig } from "../src/hosts/ssh/config.js";
 import { OUTPUT_CHUNK_BYTES, parseFrame, parseRequest, type RemoteFrame, type StartRequest } from "../src/hosts/ssh/protocol.js";
 import { serveRemote, type RemoteJobView, type RemoteSide } from "../src/hosts/ssh/remote.js";
+import type { Approval } from "../src/store/approvals.js";
 import { FakeClock, settle } from "./helpers.js";
 
 const JOB = "0b7c6a4e-5d3f-4e21-9c8b-7a6f5e4d3c2b";
@@ -112,7 +113,7 @@ describe("what each end reads", () => {
 });
 
 /** A job layer with one job whose stdout is `output` and which ends when told. */
-function fakeSide(output: Buffer, known = true): RemoteSide & { end(): void; left: number; started: StartRequest[]; written: number } {
+function fakeSide(output: Buffer, known = true): RemoteSide & { end(): void; left: number; started: StartRequest[]; written: number; filed: Approval[] } {
   let finish: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (finish = resolve));
   const view: RemoteJobView = { id: JOB, done, outcome: () => ({ ok: true, exit: { code: 0, signal: null } }) };
@@ -128,6 +129,9 @@ function fakeSide(output: Buffer, known = true): RemoteSide & { end(): void; lef
     readOutput: (_id: string, offset: number, length: number) => output.subarray(offset, Math.min(side.written, offset + length)),
     written: 0,
     stderrTail: async () => "the tail",
+    approvals: () => side.filed,
+    filed: [] as Approval[],
+    answer: () => undefined,
     leave: async () => void (side.left += 1),
   };
   return side;
@@ -203,6 +207,41 @@ describe("the remote mode's loop", () => {
     assert.equal(await served, 0);
     assert.deepEqual(c.frames.map((frame) => frame.type), ["accepted", "output"]);
     assert.equal(side.left, 1);
+  });
+
+  test("permission requests go along once per change, and an answer op answers there", async () => {
+    const clock = new FakeClock();
+    const side = fakeSide(Buffer.alloc(0));
+    const c = channel(clock);
+    const served = serveRemote(c.io, side);
+    c.input.write(`${JSON.stringify({ op: "follow", job_id: JOB, offset: 0 })}\n`);
+    await clock.advance(300);
+    const request = { id: "1", tool_name: "Bash", input: { command: "ls" }, preview: "Bash · ls", asked_at: 1, expires_at: 2 };
+    side.filed = [{ request }];
+    await clock.advance(300);
+    side.filed = [{ request, answer: { decision: "allow", by: "cli", at: 3 } }];
+    await clock.advance(300);
+    side.end();
+    await clock.advance(100);
+    assert.equal(await served, 0);
+    const sent = c.frames.filter((frame) => frame.type === "approvals");
+    assert.deepEqual(sent, [
+      { type: "approvals", approvals: [{ request }] },
+      { type: "approvals", approvals: [{ request, answer: { decision: "allow", by: "cli", at: 3 } }] },
+    ]);
+    assert.ok(parseFrame(JSON.stringify(sent[1])), "what one end sends, the other reads");
+    assert.equal(parseFrame(JSON.stringify({ type: "approvals", approvals: [{ request: { ...request, id: "../1" } }] })), undefined);
+    assert.equal(parseFrame(JSON.stringify({ type: "approvals", approvals: [{ request, answer: { decision: "maybe", by: "cli", at: 3 } }] })), undefined);
+
+    const answering = fakeSide(Buffer.alloc(0));
+    const answers: unknown[] = [];
+    answering.answer = (_id, requestId, answer) => (answers.push([requestId, answer]), { answer, won: true });
+    const d = channel(clock);
+    const answered = serveRemote(d.io, answering);
+    d.input.end(`${JSON.stringify({ op: "answer", job_id: JOB, request_id: "1", answer: { decision: "deny", by: "tool", at: 5, message: "no" } })}\n`);
+    assert.equal(await answered, 0);
+    assert.deepEqual(answers, [["1", { decision: "deny", by: "tool", at: 5, message: "no" }]]);
+    assert.deepEqual(d.frames, [{ type: "answered", won: true, answer: { decision: "deny", by: "tool", at: 5, message: "no" } }]);
   });
 
   test("refusals are error frames with a listed code: a bad request, an unknown job", async () => {

@@ -47,7 +47,8 @@ export interface ApproverOptions {
 }
 
 /** The approver's argv after `approver`: `--state-dir=DIR --wait-ms=N JOB_ID`; undefined when it is not that. */
-export function parseApproverArgs(args: readonly string[]): { stateDir: string; waitMs: number; jobId: string } | undefined {
+/** Without --state-dir, the state directory is the one its environment names, as for the server (§15.1): another machine's (§21.3). */
+export function parseApproverArgs(args: readonly string[]): { stateDir: string | undefined; waitMs: number; jobId: string } | undefined {
   let stateDir: string | undefined;
   let waitMs: number | undefined;
   let jobId: string | undefined;
@@ -57,7 +58,7 @@ export function parseApproverArgs(args: readonly string[]): { stateDir: string; 
     else if (!arg.startsWith("-") && jobId === undefined) jobId = arg;
     else return undefined;
   }
-  if (!stateDir || jobId === undefined || waitMs === undefined || !Number.isSafeInteger(waitMs) || waitMs < 1) return undefined;
+  if (stateDir === "" || jobId === undefined || waitMs === undefined || !Number.isSafeInteger(waitMs) || waitMs < 1) return undefined;
   return { stateDir, waitMs, jobId };
 }
 

@@ -25,8 +25,7 @@ export function spawnAgent(target: SpawnTarget, job: JobEntry): void {
   const output = store.outputFiles(job.id);
   const promptFile = store.promptFile(job.id);
   const marker = job.agent?.tree_marker;
-  // Permission requests are forwarded from this machine's agents only (§18, §21).
-  const approver = job.spec.host ? undefined : persistence.approver?.(job.id);
+  const approver = persistence.approver?.(job.id, job.spec.host);
   const run = target.options.launch({ ...job.spec, jobId: job.id, ...(marker ? { marker } : {}), ...(output ? { output } : {}), ...(promptFile ? { promptFile } : {}), ...(approver ? { approver } : {}) });
   job.forgetPrompt();
   // The pid follows the spawn (§15.2), in one write with the rest of the identity when that is known at once.

@@ -193,8 +193,8 @@ export interface Persistence {
   hosts?: readonly string[];
   /** Permission requests are forwarded (CLAUDE_DISPATCH_APPROVALS=forward): running jobs' folders are watched for them (§18). */
   approvals?: boolean;
-  /** The approver a job's agent is started with, when requests are forwarded. */
-  approver?(jobId: string): ApproverLaunch | undefined;
+  /** The approver a job's agent is started with, when requests are forwarded; `host` is where the agent runs (§21). */
+  approver?(jobId: string, host: string | undefined): ApproverLaunch | undefined;
   /** Retention is about to remove the job's folder: its worktree, if any, is looked after (§19). */
   beforeRemove?(id: string): void;
 }

@@ -65,7 +65,7 @@ function answerFile(jobDir: string, id: string): string {
   return path.join(jobDir, `approval.${id}.answer.json`);
 }
 
-function parseRequest(text: string | undefined, id: string): ApprovalRequest | undefined {
+export function parseRequest(text: string | undefined, id: string): ApprovalRequest | undefined {
   if (text === undefined) return undefined;
   try {
     const value: unknown = JSON.parse(text);
@@ -77,7 +77,7 @@ function parseRequest(text: string | undefined, id: string): ApprovalRequest | u
   }
 }
 
-function parseAnswer(text: string | undefined): ApprovalAnswer | undefined {
+export function parseAnswer(text: string | undefined): ApprovalAnswer | undefined {
   if (text === undefined) return undefined;
   try {
     const value: unknown = JSON.parse(text);
@@ -130,6 +130,11 @@ export function fileRequest(jobDir: string, request: Omit<ApprovalRequest, "id">
     const filed: ApprovalRequest = { id: String(id), ...request };
     if (createExclusively(requestFile(jobDir, filed.id), `${JSON.stringify(filed)}\n`, randomName)) return filed;
   }
+}
+
+/** Files a request under its own id, as another machine's approver filed it (§21.3); false when it is filed already. */
+export function fileRequestAs(jobDir: string, request: ApprovalRequest, randomName: () => string): boolean {
+  return isRequestId(request.id) && createExclusively(requestFile(jobDir, request.id), `${JSON.stringify(request)}\n`, randomName);
 }
 
 /**

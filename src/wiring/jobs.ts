@@ -228,14 +228,16 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
           },
           // Each agent asks this same program, in its approver mode, whenever it would have prompted (§18).
           approvals: config.approvals === "forward",
-          approver: (jobId) =>
-            config.approvals === "forward"
-              ? {
-                  command: machine.execPath,
-                  args: [machine.mainPath, "approver", `--state-dir=${store.root}`, `--wait-ms=${config.approvalTimeoutMs}`, jobId],
-                  waitMs: config.approvalTimeoutMs,
-                }
-              : undefined,
+          // On another machine, claude-dispatch there in its approver mode; its requests are mirrored here (§21.3).
+          approver: (jobId, hostName) => {
+            if (config.approvals !== "forward") return undefined;
+            if (hostName !== undefined) return parts.sshHosts.get(hostName)?.approverLaunch(jobId, config.approvalTimeoutMs);
+            return {
+              command: machine.execPath,
+              args: [machine.mainPath, "approver", `--state-dir=${store.root}`, `--wait-ms=${config.approvalTimeoutMs}`, jobId],
+              waitMs: config.approvalTimeoutMs,
+            };
+          },
         },
   });
 }

@@ -72,6 +72,8 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
       const size = sizeOf(file);
       return (readFileRange(file, Math.max(0, size - STDERR_TAIL_BYTES), STDERR_TAIL_BYTES) ?? Buffer.alloc(0)).toString("utf8");
     },
+    approvals: (id) => store.approvals(id),
+    answer: (id, requestId, answer) => store.answerApproval(id, requestId, answer),
     leave: async () => registry?.leave(),
   };
 }

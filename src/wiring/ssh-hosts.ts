@@ -9,21 +9,45 @@ import path from "node:path";
 import { systemClock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import type { Config } from "../config.js";
+import type { LocalApprovals } from "../hosts/ssh/remote-agent.js";
 import { SshHost } from "../hosts/ssh/ssh-host.js";
+import { fileRequestAs } from "../store/approvals.js";
+import type { StateStore } from "../store/state-store.js";
 import type { Machine } from "./jobs.js";
 
 /** A Unix socket's path is at most 104–108 bytes; ssh adds the 40 of %C and 17 of a temporary suffix. */
 const SOCKET_FOLDER_MAX = 104 - 58;
 
 /** share: a long-lived server shares one connection per host; a command that makes one call does not. */
-export function createSshHosts(config: Config, machine: Machine, uid: number | undefined, logger: Logger, share = true): Map<string, SshHost> {
+export function createSshHosts(config: Config, machine: Machine, uid: number | undefined, logger: Logger, share = true, store?: StateStore): Map<string, SshHost> {
   const hosts = new Map<string, SshHost>();
   if (!config.hosts) return hosts;
   const controlDir = share ? socketFolder(config.stateDir, uid, logger) : undefined;
   for (const host of config.hosts) {
-    hosts.set(host.name, new SshHost({ config: host, sshBin: config.sshBin, controlDir, env: sshEnvironment(machine.env), clock: systemClock, logger }));
+    hosts.set(
+      host.name,
+      new SshHost({
+        config: host,
+        sshBin: config.sshBin,
+        controlDir,
+        env: sshEnvironment(machine.env),
+        clock: systemClock,
+        logger,
+        ...(store && config.approvals === "forward" ? { approvalsOf: (jobId: string) => localApprovals(store, jobId) } : {}),
+      }),
+    );
   }
   return hosts;
+}
+
+/** A job's approval files in this state directory, where another machine's requests are mirrored (§21.3). */
+function localApprovals(store: StateStore, jobId: string): LocalApprovals {
+  return {
+    fileAs: (request) => fileRequestAs(store.jobDir(jobId), request, () => crypto.randomUUID()),
+    read: (requestId) => store.approval(jobId, requestId),
+    answer: (requestId, answer) => void store.answerApproval(jobId, requestId, answer),
+    watch: (onChange) => store.watchApprovals(jobId, onChange),
+  };
 }
 
 /** ssh's environment: what it needs to find keys, the agent and its config; nothing else of ours goes to it. */

@@ -4,6 +4,7 @@
  * reads all the same, since the other end may be another version, or not this program at all.
  */
 import { ERROR_CODES, type ErrorCode } from "../../core/errors.js";
+import { isRequestId, parseAnswer, parseRequest as parseApprovalRequest, type Approval, type ApprovalAnswer } from "../../store/approvals.js";
 
 /** A request line may carry a prompt: this bounds it. */
 export const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
@@ -32,6 +33,7 @@ export type RemoteRequest =
   | StartRequest
   | { op: "follow"; job_id: string; offset: number }
   | { op: "kill"; job_id: string }
+  | { op: "answer"; job_id: string; request_id: string; answer: ApprovalAnswer }
   | { op: "check"; agents: string[]; programs: Record<string, string> };
 
 export interface EndFrame {
@@ -48,6 +50,9 @@ export type RemoteFrame =
   | { type: "output"; data: string }
   | EndFrame
   | { type: "killed"; killed: boolean; survivors: number[] }
+  /** The job's permission requests there, with their answers (§18), whenever they change. */
+  | { type: "approvals"; approvals: Approval[] }
+  | { type: "answered"; won: boolean; answer: ApprovalAnswer }
   | { type: "error"; code: ErrorCode; message: string }
   | { type: "check"; version: string; state_dir: string; programs: Record<string, string | null> };
 
@@ -70,6 +75,11 @@ export function parseRequest(line: string): RemoteRequest | string {
       return isJobId(value.job_id) && isOffset(value.offset) ? { op: "follow", job_id: value.job_id, offset: value.offset } : "a follow needs job_id and offset";
     case "kill":
       return isJobId(value.job_id) ? { op: "kill", job_id: value.job_id } : "a kill needs job_id";
+    case "answer": {
+      const answer = parseAnswer(JSON.stringify(value.answer));
+      if (!isJobId(value.job_id) || typeof value.request_id !== "string" || !isRequestId(value.request_id) || !answer) return "an answer needs job_id, request_id and answer";
+      return { op: "answer", job_id: value.job_id, request_id: value.request_id, answer };
+    }
     case "check":
       return isStrings(value.agents, 8) && isStringMap(value.programs) ? { op: "check", agents: value.agents, programs: value.programs } : "a check needs agents and programs";
     default:
@@ -108,6 +118,12 @@ export function parseFrame(line: string): RemoteFrame | undefined {
       return typeof value.killed === "boolean" && Array.isArray(value.survivors) && value.survivors.every((pid) => Number.isSafeInteger(pid))
         ? { type: "killed", killed: value.killed, survivors: value.survivors as number[] }
         : undefined;
+    case "approvals":
+      return parseApprovalsFrame(value.approvals);
+    case "answered": {
+      const answer = parseAnswer(JSON.stringify(value.answer));
+      return typeof value.won === "boolean" && answer ? { type: "answered", won: value.won, answer } : undefined;
+    }
     case "error":
       return isCode(value.code) && typeof value.message === "string" ? { type: "error", code: value.code, message: value.message } : undefined;
     case "check":
@@ -117,6 +133,20 @@ export function parseFrame(line: string): RemoteFrame | undefined {
     default:
       return undefined;
   }
+}
+
+/** Each entry checked as the approval files are (store/approvals.ts); a frame with one that is not is skipped whole. */
+function parseApprovalsFrame(value: unknown): RemoteFrame | undefined {
+  if (!Array.isArray(value) || value.length > 10_000) return undefined;
+  const approvals: Approval[] = [];
+  for (const entry of value) {
+    if (!isObject(entry) || !isObject(entry.request) || typeof entry.request.id !== "string" || !isRequestId(entry.request.id)) return undefined;
+    const request = parseApprovalRequest(JSON.stringify(entry.request), entry.request.id);
+    const answer = entry.answer === undefined ? undefined : parseAnswer(JSON.stringify(entry.answer));
+    if (!request || (entry.answer !== undefined && !answer)) return undefined;
+    approvals.push(answer ? { request, answer } : { request });
+  }
+  return { type: "approvals", approvals };
 }
 
 function parseEnd(value: Record<string, unknown>): EndFrame | undefined {

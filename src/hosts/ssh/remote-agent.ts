@@ -8,6 +8,7 @@ import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, wri
 import type { ChildExit, ChildHandle, KillReport, OutputFiles } from "../../agent/host.js";
 import type { CancelTimer, Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/log.js";
+import type { Approval, ApprovalAnswer, ApprovalRequest } from "../../store/approvals.js";
 import type { EndFrame, RemoteFrame, RemoteRequest, StartRequest } from "./protocol.js";
 import { lastLine, type Session, type SessionEnd } from "./session.js";
 
@@ -19,6 +20,21 @@ export interface RemoteHostLink {
   readonly backoffMs: { first: number; max: number };
   open(request: RemoteRequest, onFrame: (frame: RemoteFrame) => boolean | void): Session;
   kill(jobId: string): Promise<KillReport>;
+  /** Sends an answer there; false when the host could not be reached (it is sent again later). */
+  answer(jobId: string, requestId: string, answer: ApprovalAnswer): Promise<boolean>;
+}
+
+/**
+ * The job's approval files here (§18): the requests its approver files there are mirrored, under the same ids,
+ * so that this server's callers are asked as for a local job, and their answers go back.
+ */
+export interface LocalApprovals {
+  /** Files a request under its own id; false when it is there already. */
+  fileAs(request: ApprovalRequest): boolean;
+  read(requestId: string): Approval | undefined;
+  /** Records the answer given there (its approver's timeout, its command line). */
+  answer(requestId: string, answer: ApprovalAnswer): void;
+  watch(onChange: () => void): (() => void) | undefined;
 }
 
 export type Following = { kind: "start"; request: StartRequest } | { kind: "follow"; jobId: string };
@@ -36,16 +52,24 @@ export class RemoteAgent implements ChildHandle {
   private session: Session | undefined;
   private stopped = false;
   private wake: (() => void) | undefined;
+  /** Requests mirrored here, by id: whether an answer given here is still to be sent there. */
+  private readonly mirrored = new Map<string, "waiting" | "sending" | "settled">();
+  private readonly stopWatching: (() => void) | undefined;
 
   constructor(
     private readonly host: RemoteHostLink,
     private readonly following: Following,
     private readonly output: OutputFiles,
     private readonly onStdout: (chunk: Buffer) => void,
+    private readonly approvals?: LocalApprovals,
   ) {
     // A start writes the output afresh; a follow goes on from what an earlier server received.
     this.ready = Promise.resolve().then(() => (following.kind === "start" ? this.openFresh() : this.catchUp()));
-    this.exited = this.ready.then(() => this.follow()).finally(() => this.closeFile());
+    this.stopWatching = approvals?.watch(() => this.sendAnswers());
+    this.exited = this.ready.then(() => this.follow()).finally(() => {
+      this.closeFile();
+      this.stopWatching?.();
+    });
     this.settled = this.exited.then(() => undefined);
   }
 
@@ -70,6 +94,35 @@ export class RemoteAgent implements ChildHandle {
     this.session?.stop();
     this.wake?.();
     this.closeFile();
+    this.stopWatching?.();
+  }
+
+  /** The requests there as the far end last listed them: filed here, and answered here when they were there. */
+  private mirror(list: readonly Approval[]): void {
+    const approvals = this.approvals;
+    if (!approvals) return;
+    for (const { request, answer } of list) {
+      approvals.fileAs(request);
+      if (answer) {
+        if (!approvals.read(request.id)?.answer) approvals.answer(request.id, answer);
+        this.mirrored.set(request.id, "settled");
+      } else if (!this.mirrored.has(request.id)) {
+        this.mirrored.set(request.id, "waiting");
+      }
+    }
+    this.sendAnswers();
+  }
+
+  /** Each answer given here (claude_respond, a form, the command line) goes there, once it is sent. */
+  private sendAnswers(): void {
+    const approvals = this.approvals;
+    if (!approvals) return;
+    for (const [id, state] of this.mirrored) {
+      const answer = state === "waiting" ? approvals.read(id)?.answer : undefined;
+      if (!answer) continue;
+      this.mirrored.set(id, "sending");
+      void this.host.answer(this.jobId, id, answer).then((sent) => this.mirrored.set(id, sent ? "settled" : "waiting"));
+    }
   }
 
   private openFresh(): void {
@@ -109,6 +162,7 @@ export class RemoteAgent implements ChildHandle {
       this.session = this.host.open(this.request(), (frame) => {
         if (frame.type === "accepted") accepted = true;
         else if (frame.type === "output") this.received(Buffer.from(frame.data, "base64"));
+        else if (frame.type === "approvals") this.mirror(frame.approvals);
         else if (frame.type === "end") end = frame;
         else if (frame.type === "error") refused = { code: frame.code, message: frame.message };
         return end === undefined && refused === undefined;

@@ -6,6 +6,7 @@
  */
 import type { ErrorCode } from "../../core/errors.js";
 import type { Clock } from "../../core/clock.js";
+import type { Approval, ApprovalAnswer } from "../../store/approvals.js";
 import { MAX_REQUEST_BYTES, OUTPUT_CHUNK_BYTES, parseRequest, type EndFrame, type RemoteFrame, type StartRequest } from "./protocol.js";
 
 /** A job as the remote end follows it. */
@@ -25,6 +26,10 @@ export interface RemoteSide {
   /** Up to length bytes of the job's stdout from offset; empty at its end for now. */
   readOutput(id: string, offset: number, length: number): Buffer;
   stderrTail(id: string): Promise<string>;
+  /** The job's permission requests here, with their answers (§18). */
+  approvals(id: string): Approval[];
+  /** Answers one unless it has an answer: the one that stands; undefined for no such request. */
+  answer(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
   /** Stops following; running agents stay, on disk, for the next follow (§15.3). */
   leave(): Promise<void>;
 }
@@ -61,6 +66,12 @@ export async function serveRemote(channel: RemoteChannel, side: RemoteSide): Pro
         await send({ type: "killed", ...(await side.kill(request.job_id)) });
         return 0;
       }
+      case "answer": {
+        const answered = side.answer(request.job_id, request.request_id, request.answer);
+        if (!answered) return fail("INVALID_ARGUMENT", `job ${request.job_id} has no permission request ${request.request_id} here`);
+        await send({ type: "answered", ...answered });
+        return 0;
+      }
       case "start":
       case "follow": {
         const job = request.op === "start" ? await side.start(request) : await side.find(request.job_id);
@@ -85,6 +96,15 @@ async function stream(channel: RemoteChannel, side: RemoteSide, job: RemoteJobVi
   void job.done.then(() => (finished = true));
   void gone.then(() => (left = true));
   const followMs = channel.followMs ?? 100;
+  // The job's permission requests go along as they come and are answered, so the caller can be asked (§18).
+  let approvalsSent = "[]";
+  const sendApprovals = async (): Promise<void> => {
+    const approvals = side.approvals(job.id);
+    const now = JSON.stringify(approvals);
+    if (now === approvalsSent) return;
+    approvalsSent = now;
+    await send({ type: "approvals", approvals });
+  };
   for (;;) {
     // Read once more after the end is known: what the agent wrote last is in the file by then.
     const last = finished;
@@ -95,6 +115,7 @@ async function stream(channel: RemoteChannel, side: RemoteSide, job: RemoteJobVi
       continue;
     }
     if (left) return 0;
+    await sendApprovals();
     if (last) break;
     let cancel = (): void => undefined;
     await Promise.race([job.done, gone, new Promise<void>((resolve) => (cancel = channel.clock.setTimer(resolve, followMs)))]);

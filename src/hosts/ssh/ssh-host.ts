@@ -4,12 +4,14 @@
  * output files) and keeps the job in its own state directory. This side starts, follows and kills over ssh.
  */
 import type { AttachRequest, ChildHandle, KillReport, SpawnRequest } from "../../agent/host.js";
+import type { ApproverLaunch } from "../../agent/types.js";
+import type { ApprovalAnswer } from "../../store/approvals.js";
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/log.js";
 import { remoteCommandLine, sshArguments } from "./command.js";
 import type { SshHostConfig } from "./config.js";
 import type { RemoteFrame, RemoteRequest } from "./protocol.js";
-import { describe, promptOf, RemoteAgent, type RemoteHostLink } from "./remote-agent.js";
+import { describe, promptOf, RemoteAgent, type LocalApprovals, type RemoteHostLink } from "./remote-agent.js";
 import { openSession, type Session, type SessionEnd } from "./session.js";
 
 export interface SshHostOptions {
@@ -23,6 +25,8 @@ export interface SshHostOptions {
   clock: Clock;
   logger: Logger;
   backoffMs?: { first: number; max: number };
+  /** A job's approval files here, where the requests of its agent there are mirrored (§18); none: not forwarded. */
+  approvalsOf?(jobId: string): LocalApprovals | undefined;
 }
 
 /** What `doctor` learns of a host (§21.5). */
@@ -77,12 +81,13 @@ export class SshHost implements RemoteHostLink {
             },
             outputOf(request),
             request.onStdout,
+            this.options.approvalsOf?.(request.jobId),
           ),
         );
       },
       attach: (request) => {
         if (request.jobId === undefined) throw new Error("a job on another host needs its id");
-        return this.track(new RemoteAgent(this, { kind: "follow", jobId: request.jobId }, request.output, request.onStdout));
+        return this.track(new RemoteAgent(this, { kind: "follow", jobId: request.jobId }, request.output, request.onStdout, this.options.approvalsOf?.(request.jobId)));
       },
     };
   }
@@ -112,6 +117,28 @@ export class SshHost implements RemoteHostLink {
     if (answer) return { signalled: answer.killed ? 1 : 0, survivors: answer.survivors };
     const why = refused !== undefined ? `host ${this.name} refused the kill: ${refused}` : `host ${this.name} could not be reached (${describe(closed)})`;
     return { signalled: 0, survivors: [], undetermined: true, why };
+  }
+
+  /** The approver a job's agent there runs: claude-dispatch there, in its approver mode, on its state directory (§18, §21.3). */
+  approverLaunch(jobId: string, waitMs: number): ApproverLaunch {
+    const [command = "claude-dispatch", ...first] = this.options.config.command;
+    const stateDir = this.options.config.stateDir;
+    return { command, args: [...first, "approver", ...(stateDir ? [`--state-dir=${stateDir}`] : []), `--wait-ms=${waitMs}`, jobId], waitMs };
+  }
+
+  /** Sends an answer given here; false when the host could not be reached, so that it is sent again. */
+  async answer(jobId: string, requestId: string, answer: ApprovalAnswer): Promise<boolean> {
+    let settled = false;
+    const session = this.open({ op: "answer", job_id: jobId, request_id: requestId, answer }, (frame) => {
+      if (frame.type !== "answered" && frame.type !== "error") return;
+      settled = true;
+      if (frame.type === "error") this.logger.warn(`job ${jobId} on host ${this.name}: request ${requestId} was not answered there: ${frame.message}`);
+      else if (!frame.won) this.logger.warn(`job ${jobId} on host ${this.name}: request ${requestId} had been answered there already (${frame.answer.decision} by ${frame.answer.by})`);
+      return false;
+    });
+    const closed = await session.ended;
+    if (!settled) this.logger.warn(`job ${jobId} on host ${this.name}: the answer to request ${requestId} could not be sent (${describe(closed)}); it is sent again`);
+    return settled;
   }
 
   /** Reachable in BatchMode, claude-dispatch there, its state directory usable, the agents' programs found. */
