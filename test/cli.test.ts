@@ -789,7 +789,7 @@ describe("doctor", () => {
       /^ok {4}configuration: /m,
       new RegExp(`^ok {4}claude: ${claude} \\(2\\.1\\.332 \\(Claude Code\\)\\)$`, "m"),
       new RegExp(`^ok {4}state directory: ${stateDir} \\(writable, mode 0700\\)$`, "m"),
-      /^ok {4}jobs: 2 \(1 running, 0 queued\), \d+ B$/m,
+      /^ok {4}jobs: 2 \(1 running, 0 queued; claude 2\), \d+ B$/m,
       /^ok {4}permission modes: default, acceptEdits, plan, auto, dontAsk; default: none/m,
       /^ok {4}agents: claude, and by found on PATH: codex not offered \(not found\); gemini not offered \(not found\)$/m,
       /^ok {4}approvals: forward: what would prompt is asked of the caller, denied after 10m unanswered/m,

@@ -236,6 +236,10 @@ describe("jobs on another host over ssh", { skip }, () => {
     assert.equal(readPids(pidFile).some(isAlive), false);
     assert.equal(readRecordFile(localState, id).status, "killed");
     await waitFor(() => readRecordFile(remoteState, id).status === "killed", "the remote record says killed");
+    // doctor here counts the job by its agent and where it ran.
+    const doctor = await runProgram(process.execPath, [SERVER_MAIN, "doctor", "--json"], { CLAUDE_DISPATCH_STATE_DIR: localState, CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE });
+    const jobs = JSON.parse(doctor.stdout).checks.find((check: { name: string }) => check.name === "jobs");
+    assert.match(jobs.detail, /^1 \(0 running, 0 queued; claude on box 1\)/);
   });
 
   test("claude_kill when the host cannot be reached: KILL_FAILED, and the job still runs", async () => {

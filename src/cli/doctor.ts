@@ -176,11 +176,18 @@ function jobsCheck(store: StateStore): Check {
   const { records, skipped } = store.loadAll();
   const bytes = records.reduce((sum, record) => sum + store.size(record.id), 0);
   const count = (status: JobRecord["status"]): number => records.filter((record) => record.status === status).length;
+  // Which agent runs each job, and where (§7, §21): "claude 3, codex on box 1".
+  const where = new Map<string, number>();
+  for (const record of records) {
+    const key = `${record.runtime ?? "claude"}${record.host && record.host !== "local" ? ` on ${record.host}` : ""}`;
+    where.set(key, (where.get(key) ?? 0) + 1);
+  }
+  const agents = [...where].map(([key, n]) => `${key} ${n}`).join(", ");
   return {
     name: "jobs",
     status: skipped.length > 0 ? "warn" : "ok",
     detail:
-      `${records.length} (${count("running")} running, ${count("queued")} queued), ${formatBytes(bytes)}` +
+      `${records.length} (${count("running")} running, ${count("queued")} queued${agents ? `; ${agents}` : ""}), ${formatBytes(bytes)}` +
       (skipped.length > 0 ? `; ${skipped.length} folder${skipped.length === 1 ? "" : "s"} without a readable record` : ""),
   };
 }
