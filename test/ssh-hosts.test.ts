@@ -242,6 +242,30 @@ describe("jobs on another host over ssh", { skip }, () => {
     assert.match(jobs.detail, /^1 \(0 running, 0 queued; claude on box 1\)/);
   });
 
+  test("a host out of reach for a while: claude_kill is KILL_FAILED, and the kill is carried out once it is back", async () => {
+    // An ssh that fails as an unreachable host does while the flag file is there.
+    const flag = path.join(scratch, "unreachable.flag");
+    const wrapper = path.join(scratch, "flaky-ssh");
+    writeFileSync(wrapper, `#!/bin/sh\nif [ -e '${flag}' ]; then echo "ssh: connect to host box port 22: Connection refused" >&2; exit 255; fi\nexec '${sshPath()}' "$@"\n`, { mode: 0o755 });
+    const s = server({ CLAUDE_DISPATCH_SSH_BIN: wrapper });
+    await s.initialize();
+    const pidFile = path.join(scratch, "flaky.pids");
+    const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n@sleep 60000`, cwd: work, host: "box" });
+    const id = started.result.structuredContent.job_id;
+    await waitFor(() => readPids(pidFile).length === 1, "the agent");
+    agentPids.push(...readPids(pidFile));
+    writeFileSync(flag, "");
+    await sshd.dropConnections();
+    const killed = await s.callTool("claude_kill", { job_id: id });
+    assert.match(textOf(killed), /^KILL_FAILED: host box could not be reached .*Connection refused.*; it is still running, and is killed as soon as the host can be reached/);
+    assert.ok(readPids(pidFile).every(isAlive));
+    rmSync(flag);
+    const done = await s.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
+    assert.equal(done.result.structuredContent.status, "killed", textOf(done));
+    assert.equal(readPids(pidFile).some(isAlive), false);
+    await s.shutdown();
+  });
+
   test("claude_kill when the host cannot be reached: KILL_FAILED, and the job still runs", async () => {
     const s = server({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ box: { ...JSON.parse(hostsSetting()).box, options: { ConnectTimeout: 5 } } }) });
     await s.initialize();
@@ -264,6 +288,12 @@ describe("jobs on another host over ssh", { skip }, () => {
     s.child.kill("SIGKILL");
   });
 });
+
+/** The real ssh, by its path, for a wrapper around it. */
+function sshPath(): string {
+  const found = (process.env.PATH ?? "/usr/bin:/bin").split(":").map((dir) => path.join(dir, "ssh")).find((file) => existsSync(file));
+  return found ?? "/usr/bin/ssh";
+}
 
 function runProgram(file: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {

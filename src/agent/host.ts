@@ -84,6 +84,8 @@ export interface KillReport {
   undetermined?: true;
   /** Why it is undetermined, for the caller's KILL_FAILED; the process table's when absent. */
   why?: string;
+  /** The host kills it as soon as it can (another machine, out of reach now): the kill stands, it is only late. */
+  pending?: true;
 }
 
 /** Who an agent is, as its record keeps it: a pid alone may be reused. */

@@ -97,7 +97,7 @@ export interface AgentRun {
   readonly outcome: Promise<AgentOutcome>;
   /** Resolves once the output already written was read (an adopted agent's), so the job is served caught up. */
   readonly ready: Promise<void>;
-  kill(): Promise<{ survivors: number[]; undetermined?: true; why?: string }>;
+  kill(): Promise<{ survivors: number[]; undetermined?: true; why?: string; pending?: true }>;
   live(): LiveSummary;
   onActivity(listener: () => void): () => void;
   readonly transcript: Transcript;

@@ -46,7 +46,7 @@ export class JobEntry implements Job {
   /** The agent slot it holds while it runs here (§8). */
   slot: Slot | undefined;
   agent: AgentRecord | undefined;
-  killing: Promise<{ survivors: number[]; undetermined?: true; why?: string }> | undefined;
+  killing: Promise<{ survivors: number[]; undetermined?: true; why?: string; pending?: true }> | undefined;
   cancelTimeout: CancelTimer | undefined;
   /** Its permission requests, oldest first (§18), and where their whole inputs are read. */
   approvals: readonly ApprovalSummary[] = [];

@@ -240,13 +240,15 @@ export class JobRegistry {
     const report = await job.killing;
     if (report.undetermined) {
       // Nothing was signalled (an adopted agent, and no process table to tell it by): the job runs on, and a later kill tries again.
+      // A host that kills it once it can be reached keeps the reason, so the job ends as killed, just late (§21.3).
       job.killing = undefined;
-      if (reasonSetHere && job.status === "running") {
+      if (reasonSetHere && job.status === "running" && !report.pending) {
         job.killReason = undefined;
         this.save(job);
       }
       const why = report.why ?? "the process table could not be read";
-      throw new DispatchError("KILL_FAILED", `${why}, so job ${id}'s agent was not signalled; it is still running; try again`);
+      const then = report.pending ? "it is still running, and is killed as soon as the host can be reached" : "it is still running; try again";
+      throw new DispatchError("KILL_FAILED", `${why}, so job ${id}'s agent was not signalled; ${then}`);
     }
     const { survivors } = report;
     if (survivors.length === 0) {

@@ -52,6 +52,7 @@ export class RemoteAgent implements ChildHandle {
   private session: Session | undefined;
   private stopped = false;
   private wake: (() => void) | undefined;
+  private killWanted = false;
   /** Requests mirrored here, by id: whether an answer given here is still to be sent there. */
   private readonly mirrored = new Map<string, "waiting" | "sending" | "settled">();
   private readonly stopWatching: (() => void) | undefined;
@@ -83,9 +84,11 @@ export class RemoteAgent implements ChildHandle {
 
   async killTree(): Promise<KillReport> {
     const report = await this.host.kill(this.jobId);
+    // Out of reach: it is killed at the next session that gets through (a timeout must not lapse with the connection).
+    this.killWanted = report.undetermined === true;
     // Its end is on the way: no need to sit out a backoff first.
     this.wake?.();
-    return report;
+    return report.undetermined ? { ...report, pending: true } : report;
   }
 
   /** The server is leaving: the agent runs on there, and the next server follows it (§21.3). */
@@ -160,7 +163,10 @@ export class RemoteAgent implements ChildHandle {
       let end: EndFrame | undefined;
       let refused: { code: EndFrame["outcome"]["code"]; message: string } | undefined;
       this.session = this.host.open(this.request(), (frame) => {
-        if (frame.type === "accepted") accepted = true;
+        if (frame.type === "accepted") {
+          accepted = true;
+          if (this.killWanted) void this.killTree().catch(() => undefined);
+        }
         else if (frame.type === "output") this.received(Buffer.from(frame.data, "base64"));
         else if (frame.type === "approvals") this.mirror(frame.approvals);
         else if (frame.type === "end") end = frame;
