@@ -117,8 +117,11 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
   const host = lazyLocalHost(machine(), config, logger);
   const runtimes = lazyRuntimes();
   await runtimes.load();
+  const worktrees = localWorktrees(machine(), config);
   const side = remoteSide({
     store,
+    git: worktrees,
+    worktreeRoot: config.worktreeDir ?? path.join(config.stateDir, "worktrees"),
     env: process.env,
     platform: process.platform,
     jobs: async (start) => {
@@ -130,7 +133,7 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
         store,
         host,
         sshHosts: new Map(),
-        worktrees: localWorktrees(machine(), config),
+        worktrees,
         logger,
         runtimes,
         ...(start ? { remoteStart: { jobId: start.job_id, command: start.command, args: start.args, env: start.env } } : {}),
@@ -257,7 +260,7 @@ async function serve(): Promise<void> {
     server: { name: SERVER_NAME, version: SERVER_VERSION },
     depth: { current: config.depth, max: config.maxDepth },
     jobRetentionMs: config.jobRetentionMs,
-    ...(store ? { worktrees: { policy: config.worktree, git: worktrees } } : {}),
+    ...(store ? { worktrees: { policy: config.worktree, git: worktrees }, hostWorktrees: (name: string) => sshHosts.get(name)?.worktrees } : {}),
     // Claude Code's own store of sessions, where the agents this server starts keep theirs (§20).
     sessions: async (cwd: string, limit: number) => {
       const { claudeConfigDir, listClaudeSessions } = await import("./runtimes/claude/sessions.js");

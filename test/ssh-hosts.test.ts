@@ -4,7 +4,7 @@
  * running the fake agent. "Remote" is this machine, so pids and files there can be checked directly.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -103,7 +103,7 @@ describe("jobs on another host over ssh", { skip }, () => {
     assert.equal(readdirSync(sockets).length, 0);
   });
 
-  test("refused before anything runs there: a cwd outside the roots, an unknown host, a worktree", async () => {
+  test("refused before anything runs there: a cwd outside the roots, an unknown host", async () => {
     // The host's key is refused: had anything been sent, the error would be HOST_FAILED, not these.
     const s = server({ CLAUDE_DISPATCH_HOSTS: hostsSetting(sshd.refusedAlias) });
     await s.initialize();
@@ -115,8 +115,51 @@ describe("jobs on another host over ssh", { skip }, () => {
     assert.match(textOf(relative), /^INVALID_ARGUMENT/);
     const unknown = await s.callTool("claude_run", { prompt: "x", cwd: work, host: "elsewhere" });
     assert.match(textOf(unknown), /^INVALID_ARGUMENT: "host" must be one of the hosts this server is configured with: box; got "elsewhere"/);
-    const worktree = await s.callTool("claude_run", { prompt: "x", cwd: work, host: "box", worktree: true });
-    assert.match(textOf(worktree), /^INVALID_ARGUMENT: a job on host "box" cannot run in a worktree/);
+    const noRepo = await s.callTool("claude_run", { prompt: "x", cwd: "/etc", host: "box", worktree: true });
+    assert.match(textOf(noRepo), /^POLICY_DENIED/, "the roots come before the worktree");
+    await s.shutdown();
+  });
+
+  test("worktrees there: two jobs write one file, a diff each; the first merges there, the second conflicts and is discarded", async () => {
+    const repo = path.join(work, "repo");
+    mkdirSync(repo);
+    const gitEnv = minimalEnvironment({ HOME: scratch, GIT_CONFIG_NOSYSTEM: "1", GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@localhost", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@localhost" });
+    const git = (...args: string[]): string => execFileSync("git", args, { cwd: repo, env: gitEnv, encoding: "utf8" });
+    git("init", "--quiet", "-b", "main");
+    writeFileSync(path.join(repo, "shared.txt"), "base\n");
+    git("add", "-A");
+    git("commit", "--quiet", "-m", "base");
+    const s = server();
+    await s.initialize();
+    const ids: string[] = [];
+    for (const text of ["from-a", "from-b"]) {
+      const started = await s.callTool("claude_start", { prompt: `@write shared.txt ${text}\n${text}`, cwd: repo, host: "box", worktree: true });
+      assert.equal(started.result.structuredContent.status, "running", textOf(started));
+      ids.push(started.result.structuredContent.job_id);
+    }
+    const [first = "", second = ""] = ids;
+    for (const id of ids) {
+      const done = (await s.callTool("claude_wait", { job_id: id, hold_ms: 30_000 })).result.structuredContent;
+      assert.equal(done.status, "completed", JSON.stringify(done));
+      assert.equal(done.worktree.path, path.join(remoteState, "worktrees", id), "made there, in that machine's worktree folder");
+      assert.equal(done.worktree.branch, `dispatch/${id}`);
+      assert.deepEqual(done.worktree.changed_files, ["shared.txt"]);
+    }
+    // The command line here points to the server, or to that machine.
+    const here = await runProgram(process.execPath, [SERVER_MAIN, "diff", first], { CLAUDE_DISPATCH_STATE_DIR: s.stateDir });
+    assert.match(here.stderr, /worktree is on host box: use claude_worktree through the server/);
+    const diff = await s.callTool("claude_worktree", { job_id: first, action: "diff" });
+    assert.match(diff.result.structuredContent.text, /\+from-a/);
+    const merged = await s.callTool("claude_worktree", { job_id: first, action: "merge" });
+    assert.equal(merged.result.structuredContent.status, "merged", textOf(merged));
+    assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "from-a\n");
+    assert.equal(readRecordFile(remoteState, first).worktree?.state, "merged", "that machine's record knows, for its retention");
+    const conflict = await s.callTool("claude_worktree", { job_id: second, action: "merge" });
+    assert.equal(conflict.result.structuredContent.status, "not_merged", textOf(conflict));
+    assert.deepEqual(conflict.result.structuredContent.conflicts, ["shared.txt"]);
+    const discarded = await s.callTool("claude_worktree", { job_id: second, action: "discard" });
+    assert.equal(discarded.result.structuredContent.status, "discarded", textOf(discarded));
+    assert.equal(existsSync(path.join(remoteState, "worktrees", second)), false);
     await s.shutdown();
   });
 

@@ -132,6 +132,7 @@ function fakeSide(output: Buffer, known = true): RemoteSide & { end(): void; lef
     approvals: () => side.filed,
     filed: [] as Approval[],
     answer: () => undefined,
+    worktree: async () => null,
     leave: async () => void (side.left += 1),
   };
   return side;

@@ -7,6 +7,7 @@
  */
 
 import type { ErrorCode } from "../core/errors.js";
+import type { WorktreeRecord } from "./worktree.js";
 
 /** Where an agent's stdout and stderr go, and a long result (§15.4). */
 export interface OutputFiles {
@@ -19,6 +20,8 @@ export interface OutputFiles {
 export interface SpawnRequest {
   /** The job the agent runs for: a host that keeps its own records elsewhere names the job by it (§21). */
   jobId?: string;
+  /** The job's own worktree, when it runs in one: a host that checks directories itself lets cwd lie in it (§21.3). */
+  worktree?: WorktreeRecord;
   command: string;
   args: readonly string[];
   cwd: string;

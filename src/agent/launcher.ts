@@ -41,6 +41,7 @@ export function createAgents<Reader extends AgentOutputReader>(options: Launcher
       follow(options, spec.output, (onStdout) =>
         host.start({
           ...(spec.jobId ? { jobId: spec.jobId } : {}),
+          ...(spec.worktree ? { worktree: spec.worktree } : {}),
           ...runtime.invocation(spec),
           cwd: spec.cwd,
           env: options.env,

@@ -33,6 +33,9 @@ export async function worktreeCommand(context: Context, command: WorktreeCommand
   const worktree = record.worktree;
   if (!worktree) throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no worktree: it was not started with "worktree" true`);
   if (worktree.state) throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree was ${worktree.state} already`);
+  if (record.host !== undefined && record.host !== "local") {
+    throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree is on host ${record.host}: use claude_worktree through the server, or claude-dispatch ${command} ${id} on that machine`);
+  }
   const git = worktreesFor(context);
   if (!git.exists(worktree)) throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree ${worktree.path} is gone`);
   if (command === "diff") {

@@ -99,6 +99,8 @@ export interface HandlerDeps {
   sessions?(cwd: string, limit: number): Promise<AgentSession[]>;
   /** Worktrees (§19): the operator's policy, and git; without them, "worktree" is refused. */
   worktrees?: { policy: "off" | "on" | "required"; git: Worktrees };
+  /** The worktrees of another machine (§21.3), made and worked on there. */
+  hostWorktrees?(host: string): Worktrees | undefined;
 }
 
 export type RequestHandler = (message: unknown) => Promise<JsonRpcResponse | null>;

@@ -8,7 +8,7 @@ import { DEFAULT_AGENT, type AgentOptions } from "../agent/options.js";
 import { admitAgent, checkRemoteDirectory } from "../agent/policy.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isUnfinished, sessionIdOf, type Job } from "../jobs/registry.js";
-import type { WorktreeRecord } from "../agent/worktree.js";
+import type { WorktreeRecord, Worktrees } from "../agent/worktree.js";
 import {
   renderDiscarded,
   renderJob,
@@ -101,7 +101,7 @@ export class ToolCalls {
   async startJob(name: TaskTool, args: Record<string, unknown>, signal: AbortSignal): Promise<Job> {
     const run = name === "claude_run" ? parseRunInput(args, this.settings) : undefined;
     const input = run ?? parseStartInput(args, this.settings);
-    const inWorktree = input.host === undefined ? this.worktreeWanted(input.worktree) : this.noWorktreeThere(input.host, input.worktree);
+    const inWorktree = this.worktreeWanted(input.worktree);
     const { cwd, options } = await this.prepareAgent(input.cwd, input.options, signal, input.agent, input.host);
     // Claude Code, the default, is not named in the spec, so records of earlier versions and new ones read alike.
     const spec = {
@@ -114,12 +114,11 @@ export class ToolCalls {
     };
     const start = (agentSpec: typeof spec & { worktree?: WorktreeRecord }, id?: string): Job =>
       run ? this.deps.jobs.start(agentSpec, "run", run.timeoutMs, id) : this.deps.jobs.start(agentSpec, "start", undefined, id);
-    if (input.host !== undefined) return start(spec);
     // A session continues in the worktree it ran in while that is still there: a session is tied to its folder (§19).
-    const earlier = input.sessionId === undefined || input.worktree === false ? undefined : this.worktreeOfSession(input.sessionId);
-    if (earlier) return start({ ...spec, cwd: this.git().cwdIn(earlier), worktree: earlier });
+    const earlier = input.sessionId === undefined || input.worktree === false ? undefined : this.worktreeOfSession(input.sessionId, input.host);
+    if (earlier) return start({ ...spec, cwd: this.git(input.host).cwdIn(earlier), worktree: earlier });
     if (!inWorktree) return start(spec);
-    const git = this.git();
+    const git = this.git(input.host);
     const id = this.deps.jobs.newJobId();
     const made = await git.create(cwd, id);
     try {
@@ -131,15 +130,6 @@ export class ToolCalls {
     }
   }
 
-  /** Worktrees are made on this machine only, so far (§21): asking for one elsewhere is refused, never ignored. */
-  private noWorktreeThere(host: string, asked: boolean | undefined): false {
-    const policy = this.deps.worktrees?.policy ?? "off";
-    if (asked === true || policy === "required") {
-      throw new DispatchError(policy === "required" && asked !== true ? "POLICY_DENIED" : "INVALID_ARGUMENT", `a job on host "${host}" cannot run in a worktree: worktrees are made on this machine only`);
-    }
-    return false;
-  }
-
   /** The call's "worktree", else the operator's default; "required" refuses false (§19). */
   private worktreeWanted(asked: boolean | undefined): boolean {
     const policy = this.deps.worktrees?.policy ?? "off";
@@ -147,24 +137,31 @@ export class ToolCalls {
     return asked ?? policy !== "off";
   }
 
-  private git(): NonNullable<HandlerDeps["worktrees"]>["git"] {
-    const git = this.deps.worktrees?.git;
+  /** The worktrees of the machine a job runs on: this one's, or another host's (§21.3). */
+  private worktreesOf(host: string | undefined): Worktrees | undefined {
+    if (!this.deps.worktrees) return undefined;
+    return host === undefined || host === "local" ? this.deps.worktrees.git : this.deps.hostWorktrees?.(host);
+  }
+
+  private git(host?: string): Worktrees {
+    const git = this.worktreesOf(host);
     if (!git) throw new DispatchError("INVALID_ARGUMENT", `"worktree" is not available on this server (it keeps no state directory)`);
     return git;
   }
 
-  private worktreeOfSession(sessionId: string): WorktreeRecord | undefined {
-    const git = this.deps.worktrees?.git;
-    // Every job is listed (finished ones read from their records) only when some worktree exists to be found.
-    if (!git?.any()) return undefined;
-    const job = this.deps.jobs.list().findLast((candidate) => candidate.worktree && !candidate.worktree.state && sessionIdOf(candidate) === sessionId);
-    return job?.worktree && git?.exists(job.worktree) ? job.worktree : undefined;
+  private worktreeOfSession(sessionId: string, host: string | undefined): WorktreeRecord | undefined {
+    const git = this.worktreesOf(host);
+    // Every job is listed (finished ones read from their records) only when some worktree may be there to be found.
+    if (!git || (host === undefined && !git.any())) return undefined;
+    const where = host ?? "local";
+    const job = this.deps.jobs.list().findLast((candidate) => candidate.worktree && !candidate.worktree.state && candidate.hostName === where && sessionIdOf(candidate) === sessionId);
+    return job?.worktree && git.exists(job.worktree) ? job.worktree : undefined;
   }
 
   /** A finished job's report names what it changed in its worktree, read now (§19). */
   private async renderOptions(job: Job, options: RenderOptions): Promise<RenderOptions> {
     const worktree = job.worktree;
-    const git = this.deps.worktrees?.git;
+    const git = this.worktreesOf(job.hostName);
     if (!worktree || worktree.state || !git || isUnfinished(job) || !git.exists(worktree)) return options;
     try {
       return { ...options, worktreeChanges: await git.changes(worktree) };
@@ -226,7 +223,7 @@ export class ToolCalls {
     const job = await this.requireJob(input.jobId);
     const worktree = job.worktree;
     if (!worktree) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has no worktree: it was not started with "worktree" true`);
-    const git = this.git();
+    const git = this.git(job.hostName);
     if (worktree.state) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree was ${worktree.state} already`);
     if (!git.exists(worktree)) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree ${quoted(worktree.path)} is gone`);
     if (input.action === "diff") return renderWorktreeDiff(job, worktree, await git.diff(worktree), input.offset, input.limit);

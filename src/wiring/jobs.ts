@@ -219,9 +219,11 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
           runtimes: AGENT_NAMES,
           hosts: ["local", ...parts.sshHosts.keys()],
           // A pruned job's worktree goes with it unless it holds changes nobody merged or discarded (§19).
+          // One on another machine is that machine's retention's to look after (§21.3).
           beforeRemove: (id) => {
-            const worktree = store.read(id)?.worktree;
-            if (!worktree) return;
+            const record = store.read(id);
+            const worktree = record?.worktree;
+            if (!worktree || (record.host !== undefined && record.host !== "local")) return;
             retireWorktree(worktrees, worktree)
               .then((fate) => logger.info(`job ${id} pruned; its worktree ${worktree.path} was ${fate === "kept" ? "kept: it has unmerged changes" : "removed"}`))
               .catch((error: unknown) => logger.warn(`job ${id} pruned; its worktree ${worktree.path}: ${(error as Error).message}`));

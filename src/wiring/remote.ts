@@ -4,6 +4,9 @@
  * here lists them, and any later follow, or a server on this state directory, takes one over if its follower died.
  */
 import { statSync } from "node:fs";
+import path from "node:path";
+
+import type { WorktreeRecord, Worktrees } from "../agent/worktree.js";
 
 import { checkDirectory, resolveRoots } from "../hosts/local/directory.js";
 import { findProgram } from "../hosts/local/find-program.js";
@@ -18,6 +21,9 @@ import { SERVER_VERSION } from "../core/version.js";
 
 export interface RemoteParts {
   store: StateStore;
+  /** Worktrees on this machine (§19), and the folder they are made in. */
+  git: Worktrees;
+  worktreeRoot: string;
   /** The job layer; a start's runtime invocation is its launcher's (§21.3). */
   jobs(start?: StartRequest): Promise<JobRegistry>;
   env: Readonly<Record<string, string | undefined>>;
@@ -34,6 +40,17 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
     const registry = await jobs();
     return registry.get(id) ?? (await registry.recover(id));
   };
+  /** The worktree a request names, if it is the one we made for that job: `<our worktree folder>/<job id>` on its branch. */
+  const ownWorktree = (worktree: WorktreeRecord | undefined, jobId: string): WorktreeRecord => {
+    if (!worktree || worktree.path !== path.join(parts.worktreeRoot, jobId) || worktree.branch !== `dispatch/${jobId}`) {
+      throw new DispatchError("INVALID_ARGUMENT", `job ${jobId}'s worktree is not one this machine made for it`);
+    }
+    return worktree;
+  };
+  // Merged or discarded there: this machine's retention then knows (§19).
+  const recordState = async (id: string, state: "merged" | "discarded"): Promise<void> => {
+    if (await find(id)) (await jobs()).setWorktreeState(id, state);
+  };
   return {
     start: async (request) => {
       const registry = await jobs(request);
@@ -41,13 +58,10 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
       const existing = registry.get(request.job_id) ?? (await registry.recover(request.job_id));
       if (existing) return view(existing);
       if (!isAgentName(request.agent)) throw new DispatchError("INVALID_ARGUMENT", `this claude-dispatch (${SERVER_VERSION}) has no agent ${request.agent}`);
-      // The roots are resolved here, where their links are: the local server checked the path only.
-      const roots = await resolveRoots(request.roots).catch((error: unknown) => {
-        throw new DispatchError("INVALID_ARGUMENT", `the host's roots: ${(error as Error).message.replace("CLAUDE_DISPATCH_ROOTS entry", "a root")}`);
-      });
-      const checked = await checkDirectory(request.cwd, roots);
-      if (!checked.ok) throw new DispatchError(checked.code, `"cwd" ${checked.problem.replace("(CLAUDE_DISPATCH_ROOTS)", "(the host's roots)")}`);
-      const spec = { ...(request.agent === "claude" ? {} : { agent: request.agent }), prompt: request.prompt, cwd: checked.path };
+      // A job in its own worktree runs in it, which a worktree create here made inside our worktree folder.
+      const worktree = request.worktree ? ownWorktree(request.worktree, request.job_id) : undefined;
+      const cwd = worktree ? await inside(request.cwd, [worktree.path]) : await inside(request.cwd, request.roots);
+      const spec = { ...(request.agent === "claude" ? {} : { agent: request.agent }), prompt: request.prompt, cwd, ...(worktree ? { worktree } : {}) };
       return view(registry.start(spec, "start", undefined, request.job_id));
     },
     find: async (id) => {
@@ -72,10 +86,39 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
       const size = sizeOf(file);
       return (readFileRange(file, Math.max(0, size - STDERR_TAIL_BYTES), STDERR_TAIL_BYTES) ?? Buffer.alloc(0)).toString("utf8");
     },
+    worktree: async (request) => {
+      if (request.action === "create") return parts.git.create(await inside(request.cwd ?? "", request.roots ?? []), request.job_id);
+      const worktree = ownWorktree(request.worktree, request.job_id);
+      switch (request.action) {
+        case "changes":
+          return parts.git.changes(worktree);
+        case "diff":
+          return parts.git.diff(worktree);
+        case "merge": {
+          const outcome = await parts.git.merge(worktree, request.message ?? `claude-dispatch job ${request.job_id}`);
+          if (outcome.merged) await recordState(request.job_id, "merged");
+          return outcome;
+        }
+        case "discard":
+          await parts.git.discard(worktree);
+          await recordState(request.job_id, "discarded");
+          return null;
+      }
+    },
     approvals: (id) => store.approvals(id),
     answer: (id, requestId, answer) => store.answerApproval(id, requestId, answer),
     leave: async () => registry?.leave(),
   };
+}
+
+/** A directory inside one of these roots, with links resolved here: the local server checked the path only. */
+async function inside(dir: string, roots: readonly string[]): Promise<string> {
+  const resolved = await resolveRoots(roots).catch((error: unknown) => {
+    throw new DispatchError("INVALID_ARGUMENT", `the host's roots: ${(error as Error).message.replace("CLAUDE_DISPATCH_ROOTS entry", "a root")}`);
+  });
+  const checked = await checkDirectory(dir, resolved);
+  if (!checked.ok) throw new DispatchError(checked.code, `"cwd" ${checked.problem.replace("(CLAUDE_DISPATCH_ROOTS)", "(the host's roots)")}`);
+  return checked.path;
 }
 
 function view(job: Job): RemoteJobView {

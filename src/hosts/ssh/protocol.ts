@@ -4,6 +4,7 @@
  * reads all the same, since the other end may be another version, or not this program at all.
  */
 import { ERROR_CODES, type ErrorCode } from "../../core/errors.js";
+import type { WorktreeRecord } from "../../agent/worktree.js";
 import { isRequestId, parseAnswer, parseRequest as parseApprovalRequest, type Approval, type ApprovalAnswer } from "../../store/approvals.js";
 
 /** A request line may carry a prompt: this bounds it. */
@@ -27,6 +28,23 @@ export interface StartRequest {
   prompt: string;
   /** Output already received: a start sent again after a dropped connection follows on from here. */
   offset: number;
+  /** The job's own worktree there, made by a `worktree` create (§19): cwd lies in it, not in the roots. */
+  worktree?: WorktreeRecord;
+}
+
+export const WORKTREE_ACTIONS = ["create", "changes", "diff", "merge", "discard"] as const;
+export type WorktreeAction = (typeof WORKTREE_ACTIONS)[number];
+
+/** A worktree operation there (§19, §21.3): create takes cwd and roots; the others the job's worktree record. */
+export interface WorktreeRequest {
+  op: "worktree";
+  action: WorktreeAction;
+  job_id: string;
+  cwd?: string;
+  roots?: string[];
+  worktree?: WorktreeRecord;
+  /** A merge's commit message. */
+  message?: string;
 }
 
 export type RemoteRequest =
@@ -34,6 +52,7 @@ export type RemoteRequest =
   | { op: "follow"; job_id: string; offset: number }
   | { op: "kill"; job_id: string }
   | { op: "answer"; job_id: string; request_id: string; answer: ApprovalAnswer }
+  | WorktreeRequest
   | { op: "check"; agents: string[]; programs: Record<string, string> };
 
 export interface EndFrame {
@@ -53,6 +72,8 @@ export type RemoteFrame =
   /** The job's permission requests there, with their answers (§18), whenever they change. */
   | { type: "approvals"; approvals: Approval[] }
   | { type: "answered"; won: boolean; answer: ApprovalAnswer }
+  /** A worktree operation's result, as the Worktrees interface returns it (agent/worktree.ts). */
+  | { type: "worktree"; result: unknown }
   | { type: "error"; code: ErrorCode; message: string }
   | { type: "check"; version: string; state_dir: string; programs: Record<string, string | null> };
 
@@ -75,6 +96,8 @@ export function parseRequest(line: string): RemoteRequest | string {
       return isJobId(value.job_id) && isOffset(value.offset) ? { op: "follow", job_id: value.job_id, offset: value.offset } : "a follow needs job_id and offset";
     case "kill":
       return isJobId(value.job_id) ? { op: "kill", job_id: value.job_id } : "a kill needs job_id";
+    case "worktree":
+      return parseWorktreeRequest(value);
     case "answer": {
       const answer = parseAnswer(JSON.stringify(value.answer));
       if (!isJobId(value.job_id) || typeof value.request_id !== "string" || !isRequestId(value.request_id) || !answer) return "an answer needs job_id, request_id and answer";
@@ -88,14 +111,42 @@ export function parseRequest(line: string): RemoteRequest | string {
 }
 
 function parseStart(value: Record<string, unknown>): StartRequest | string {
-  const { job_id, agent, cwd, roots, command, args, env, prompt, offset } = value;
+  const { job_id, agent, cwd, roots, command, args, env, prompt, offset, worktree } = value;
   if (!isJobId(job_id)) return "a start needs a job_id";
   if (typeof agent !== "string" || !/^[a-z]{1,32}$/.test(agent)) return "a start needs an agent";
   if (!isAbsolute(cwd) || !isStrings(roots, 64) || !roots.every(isAbsolute)) return "a start needs an absolute cwd and roots";
   if (typeof command !== "string" || command === "" || hasNul(command) || !isStrings(args, 4096)) return "a start needs a command and args";
   if (!isStringMap(env) || !Object.keys(env).every((name) => ENV_NAME.test(name))) return "a start's env must map variable names to strings";
   if (typeof prompt !== "string" || !isOffset(offset)) return "a start needs a prompt and an offset";
-  return { op: "start", job_id, agent, cwd, roots, command, args, env, prompt, offset };
+  if (worktree !== undefined && !isWorktreeRecord(worktree)) return "a start's worktree is not a worktree record";
+  return { op: "start", job_id, agent, cwd, roots, command, args, env, prompt, offset, ...(worktree ? { worktree } : {}) };
+}
+
+function parseWorktreeRequest(value: Record<string, unknown>): WorktreeRequest | string {
+  const { action, job_id, cwd, roots, worktree, message } = value;
+  if (typeof action !== "string" || !(WORKTREE_ACTIONS as readonly string[]).includes(action) || !isJobId(job_id)) return "a worktree request needs an action and a job_id";
+  if (action === "create") {
+    return isAbsolute(cwd) && isStrings(roots, 64) && roots.every(isAbsolute) ? { op: "worktree", action, job_id, cwd, roots } : "a worktree create needs an absolute cwd and roots";
+  }
+  if (!isWorktreeRecord(worktree)) return "a worktree request needs the job's worktree record";
+  if (message !== undefined && (typeof message !== "string" || message.length > 4096 || hasNul(message))) return "a merge's message must be text";
+  return { op: "worktree", action: action as WorktreeAction, job_id, worktree, ...(message !== undefined ? { message } : {}) };
+}
+
+function isWorktreeRecord(value: unknown): value is WorktreeRecord {
+  return (
+    isObject(value) &&
+    isAbsolute(value.repo) &&
+    isAbsolute(value.path) &&
+    typeof value.branch === "string" &&
+    typeof value.base === "string" &&
+    /^[0-9a-f]{7,64}$/.test(value.base) &&
+    typeof value.subdir === "string" &&
+    !value.subdir.split("/").includes("..") &&
+    !value.subdir.startsWith("/") &&
+    typeof value.left_behind === "boolean" &&
+    (value.state === undefined || value.state === "merged" || value.state === "discarded")
+  );
 }
 
 /** A frame, or undefined for a line that is not one (skipped, and said in the log). */
@@ -120,6 +171,8 @@ export function parseFrame(line: string): RemoteFrame | undefined {
         : undefined;
     case "approvals":
       return parseApprovalsFrame(value.approvals);
+    case "worktree":
+      return { type: "worktree", result: value.result };
     case "answered": {
       const answer = parseAnswer(JSON.stringify(value.answer));
       return typeof value.won === "boolean" && answer ? { type: "answered", won: value.won, answer } : undefined;

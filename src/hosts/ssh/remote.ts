@@ -7,7 +7,7 @@
 import type { ErrorCode } from "../../core/errors.js";
 import type { Clock } from "../../core/clock.js";
 import type { Approval, ApprovalAnswer } from "../../store/approvals.js";
-import { MAX_REQUEST_BYTES, OUTPUT_CHUNK_BYTES, parseRequest, type EndFrame, type RemoteFrame, type StartRequest } from "./protocol.js";
+import { MAX_REQUEST_BYTES, OUTPUT_CHUNK_BYTES, parseRequest, type EndFrame, type RemoteFrame, type StartRequest, type WorktreeRequest } from "./protocol.js";
 
 /** A job as the remote end follows it. */
 export interface RemoteJobView {
@@ -30,6 +30,8 @@ export interface RemoteSide {
   approvals(id: string): Approval[];
   /** Answers one unless it has an answer: the one that stands; undefined for no such request. */
   answer(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
+  /** A worktree operation (§19) with git there; throws an error with a `code` to refuse it. */
+  worktree(request: WorktreeRequest): Promise<unknown>;
   /** Stops following; running agents stay, on disk, for the next follow (§15.3). */
   leave(): Promise<void>;
 }
@@ -66,6 +68,9 @@ export async function serveRemote(channel: RemoteChannel, side: RemoteSide): Pro
         await send({ type: "killed", ...(await side.kill(request.job_id)) });
         return 0;
       }
+      case "worktree":
+        await send({ type: "worktree", result: await side.worktree(request) });
+        return 0;
       case "answer": {
         const answered = side.answer(request.job_id, request.request_id, request.answer);
         if (!answered) return fail("INVALID_ARGUMENT", `job ${request.job_id} has no permission request ${request.request_id} here`);

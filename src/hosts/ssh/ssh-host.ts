@@ -10,7 +10,9 @@ import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/log.js";
 import { remoteCommandLine, sshArguments } from "./command.js";
 import type { SshHostConfig } from "./config.js";
-import type { RemoteFrame, RemoteRequest } from "./protocol.js";
+import type { RemoteFrame, RemoteRequest, WorktreeRequest } from "./protocol.js";
+import { RemoteWorktrees } from "./remote-worktrees.js";
+import { DispatchError } from "../../core/errors.js";
 import { describe, promptOf, RemoteAgent, type LocalApprovals, type RemoteHostLink } from "./remote-agent.js";
 import { openSession, type Session, type SessionEnd } from "./session.js";
 
@@ -42,8 +44,11 @@ export class SshHost implements RemoteHostLink {
   private readonly sessions = new Set<Session>();
   private readonly agents = new Set<RemoteAgent>();
   private used = false;
+  /** Its worktrees, made and worked on there (§19). */
+  readonly worktrees: RemoteWorktrees;
 
   constructor(private readonly options: SshHostOptions) {
+    this.worktrees = new RemoteWorktrees({ roots: options.config.roots, call: (request) => this.call(request) });
     this.name = options.config.name;
     this.clock = options.clock;
     this.logger = options.logger;
@@ -77,6 +82,7 @@ export class SshHost implements RemoteHostLink {
                 env,
                 prompt: promptOf(request.stdin),
                 offset: 0,
+                ...(request.worktree ? { worktree: request.worktree } : {}),
               },
             },
             outputOf(request),
@@ -139,6 +145,22 @@ export class SshHost implements RemoteHostLink {
     const closed = await session.ended;
     if (!settled) this.logger.warn(`job ${jobId} on host ${this.name}: the answer to request ${requestId} could not be sent (${describe(closed)}); it is sent again`);
     return settled;
+  }
+
+  /** A worktree operation there: its result, or its refusal as the DispatchError it is; HOST_FAILED when out of reach. */
+  async call(request: WorktreeRequest): Promise<unknown> {
+    let result: { value: unknown } | undefined;
+    let refused: { code: NonNullable<Extract<RemoteFrame, { type: "error" }>["code"]>; message: string } | undefined;
+    const session = this.open(request, (frame) => {
+      if (frame.type === "worktree") result = { value: frame.result };
+      else if (frame.type === "error") refused = { code: frame.code, message: frame.message };
+      else return;
+      return false;
+    });
+    const closed = await session.ended;
+    if (result) return result.value;
+    if (refused) throw new DispatchError(refused.code, `on host ${this.name}: ${refused.message}`);
+    throw new DispatchError("HOST_FAILED", `host ${this.name} could not be reached (${describe(closed)})`);
   }
 
   /** Reachable in BatchMode, claude-dispatch there, its state directory usable, the agents' programs found. */
