@@ -229,6 +229,29 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     assert.match(check.detail, /1 kept with changes nobody merged or discarded/);
   });
 
+  test("a queued worktree job outlives a SIGKILLed server under CLAUDE_DISPATCH_ROOTS: the next server starts it in its worktree", async () => {
+    const repo = makeRepo();
+    const stateDir = mkdtempSync(path.join(scratch, "restart-state-"));
+    // The roots hold the repository, not the worktrees: the queued job is checked again at the restart.
+    const env = { CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ROOTS: repo, CLAUDE_DISPATCH_MAX_JOBS: "1", CLAUDE_DISPATCH_ON_EXIT: "keep" };
+    const first = startServer(env);
+    await first.initialize();
+    const gate = path.join(scratch, `restart-gate-${repos}`);
+    const holder = report(await first.callTool("claude_start", { prompt: `@wait-file ${gate}\nhold the slot`, cwd: repo, worktree: true }));
+    const queued = report(await first.callTool("claude_start", { prompt: "@write shared.txt after-restart\nqueued", cwd: repo, worktree: true }));
+    assert.equal(queued.status, "queued", JSON.stringify(queued));
+    first.child.kill("SIGKILL");
+    await first.exited;
+    writeFileSync(gate, "");
+    const second = startServer({ ...env, CLAUDE_DISPATCH_ON_EXIT: "kill" });
+    await second.initialize();
+    assert.equal((await finished(second, holder.job_id)).status, "completed");
+    const done = await finished(second, queued.job_id);
+    assert.equal(done.status, "completed", JSON.stringify(done));
+    assert.equal(readFileSync(path.join(done.worktree.path, "shared.txt"), "utf8"), "after-restart\n");
+    assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "base\n", "the user's checkout is untouched");
+  });
+
   test("outside a repository, a clear INVALID_ARGUMENT; the operator's policy decides the default and can require worktrees", async () => {
     const notRepo = mkdtempSync(path.join(scratch, "plain-"));
     const server = startServer({ CLAUDE_DISPATCH_WORKTREE: "required" });

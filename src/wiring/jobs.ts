@@ -213,7 +213,10 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
             await runtimes.load();
             const there = spec.host === undefined ? undefined : parts.sshHosts.get(spec.host);
             const check = there ? async (dir: string) => checkRemoteDirectory(dir, there.config.roots) : checkHere;
-            return { ...spec, ...(await admitAgent(spec.cwd, spec.options ?? {}, policy, check, spec.agent)) };
+            // A job in its own worktree runs outside the roots: the directory checked is the one the call named (§19).
+            const asked = spec.worktree ? (there ? path.posix : path).join(spec.worktree.repo, spec.worktree.subdir) : spec.cwd;
+            const admitted = await admitAgent(asked, spec.options ?? {}, policy, check, spec.agent);
+            return { ...spec, ...admitted, cwd: spec.worktree ? spec.cwd : admitted.cwd };
           },
           // Any agent's job is followed with its own runtime, offered or not (a queued one is admitted again, §15.3).
           runtimes: AGENT_NAMES,
