@@ -7,13 +7,13 @@ import type { AttachRequest, ChildHandle, KillReport, SpawnRequest } from "../..
 import type { ApproverLaunch } from "../../agent/types.js";
 import type { ApprovalAnswer } from "../../store/approvals.js";
 import type { Clock } from "../../core/clock.js";
+import { DispatchError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
 import { remoteCommandLine, sshArguments } from "./command.js";
 import type { SshHostConfig } from "./config.js";
 import type { RemoteFrame, RemoteRequest, WorktreeRequest } from "./protocol.js";
-import { RemoteWorktrees } from "./remote-worktrees.js";
-import { DispatchError } from "../../core/errors.js";
 import { describe, promptOf, RemoteAgent, type LocalApprovals, type RemoteHostLink } from "./remote-agent.js";
+import { RemoteWorktrees } from "./remote-worktrees.js";
 import { openSession, type Session, type SessionEnd } from "./session.js";
 
 export interface SshHostOptions {
