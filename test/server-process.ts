@@ -148,7 +148,10 @@ export class ServerProcess {
   async shutdown(): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) {
       this.endInput();
-      await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      // The backstop is cleared once the server has exited: left pending, it would keep the test's process alive 10 s.
+      let backstop: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([this.exited, new Promise((resolve) => (backstop = setTimeout(resolve, 10_000)))]);
+      clearTimeout(backstop);
     }
     this.dispose();
   }

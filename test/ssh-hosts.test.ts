@@ -251,7 +251,8 @@ describe("jobs on another host over ssh", { skip }, () => {
   });
 
   test("doctor checks each host: reached, claude-dispatch and the agent there; a refused key fails", async () => {
-    const env = { CLAUDE_DISPATCH_STATE_DIR: path.join(scratch, "doctor-state"), CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE };
+    // doctor runs `claude --version`: node answers it at once, where the fake agent would wait for a prompt.
+    const env = { CLAUDE_DISPATCH_STATE_DIR: path.join(scratch, "doctor-state"), CLAUDE_DISPATCH_CLAUDE_BIN: process.execPath };
     const good = await runProgram(process.execPath, [SERVER_MAIN, "doctor", "--json"], { ...env, CLAUDE_DISPATCH_HOSTS: hostsSetting() });
     const check = JSON.parse(good.stdout).checks.find((entry: { name: string }) => entry.name === "host box");
     assert.equal(check?.status, "ok", good.stdout);
@@ -280,7 +281,7 @@ describe("jobs on another host over ssh", { skip }, () => {
     assert.equal(readRecordFile(localState, id).status, "killed");
     await waitFor(() => readRecordFile(remoteState, id).status === "killed", "the remote record says killed");
     // doctor here counts the job by its agent and where it ran.
-    const doctor = await runProgram(process.execPath, [SERVER_MAIN, "doctor", "--json"], { CLAUDE_DISPATCH_STATE_DIR: localState, CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE });
+    const doctor = await runProgram(process.execPath, [SERVER_MAIN, "doctor", "--json"], { CLAUDE_DISPATCH_STATE_DIR: localState, CLAUDE_DISPATCH_CLAUDE_BIN: process.execPath });
     const jobs = JSON.parse(doctor.stdout).checks.find((check: { name: string }) => check.name === "jobs");
     assert.match(jobs.detail, /^1 \(0 running, 0 queued; claude on box 1\)/);
   });
