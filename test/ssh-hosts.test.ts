@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { isAlive, readPids, readRecordFile, waitFor } from "./processes.js";
+import { commandLine, isAlive, readPids, readRecordFile, waitFor } from "./processes.js";
 import { FAKE_CLAUDE, minimalEnvironment, SERVER_MAIN, ServerProcess } from "./server-process.js";
 import { sshSkipReason, startSshd, type Sshd } from "./sshd.js";
 
@@ -203,6 +203,27 @@ describe("jobs on another host over ssh", { skip }, () => {
     assert.equal(done.result.structuredContent.status, "completed", textOf(done));
     assert.match(done.result.structuredContent.result, /ECHO: @tools 3 10/);
     assert.equal(done.result.structuredContent.num_turns, 4);
+    sameOutput(s.stateDir, id);
+    await s.shutdown();
+  });
+
+  test("the far end's follower SIGKILLed mid-job, the connection intact: the next follow takes the job over there and it completes", async () => {
+    const s = server();
+    await s.initialize();
+    const gate = path.join(scratch, "follower.gate");
+    const started = await s.callTool("claude_start", { prompt: `@tools 2 10\n@wait-file ${gate}\nfollower`, cwd: work, host: "box" });
+    const id = started.result.structuredContent.job_id;
+    await waitFor(() => readRecordFile(remoteState, id).agent?.start_time !== undefined, "the agent recorded there");
+    const owner = readRecordFile(remoteState, id).owner.pid as number;
+    assert.match(commandLine(owner), / remote /, "the record's owner there is the remote mode's follower");
+    process.kill(owner, "SIGKILL");
+    await waitFor(() => s.stderr.includes(`job ${id} on host box: the connection ended`), "the session's end noticed");
+    await waitFor(() => (readRecordFile(remoteState, id).generation ?? 0) >= 1, "a new follower there took the job over");
+    writeFileSync(gate, "");
+    const done = await s.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
+    assert.equal(done.result.structuredContent.status, "completed", textOf(done));
+    assert.match(done.result.structuredContent.result, /ECHO: @tools 2 10/);
+    assert.equal(readRecordFile(remoteState, id).status, "completed");
     sameOutput(s.stateDir, id);
     await s.shutdown();
   });
