@@ -182,7 +182,8 @@ export class ToolCalls {
     const list = this.deps.sessions;
     if (!list) throw new DispatchError("INVALID_ARGUMENT", "sessions are not available on this server");
     const jobs = this.deps.jobs.list();
-    const worktreeDirs = [...new Set(jobs.flatMap((job) => (job.worktree && this.isRepoOf(job.worktree.repo, checked.path) ? [job.cwd] : [])))];
+    // This machine's store holds this machine's sessions only: a job on another host is not looked for here (§21).
+    const worktreeDirs = [...new Set(jobs.flatMap((job) => (job.worktree && job.hostName === "local" && this.isRepoOf(job.worktree.repo, checked.path) ? [job.cwd] : [])))];
     const inWorktrees = await Promise.all(
       worktreeDirs.map(async (dir) => {
         try {
