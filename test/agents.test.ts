@@ -129,12 +129,6 @@ for (const agent of AGENTS) {
 
     const project = (): string => mkdtempSync(path.join(scratch, "project-"));
 
-    async function finished(server: ServerProcess, jobId: string): Promise<Record<string, any>> {
-      let waited = report(await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
-      while (waited.status === "running" || waited.status === "queued") waited = report(await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
-      return waited;
-    }
-
     test("a run answers with the result and a session id, and resuming it sends the earlier conversation", async () => {
       const server = startServer();
       await server.initialize();
@@ -202,7 +196,7 @@ for (const agent of AGENTS) {
       await first.exited;
       const second = startServer({ CLAUDE_DISPATCH_STATE_DIR: first.stateDir });
       await second.initialize();
-      const done = await finished(second, started.job_id);
+      const done = await second.waitForJob(started.job_id);
       assert.equal(done.status, "completed", JSON.stringify(done));
       assert.match(done.result, /slept/);
     });

@@ -79,16 +79,9 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
   const project = (): string => mkdtempSync(path.join(scratch, "project-"));
   const report = (response: RpcResponse): Record<string, any> => response.result.structuredContent;
 
-  /** Waits (each call holding up to 30 s) until the job is neither queued nor running. */
-  async function waitForChange(server: ServerProcess, jobId: string): Promise<Record<string, any>> {
-    let waited = report(await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
-    while (waited.status === "running" || waited.status === "queued") waited = report(await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
-    return waited;
-  }
-
   async function startAsking(server: ServerProcess, cwd: string): Promise<{ jobId: string; waited: Record<string, any> }> {
     const jobId = report(await server.callTool("claude_start", { prompt: PROMPT, cwd })).job_id as string;
-    const waited = await waitForChange(server, jobId);
+    const waited = await server.waitForJob(jobId);
     return { jobId, waited };
   }
 
@@ -104,7 +97,7 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     assert.equal(existsSync(path.join(cwd, "out.txt")), false, "nothing ran before the answer");
     const answered = await server.callTool("claude_respond", { job_id: jobId, request_id: waited.pending_approvals[0].request_id, decision: "allow" });
     assert.equal(report(answered).status, "answered", answered.result.content[0].text);
-    const done = await waitForChange(server, jobId);
+    const done = await server.waitForJob(jobId);
     assert.equal(done.status, "completed", JSON.stringify(done));
     assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
     assert.equal(done.permission_denials, undefined);
@@ -119,7 +112,7 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     const { jobId, waited } = await startAsking(server, cwd);
     assert.equal(waited.status, "input_required");
     await server.callTool("claude_respond", { job_id: jobId, request_id: "1", decision: "deny", message: "write to notes.txt instead" });
-    const done = await waitForChange(server, jobId);
+    const done = await server.waitForJob(jobId);
     assert.equal(done.status, "completed");
     assert.equal(existsSync(path.join(cwd, "out.txt")), false);
     assert.match(done.result, /write to notes\.txt instead/);
@@ -164,7 +157,7 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     assert.equal(waited.status, "input_required");
     const { stdout } = await promisify(execFile)(process.execPath, [SERVER_MAIN, "approve", jobId.slice(0, 8)], { env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: server.stateDir }) });
     assert.match(stdout, /Allowed request 1 of job/);
-    const done = await waitForChange(server, jobId);
+    const done = await server.waitForJob(jobId);
     assert.equal(done.status, "completed");
     assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
     const record = JSON.parse(readFileSync(path.join(server.stateDir, "jobs", jobId, "record.json"), "utf8"));
@@ -185,7 +178,7 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     assert.equal(again.status, "input_required", JSON.stringify(again));
     assert.equal(again.pending_approvals[0].preview, `Bash · ${COMMAND}`);
     await second.callTool("claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
-    const done = await waitForChange(second, jobId);
+    const done = await second.waitForJob(jobId);
     assert.equal(done.status, "completed", JSON.stringify(done));
     assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
   });
@@ -203,7 +196,7 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     const listed = report(await other.callTool("claude_list", {}));
     assert.deepEqual(listed.jobs.map((job: Record<string, unknown>) => [job.status, job.other_server]), [["input_required", true]]);
     await other.callTool("claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
-    const done = await waitForChange(owner, jobId);
+    const done = await owner.waitForJob(jobId);
     assert.equal(done.status, "completed");
     assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
   });

@@ -140,6 +140,14 @@ export class ServerProcess {
     return this.request("tools/call", { name, arguments: args }, id);
   }
 
+  /** claude_wait, holding 30 s a call, until the job is neither queued nor running: its report then. */
+  async waitForJob(jobId: string): Promise<Record<string, any>> {
+    const wait = async (): Promise<Record<string, any>> => (await this.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 })).result.structuredContent;
+    let waited = await wait();
+    while (waited.status === "running" || waited.status === "queued") waited = await wait();
+    return waited;
+  }
+
   endInput(): void {
     this.child.stdin.end();
   }

@@ -67,16 +67,10 @@ describe(`permission requests from another host (${version ?? "missing"})`, { sk
   const project = (): string => mkdtempSync(path.join(scratch, "project-"));
   const report = (response: RpcResponse): Record<string, any> => response.result.structuredContent;
 
-  async function waitForChange(server: ServerProcess, jobId: string): Promise<Record<string, any>> {
-    let waited = report(await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
-    while (waited.status === "running" || waited.status === "queued") waited = report(await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
-    return waited;
-  }
-
   async function startAsking(server: ServerProcess, cwd: string): Promise<{ jobId: string; waited: Record<string, any> }> {
     await server.initialize();
     const jobId = report(await server.callTool("claude_start", { prompt: PROMPT, cwd, host: "box" })).job_id as string;
-    return { jobId, waited: await waitForChange(server, jobId) };
+    return { jobId, waited: await server.waitForJob(jobId) };
   }
 
   test("input_required here for the agent there; claude_respond allow runs the command there", async () => {
@@ -89,7 +83,7 @@ describe(`permission requests from another host (${version ?? "missing"})`, { sk
     assert.equal(existsSync(path.join(cwd, "out.txt")), false, "nothing ran before the answer");
     const answered = await server.callTool("claude_respond", { job_id: jobId, request_id: waited.pending_approvals[0].request_id, decision: "allow" });
     assert.equal(report(answered).status, "answered", answered.result.content[0].text);
-    const done = await waitForChange(server, jobId);
+    const done = await server.waitForJob(jobId);
     assert.equal(done.status, "completed", JSON.stringify(done));
     assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
     const decisions = (record: Record<string, any>) => record.approvals?.map((approval: Record<string, unknown>) => [approval.tool_name, approval.decision, approval.by]);
@@ -104,7 +98,7 @@ describe(`permission requests from another host (${version ?? "missing"})`, { sk
     const { jobId, waited } = await startAsking(server, cwd);
     assert.equal(waited.status, "input_required", JSON.stringify(waited));
     await server.callTool("claude_respond", { job_id: jobId, request_id: waited.pending_approvals[0].request_id, decision: "deny", message: "use a temporary file instead" });
-    const done = await waitForChange(server, jobId);
+    const done = await server.waitForJob(jobId);
     assert.equal(done.status, "completed", JSON.stringify(done));
     assert.equal(existsSync(path.join(cwd, "out.txt")), false);
     const answer = JSON.parse(readFileSync(path.join(remoteState, "jobs", jobId, "approval.1.answer.json"), "utf8"));
@@ -124,7 +118,7 @@ describe(`permission requests from another host (${version ?? "missing"})`, { sk
     assert.equal(approve.code, 0, approve.stderr);
     // Mirrored here within a follow's tick or two; until then the job is still input_required here.
     await waitFor(() => readRecordFile(server.stateDir, jobId).approvals?.[0]?.decision === "allow", "the answer there recorded here");
-    const done = await waitForChange(server, jobId);
+    const done = await server.waitForJob(jobId);
     assert.equal(done.status, "completed", JSON.stringify(done));
     assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
     assert.equal(readRecordFile(server.stateDir, jobId).approvals?.[0]?.by, "cli");

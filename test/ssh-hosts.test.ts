@@ -51,6 +51,15 @@ describe("jobs on another host over ssh", { skip }, () => {
     return started;
   }
 
+  /** A job there whose agent writes its pid, then sleeps a minute; the pid is killed after the suite if a test leaves it. */
+  async function startSleeper(s: ServerProcess, name: string, before = ""): Promise<{ id: string; pidFile: string }> {
+    const pidFile = path.join(scratch, `${name}.pids`);
+    const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n${before ? `${before}\n` : ""}@sleep 60000`, cwd: work, host: "box" });
+    await waitFor(() => readPids(pidFile).length === 1, "the agent");
+    agentPids.push(...readPids(pidFile));
+    return { id: started.result.structuredContent.job_id, pidFile };
+  }
+
   function textOf(response: { result?: any }): string {
     return response.result?.content?.[0]?.text ?? "";
   }
@@ -255,11 +264,7 @@ describe("jobs on another host over ssh", { skip }, () => {
     const other = server({ CLAUDE_DISPATCH_STATE_DIR: localState });
     await owner.initialize();
     await other.initialize();
-    const pidFile = path.join(scratch, "shared.pids");
-    const started = await owner.callTool("claude_start", { prompt: `@pid ${pidFile}\n@tools 2 10\n@sleep 60000`, cwd: work, host: "box" });
-    const id = started.result.structuredContent.job_id;
-    await waitFor(() => readPids(pidFile).length === 1, "the agent");
-    agentPids.push(...readPids(pidFile));
+    const { id, pidFile } = await startSleeper(owner, "shared", "@tools 2 10");
     const seen = await other.callTool("claude_wait", { job_id: id, hold_ms: 0 });
     assert.equal(seen.result.structuredContent.status, "running", textOf(seen));
     const killed = await other.callTool("claude_kill", { job_id: id });
@@ -289,11 +294,7 @@ describe("jobs on another host over ssh", { skip }, () => {
     const localState = mkdtempSync(path.join(scratch, "cli-kill-state-"));
     const s = server({ CLAUDE_DISPATCH_STATE_DIR: localState, CLAUDE_DISPATCH_ON_EXIT: "keep" });
     await s.initialize();
-    const pidFile = path.join(scratch, "cli-kill.pids");
-    const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n@sleep 60000`, cwd: work, host: "box" });
-    const id = started.result.structuredContent.job_id;
-    await waitFor(() => readPids(pidFile).length === 1, "the agent");
-    agentPids.push(...readPids(pidFile));
+    const { id, pidFile } = await startSleeper(s, "cli-kill");
     s.child.kill("SIGKILL");
     await s.exited;
     const killed = await runProgram(process.execPath, [SERVER_MAIN, "kill", id], { CLAUDE_DISPATCH_STATE_DIR: localState, CLAUDE_DISPATCH_HOSTS: hostsSetting() });
@@ -314,11 +315,7 @@ describe("jobs on another host over ssh", { skip }, () => {
     writeFileSync(wrapper, `#!/bin/sh\nif [ -e '${flag}' ]; then echo "ssh: connect to host box port 22: Connection refused" >&2; exit 255; fi\nexec '${sshPath()}' "$@"\n`, { mode: 0o755 });
     const s = server({ CLAUDE_DISPATCH_SSH_BIN: wrapper });
     await s.initialize();
-    const pidFile = path.join(scratch, "flaky.pids");
-    const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n@sleep 60000`, cwd: work, host: "box" });
-    const id = started.result.structuredContent.job_id;
-    await waitFor(() => readPids(pidFile).length === 1, "the agent");
-    agentPids.push(...readPids(pidFile));
+    const { id, pidFile } = await startSleeper(s, "flaky");
     writeFileSync(flag, "");
     await sshd.dropConnections();
     const killed = await s.callTool("claude_kill", { job_id: id });
@@ -334,11 +331,7 @@ describe("jobs on another host over ssh", { skip }, () => {
   test("claude_kill when the host cannot be reached: KILL_FAILED, and the job still runs", async () => {
     const s = server({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ box: { ...JSON.parse(hostsSetting()).box, options: { ConnectTimeout: 5 } } }) });
     await s.initialize();
-    const pidFile = path.join(scratch, "unreachable.pids");
-    const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n@sleep 60000`, cwd: work, host: "box" });
-    const id = started.result.structuredContent.job_id;
-    await waitFor(() => readPids(pidFile).length === 1, "the agent");
-    agentPids.push(...readPids(pidFile));
+    const { id, pidFile } = await startSleeper(s, "unreachable");
     // The host goes away: its address refuses connections.
     await sshd.stop();
     const killed = await s.callTool("claude_kill", { job_id: id });

@@ -14,6 +14,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 
+import { isAlive } from "./processes.js";
 import { startSshd, sshSkipReason, type Sshd } from "./sshd.js";
 
 /** How long any one wait on ssh may take before the test fails. */
@@ -95,17 +96,6 @@ async function within<T>(promise: Promise<T>, what: string): Promise<T> {
     return await Promise.race([promise, timeout]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/** Alive and not a zombie (a killed orphan may linger as one where nothing reaps it). */
-function isAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
   }
 }
 

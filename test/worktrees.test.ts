@@ -62,12 +62,6 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     return server;
   }
 
-  async function finished(server: ServerProcess, jobId: string): Promise<Record<string, any>> {
-    let waited = report(await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
-    while (waited.status === "running" || waited.status === "queued") waited = report(await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
-    return waited;
-  }
-
   test("three jobs on one file: no clash, a diff each, the first merges, the second conflicts and changes nothing, the third is discarded", async () => {
     const repo = makeRepo();
     const server = startServer();
@@ -78,7 +72,7 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
       assert.equal(started.result.isError, undefined, text(started));
       ids.push(report(started).job_id);
     }
-    const results = await Promise.all(ids.map((id) => finished(server, id)));
+    const results = await Promise.all(ids.map((id) => server.waitForJob(id)));
     const branches = results.map((result) => result.worktree.branch);
     assert.deepEqual(branches, ids.map((id) => `dispatch/${id}`));
     for (const [index, result] of results.entries()) {
@@ -130,7 +124,7 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     const server = startServer();
     await server.initialize();
     const started = report(await server.callTool("claude_start", { prompt: "@write lib/new.txt added\n@commit add new.txt", cwd: repo, worktree: true }));
-    const done = await finished(server, started.job_id);
+    const done = await server.waitForJob(started.job_id);
     assert.deepEqual(done.worktree.changed_files, ["lib/new.txt"]);
     assert.deepEqual(done.worktree.commits.map((commit: { subject: string }) => commit.subject), ["add new.txt"]);
     assert.equal(done.worktree.uncommitted, false);
@@ -153,7 +147,7 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     await server.initialize();
     const record = path.join(scratch, `argv-${repos}`);
     const started = report(await server.callTool("claude_start", { prompt: `@record ${record}`, cwd: path.join(repo, "lib"), worktree: true }));
-    const done = await finished(server, started.job_id);
+    const done = await server.waitForJob(started.job_id);
     assert.equal(JSON.parse(readFileSync(record, "utf8")).cwd, path.join(done.worktree.path, "lib"));
     assert.equal(done.worktree.left_behind, true);
     assert.equal(readFileSync(path.join(done.worktree.path, "shared.txt"), "utf8"), "base\n", "the worktree starts from HEAD");
@@ -245,8 +239,8 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     writeFileSync(gate, "");
     const second = startServer({ ...env, CLAUDE_DISPATCH_ON_EXIT: "kill" });
     await second.initialize();
-    assert.equal((await finished(second, holder.job_id)).status, "completed");
-    const done = await finished(second, queued.job_id);
+    assert.equal((await second.waitForJob(holder.job_id)).status, "completed");
+    const done = await second.waitForJob(queued.job_id);
     assert.equal(done.status, "completed", JSON.stringify(done));
     assert.equal(readFileSync(path.join(done.worktree.path, "shared.txt"), "utf8"), "after-restart\n");
     assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "base\n", "the user's checkout is untouched");

@@ -152,7 +152,7 @@ export class ToolCalls {
   private worktreeOfSession(sessionId: string, host: string | undefined): WorktreeRecord | undefined {
     const git = this.worktreesOf(host);
     // Every job is listed (finished ones read from their records) only when some worktree may be there to be found.
-    if (!git || (host === undefined && !git.any())) return undefined;
+    if (!git?.any()) return undefined;
     const where = host ?? "local";
     const job = this.deps.jobs.list().findLast((candidate) => candidate.worktree && !candidate.worktree.state && candidate.hostName === where && sessionIdOf(candidate) === sessionId);
     return job?.worktree && git.exists(job.worktree) ? job.worktree : undefined;

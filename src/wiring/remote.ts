@@ -55,7 +55,7 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
     start: async (request) => {
       const registry = await jobs(request);
       // Sent again after a dropped connection: the job is there already, and is followed.
-      const existing = registry.get(request.job_id) ?? (await registry.recover(request.job_id));
+      const existing = await find(request.job_id);
       if (existing) return view(existing);
       if (!isAgentName(request.agent)) throw new DispatchError("INVALID_ARGUMENT", `this claude-dispatch (${SERVER_VERSION}) has no agent ${request.agent}`);
       // A job in its own worktree runs in it, which a worktree create here made inside our worktree folder.

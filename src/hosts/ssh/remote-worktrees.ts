@@ -54,8 +54,9 @@ export class RemoteWorktrees implements Worktrees {
     return worktree.state === undefined;
   }
 
+  /** Unknown from here without asking: a resumed session looks among the jobs for its worktree. */
   any(): boolean {
-    return false;
+    return true;
   }
 
   private ask(action: Exclude<WorktreeAction, "create">, worktree: WorktreeRecord, message?: string): Promise<unknown> {
