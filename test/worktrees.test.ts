@@ -14,6 +14,7 @@ import { after, afterEach, describe, test } from "node:test";
 
 import { cliPath, mockedCliEnvironment, realCliVersion } from "./claude-cli.js";
 import { waitFor } from "./processes.js";
+import { gitEnvironment, gitRunner } from "./git-repos.js";
 import { minimalEnvironment, SERVER_MAIN, ServerProcess, type RpcResponse } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
 import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
@@ -21,18 +22,8 @@ import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-worktrees-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-const GIT_ENV = minimalEnvironment({
-  HOME: scratch,
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_AUTHOR_NAME: "tester",
-  GIT_AUTHOR_EMAIL: "tester@localhost",
-  GIT_COMMITTER_NAME: "tester",
-  GIT_COMMITTER_EMAIL: "tester@localhost",
-});
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, { cwd, env: GIT_ENV, encoding: "utf8" });
-}
+const GIT_ENV = gitEnvironment(scratch);
+const git = gitRunner(GIT_ENV);
 
 let repos = 0;
 /** A repository with one commit: shared.txt "base", and a folder lib/. */
@@ -97,7 +88,7 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     assert.equal(merged.into, "main");
     assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "version-1\n");
     assert.notEqual(git(repo, "rev-parse", "HEAD").trim(), before);
-    assert.deepEqual(merged.operations.map((operation: string) => operation.split(" ").slice(3, 4)[0] ?? operation), ["merge-tree", "add", "commit", "merge"]);
+    assert.deepEqual(merged.operations.map((operation: string) => operation.split(" ").slice(3, 4)[0] ?? operation), ["merge-tree", "update-ref", "merge"]);
 
     const head = git(repo, "rev-parse", "HEAD").trim();
     const conflicting = report(await server.callTool("claude_worktree", { job_id: ids[1], action: "merge" }));

@@ -10,6 +10,8 @@ import path from "node:path";
 
 import type { MergeOutcome, WorktreeChanges, WorktreeRecord, Worktrees } from "../agent/worktree.js";
 import { DispatchError, quoted } from "../core/errors.js";
+import { untrackedInTheWay } from "./checkout.js";
+import { worktreeGit } from "./worktree-git.js";
 
 export interface GitRun {
   code: number | null;
@@ -39,6 +41,12 @@ const FALLBACK_IDENTITY = {
 };
 
 /** git's own message, on one line, for an error. */
+/** The git command an argv runs, for an error: its first word after the options. */
+function commandName(args: readonly string[]): string {
+  const words = args.filter((arg, index) => !arg.startsWith("-") && args[index - 1] !== "-C");
+  return words[0] === "worktree" ? words.slice(0, 2).join(" ") : (words[0] ?? "");
+}
+
 function gitMessage(run: GitRun): string {
   const text = (run.spawnError ?? run.stderr.trim()) || run.stdout.trim() || `exit code ${String(run.code)}`;
   return text.replace(/\s+/g, " ").slice(0, 500);
@@ -51,8 +59,14 @@ export class GitWorktrees implements Worktrees {
   private async git(args: readonly string[], env?: Readonly<Record<string, string>>): Promise<string> {
     const run = await this.options.git(args, env);
     if (run.spawnError) throw new DispatchError("INVALID_ARGUMENT", `git cannot be run (${run.spawnError}); install git to use worktrees`);
-    if (run.code !== 0) throw new DispatchError("GIT_FAILED", `git ${args.filter((arg) => arg !== "-C").slice(1, 3).join(" ")}: ${gitMessage(run)}`);
+    if (run.code !== 0) throw new DispatchError("GIT_FAILED", `git ${commandName(args)}: ${gitMessage(run)}`);
     return run.stdout;
+  }
+
+  /** git in the job's worktree, checked and with nothing of the agent's run (worktree-git.ts). */
+  private async inWorktree(worktree: WorktreeRecord): Promise<(args: readonly string[], env?: Readonly<Record<string, string>>) => Promise<string>> {
+    const { args: where, env: hardened } = await worktreeGit(this.options.git, worktree);
+    return (args, env) => this.git([...where, ...args], { ...hardened, ...env });
   }
 
   async create(cwd: string, jobId: string): Promise<{ worktree: WorktreeRecord; cwd: string }> {
@@ -69,6 +83,8 @@ export class GitWorktrees implements Worktrees {
     mkdirSync(this.options.root, { recursive: true, mode: 0o700 });
     await this.git(["-C", repo, "worktree", "add", "--quiet", "-b", branch, folder, base]);
     const worktree: WorktreeRecord = { repo, path: folder, branch, base, subdir: path.relative(repo, cwd), left_behind: left };
+    // Every later git call names the worktree's git folder as git names it now, before the agent runs (§19.2).
+    await worktreeGit(this.options.git, worktree);
     // A cwd that git does not track (an empty or ignored folder) is made, so the agent starts where it was asked to.
     mkdirSync(this.cwdIn(worktree), { recursive: true });
     return { worktree, cwd: this.cwdIn(worktree) };
@@ -79,38 +95,39 @@ export class GitWorktrees implements Worktrees {
   }
 
   async changes(worktree: WorktreeRecord): Promise<WorktreeChanges> {
-    const where = ["-C", worktree.path];
-    const log = await this.git([...where, "log", "--reverse", "--format=%H%x09%s", `${worktree.base}..HEAD`]);
+    const git = await this.inWorktree(worktree);
+    const log = await git(["log", "--reverse", "--format=%H%x09%s", `${worktree.base}..HEAD`]);
     const commits = log
       .split("\n")
       .filter(Boolean)
       .map((line) => ({ sha: line.slice(0, line.indexOf("\t")), subject: line.slice(line.indexOf("\t") + 1) }));
-    const changed = (await this.git([...where, "diff", "--name-only", "-z", worktree.base])).split("\0").filter(Boolean);
-    const untracked = (await this.git([...where, "ls-files", "--others", "--exclude-standard", "-z"])).split("\0").filter(Boolean);
-    const uncommitted = (await this.git([...where, "status", "--porcelain"])).trim() !== "";
+    const changed = (await git(["diff", "--name-only", "-z", worktree.base])).split("\0").filter(Boolean);
+    const untracked = (await git(["ls-files", "--others", "--exclude-standard", "-z"])).split("\0").filter(Boolean);
+    const uncommitted = (await git(["status", "--porcelain"])).trim() !== "";
     return { files: [...new Set([...changed, ...untracked])].sort(), commits, uncommitted };
   }
 
   /** HEAD's files plus every change in the worktree, untracked files included, as a tree; the worktree's own index is left alone. */
-  private async snapshotTree(worktree: WorktreeRecord): Promise<string> {
+  private async snapshotTree(git: (args: readonly string[], env?: Readonly<Record<string, string>>) => Promise<string>): Promise<string> {
     const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-index-"));
     const env = { GIT_INDEX_FILE: path.join(scratch, "index") };
     try {
-      await this.git(["-C", worktree.path, "read-tree", "HEAD"], env);
-      await this.git(["-C", worktree.path, "add", "-A"], env);
-      return (await this.git(["-C", worktree.path, "write-tree"], env)).trim();
+      await git(["read-tree", "HEAD"], env);
+      await git(["add", "-A"], env);
+      return (await git(["write-tree"], env)).trim();
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
   }
 
   async diff(worktree: WorktreeRecord): Promise<string> {
-    const tree = await this.snapshotTree(worktree);
-    return this.git(["-C", worktree.path, "diff", "--no-color", "--no-ext-diff", worktree.base, tree]);
+    const git = await this.inWorktree(worktree);
+    const tree = await this.snapshotTree(git);
+    return git(["diff", "--no-color", "--no-ext-diff", "--no-textconv", worktree.base, tree]);
   }
 
-  private async identity(folder: string): Promise<Record<string, string>> {
-    const email = await this.options.git(["-C", folder, "config", "user.email"]);
+  private async identity(git: (args: readonly string[]) => Promise<GitRun>): Promise<Record<string, string>> {
+    const email = await git(["config", "user.email"]);
     return email.code === 0 && email.stdout.trim() !== "" ? {} : FALLBACK_IDENTITY;
   }
 
@@ -124,29 +141,75 @@ export class GitWorktrees implements Worktrees {
     const dirty = (await this.git([...repo, "status", "--porcelain", "--untracked-files=no", "-z"])).split("\0").filter((entry) => entry.length > 3);
     if (dirty.length > 0) return refused("the repository's checkout has uncommitted changes: commit or stash them first", dirty.map((entry) => entry.slice(3)));
     // What merging would bring, checked first with a commit no branch points at: a refused merge changes nothing.
-    const identity = await this.identity(worktree.path);
-    const tree = await this.snapshotTree(worktree);
-    const headTree = (await this.git(["-C", worktree.path, "rev-parse", "HEAD^{tree}"])).trim();
-    const tip = tree === headTree ? (await this.git(["-C", worktree.path, "rev-parse", "HEAD"])).trim() : (await this.git(["-C", worktree.path, "commit-tree", tree, "-p", "HEAD", "-m", message], identity)).trim();
+    const { args: where, env: hardened } = await worktreeGit(this.options.git, worktree);
+    const git = (args: readonly string[], env?: Readonly<Record<string, string>>): Promise<string> => this.git([...where, ...args], { ...hardened, ...env });
+    const identity = await this.identity((args) => this.options.git([...where, ...args], hardened));
+    const tree = await this.snapshotTree(git);
+    const head = (await git(["rev-parse", "HEAD"])).trim();
+    // The branch is what gets merged: it must be what was checked, the worktree's HEAD.
+    if ((await git(["rev-parse", "--verify", `refs/heads/${worktree.branch}`])).trim() !== head) {
+      return refused(`the worktree's HEAD is not its branch ${worktree.branch} any more (the agent checked out something else)`);
+    }
+    const headTree = (await git(["rev-parse", "HEAD^{tree}"])).trim();
+    const tip = tree === headTree ? head : (await git(["commit-tree", tree, "-p", head, "-m", message], identity)).trim();
     if (tip === worktree.base) return refused("the job changed nothing");
     operations.push(`git -C ${worktree.repo} merge-tree --write-tree --name-only HEAD <the job's changes>`);
     const check = await this.options.git([...repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", tip]);
     if (check.code === 1) return refused(`merging would conflict with ${into}`, check.stdout.split("\n").slice(1).filter(Boolean));
     if (check.code !== 0) throw new DispatchError("GIT_FAILED", `git merge-tree: ${gitMessage(check)}`);
-    if (tree !== headTree) {
-      operations.push(`git -C ${worktree.path} add -A`, `git -C ${worktree.path} commit -m ${JSON.stringify(message)}`);
-      await this.git(["-C", worktree.path, "add", "-A"]);
-      await this.git(["-C", worktree.path, "commit", "--quiet", "--no-verify", "-m", message], identity);
+    const blocked = await this.inTheWay(worktree.repo, check.stdout.split("\n", 1)[0] ?? "");
+    if (blocked) return refused(blocked.reason, blocked.paths);
+    if (tip !== head) {
+      // The job's uncommitted work becomes a commit on its branch, the worktree's files untouched; undone if the index cannot follow.
+      operations.push(`git -C ${worktree.path} update-ref refs/heads/${worktree.branch} <the job's changes>`);
+      await git(["update-ref", "-m", "claude-dispatch: the job's uncommitted work", `refs/heads/${worktree.branch}`, tip, head]);
+      try {
+        await git(["read-tree", tip]);
+      } catch (error) {
+        await git(["update-ref", `refs/heads/${worktree.branch}`, head, tip]).catch(() => undefined);
+        throw error;
+      }
     }
     operations.push(`git -C ${worktree.repo} merge --no-edit ${worktree.branch}`);
-    await this.git([...repo, "merge", "--quiet", "--no-edit", worktree.branch], await this.identity(worktree.repo));
+    await this.git([...repo, "merge", "--quiet", "--no-edit", worktree.branch], await this.identity((args) => this.options.git([...repo, ...args])));
     const commit = (await this.git([...repo, "rev-parse", "HEAD"])).trim();
     return { merged: true, into, commit, operations };
   }
 
+  /**
+   * What would stop the merge from changing only what git tracks in the user's checkout (§19.2): a file or
+   * folder git does not track (ignored or untracked) where the merge writes, or a change to the hooks that git
+   * runs in that checkout during the merge.
+   */
+  private async inTheWay(repo: string, mergedTree: string): Promise<{ reason: string; paths: string[] } | undefined> {
+    const entries = (await this.git(["-C", repo, "diff", "--name-status", "-z", "--no-renames", "--no-ext-diff", "HEAD", mergedTree])).split("\0");
+    const changed = new Map<string, string>();
+    for (let index = 0; index + 1 < entries.length; index += 2) changed.set(entries[index + 1] ?? "", entries[index] ?? "");
+    const untracked = untrackedInTheWay(repo, changed);
+    if (untracked.length > 0) {
+      return { reason: "merging would overwrite or remove files that git does not track (ignored or untracked) in the repository's checkout: move them away first", paths: untracked };
+    }
+    const hooks = (await this.git(["-C", repo, "rev-parse", "--git-path", "hooks"])).trim();
+    const inside = path.relative(repo, path.resolve(repo, hooks)).split(path.sep).join("/");
+    if (inside.startsWith("..") || path.isAbsolute(inside)) return undefined;
+    const touched = [...changed.keys()].filter((file) => inside === "" || file === inside || file.startsWith(`${inside}/`));
+    return touched.length > 0 ? { reason: `the job changed the hooks that git runs in the repository's checkout (${inside}/): read them, then merge with git yourself`, paths: touched } : undefined;
+  }
+
   async discard(worktree: WorktreeRecord): Promise<void> {
-    if (existsSync(worktree.path)) await this.git(["-C", worktree.repo, "worktree", "remove", "--force", worktree.path]);
-    else await this.options.git(["-C", worktree.repo, "worktree", "prune"]);
+    let intact = existsSync(worktree.path);
+    if (intact) {
+      intact = await worktreeGit(this.options.git, worktree).then(
+        () => true,
+        () => false,
+      );
+    }
+    // A worktree whose git link was changed is removed as a folder (no link in it followed, nothing in it run).
+    if (intact) await this.git(["-C", worktree.repo, "worktree", "remove", "--force", worktree.path]);
+    else {
+      rmSync(worktree.path, { recursive: true, force: true });
+      await this.options.git(["-C", worktree.repo, "worktree", "prune"]);
+    }
     const branch = await this.options.git(["-C", worktree.repo, "rev-parse", "--verify", "--quiet", `refs/heads/${worktree.branch}`]);
     if (branch.code === 0) await this.git(["-C", worktree.repo, "branch", "-D", "--quiet", worktree.branch]);
   }
