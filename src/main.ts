@@ -20,7 +20,7 @@ import { StateStore } from "./store/state-store.js";
 import { StateError } from "./store/records.js";
 import { createMessageWriter, serveStdio } from "./server/stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./core/version.js";
-import { createJobs, lazyLocalHost, lazyRuntimes, loadProcessControl, localWorktrees, type LocalHost, type Machine } from "./wiring/jobs.js";
+import { createJobs, lazyLocalHost, lazyRuntimes, loadProcessControl, localWorktrees, worktreeHolds, type LocalHost, type Machine } from "./wiring/jobs.js";
 import type { SshHost } from "./hosts/ssh/ssh-host.js";
 
 /** After the kill grace, this long for responses to be written before we exit anyway. */
@@ -260,7 +260,7 @@ async function serve(): Promise<void> {
     server: { name: SERVER_NAME, version: SERVER_VERSION },
     depth: { current: config.depth, max: config.maxDepth },
     jobRetentionMs: config.jobRetentionMs,
-    ...(store ? { worktrees: { policy: config.worktree, git: worktrees }, hostWorktrees: (name: string) => sshHosts.get(name)?.worktrees } : {}),
+    ...(store ? { worktrees: { policy: config.worktree, git: worktrees, hold: worktreeHolds(store, machine(), host) }, hostWorktrees: (name: string) => sshHosts.get(name)?.worktrees } : {}),
     // Claude Code's own store of sessions, where the agents this server starts keep theirs (§20).
     sessions: async (cwd: string, limit: number) => {
       const { claudeConfigDir, listClaudeSessions } = await import("./runtimes/claude/sessions.js");

@@ -9,6 +9,7 @@
  * as it was. One test goes through the built server.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -19,7 +20,7 @@ import { createGitRunner } from "../src/hosts/local/git.js";
 import { GitWorktrees } from "../src/worktrees/git-worktrees.js";
 import type { WorktreeRecord } from "../src/agent/worktree.js";
 import { gitEnvironment, gitRunner } from "./git-repos.js";
-import { ServerProcess, type RpcResponse } from "./server-process.js";
+import { SERVER_MAIN, ServerProcess, type RpcResponse } from "./server-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-hostile-worktrees-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -229,5 +230,68 @@ describe("through the server", { skip: process.platform === "win32" && "the fake
     assert.equal(report(refused).status, "not_merged", JSON.stringify(report(refused)));
     assert.deepEqual(report(refused).conflicts, [".env"]);
     assert.equal(readFileSync(path.join(repo, ".env"), "utf8"), "SECRET=the user's\n");
+  });
+});
+
+describe("one merge or discard at a time, across servers and the command line", { skip: process.platform === "win32" && "the fake agent is an .mjs file run directly" }, () => {
+  const servers: ServerProcess[] = [];
+  afterEach(async () => {
+    for (const server of servers.splice(0)) await server.shutdown();
+  });
+  const report = (response: RpcResponse): Record<string, any> => response.result.structuredContent;
+
+  async function twoServers(): Promise<[ServerProcess, ServerProcess]> {
+    const worktreeDir = fresh("shared-worktrees");
+    const first = new ServerProcess({ HOME: scratch, CLAUDE_DISPATCH_WORKTREE_DIR: worktreeDir });
+    const second = new ServerProcess({ HOME: scratch, CLAUDE_DISPATCH_WORKTREE_DIR: worktreeDir, CLAUDE_DISPATCH_STATE_DIR: first.stateDir });
+    servers.push(first, second);
+    await Promise.all([first.initialize(), second.initialize()]);
+    return [first, second];
+  }
+
+  async function finishedJob(server: ServerProcess, repo: string, file: string): Promise<string> {
+    const started = report(await server.callTool("claude_start", { prompt: `@write ${file} the job's`, cwd: repo, worktree: true }));
+    await server.waitForJob(started.job_id);
+    return started.job_id as string;
+  }
+
+  test("a hold by a live process refuses the other server's merge and the CLI's discard; a dead holder's is cleared", async () => {
+    const repo = makeRepo();
+    const [first, second] = await twoServers();
+    const id = await finishedJob(first, repo, "held.txt");
+    const lock = path.join(first.stateDir, "jobs", id, "worktree.lock.0");
+    // This test's own process, alive: as a merge of the other server or of the CLI under way.
+    writeFileSync(lock, JSON.stringify({ pid: process.pid }));
+    const refused = await second.callTool("claude_worktree", { job_id: id, action: "merge" });
+    assert.equal(refused.result.isError, true);
+    assert.match(refused.result.content[0].text, /^INVALID_ARGUMENT: another merge or discard of job .* is under way \(process \d+\)/);
+    assert.equal(existsSync(path.join(repo, "held.txt")), false);
+    const cli = spawnSync(process.execPath, [SERVER_MAIN, "discard", id], { env: { ...GIT_ENV, CLAUDE_DISPATCH_STATE_DIR: first.stateDir }, encoding: "utf8" });
+    assert.notEqual(cli.status, 0, cli.stdout);
+    assert.match(cli.stderr, /under way/);
+    assert.equal(git(repo, "for-each-ref", "--format=%(refname)", `refs/heads/dispatch/${id}`).trim(), `refs/heads/dispatch/${id}`);
+    // A holder that is gone (pid 2^22 + 1 is above Linux's pid_max) holds nothing.
+    writeFileSync(lock, JSON.stringify({ pid: 4194305 }));
+    const merged = report(await second.callTool("claude_worktree", { job_id: id, action: "merge" }));
+    assert.equal(merged.status, "merged", JSON.stringify(merged));
+    assert.equal(existsSync(lock), false);
+    assert.equal(JSON.parse(readFileSync(path.join(first.stateDir, "jobs", id, "record.json"), "utf8")).worktree.state, "merged");
+  });
+
+  test("two servers merging and discarding the same jobs at once: one wins each time, and the record says what reached the checkout", async () => {
+    const repo = makeRepo();
+    const [first, second] = await twoServers();
+    for (const round of [1, 2, 3, 4]) {
+      const id = await finishedJob(first, repo, `race-${round}.txt`);
+      const [merge, discard] = await Promise.all([
+        first.callTool("claude_worktree", { job_id: id, action: "merge" }),
+        second.callTool("claude_worktree", { job_id: id, action: "discard" }),
+      ]);
+      const succeeded = [merge, discard].filter((response) => response.result.isError === undefined);
+      assert.equal(succeeded.length, 1, `round ${round}: ${JSON.stringify([report(merge), report(discard)])}`);
+      const state = JSON.parse(readFileSync(path.join(first.stateDir, "jobs", id, "record.json"), "utf8")).worktree.state;
+      const reached = existsSync(path.join(repo, `race-${round}.txt`));
+      assert.equal(state, reached ? "merged" : "discarded", `round ${round}: the record says ${state}, the file is ${reached ? "" : "not "}in the checkout`);
+    }
   });
 });

@@ -36,6 +36,15 @@ export type MergeOutcome =
   | { merged: true; into: string; commit: string; operations: string[] }
   | { merged: false; reason: string; conflicts: string[]; operations: string[] };
 
+/**
+ * A job's worktree held for a merge or discard (§19.1): no other server, nor the CLI, merges, discards or
+ * retires it meanwhile; `state` is what its record says now, read under the hold.
+ */
+export interface WorktreeHold {
+  state: "merged" | "discarded" | undefined;
+  release(): void;
+}
+
 /** The git operations on worktrees; every failure is a DispatchError (INVALID_ARGUMENT, GIT_FAILED). */
 export interface Worktrees {
   /** Makes a worktree on a new branch from the HEAD of the repository holding cwd; cwd's place in it is where the agent runs. */

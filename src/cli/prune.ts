@@ -5,12 +5,12 @@
  * worktree goes with it unless it holds changes nobody merged or discarded
  * (§19): those are kept, and said.
  */
-import type { WorktreeRecord } from "../agent/worktree.js";
+import type { WorktreeHold, WorktreeRecord } from "../agent/worktree.js";
 import { retireWorktree } from "../worktrees/retire.js";
 import { choosePrunable, isFinishedStatus } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
 import { emit, type Context } from "./context.js";
-import { worktreesFor } from "./worktree.js";
+import { holdWorktree, worktreesFor } from "./worktree.js";
 import { formatAge, formatBytes } from "./format.js";
 
 interface Removal {
@@ -29,10 +29,26 @@ export async function prune(context: Context, olderThanMs: number | undefined): 
     // Unfinished jobs are never chosen, and no disk cap applies here: their size does not matter.
     bytes: isFinishedStatus(record.status) ? store.size(record.id) : 0,
   }));
-  const chosen = choosePrunable(sizes, context.now, olderThanMs ?? 0, Number.POSITIVE_INFINITY);
-  const worktrees = chosen.flatMap((id) => records.find((record) => record.id === id)?.worktree ?? []);
+  const prunable = choosePrunable(sizes, context.now, olderThanMs ?? 0, Number.POSITIVE_INFINITY);
+  // A job whose worktree a merge or discard holds now is left alone (§19.1); the others' holds end with their folders.
+  const busy: { id: string; reason: string }[] = [];
+  const chosen: string[] = [];
+  const holds: WorktreeHold[] = [];
+  for (const id of prunable) {
+    if (!records.find((record) => record.id === id)?.worktree) chosen.push(id);
+    else {
+      await holdWorktree(context, id).then(
+        (hold) => (holds.push(hold), chosen.push(id)),
+        (error: unknown) => busy.push({ id, reason: (error as Error).message }),
+      );
+    }
+  }
+  const worktrees = chosen.flatMap((id) => store.read(id)?.worktree ?? []);
   const keptWorktrees = await retireWorktrees(context, worktrees);
-  const { removed, failed, bytesFreed } = removeJobs(store, chosen, sizes);
+  const removal = removeJobs(store, chosen, sizes);
+  for (const hold of holds) hold.release();
+  const { removed, bytesFreed } = removal;
+  const failed = [...busy, ...removal.failed];
   const unfinished = records.filter((record) => !isFinishedStatus(record.status)).length;
   const kept = records.length - removed.length;
   const lines = [

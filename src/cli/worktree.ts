@@ -6,11 +6,13 @@
  */
 import path from "node:path";
 
+import type { MergeOutcome, WorktreeHold } from "../agent/worktree.js";
 import { DispatchError } from "../core/errors.js";
 import { createGitRunner } from "../hosts/local/git.js";
-import { isFinishedStatus, type JobRecord } from "../store/records.js";
+import { isFinishedStatus, type JobRecord, type ProcessIdentity } from "../store/records.js";
+import { lockWorktree } from "../store/worktree-lock.js";
 import { GitWorktrees } from "../worktrees/git-worktrees.js";
-import { emit, notFound, type Context } from "./context.js";
+import { emit, loadProcessControl, notFound, type Context } from "./context.js";
 import { printable } from "./format.js";
 
 export type WorktreeCommand = "diff" | "merge" | "discard";
@@ -46,19 +48,36 @@ export async function worktreeCommand(context: Context, command: WorktreeCommand
   if (!isFinishedStatus(record.status)) {
     throw new DispatchError("INVALID_ARGUMENT", `job ${id} is still ${record.status}: its worktree is merged or discarded only once it has finished (claude-dispatch kill ${id} stops it)`);
   }
-  if (command === "discard") {
-    await git.discard(worktree);
-    markWorktree(context, record, "discarded");
-    emit(context, { id, discarded: true, path: worktree.path, branch: worktree.branch }, `Discarded job ${id}'s worktree ${worktree.path} and its branch ${worktree.branch}.\n`);
-    return 0;
+  // One merge or discard at a time across every server and the CLI; the record, read under the hold, decides.
+  const hold = await holdWorktree(context, id);
+  let outcome: MergeOutcome;
+  try {
+    if (hold.state) throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree was ${hold.state} already`);
+    if (command === "discard") {
+      await git.discard(worktree);
+      markWorktree(context, record, "discarded");
+      emit(context, { id, discarded: true, path: worktree.path, branch: worktree.branch }, `Discarded job ${id}'s worktree ${worktree.path} and its branch ${worktree.branch}.\n`);
+      return 0;
+    }
+    outcome = await git.merge(worktree, `claude-dispatch job ${id}: ${record.prompt_preview}`);
+    if (outcome.merged) markWorktree(context, record, "merged");
+  } finally {
+    hold.release();
   }
-  const outcome = await git.merge(worktree, `claude-dispatch job ${id}: ${record.prompt_preview}`);
-  if (outcome.merged) markWorktree(context, record, "merged");
   const text = outcome.merged
     ? `Merged job ${id}'s branch ${worktree.branch} into ${outcome.into} (now at ${outcome.commit.slice(0, 12)}).\nRan: ${outcome.operations.join("; ")}\n`
     : `Not merged: ${outcome.reason}${outcome.conflicts.length ? `: ${outcome.conflicts.join(", ")}` : ""}. Nothing changed.\n`;
   emit(context, { id, ...outcome }, printable(text));
   return outcome.merged ? 0 : 1;
+}
+
+/** Holds the job's worktree for a merge, discard or retirement (§19.1), in this process's name. */
+export async function holdWorktree(context: Context, id: string): Promise<WorktreeHold> {
+  const { io, store } = context;
+  let control: ReturnType<typeof loadProcessControl> | undefined;
+  const isAlive = async (holder: ProcessIdentity) => (await (control ??= loadProcessControl(io))).isAlive(holder.pid, holder.start_time);
+  const held = await lockWorktree(store.jobDir(id), id, io.identity(), isAlive, io.randomName);
+  return { state: store.read(id)?.worktree?.state, release: held.release };
 }
 
 /** The record says what became of the worktree, as the server's record would. */

@@ -6,7 +6,7 @@
  */
 import type { Clock } from "../core/clock.js";
 import type { DirectoryCheck } from "../agent/policy.js";
-import type { Worktrees } from "../agent/worktree.js";
+import type { WorktreeHold, Worktrees } from "../agent/worktree.js";
 import type { AgentSession } from "../agent/types.js";
 import {
   LEGACY_PROTOCOL_VERSIONS,
@@ -98,7 +98,8 @@ export interface HandlerDeps {
   /** The agent CLI's own sessions of a directory, newest first (§20): its store is read, never written. */
   sessions?(cwd: string, limit: number): Promise<AgentSession[]>;
   /** Worktrees (§19): the operator's policy, and git; without them, "worktree" is refused. */
-  worktrees?: { policy: "off" | "on" | "required"; git: Worktrees };
+  /** `hold` takes a job's worktree for a merge or discard (§19.1); it throws JOB_NOT_FOUND or INVALID_ARGUMENT. */
+  worktrees?: { policy: "off" | "on" | "required"; git: Worktrees; hold(jobId: string): Promise<WorktreeHold> };
   /** The worktrees of another machine (§21.3), made and worked on there. */
   hostWorktrees?(host: string): Worktrees | undefined;
 }

@@ -8,7 +8,7 @@ import { DEFAULT_AGENT, type AgentOptions } from "../agent/options.js";
 import { admitAgent, checkRemoteDirectory } from "../agent/policy.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isUnfinished, sessionIdOf, type Job } from "../jobs/registry.js";
-import type { WorktreeRecord, Worktrees } from "../agent/worktree.js";
+import type { WorktreeHold, WorktreeRecord, Worktrees } from "../agent/worktree.js";
 import {
   renderDiscarded,
   renderJob,
@@ -216,9 +216,6 @@ export class ToolCalls {
     return dir === repo || dir.startsWith(`${repo}/`) || dir.startsWith(`${repo}\\`);
   }
 
-  /** Worktree operations on one job run one at a time: two merges at once must not both pass the checks. */
-  private readonly worktreeBusy = new Set<string>();
-
   private async worktreeAction(args: Record<string, unknown>): Promise<CallToolResult<unknown>> {
     const input = parseWorktreeInput(args, this.settings);
     const job = await this.requireJob(input.jobId);
@@ -231,9 +228,10 @@ export class ToolCalls {
     if (isUnfinished(job)) {
       throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} is still ${job.status}: its worktree is merged or discarded only once it has finished (claude_wait for it, or claude_kill it)`);
     }
-    if (this.worktreeBusy.has(job.id)) throw new DispatchError("INVALID_ARGUMENT", `another operation on job ${job.id}'s worktree is under way`);
-    this.worktreeBusy.add(job.id);
+    // One merge or discard at a time across every server and the CLI; the record, read under the hold, decides.
+    const hold = await this.holdWorktree(job.id);
     try {
+      if (hold.state) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree was ${hold.state} already`);
       if (input.action === "discard") {
         await git.discard(worktree);
         this.deps.jobs.setWorktreeState(job.id, "discarded");
@@ -243,8 +241,14 @@ export class ToolCalls {
       if (outcome.merged) this.deps.jobs.setWorktreeState(job.id, "merged");
       return renderMerge(job, job.worktree ?? worktree, outcome);
     } finally {
-      this.worktreeBusy.delete(job.id);
+      hold.release();
     }
+  }
+
+  private holdWorktree(jobId: string): Promise<WorktreeHold> {
+    const worktrees = this.deps.worktrees;
+    if (!worktrees) throw new DispatchError("INVALID_ARGUMENT", `"worktree" is not available on this server (it keeps no state directory)`);
+    return worktrees.hold(jobId);
   }
 
   /** Waits for a claude_run's job and returns its result; a cancelled run is killed, as nobody is left to read it. */

@@ -10,6 +10,7 @@ import { createAgents, type Agents } from "../agent/launcher.js";
 import { checkRemoteDirectory, admitAgent, type Policy } from "../agent/policy.js";
 import type { AttachRequest, ChildHandle, SpawnRequest } from "../agent/host.js";
 import type { Runtime } from "../agent/runtime.js";
+import type { WorktreeHold } from "../agent/worktree.js";
 import type { AgentSpec, AgentToAttach } from "../agent/types.js";
 import { systemClock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
@@ -25,6 +26,7 @@ import { AGENT_NAMES } from "../runtimes/index.js";
 import { createTextFile, readFileRange } from "../store/atomic.js";
 import type { ProcessIdentity } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
+import { lockWorktree, lockWorktreeNow } from "../store/worktree-lock.js";
 import { GitWorktrees } from "../worktrees/git-worktrees.js";
 import { retireWorktree } from "../worktrees/retire.js";
 
@@ -153,6 +155,17 @@ async function ownIdentity(machine: Machine, processControl: () => Promise<Proce
   return startTime ? { pid: machine.pid, start_time: startTime } : { pid: machine.pid };
 }
 
+/** Holds a job's worktree for a merge or discard (§19.1), in this process's name, as the server does. */
+export function worktreeHolds(store: StateStore, machine: Machine, host: LocalHost): (jobId: string) => Promise<WorktreeHold> {
+  let identity: Promise<ProcessIdentity> | undefined;
+  return async (jobId) => {
+    identity ??= ownIdentity(machine, host.processControl);
+    const isAlive = async (named: ProcessIdentity) => (await host.processControl()).isAlive(named.pid, named.start_time);
+    const held = await lockWorktree(store.jobDir(jobId), jobId, await identity, isAlive, () => crypto.randomUUID());
+    return { state: store.read(jobId)?.worktree?.state, release: held.release };
+  };
+}
+
 export interface JobsParts {
   machine: Machine;
   config: Config;
@@ -226,7 +239,10 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
           beforeRemove: (id) => {
             const record = store.read(id);
             const worktree = record?.worktree;
-            if (!worktree || (record.host !== undefined && record.host !== "local")) return;
+            if (!worktree) return;
+            // Not while a merge or discard of it runs (§19.1): the job is left for a later round. Its folder's removal ends the hold.
+            if (!lockWorktreeNow(store.jobDir(id), owner, () => crypto.randomUUID())) throw new Error("a merge or discard of its worktree is under way");
+            if (record.host !== undefined && record.host !== "local") return;
             retireWorktree(worktrees, worktree)
               .then((fate) => logger.info(`job ${id} pruned; its worktree ${worktree.path} was ${fate === "kept" ? "kept: it has unmerged changes" : "removed"}`))
               .catch((error: unknown) => logger.warn(`job ${id} pruned; its worktree ${worktree.path}: ${(error as Error).message}`));
