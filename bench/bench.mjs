@@ -48,6 +48,11 @@
  *              on a fresh server (the handshake), and a job printing about
  *              8 MB over ssh next to here (wall time, the server's CPU);
  *              skipped, saying why, without sshd
+ *   n approvalscale one job's permission requests as they add up (PROTOCOL.md
+ *              §18): 100, then 400 requests filed through its approver (as
+ *              in k), each seen by claude_wait and answered by claude_respond
+ *              in turn; the server's CPU time for each size and the 400/100
+ *              ratio (about 4 if each request costs the same, 16 if quadratic)
  *
  * Every process it starts carries BENCH_RUN_ID=<uuid> in its environment (the
  * server passes its environment on to agents), so leftovers are found by that
@@ -112,6 +117,8 @@ const SIZES = {
   jobCostJobs: 100,
   /** (k): permission requests asked and answered per round. */
   approvalSamples: 20,
+  /** (n): permission requests of one job, filed and answered one by one, at each of two sizes. */
+  approvalScale: [100, 400],
   /** (l): jobs per round with a worktree and without. */
   worktreeSamples: 10,
   /** (m): claude_run "hi" per round here and over ssh (each), and jobs of a big result per round of each. */
@@ -134,6 +141,7 @@ const SECTIONS = [
   { key: "k", name: "approvals", run: benchApprovals },
   { key: "l", name: "worktrees", run: benchWorktrees },
   { key: "m", name: "ssh", run: benchSsh },
+  { key: "n", name: "approvalscale", run: benchApprovalScale },
 ];
 
 /* ------------------------------------------------------------------ *
@@ -1271,6 +1279,81 @@ async function benchApprovals(rounds) {
 }
 
 /**
+ * (n) what a job's permission requests cost the server as they add up (PROTOCOL.md §18): one job, its approver
+ * spawned as in (k), and N requests filed one after another through it, each seen by a claude_wait (input_required)
+ * and answered by claude_respond before the next; the server's CPU time (utime + stime) from the first request to
+ * the last answer, for N = 100 and N = 400 on fresh servers. The 400/100 ratio is about 4 when each request costs
+ * the same, about 16 when each costs as much as all before it (re-reading every request file on each change).
+ */
+async function approvalScaleRun(dir, count) {
+  const stateDir = fs.mkdtempSync(path.join(dir, "state-"));
+  const s = new Server({ CLAUDE_DISPATCH_STATE_DIR: stateDir });
+  await s.initialize();
+  const jobId = (await s.callTool("claude_start", { prompt: "@sleep 600000", cwd: dir })).structured.job_id;
+  const approver = new Server({}, SERVER_MAIN, ["approver", `--state-dir=${stateDir}`, "--wait-ms=600000", jobId]);
+  await approver.initialize();
+  const cpuBefore = procCpuMs(s.pid);
+  const approverBefore = procCpuMs(approver.pid);
+  const t0 = now();
+  for (let k = 1; k <= count; k += 1) {
+    const asked = approver.request("tools/call", { name: "approve", arguments: { tool_name: "Bash", input: { command: `echo ${k} > out.txt` }, tool_use_id: `toolu_scale_${k}` } });
+    const seen = await s.callTool("claude_wait", { job_id: jobId, hold_ms: 60_000 }, 90_000);
+    const pending = seen.structured?.pending_approvals ?? [];
+    if (seen.structured?.status !== "input_required" || pending.length !== 1 || pending[0].request_id !== String(k)) {
+      throw new Error(`request ${k}: claude_wait answered ${JSON.stringify(seen.structured).slice(0, 300)}`);
+    }
+    const responded = await s.callTool("claude_respond", { job_id: jobId, request_id: String(k), decision: "allow" });
+    if (responded.structured?.status !== "answered") throw new Error(`claude_respond answered ${JSON.stringify(responded.structured).slice(0, 300)}`);
+    const answer = await asked;
+    if (!answer.message.result.content[0].text.includes('"behavior":"allow"')) throw new Error(`the approver answered ${answer.message.result.content[0].text}`);
+  }
+  const figures = { wallMs: now() - t0, serverCpuMs: procCpuMs(s.pid) - cpuBefore, approverCpuMs: procCpuMs(approver.pid) - approverBefore };
+  await approver.close();
+  await s.callTool("claude_kill", { job_id: jobId });
+  await s.close();
+  await reapLeftovers();
+  return figures;
+}
+
+async function benchApprovalScale(rounds) {
+  const dir = makeWorkDir();
+  const perRound = [];
+  try {
+    for (let i = 0; i < rounds; i += 1) {
+      // Alternated, so that a slower stretch of the machine does not fall on one size only.
+      const sizes = i % 2 === 0 ? SIZES.approvalScale : [...SIZES.approvalScale].reverse();
+      const round = {};
+      for (const count of sizes) round[count] = await approvalScaleRun(dir, count);
+      perRound.push(round);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const [small, large] = SIZES.approvalScale;
+  const of = (count, key) => median(perRound.map((round) => round[count][key]));
+  const ratio = median(perRound.map((round) => round[large].serverCpuMs / round[small].serverCpuMs));
+  const wallRatio = median(perRound.map((round) => round[large].wallMs / round[small].wallMs));
+  return {
+    rows: [
+      {
+        metric: `n  server CPU for one job's ${small} and ${large} permission requests, each asked, seen and answered in turn`,
+        value: `${of(small, "serverCpuMs").toFixed(0)} ms and ${of(large, "serverCpuMs").toFixed(0)} ms: ${large}/${small} ratio ${ratio.toFixed(2)}`,
+        target: `ratio < ${((large / small) * 1.5).toFixed(0)} (linear: ${large / small}; quadratic: ${(large / small) ** 2})`,
+        pass: ratio < (large / small) * 1.5,
+        detail: `per request ${(of(small, "serverCpuMs") / small).toFixed(2)} and ${(of(large, "serverCpuMs") / large).toFixed(2)} ms; wall ${of(small, "wallMs").toFixed(0)} and ${of(large, "wallMs").toFixed(0)} ms (ratio ${wallRatio.toFixed(2)}); the approver's CPU ${of(small, "approverCpuMs").toFixed(0)} and ${of(large, "approverCpuMs").toFixed(0)} ms`,
+      },
+    ],
+    data: {
+      sizes: SIZES.approvalScale,
+      serverCpuRatio: round2(ratio),
+      wallRatio: round2(wallRatio),
+      medians: Object.fromEntries(SIZES.approvalScale.map((count) => [count, { serverCpuMs: round2(of(count, "serverCpuMs")), approverCpuMs: round2(of(count, "approverCpuMs")), wallMs: round2(of(count, "wallMs")) }])),
+      perRound: perRound.map((round) => Object.fromEntries(Object.entries(round).map(([count, figures]) => [count, Object.fromEntries(Object.entries(figures).map(([key, value]) => [key, round2(value)]))]))),
+    },
+  };
+}
+
+/**
  * (l) what a worktree costs a job (PROTOCOL.md §19). In a repository of 200 files the bench makes, jobs of the fake
  * agent that write one file, alternately with worktree: true and without: the time to the claude_start answer (git
  * worktree add is in it), and to the answer of a claude_wait sent once the job has finished (the report of a
@@ -1929,7 +2012,7 @@ function parseArgs(argv) {
     } else if (arg === "--out" || arg.startsWith("--out=")) {
       options.out = path.resolve(value());
     } else if (arg === "--help" || arg === "-h") {
-      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup,jobcost,shared,approvals,worktrees,ssh] [--out FILE]\n");
+      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup,jobcost,shared,approvals,worktrees,ssh,approvalscale] [--out FILE]\n");
       process.exit(0);
     } else {
       throw new Error(`unknown argument ${arg}`);

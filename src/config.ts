@@ -5,7 +5,7 @@
 import { PERMISSION_MODES, type PermissionMode } from "./agent/options.js";
 import { AGENT_NAMES, AGENT_PROGRAMS, MODES_SETTINGS, isAgentName, traitsOf, type AgentName } from "./runtimes/index.js";
 import { findProgram } from "./hosts/local/find-program.js";
-import { parseHostsSetting, type SshHostConfig } from "./hosts/ssh/config.js";
+import { DEFAULT_SSH_TIMEOUT_MS, parseHostsSetting, type SshHostConfig } from "./hosts/ssh/config.js";
 import type { AgentOffer } from "./agent/options.js";
 import { LOG_LEVELS, type LogLevel } from "./core/log.js";
 import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "./agent/policy.js";
@@ -60,6 +60,8 @@ export interface Config {
   hosts: readonly SshHostConfig[] | undefined;
   /** ssh's program. */
   sshBin: string;
+  /** How long an SSH host may keep silent: up to a session's first frame, and mid-session through ssh's keep-alives (§21.2). */
+  sshTimeoutMs: number;
 }
 
 export const WORKTREE_POLICIES = ["off", "on", "required"] as const;
@@ -183,6 +185,7 @@ export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
     worktreeDir: loadWorktreeDir(env),
     hosts: loadHosts(env, readTextFile),
     sshBin: optional(env, "CLAUDE_DISPATCH_SSH_BIN") ?? "ssh",
+    sshTimeoutMs: integer(env, "CLAUDE_DISPATCH_SSH_TIMEOUT_MS", DEFAULT_SSH_TIMEOUT_MS, 1000, 600_000),
     policy: loadPolicy(env),
     roots: loadRoots(env, pathDelimiter),
   };

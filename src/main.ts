@@ -11,7 +11,7 @@ import path from "node:path";
 
 import { ownLinuxStartTime } from "./hosts/local/self.js";
 import { systemClock } from "./core/clock.js";
-import { loadConfig, offeredAgents, type Config } from "./config.js";
+import { loadConfig, offeredAgents, programOf, type Config } from "./config.js";
 import { checkDirectory, resolveRoots } from "./hosts/local/directory.js";
 import { createRequestHandler } from "./server/handler.js";
 import type { JobRegistry } from "./jobs/registry.js";
@@ -124,6 +124,7 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
     worktreeRoot: config.worktreeDir ?? path.join(config.stateDir, "worktrees"),
     env: process.env,
     platform: process.platform,
+    programOf: (agent) => programOf(config, agent),
     jobs: async (start) => {
       const jobs = await createJobs({
         machine: machine(),
@@ -148,6 +149,7 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
       input: process.stdin,
       write: (line) => new Promise<void>((resolve, reject) => void process.stdout.write(line, (error) => (error ? reject(error) : resolve()))),
       clock: systemClock,
+      logger,
     },
     side,
   );

@@ -105,6 +105,40 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     assert.deepEqual(record.approvals.map((approval: Record<string, unknown>) => [approval.tool_name, approval.decision, approval.by]), [["Bash", "allow", "tool"]]);
   });
 
+  test("escape sequences and bidi overrides in a tool's input reach no reader of its request (issue 24, item 5)", async () => {
+    const server = startServer();
+    await server.initialize();
+    const cwd = project();
+    const unsafe = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+    // Claude Code itself refuses a Bash command with control characters ("would be hidden in the approval dialog"),
+    // but not one with bidirectional overrides, nor a file to write whose content holds escape sequences.
+    // A JSON string after the marker is decoded by the mock API, so the model's tool_use holds the raw characters.
+    const command = "echo \u202eevil\u202c done > out.txt";
+    const content = "\u001b[2J\u001b]0;owned\u0007text \u202egnp.exe";
+    const asked = async (prompt: string): Promise<{ jobId: string; waited: Record<string, any> }> => {
+      const jobId = report(await server.callTool("claude_start", { prompt, cwd })).job_id as string;
+      return { jobId, waited: await server.waitForJob(jobId) };
+    };
+    const bash = await asked(`MOCK:BASH ${JSON.stringify(command)}`);
+    assert.equal(bash.waited.status, "input_required", JSON.stringify(bash.waited));
+    assert.equal(bash.waited.pending_approvals[0].preview, "Bash · echo \uFFFDevil\uFFFD done > out.txt");
+    // The request file keeps the input whole: what runs once allowed is what the model asked for.
+    const filed = JSON.parse(readFileSync(path.join(server.stateDir, "jobs", bash.jobId, "approval.1.json"), "utf8"));
+    assert.equal(filed.input.command, command);
+    const approve = await promisify(execFile)(process.execPath, [SERVER_MAIN, "approve", bash.jobId], { env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: server.stateDir }) });
+    assert.equal(approve.stdout, `Allowed request 1 of job ${bash.jobId}: Bash · echo \uFFFDevil\uFFFD done > out.txt\n`);
+    assert.equal((await server.waitForJob(bash.jobId)).status, "completed");
+
+    const write = await asked(`MOCK:WRITE ${JSON.stringify(`${path.join(cwd, "notes.txt")} ${content}`)}`);
+    assert.equal(write.waited.status, "input_required", JSON.stringify(write.waited));
+    const page = (await server.callTool("claude_output", { job_id: write.jobId, view: "approvals" })).result.content[0].text as string;
+    assert.match(page, /request 1 · Write · pending/);
+    assert.doesNotMatch(page, unsafe);
+    for (const request of [bash, write].map((job) => job.waited.pending_approvals[0])) assert.doesNotMatch(JSON.stringify(request), unsafe);
+    await server.callTool("claude_respond", { job_id: write.jobId, request_id: "1", decision: "deny" });
+    assert.equal((await server.waitForJob(write.jobId)).status, "completed");
+  });
+
   test("deny with a message: no file, the agent reads the message, and the denial is in permission_denials", async () => {
     const server = startServer();
     await server.initialize();
@@ -161,7 +195,8 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     assert.equal(done.status, "completed");
     assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
     const record = JSON.parse(readFileSync(path.join(server.stateDir, "jobs", jobId, "record.json"), "utf8"));
-    assert.equal(record.approvals[0].by, "cli");
+    // Another process wrote the answer: the server records what its file says, not a fact it cannot know (§18).
+    assert.deepEqual([record.approvals[0].by, record.approvals[0].claimed_by], [undefined, "cli"]);
   });
 
   test("a pending request survives a SIGKILLed server: the next server answers it, and the agent goes on", async () => {
@@ -231,7 +266,7 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     assert.equal(existsSync(path.join(cwd, "out.txt")), false);
     assert.match(done.result, /No one answered this permission request within 1 seconds, so it was denied/);
     const record = JSON.parse(readFileSync(path.join(server.stateDir, "jobs", jobId, "record.json"), "utf8"));
-    assert.equal(record.approvals[0].by, "timeout");
+    assert.deepEqual([record.approvals[0].by, record.approvals[0].claimed_by], [undefined, "timeout"]);
   });
 
   test("a claude_run whose client cannot be asked is denied at once, and says to use claude_start", async () => {

@@ -5,18 +5,14 @@
  * folder and answered there; the answer text is what the CLI reads.
  */
 import assert from "node:assert/strict";
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, watch } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 
 import { StateStore } from "../src/store/state-store.js";
 import type { JobRecord } from "../src/store/records.js";
-import { minimalEnvironment, SERVER_MAIN } from "./server-process.js";
-
-const FIXTURE = JSON.parse(readFileSync(new URL("./fixtures/permission-prompt.json", import.meta.url), "utf8")) as { frames: Array<Record<string, any>> };
-const frame = (method: string): Record<string, any> => structuredClone(FIXTURE.frames.find((candidate) => candidate.method === method) ?? assert.fail(`no ${method} in the fixture`));
+import { Approver, answerOf, frame, requestFiled } from "./approver-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-approver-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -32,48 +28,6 @@ function jobInStore(): { store: StateStore; id: string; dir: string } {
   return { store, id, dir };
 }
 
-class Approver {
-  readonly child: ChildProcessWithoutNullStreams;
-  private buffer = "";
-  private readonly waiting = new Map<string, (message: Record<string, any>) => void>();
-  readonly exited: Promise<number | null>;
-
-  constructor(args: string[]) {
-    this.child = spawn(process.execPath, [SERVER_MAIN, "approver", ...args], { env: minimalEnvironment(), stdio: ["pipe", "pipe", "pipe"] });
-    this.child.stdout.setEncoding("utf8");
-    this.child.stdout.on("data", (chunk: string) => {
-      this.buffer += chunk;
-      for (let newline = this.buffer.indexOf("\n"); newline >= 0; newline = this.buffer.indexOf("\n")) {
-        const message = JSON.parse(this.buffer.slice(0, newline)) as Record<string, any>;
-        this.buffer = this.buffer.slice(newline + 1);
-        this.waiting.get(JSON.stringify(message.id))?.(message);
-      }
-    });
-    this.exited = new Promise((resolve) => this.child.once("exit", (code) => resolve(code)));
-  }
-
-  send(message: Record<string, unknown>): Promise<Record<string, any>> {
-    const answered = new Promise<Record<string, any>>((resolve) => this.waiting.set(JSON.stringify(message.id), resolve));
-    this.child.stdin.write(`${JSON.stringify(message)}\n`);
-    return answered;
-  }
-
-  notify(message: Record<string, unknown>): void {
-    this.child.stdin.write(`${JSON.stringify(message)}\n`);
-  }
-
-  /** The CLI's own handshake, as recorded. */
-  async handshake(): Promise<void> {
-    const discover = await this.send(frame("server/discover"));
-    assert.equal(discover.error?.code, -32601, "the CLI falls back to initialize on -32601");
-    const init = await this.send(frame("initialize"));
-    assert.equal(init.result.protocolVersion, "2025-11-25");
-    this.notify(frame("notifications/initialized"));
-    const tools = await this.send(frame("tools/list"));
-    assert.deepEqual(tools.result.tools.map((tool: { name: string }) => tool.name), ["approve"]);
-  }
-}
-
 const approvers: Approver[] = [];
 after(() => {
   for (const approver of approvers) approver.child.kill("SIGKILL");
@@ -84,24 +38,6 @@ function start(dir: string, id: string, waitMs = 600_000): Approver {
   approvers.push(approver);
   return approver;
 }
-
-/** Resolves once the job's folder has request `n` on file. */
-function requestFiled(store: StateStore, id: string, n: string): Promise<void> {
-  return new Promise((resolve) => {
-    const watcher = watch(store.jobDir(id), () => {
-      if (store.approval(id, n)) {
-        watcher.close();
-        resolve();
-      }
-    });
-    if (store.approval(id, n)) {
-      watcher.close();
-      resolve();
-    }
-  });
-}
-
-const answerOf = (response: Record<string, any>): Record<string, unknown> => JSON.parse(response.result.content[0].text);
 
 test("the recorded call is filed with its whole input; an allow answers with the input unchanged", async () => {
   const { store, id, dir } = jobInStore();

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { ClaudeStream, DISK_FULL_BYTES, agentEnvironment, claudeArgs, describeToolUse, findResultEvent, interpretExit, toAgentResult } from "../src/runtimes/claude/index.js";
-import { createClaudeAgents } from "./helpers.js";
+import { createClaudeAgents, finishedChild } from "./helpers.js";
 import type { AgentOutcome } from "../src/agent/types.js";
 import type { StateDisk } from "../src/agent/runtime.js";
 import type { ChildExit, ChildHandle } from "../src/hosts/local/index.js";
@@ -307,17 +307,7 @@ test("no result with space to spare, or space unknown, reads as before", () => {
 /** An agent that prints stdout and exits as exit says, followed by createClaudeAgents with the given probe. */
 async function runAgent(stdout: string, exit: Partial<ChildExit>, freeBytes?: (dir: string) => number | undefined): Promise<{ outcome: AgentOutcome; asked: string[] }> {
   const asked: string[] = [];
-  const handle = (onStdout: (chunk: Buffer) => void): ChildHandle => {
-    if (stdout !== "") onStdout(Buffer.from(stdout));
-    return {
-      pid: 4242,
-      marker: undefined,
-      identity: async () => ({ pid: 4242, startTime: undefined, marker: undefined }),
-      exited: Promise.resolve({ exitCode: 0, signal: null, stderrTail: "", ...exit }),
-      killTree: async () => ({ signalled: 0, survivors: [] }),
-      settled: Promise.resolve(),
-    };
-  };
+  const handle = (onStdout: (chunk: Buffer) => void): ChildHandle => finishedChild(onStdout, stdout, exit);
   const agents = createClaudeAgents({
     start: (request) => handle(request.onStdout),
     attach: (request) => handle(request.onStdout),

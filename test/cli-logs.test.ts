@@ -93,7 +93,7 @@ describe("logs", () => {
     assert.equal(run.stdout, `${expected.join("\n")}\n`);
   });
 
-  test("the agent's text whole, tool calls and results on one line, cut; escapes shown, never obeyed", async () => {
+  test("the agent's text whole, tool calls and results on one line, cut; escapes removed, never obeyed", async () => {
     const output = [
       event({ type: "assistant", session_id: "s-2", message: { id: "msg_1", content: [{ type: "text", text: "Plan:\n1. read\n\n2. \u001b[31medit" }] } }),
       event({ type: "assistant", message: { id: "msg_1", content: [{ type: "tool_use", name: "Bash", input: { command: "ls -la\n/tmp" } }] } }),
@@ -104,7 +104,7 @@ describe("logs", () => {
     const run = await cli(["logs", record.id.slice(0, 8)], { stateDir: dir });
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.split("\n");
-    assert.deepEqual(lines.slice(0, 6), ["assistant: Plan:", "  1. read", "", "  2. \uFFFD[31medit", "tool: Bash · ls -la /tmp", lines[5]]);
+    assert.deepEqual(lines.slice(0, 6), ["assistant: Plan:", "  1. read", "", "  2. edit", "tool: Bash · ls -la /tmp", lines[5]]);
     assert.equal(lines[5], `tool result: line one line two ${"x".repeat(200 - "line one line two ".length - 1)}…`);
     assert.equal(lines[6], "tool error: denied\uFFFD");
     assert.equal(lines[7], "");

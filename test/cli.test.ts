@@ -470,7 +470,7 @@ describe("a unique prefix of a job id", () => {
       const lines = run.stderr.trimEnd().split("\n");
       assert.equal(lines[0], `claude-dispatch: "abcd" matches 3 jobs in ${dir}; give more of the id:`);
       assert.match(lines[1] ?? "", /^ {2}ID +STATUS +PROMPT$/);
-      assert.equal(lines[2], `  ${first.id}  completed  first: refactor \uFFFD[31mthe parser into modules, keeping the p…`, "cut as jobs cuts it, escapes made harmless");
+      assert.equal(lines[2], `  ${first.id}  completed  first: refactor the parser into modules, keeping the public…`, "cut as jobs cuts it, escapes removed");
       assert.equal(lines[3], `  ${second.id}  running    fix the failing tests`);
       assert.equal(lines[4], `  ${bare}  -          (no record)`);
       assert.equal(lines.length, 5);

@@ -40,6 +40,7 @@ test("defaults", () => {
     agentModes: { codex: ["read-only", "workspace-write"], gemini: ["default", "auto_edit", "plan"] },
     hosts: undefined,
     sshBin: "ssh",
+    sshTimeoutMs: 30_000,
   });
   assert.equal(loadConfig({}, { cpus: 8 }).maxJobs, 8, "one agent per CPU");
   assert.equal(loadConfig({}, { cpus: 1 }).maxJobs, 2, "but at least two");

@@ -1,7 +1,7 @@
 /** Shared fakes: a manual clock and a scriptable agent launcher. No module mocking. */
 import path from "node:path";
 
-import type { AttachRequest, ChildHandle, SpawnRequest } from "../src/agent/host.js";
+import type { AttachRequest, ChildExit, ChildHandle, SpawnRequest } from "../src/agent/host.js";
 import { createAgents, type AgentFiles, type Agents, type LauncherOptions } from "../src/agent/launcher.js";
 import { memoryPersistence } from "../src/jobs/memory.js";
 import { claudeRuntime, type ClaudeStream } from "../src/runtimes/claude/index.js";
@@ -234,6 +234,19 @@ export interface ClaudeLauncherOptions extends Omit<LauncherOptions<ClaudeStream
   attach(request: AttachRequest): ChildHandle;
   files?: Omit<AgentFiles, "folderOf">;
   bin: string;
+}
+
+/** An agent that printed stdout and ended as exit says (exit 0 by default), for a launcher: no process. */
+export function finishedChild(onStdout: (chunk: Buffer) => void, stdout: string, exit: Partial<ChildExit> = {}): ChildHandle {
+  if (stdout !== "") onStdout(Buffer.from(stdout));
+  return {
+    pid: 4242,
+    marker: undefined,
+    identity: async () => ({ pid: 4242, startTime: undefined, marker: undefined }),
+    exited: Promise.resolve({ exitCode: 0, signal: null, stderrTail: "", ...exit }),
+    killTree: async () => ({ signalled: 0, survivors: [] }),
+    settled: Promise.resolve(),
+  };
 }
 
 /** Claude Code's runtime on the given start and attach, as main.ts puts them together. */

@@ -27,6 +27,16 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** Field 22 of /proc/<pid>/stat, as the server records a start time. */
+export function procStartTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
+}
+
 /** A process's argv joined by spaces, or "" when it is gone. */
 export function commandLine(pid: number): string {
   try {

@@ -129,7 +129,7 @@ function fakeSide(output: Buffer, known = true): RemoteSide & { end(): void; lef
     readOutput: (_id: string, offset: number, length: number) => output.subarray(offset, Math.min(side.written, offset + length)),
     written: 0,
     stderrTail: async () => "the tail",
-    approvals: () => side.filed,
+    lookUpApproval: (_id: string, requestId: string) => side.filed.find((approval) => approval.request.id === requestId),
     filed: [] as Approval[],
     answer: () => undefined,
     worktree: async () => null,

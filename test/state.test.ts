@@ -633,8 +633,10 @@ describe("the takeover, against what a second review found", () => {
     await y.clock.advance(20);
     const runningY = y.jobs.start({ prompt: "y running", cwd: "/w" }, "start");
     await settle();
+    // Two running jobs are two agents (the fakes all report one identity): a record naming another job's agent is not adopted.
+    store.write({ ...(store.read(runningY.id) as JobRecord), agent: { pid: 4243, start_time: "y-start", tree_marker: "y-marker" } });
     const fresh = harness(store, { maxRunning: 2 });
-    await fresh.jobs.restore(store.loadAll().records, async (named) => named.pid === 4242);
+    await fresh.jobs.restore(store.loadAll().records, async (named) => named.pid === 4242 || named.pid === 4243);
     assert.equal(fresh.attached.length, 2, "both running agents are followed");
     assert.equal(fresh.jobs.get(runningY.id)?.status, "running");
     assert.equal(fresh.jobs.get(queuedX.id)?.status, "queued", "no slot is left for it");

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { isAlive, readPids, waitFor } from "./processes.js";
+import { isAlive, procStartTime, readPids, waitFor } from "./processes.js";
 import { SERVER_MAIN, ServerProcess } from "./server-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-takeover-"));
@@ -165,14 +165,4 @@ function runCli(args: string[], stateDir: string): Promise<string> {
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.once("exit", () => resolve(output));
   });
-}
-
-/** Field 22 of /proc/<pid>/stat, as the server records a start time. */
-function procStartTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
 }

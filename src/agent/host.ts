@@ -24,6 +24,8 @@ export interface SpawnRequest {
   worktree?: WorktreeRecord;
   command: string;
   args: readonly string[];
+  /** The agent's add_dirs, as they are in args: a host that checks directories itself checks these too (§21.3). */
+  addDirs?: readonly string[];
   cwd: string;
   env: Readonly<Record<string, string | undefined>>;
   /**

@@ -1,9 +1,10 @@
 /**
  * Puts a runtime and a host together: an agent started (or followed) by the
  * host, its output read by the runtime's reader, and its end read as an
- * outcome (PROTOCOL.md §7.3). Neither half knows the other.
+ * outcome (PROTOCOL.md §7.3), cleaned for reading (§10). Neither half knows the other.
  */
 import type { ChildHandle, Host, OutputFiles } from "./host.js";
+import { outcomeForReading } from "./reading.js";
 import type { AgentOutputReader, Runtime, StateDisk } from "./runtime.js";
 import type { AgentAttacher, AgentLauncher, AgentRun } from "./types.js";
 
@@ -43,6 +44,7 @@ export function createAgents<Reader extends AgentOutputReader>(options: Launcher
           ...(spec.jobId ? { jobId: spec.jobId } : {}),
           ...(spec.worktree ? { worktree: spec.worktree } : {}),
           ...runtime.invocation(spec),
+          ...(spec.options?.addDirs ? { addDirs: spec.options.addDirs } : {}),
           cwd: spec.cwd,
           env: options.env,
           // Never argv: no quoting, no shell, no length limit. From the prompt file when there is one, so it arrives whole (§15.2).
@@ -93,7 +95,7 @@ function follow<Reader extends AgentOutputReader>(
       const noResult = !exit.spawnError && !reader.overflow && !reader.hasResult();
       const disk = output && files && probe && noResult ? measureDisk(probe, files.folderOf(output.stdoutPath)) : undefined;
       // A host that ran the agent elsewhere may know why it ended when its output cannot say (§21).
-      const outcome = exit.failure && !reader.hasResult() && !reader.overflow ? { ok: false as const, ...exit.failure } : runtime.outcome(exit, reader, disk);
+      const outcome = outcomeForReading(exit.failure && !reader.hasResult() && !reader.overflow ? { ok: false as const, ...exit.failure } : runtime.outcome(exit, reader, disk));
       reader.forgetResult();
       // An attached agent was not our child: its exit status is unknown, not null.
       return exit.unobserved || exit.spawnError ? outcome : { ...outcome, exit: { code: exit.exitCode, signal: exit.signal } };

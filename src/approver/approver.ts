@@ -13,7 +13,7 @@ import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
 import { isRecord } from "../core/values.js";
 import { LEGACY_PROTOCOL_VERSIONS } from "../server/eras.js";
 import { METHOD_NOT_FOUND, fail, isRequestId, respond, type JsonRpcResponse, type RequestId } from "../server/jsonrpc.js";
-import type { ApprovalAnswer, ApprovalRequest, Approval } from "../store/approvals.js";
+import { answerToOwnRequest, type ApprovalAnswer, type ApprovalRequest, type OwnAnswer } from "../store/approvals.js";
 import type { StateStore } from "../store/state-store.js";
 import {
   APPROVER_TOOL,
@@ -31,8 +31,10 @@ const POLL_WITH_WATCH_MS = 2000;
 export interface ApprovalFiles {
   /** Whether the job's folder and record are there and ours (§15.1): an approver never files into anything else. */
   usable(): boolean;
-  file(request: Omit<ApprovalRequest, "id">): ApprovalRequest;
-  read(id: string): Approval | undefined;
+  /** Files it under the first free number from `from`, with a fresh nonce. */
+  file(request: Omit<ApprovalRequest, "id" | "nonce">, from: number): ApprovalRequest;
+  /** The answer to a request this approver filed, if one naming its nonce is there; anything else there is removed. */
+  answerTo(request: ApprovalRequest): OwnAnswer;
   answer(id: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
   watch(onChange: () => void): (() => void) | undefined;
 }
@@ -78,6 +80,8 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
   const { files, clock, logger, waitMs } = options;
   /** Filed requests of tool calls in flight, by JSON-RPC id, so a cancelled call withdraws its request. */
   const filedBy = new Map<string, string>();
+  /** Where the next request is filed from: numbers below it are taken, so each filing tries one number (§18). */
+  let nextNumber = 1;
 
   const deny = (message: string): ApprovalAnswer => ({ decision: "deny", by: "server", at: clock.now(), message });
 
@@ -96,13 +100,15 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
       };
       const look = (): void => {
         if (settled) return;
-        let answer: ApprovalAnswer | undefined;
+        let found: OwnAnswer = {};
         try {
-          answer = files.read(request.id)?.answer;
+          found = files.answerTo(request);
         } catch (error) {
           logger.warn(`cannot read the answer to request ${request.id}: ${(error as Error).message}`);
         }
-        if (answer) finish(answer);
+        // Written before the request was filed, or for another request of that number: never its answer (§18).
+        if (found.removed) logger.warn(`job ${options.jobId}: request ${request.id}: removed an answer not naming it`);
+        if (found.answer) finish(found.answer);
       };
       const expire = (): void => {
         let standing: ApprovalAnswer | undefined;
@@ -132,14 +138,18 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
     } else {
       try {
         const now = clock.now();
-        filed = files.file({
-          tool_name: asked.toolName,
-          input: asked.input,
-          ...(asked.toolUseId ? { tool_use_id: asked.toolUseId } : {}),
-          preview: permissionPreview(asked),
-          asked_at: now,
-          expires_at: now + waitMs,
-        });
+        filed = files.file(
+          {
+            tool_name: asked.toolName,
+            input: asked.input,
+            ...(asked.toolUseId ? { tool_use_id: asked.toolUseId } : {}),
+            preview: permissionPreview(asked),
+            asked_at: now,
+            expires_at: now + waitMs,
+          },
+          nextNumber,
+        );
+        nextNumber = Number(filed.id) + 1;
         filedBy.set(String(id), filed.id);
         logger.info(`job ${options.jobId}: request ${filed.id} filed: ${filed.preview}`);
         answer = await answerOf(filed);
@@ -199,8 +209,8 @@ export function approvalFilesOf(store: StateStore, jobId: string): ApprovalFiles
         return false;
       }
     },
-    file: (request) => store.fileApproval(jobId, request),
-    read: (requestId) => store.approval(jobId, requestId),
+    file: (request, from) => store.fileApproval(jobId, request, from),
+    answerTo: (request) => answerToOwnRequest(store.jobDir(jobId), request),
     answer: (requestId, answer) => store.answerApproval(jobId, requestId, answer),
     watch: (onChange) => store.watchApprovals(jobId, onChange),
   };

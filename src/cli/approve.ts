@@ -9,7 +9,8 @@ import { DispatchError } from "../core/errors.js";
 import type { AnsweredBy, Approval, ApprovalAnswer, Decision } from "../store/approvals.js";
 import { isFinishedStatus, type ApprovalSummary, type JobRecord } from "../store/records.js";
 import { emit, notFound, type Context } from "./context.js";
-import { clip, printable } from "./format.js";
+import { forReading, forReadingOnOneLine } from "../core/text.js";
+import { clip } from "./format.js";
 
 /** What `jobs` and `show` call a running job with a request waiting for an answer. */
 export type ShownStatus = JobRecord["status"] | "input_required";
@@ -37,15 +38,23 @@ export function answerText(answer: Pick<ApprovalAnswer, "decision" | "by">): str
   return `${answer.decision === "allow" ? "allowed" : "denied"} by ${answeredByText(answer.by)}`;
 }
 
-/** A denial's message as text quotes it, after a colon; nothing without one. */
-export function messageText(answer: Pick<ApprovalAnswer, "message">): string {
-  return answer.message ? `: ${printable(JSON.stringify(answer.message))}` : "";
+/** A message quoted as JSON escapes it, then without what JSON leaves in (C1 controls, bidi overrides; §10). */
+function quotedMessage(message: string): string {
+  return forReading(JSON.stringify(message));
 }
 
-/** The request as one line: its preview, which names the tool already unless the approver left it out. */
+/** A denial's message as text quotes it, after a colon; nothing without one. */
+export function messageText(answer: Pick<ApprovalAnswer, "message">): string {
+  return answer.message ? `: ${quotedMessage(answer.message)}` : "";
+}
+
+/**
+ * The request as one line: its preview, which names the tool already unless the approver left it out.
+ * Both are the agent's text, from a file it could have written: cleaned whole (§10).
+ */
 export function requestText(request: { tool_name: string; preview: string }): string {
   const preview = request.preview.startsWith(request.tool_name) ? request.preview : `${request.tool_name} · ${request.preview}`;
-  return printable(preview);
+  return forReadingOnOneLine(preview);
 }
 
 export function requestState(record: JobRecord, approval: Approval): RequestState {
@@ -65,8 +74,10 @@ export function shownStatus(record: JobRecord, approvals: readonly Approval[]): 
 
 /** A request as the record lists it, for a job whose request files are gone: no input, which only the files held. */
 export function approvalFromSummary(summary: ApprovalSummary): Approval {
-  const { id, tool_name, preview, asked_at, expires_at, decision, by, answered_at, message } = summary;
+  const { id, tool_name, preview, asked_at, expires_at, decision, answered_at, message } = summary;
   const request = { id, tool_name, preview, asked_at, expires_at, input: undefined };
+  // Who answered as the record says it: known to its server, or as the answer file claimed (§18).
+  const by = summary.by ?? summary.claimed_by;
   if (decision === undefined || by === undefined) return { request };
   return { request, answer: { decision, by, at: answered_at ?? asked_at, ...(message === undefined ? {} : { message }) } };
 }
@@ -103,6 +114,7 @@ export function answerJob(context: Context, id: string, { decision, requestId, m
   if (!result.won) throw alreadyAnswered(id, chosen.request.id, result.answer);
   const { request } = chosen;
   const verb = decision === "allow" ? "Allowed" : "Denied";
+  const said = message === undefined ? "" : ` (message: ${quotedMessage(message)})`;
   emit(
     context,
     {
@@ -110,11 +122,11 @@ export function answerJob(context: Context, id: string, { decision, requestId, m
       request_id: request.id,
       decision,
       by: answer.by,
-      tool_name: request.tool_name,
-      preview: request.preview,
+      tool_name: forReadingOnOneLine(request.tool_name),
+      preview: forReadingOnOneLine(request.preview),
       ...(message === undefined ? {} : { message }),
     },
-    `${verb} request ${request.id} of job ${id}: ${requestText(request)}${message === undefined ? "" : ` (message: ${printable(JSON.stringify(message))})`}\n`,
+    `${verb} request ${request.id} of job ${id}: ${requestText(request)}${said}\n`,
   );
   return 0;
 }

@@ -5,6 +5,7 @@
 import path from "node:path";
 
 import { quoted } from "../core/errors.js";
+import { forReading } from "../core/text.js";
 
 /** A prompt preview in a table: the rest of the prompt is what `show` is for. */
 export const PREVIEW_COLUMN_CHARS = 60;
@@ -80,7 +81,8 @@ export function indent(text: string): string {
     .join("\n");
 }
 
-/** Prompts, results and agent output may hold terminal escapes: they are shown, never obeyed. */
-export function printable(text: string): string {
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, "\uFFFD");
-}
+/**
+ * Prompts, results and agent output may hold terminal escapes and bidirectional controls: never obeyed, the
+ * server's one rule for text a person reads (PROTOCOL.md §10). A command cleans what it prints where it prints it.
+ */
+export const printable = forReading;

@@ -67,6 +67,6 @@ function jobFolderNames(store: StateStore): string[] {
 }
 
 export function matchTable(matches: readonly JobMatch[]): string[] {
-  const cells = matches.map((match) => [match.id, match.status ?? "-", printable(clip(match.prompt_preview ?? "(no record)", PREVIEW_COLUMN_CHARS))]);
+  const cells = matches.map((match) => [match.id, match.status ?? "-", clip(printable(match.prompt_preview ?? "(no record)"), PREVIEW_COLUMN_CHARS)]);
   return table(["ID", "STATUS", "PROMPT"], cells, new Set());
 }

@@ -9,6 +9,7 @@ import path from "node:path";
 
 import { keptWorktrees, type KeptWorktree } from "../worktrees/retire.js";
 import { sleep } from "../core/clock.js";
+import { valueForReading } from "../core/text.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { LoadedRecords } from "../store/state-store.js";
 import { pendingRequests, requestText, shownStatus, waitingForApproval, type ShownStatus } from "./approve.js";
@@ -54,7 +55,7 @@ interface PendingApproval {
 
 export function listJobs(context: Context, all: boolean): number {
   const { document, text } = jobsListing(context, all);
-  emit(context, document, text);
+  emit(context, valueForReading(document), text);
   return 0;
 }
 
@@ -81,7 +82,8 @@ function jobsListing(context: Context, all: boolean): { document: unknown; text:
   const hidden = records.length - shown.length;
   const kept = keptWorktreesOf(context);
   const document = { state_dir: context.store.root, jobs: rows, hidden_finished: hidden, skipped, kept_worktrees: kept };
-  return { document, text: jobsText(context, rows, hidden, skipped) + keptText(kept) };
+  // Read from the state directory, which anything running as the user can write: cleaned for the terminal (§10).
+  return { document, text: printable(jobsText(context, rows, hidden, skipped) + keptText(kept)) };
 }
 
 /** Worktrees retention kept for their unmerged changes after their jobs were pruned (§19). */
@@ -106,7 +108,7 @@ function jobsText(context: Context, rows: readonly JobRow[], hidden: number, ski
     const agents = rows.some((row) => row.agent !== "claude");
     const cells = rows.map((row) => [
       row.id,
-      ...(agents ? [row.agent] : []),
+      ...(agents ? [printable(row.agent)] : []),
       row.status,
       formatAge(row.age_s * 1000),
       // A job on another machine shows where, as scp writes it: host:/path.
@@ -114,7 +116,7 @@ function jobsText(context: Context, rows: readonly JobRow[], hidden: number, ski
       String(row.turns),
       row.cost_usd === undefined ? "-" : formatCost(row.cost_usd),
       row.session_id === undefined ? "-" : printable(row.session_id),
-      printable(clip(row.prompt_preview, PREVIEW_COLUMN_CHARS)),
+      clip(printable(row.prompt_preview), PREVIEW_COLUMN_CHARS),
     ]);
     const headers = ["ID", ...(agents ? ["AGENT"] : []), "STATUS", "AGE", "CWD", "TURNS", "COST", "SESSION", "PROMPT"];
     lines.push(...table(headers, cells, agents ? new Set([5, 6]) : new Set([4, 5])));

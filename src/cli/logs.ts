@@ -5,8 +5,11 @@
  * until the record says the job finished; then the outcome is printed.
  * After the transcript, the job's permission requests (§18): each waiting one
  * with how to answer it, each answer; -f says each once, as it appears.
+ * Everything is read from the state directory, which anything running as the
+ * user can write: each entry, text or JSON, is cleaned as it is printed (§10).
  */
 import { sleep } from "../core/clock.js";
+import { valueForReading } from "../core/text.js";
 import type { AnsweredBy, Approval } from "../store/approvals.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
@@ -50,7 +53,7 @@ export function entryText(entry: TranscriptEntry): string {
     return rest.length === 0 ? `assistant: ${first}` : `assistant: ${first}\n${indent(rest.join("\n"))}`;
   }
   const label = ENTRY_PREFIXES.find(([, kind]) => kind === entry.kind)?.[2];
-  const line = printable(clip(oneLine(entry.text), ONE_LINE_CHARS));
+  const line = clip(oneLine(printable(entry.text)), ONE_LINE_CHARS);
   return label === undefined ? line : `${label}: ${line}`;
 }
 
@@ -94,7 +97,7 @@ class ApprovalNews {
         state: answer ? answer.decision : state === "pending" ? "pending" : "unanswered",
         ...(answer ? { by: answer.by, ...(answer.message === undefined ? {} : { message: answer.message }) } : {}),
       };
-      this.say(entry, approvalText(record.id, approval, state, told === "pending"));
+      this.say(entry, printable(approvalText(record.id, approval, state, told === "pending")));
     }
   }
 }
@@ -141,13 +144,13 @@ function printLogsDocument(context: Context, record: JobRecord): void {
   io.stdout.write(`{\n  "id": ${JSON.stringify(record.id)},\n  "status": ${JSON.stringify(shownStatus(record, store.approvals(record.id)))},\n  "entries": [`);
   let entries = 0;
   const print = (entry: TranscriptEntry | ApprovalEntry): void => {
-    io.stdout.write(`${entries === 0 ? "\n" : ",\n"}    ${JSON.stringify(entry)}`);
+    io.stdout.write(`${entries === 0 ? "\n" : ",\n"}    ${JSON.stringify(valueForReading(entry))}`);
     entries += 1;
   };
   const follower = new OutputFollower(store, record.id, (line) => print(entryOf(line)));
   follower.end();
   new ApprovalNews(store, (entry) => print(entry)).look(record);
-  const outcome = isFinishedStatus(record.status) ? outcomeDocument(store, record, sessionOf(record, follower)) : null;
+  const outcome = isFinishedStatus(record.status) ? valueForReading(outcomeDocument(store, record, sessionOf(record, follower))) : null;
   const outcomeJson = JSON.stringify(outcome, null, 2).replaceAll("\n", "\n  ");
   io.stdout.write(`${entries > 0 ? "\n  " : ""}],\n  "outcome": ${outcomeJson}\n}\n`);
 }
@@ -158,7 +161,7 @@ async function followLogs(context: Context, id: string): Promise<number> {
   let entries = 0;
   const print = (entry: TranscriptEntry | ApprovalEntry, text: string): void => {
     entries += 1;
-    io.stdout.write(json ? `${JSON.stringify(entry)}\n` : `${text}\n`);
+    io.stdout.write(json ? `${JSON.stringify(valueForReading(entry))}\n` : `${text}\n`);
   };
   const follower = new OutputFollower(store, id, (line) => {
     const entry = entryOf(line);
@@ -168,7 +171,7 @@ async function followLogs(context: Context, id: string): Promise<number> {
   const record = await untilFinished(context, id, follower, news);
   if (!record) return INTERRUPTED_EXIT;
   const sessionId = sessionOf(record, follower);
-  if (json) io.stdout.write(`${JSON.stringify({ kind: "outcome", ...outcomeDocument(store, record, sessionId) })}\n`);
+  if (json) io.stdout.write(`${JSON.stringify(valueForReading({ kind: "outcome", ...outcomeDocument(store, record, sessionId) }))}\n`);
   else io.stdout.write(`${entries > 0 ? "\n" : ""}${outcomeText(store, record, sessionId)}`);
   return record.status === "completed" ? 0 : 1;
 }
@@ -214,13 +217,13 @@ function outcomeDocument(store: StateStore, record: JobRecord, sessionId: string
 
 function outcomeText(store: StateStore, record: JobRecord, sessionId: string | undefined): string {
   const { outcome } = record;
-  const lines = [`job ${record.id} ${record.status}${sessionId === undefined ? "" : ` · session ${printable(sessionId)}`}`];
-  if (outcome && !outcome.ok) lines.push(`error: ${printable(`${outcome.code ?? "?"}: ${outcome.detail ?? ""}`)}`);
+  const lines = [`job ${record.id} ${record.status}${sessionId === undefined ? "" : ` · session ${sessionId}`}`];
+  if (outcome && !outcome.ok) lines.push(`error: ${outcome.code ?? "?"}: ${outcome.detail ?? ""}`);
   const head = store.readResultHead(record.id, RESULT_SHOWN_CHARS);
   if (head !== undefined && head.trim() !== "") {
     const total = outcome?.result_chars ?? head.length;
-    lines.push(`result (${total} characters):`, indent(printable(head.trimEnd())));
+    lines.push(`result (${total} characters):`, indent(head.trimEnd()));
     if (total > head.length) lines.push(`  […${total - head.length} more characters; the whole result is in ${store.file(record.id, "result.txt")}]`);
   }
-  return `${lines.join("\n")}\n`;
+  return printable(`${lines.join("\n")}\n`);
 }

@@ -14,7 +14,7 @@
  */
 import path from "node:path";
 
-import { toDispatchError } from "../core/errors.js";
+import { DispatchError, describeThrown, toDispatchError } from "../core/errors.js";
 import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
 import { DEFAULT_SESSION_LIMIT, MAX_SESSION_LIMIT } from "../runtimes/claude/index.js";
 import { isRequestId } from "../store/records.js";
@@ -156,6 +156,8 @@ function usageError(io: CliIo, message: string): number {
 /** A command that failed: its code and message, and for an ambiguous id prefix the jobs it matches. Exit 1. */
 function reportFailure(io: CliIo, json: boolean, error: unknown, jsonLines: boolean): number {
   const failure = toDispatchError(error);
+  // Its details are for the person at the terminal, on stderr, never in the JSON a program (or a model) reads (§9).
+  if (!(error instanceof DispatchError)) io.stderr.write(`claude-dispatch: ${describeThrown(error)}\n`);
   const matches = failure instanceof AmbiguousJobId ? failure.matches : undefined;
   const document = { error: { code: failure.code, message: failure.message, ...(matches ? { matches } : {}) } };
   // After JSON Lines (logs -f --json) the error is one more line.

@@ -5,6 +5,7 @@
  * yesterday's work can be resumed by passing its session_id to claude_start.
  */
 import { DispatchError } from "../core/errors.js";
+import { valueForReading } from "../core/text.js";
 import { claudeConfigDir, claudeSessionFolder, listClaudeSessions, type ClaudeSession } from "../runtimes/claude/index.js";
 import type { JobRecord } from "../store/records.js";
 import { emit, type Context } from "./context.js";
@@ -33,7 +34,7 @@ export function listSessions(context: Context, request: SessionsRequest): number
     job_ids: jobs.get(session.session_id) ?? [],
   }));
   const document = { dir: request.dir, project_folder: projectFolder, sessions };
-  emit(context, document, sessionsText(context, request.dir, projectFolder, sessions));
+  emit(context, valueForReading(document), sessionsText(context, request.dir, projectFolder, sessions));
   return 0;
 }
 
@@ -62,7 +63,7 @@ function sessionsText(context: Context, dir: string, projectFolder: string, sess
       formatAge(context.now - session.last_active_at),
       // A lower bound: prompts in the unread middle of a long session are not counted.
       session.turns_exact ? String(session.turns) : `${session.turns}+`,
-      printable(clip(session.first_prompt_preview, PREVIEW_COLUMN_CHARS)),
+      clip(printable(session.first_prompt_preview), PREVIEW_COLUMN_CHARS),
     ]),
     new Set([3]),
   );

@@ -6,6 +6,7 @@
 import { statSync } from "node:fs";
 
 import type { Approval } from "../store/approvals.js";
+import { valueForReading } from "../core/text.js";
 import { isFinishedStatus, type JobRecord, type StoredOutcome } from "../store/records.js";
 import { type StateStore } from "../store/state-store.js";
 import { readFileRange } from "../store/atomic.js";
@@ -46,7 +47,8 @@ interface Shown {
 
 export async function showJob(context: Context, id: string): Promise<number> {
   const shown = await gather(context, id);
-  emit(context, showDocument(context, shown), showText(context, shown));
+  // Everything shown came from the state directory, which anything running as the user can write: cleaned once, here (§10).
+  emit(context, valueForReading(showDocument(context, shown)), printable(showText(context, shown)));
   return 0;
 }
 
@@ -104,15 +106,15 @@ function showText(context: Context, shown: Shown): string {
   const width = Math.max(...facts.map(([name]) => name.length));
   const sections = [`job ${record.id}`, ...facts.map(([name, value]) => `  ${name.padEnd(width)}  ${value}`)];
   if (shown.approvals.length > 0) sections.push("", "permission requests:", ...approvalsText(context, shown));
-  sections.push("", "prompt:", indent(printable(prompt ?? `${record.prompt_preview} (prompt.txt is missing: this is the preview)`)));
+  sections.push("", "prompt:", indent(prompt ?? `${record.prompt_preview} (prompt.txt is missing: this is the preview)`));
   if (result !== undefined) {
     const clipped = result.length > RESULT_SHOWN_CHARS;
-    sections.push("", `result (${result.length} characters):`, indent(printable(clipped ? result.slice(0, RESULT_SHOWN_CHARS) : result)));
+    sections.push("", `result (${result.length} characters):`, indent(clipped ? result.slice(0, RESULT_SHOWN_CHARS) : result));
     if (clipped) sections.push(`  […${result.length - RESULT_SHOWN_CHARS} more characters; the whole result is in ${context.store.file(shown.id, "result.txt")}]`);
   }
   const { transcriptTail, stderrTail } = shown;
-  if (transcriptTail.length > 0) sections.push("", `transcript (last ${transcriptTail.length} lines):`, indent(printable(transcriptTail.join("\n"))));
-  if (stderrTail.length > 0) sections.push("", `stderr (last ${stderrTail.length} lines):`, indent(printable(stderrTail.join("\n"))));
+  if (transcriptTail.length > 0) sections.push("", `transcript (last ${transcriptTail.length} lines):`, indent(transcriptTail.join("\n")));
+  if (stderrTail.length > 0) sections.push("", `stderr (last ${stderrTail.length} lines):`, indent(stderrTail.join("\n")));
   return `${sections.join("\n")}\n`;
 }
 
@@ -122,7 +124,7 @@ function showFacts(context: Context, shown: Shown): [string, string][] {
   const facts: [string, string][] = [
     ["status", shown.status === "input_required" ? "input_required (running, waiting for a permission answer)" : record.status],
     ["kind", record.kind],
-    ["cwd", printable(shortenHome(record.cwd, context.io.host?.home))],
+    ["cwd", shortenHome(record.cwd, context.io.host?.home)],
     ["submitted", `${isoTime(record.submitted_at)} (${formatAge(context.now - record.submitted_at)} ago)`],
   ];
   if (record.started_at !== undefined) facts.push(["started", isoTime(record.started_at)]);
@@ -135,17 +137,17 @@ function showFacts(context: Context, shown: Shown): [string, string][] {
     const alive = record.status !== "running" ? "" : agentAlive === undefined ? ` (${unknown})` : agentAlive ? " (running)" : " (not running)";
     facts.push(["agent", `pid ${record.agent.pid}${record.agent.start_time ? `, start time ${record.agent.start_time}` : ""}${alive}`]);
   }
-  if (shown.sessionId !== undefined) facts.push(["session", printable(shown.sessionId)]);
+  if (shown.sessionId !== undefined) facts.push(["session", shown.sessionId]);
   if (record.resume_session_id !== undefined) facts.push(["resumed", record.resume_session_id]);
   facts.push(["turns", String(shown.turns)]);
   if (shown.costUsd !== undefined) facts.push(["cost", formatCost(shown.costUsd)]);
-  if (shown.lastTool) facts.push(["last tool", printable(shown.lastTool)]);
+  if (shown.lastTool) facts.push(["last tool", shown.lastTool]);
   if (record.timeout_ms !== undefined) facts.push(["timeout", formatAge(record.timeout_ms)]);
   const options = optionsText(record.options);
-  if (options) facts.push(["options", printable(options)]);
-  if (record.kill_reason !== undefined) facts.push(["killed by", printable(record.kill_reason)]);
+  if (options) facts.push(["options", options]);
+  if (record.kill_reason !== undefined) facts.push(["killed by", record.kill_reason]);
   const error = errorText(record.outcome);
-  if (error) facts.push(["error", printable(error)]);
+  if (error) facts.push(["error", error]);
   return facts;
 }
 
@@ -164,7 +166,7 @@ function approvalsText(context: Context, shown: Shown): string[] {
     else if (state === "unanswered") lines.push(`${margin}${asked}; unanswered: the job finished first`);
     else {
       lines.push(`${margin}${asked}; pending: denied at ${isoTime(request.expires_at)} unless answered`);
-      if (request.input !== undefined) lines.push(`${margin}input: ${printable(clip(JSON.stringify(request.input), INPUT_SHOWN_CHARS))}`);
+      if (request.input !== undefined) lines.push(`${margin}input: ${clip(JSON.stringify(valueForReading(request.input)), INPUT_SHOWN_CHARS)}`);
       lines.push(`${margin}answer: claude-dispatch approve ${record.id} ${request.id}, or claude-dispatch deny ${record.id} ${request.id} --message "…"`);
     }
   }

@@ -38,11 +38,30 @@ export class DispatchError extends Error {
   }
 }
 
-/** Classifies anything thrown; unexpected throws become INTERNAL_ERROR so the vocabulary stays closed. */
+/** What INTERNAL_ERROR tells the model (§9): an exception's own text (paths, a stack) goes to the log, never to it. */
+export const INTERNAL_ERROR_DETAIL = "an unexpected error; the server's log has the details";
+
+/** A write that failed for want of space (ENOSPC) or quota (EDQUOT). */
+export function isDiskFull(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return code === "ENOSPC" || code === "EDQUOT";
+}
+
+/**
+ * Classifies anything thrown; unexpected throws become INTERNAL_ERROR with a fixed sentence, so the vocabulary
+ * stays closed and no exception text reaches a model: the caller logs describeThrown(error). A full disk that
+ * escaped its own classification is still STATE_ERROR.
+ */
 export function toDispatchError(error: unknown): DispatchError {
   if (error instanceof DispatchError) return error;
-  if (error instanceof Error) return new DispatchError("INTERNAL_ERROR", error.message);
-  return new DispatchError("INTERNAL_ERROR", String(error));
+  if (isDiskFull(error)) return new DispatchError("STATE_ERROR", "a disk is full; free some space there");
+  return new DispatchError("INTERNAL_ERROR", INTERNAL_ERROR_DETAIL);
+}
+
+/** Everything known about a throw, for the log: its stack (which starts with its message), else its text. */
+export function describeThrown(error: unknown): string {
+  if (error instanceof Error) return error.stack ?? `${error.name}: ${error.message}`;
+  return String(error);
 }
 
 /** The agent-facing text of a failure: "CODE: detail". */

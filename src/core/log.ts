@@ -1,4 +1,8 @@
-/** Diagnostics go to stderr through this interface; stdout belongs to the protocol. */
+/**
+ * Diagnostics go to stderr through this interface; stdout belongs to the protocol.
+ * A message may quote an agent: it is cleaned for the terminal it lands on (PROTOCOL.md §10).
+ */
+import { forReading } from "./text.js";
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -19,7 +23,7 @@ export function createLogger(sink: TextSink, level: LogLevel): Logger {
   const emit = (at: LogLevel, message: string): void => {
     if (LOG_LEVELS.indexOf(at) < threshold) return;
     try {
-      sink.write(`claude-dispatch ${at}: ${message}\n`);
+      sink.write(`claude-dispatch ${at}: ${forReading(message)}\n`);
     } catch {
       // A broken stderr must never take the server down.
     }

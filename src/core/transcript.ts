@@ -2,7 +2,11 @@
  * A bounded, append-only text log addressed by absolute character offsets
  * (PROTOCOL.md §5.7). When it grows past its cap the oldest entries are
  * dropped, and offsets keep their meaning: `start` says where it now begins.
+ * Entries are what an agent did, kept cleaned for reading (§10), so pages
+ * are cut from the text that is served and add up to it.
  */
+import { forReading } from "./text.js";
+
 export interface TextPage {
   /** Absolute offset of the first character returned (moved up if the asked one was dropped). */
   offset: number;
@@ -19,7 +23,7 @@ export class Transcript {
   private kept = 0; // characters kept
   private dropped = 0; // characters dropped from the front
 
-  /** onAppend hears every entry whole, before any is dropped: a reader that keeps none of them itself (`logs -f`). */
+  /** onAppend hears every entry whole and cleaned, before any is dropped: a reader that keeps none of them itself (`logs -f`). */
   constructor(
     private readonly maxChars: number,
     private readonly onAppend?: (entry: string) => void,
@@ -33,8 +37,9 @@ export class Transcript {
     return this.dropped + this.kept;
   }
 
-  /** Appends one entry as a line. An entry longer than the cap keeps only its tail. */
-  append(entry: string): void {
+  /** Appends one entry as a line, cleaned (§10). An entry longer than the cap keeps only its tail. */
+  append(raw: string): void {
+    const entry = forReading(raw);
     this.onAppend?.(entry);
     let line = `${entry}\n`;
     if (line.length > this.maxChars) {

@@ -3,13 +3,16 @@
  * files each one in the job's folder; here a running job's folder is watched
  * (file-system notifications, else a poll), so the job shows
  * `input_required` while a request waits, its waiters wake, the server that
- * owns it can ask its client, and its record lists every request and who
- * answered it. Any server, and the CLI, answers by writing the answer file:
- * the first answer stands.
+ * owns it can ask its client, and its record lists the requests and who
+ * answered them. Any server, and the CLI, answers by writing the answer file:
+ * the first answer stands. Each change costs work that does not grow with the
+ * number of requests (store/approval-follower.ts, job-record.ts).
  */
 import type { CancelTimer } from "../core/clock.js";
 import { DispatchError, quoted } from "../core/errors.js";
-import type { AnsweredBy, Approval, Decision } from "../store/approvals.js";
+import { forReading, forReadingOnOneLine } from "../core/text.js";
+import { ApprovalFollower } from "../store/approval-follower.js";
+import type { AnsweredBy, Approval, ApprovalAnswer, Decision } from "../store/approvals.js";
 import { isRequestId, type ApprovalSummary } from "../store/records.js";
 import type { JobEntry } from "./entry.js";
 import type { JobRegistryOptions } from "./types.js";
@@ -19,21 +22,45 @@ const POLL_WITHOUT_NOTIFICATIONS_MS = 500;
 
 export type ApprovalListener = (job: JobEntry, request: ApprovalSummary) => void;
 
-/** A request and its answer without the tool's input, which stays in the request file: what memory and the record keep. */
-export function summaryOf(approval: Approval): ApprovalSummary {
+/**
+ * A request and its answer without the tool's input, which stays in the request file: what memory and the
+ * record keep. The agent's text cleaned for whoever reads it (§10); `by` only when this server gave the
+ * answer itself, otherwise `claimed_by`, what the answer file says (§18).
+ */
+export function summaryOf(approval: Approval, answeredHere?: AnsweredBy): ApprovalSummary {
   const { request, answer } = approval;
   return {
     id: request.id,
-    tool_name: request.tool_name,
-    preview: request.preview,
+    tool_name: forReadingOnOneLine(request.tool_name),
+    preview: forReadingOnOneLine(request.preview),
     asked_at: request.asked_at,
     expires_at: request.expires_at,
-    ...(answer ? { decision: answer.decision, by: answer.by, answered_at: answer.at, ...(answer.message ? { message: answer.message } : {}) } : {}),
+    ...(answer ? answerSummary(answer, answeredHere) : {}),
   };
 }
 
-function sameState(a: readonly ApprovalSummary[], b: readonly ApprovalSummary[]): boolean {
-  return a.length === b.length && a.every((summary, index) => summary.id === b[index]?.id && summary.decision === b[index]?.decision);
+function answerSummary(answer: ApprovalAnswer, answeredHere: AnsweredBy | undefined): Partial<ApprovalSummary> {
+  return {
+    decision: answer.decision,
+    ...(answeredHere ? { by: answeredHere } : { claimed_by: answer.by }),
+    answered_at: answer.at,
+    ...(answer.message ? { message: forReading(answer.message) } : {}),
+  };
+}
+
+/** "by tool", or, for an answer this server did not give, "its answer file says by cli" (§18). */
+export function answererText(summary: ApprovalSummary | undefined, filed: ApprovalAnswer): string {
+  return summary?.by ? `by ${summary.by}` : `its answer file says by ${summary?.claimed_by ?? filed.by}`;
+}
+
+/** What this server knows of one job's requests. */
+interface Followed {
+  readonly follower: ApprovalFollower;
+  /** Every request, oldest first: the job's `approvals`, grown in place; and where each one is in it. */
+  readonly list: ApprovalSummary[];
+  readonly index: Map<string, number>;
+  /** The answers this server wrote itself, and so knows the answerer of. */
+  readonly answeredHere: Map<string, AnsweredBy>;
 }
 
 export interface ApprovalsTarget {
@@ -45,6 +72,7 @@ export interface ApprovalsTarget {
 
 export class Approvals {
   private readonly listeners = new Set<ApprovalListener>();
+  private readonly followed = new WeakMap<JobEntry, Followed>();
 
   constructor(private readonly target: ApprovalsTarget) {}
 
@@ -76,24 +104,52 @@ export class Approvals {
     else poll();
   }
 
-  /** Reads the job's requests again: on news, its waiters wake, its owner's record is written, and new requests are announced. */
+  private followedOf(job: JobEntry): Followed {
+    let followed = this.followed.get(job);
+    if (!followed) {
+      const { store } = this.target.options.persistence;
+      const list: ApprovalSummary[] = [];
+      const follower = new ApprovalFollower((requestId, known) => store.lookUpApproval(job.id, requestId, known));
+      followed = { follower, list, index: new Map(), answeredHere: new Map() };
+      this.followed.set(job, followed);
+      job.approvals = list;
+    }
+    return followed;
+  }
+
+  /**
+   * Reads what changed in the job's requests (new ones, and answers to open ones; store/approval-follower.ts):
+   * on news, its waiters wake, its owner's record is written, and new requests are announced.
+   */
   refresh(job: JobEntry): void {
     if (job.finishedAt !== undefined) return;
-    let approvals: ApprovalSummary[];
+    const followed = this.followedOf(job);
+    let news: Approval[];
     try {
-      approvals = this.target.options.persistence.store.approvals(job.id).map(summaryOf);
+      news = followed.follower.news();
     } catch (error) {
       this.target.options.logger.warn(`job ${job.id}: cannot read its permission requests: ${(error as Error).message}`);
       return;
     }
-    if (sameState(job.approvals, approvals)) return;
-    const known = new Set(job.approvals.map((approval) => approval.id));
-    job.approvals = approvals;
+    if (news.length === 0) return;
+    const asked: ApprovalSummary[] = [];
+    const answered = new Set<string>();
+    for (const approval of news) {
+      const summary = summaryOf(approval, followed.answeredHere.get(approval.request.id));
+      const at = followed.index.get(summary.id);
+      if (at === undefined) {
+        followed.index.set(summary.id, followed.list.length);
+        followed.list.push(summary);
+      } else followed.list[at] = summary;
+      if (summary.decision !== undefined) answered.add(summary.id);
+      else if (at === undefined) asked.push(summary);
+    }
+    const open = [...job.unanswered.filter((approval) => !answered.has(approval.id)), ...asked];
+    job.unanswered = open.sort((a, b) => Number(a.id) - Number(b.id));
     if (!job.elsewhere) this.target.save(job);
     job.announce();
     if (job.elsewhere) return;
-    for (const approval of approvals) {
-      if (approval.decision !== undefined || known.has(approval.id)) continue;
+    for (const approval of asked) {
       this.target.options.logger.info(`job ${job.id}: permission request ${approval.id} waits: ${approval.preview}`);
       for (const listener of [...this.listeners]) listener(job, approval);
     }
@@ -112,15 +168,40 @@ export class Approvals {
       throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has finished (${job.status}): request ${quoted(requestId)} is no longer pending`);
     }
     const result = store.answerApproval(job.id, requestId, { decision, by, at: this.target.options.clock.now(), ...(message ? { message } : {}) });
-    if (!result) {
-      const pending = job.approvals.filter((approval) => approval.decision === undefined).map((approval) => approval.id);
-      throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has no request ${quoted(requestId)}; ${pending.length ? `pending: ${pending.join(", ")}` : "none is pending"}`);
-    }
+    if (!result) throw this.unanswerable(job, requestId);
+    const followed = this.followedOf(job);
+    if (result.won) this.answeredHere(job, followed, requestId, by);
     this.refresh(job);
-    const summary = job.approvals.find((approval) => approval.id === requestId);
+    const at = followed.index.get(requestId);
+    const summary = at === undefined ? undefined : followed.list[at];
     if (!result.won) {
-      throw new DispatchError("INVALID_ARGUMENT", `request ${requestId} of job ${job.id} was already answered: ${result.answer.decision} (by ${result.answer.by}); it is no longer pending`);
+      const standing = `${result.answer.decision} (${answererText(summary, result.answer)})`;
+      const what = `request ${requestId} of job ${job.id} was already answered: ${standing}; it is no longer pending`;
+      throw new DispatchError("INVALID_ARGUMENT", what);
     }
     return summary ?? { id: requestId, tool_name: "", preview: "", asked_at: 0, expires_at: 0, decision, by, answered_at: result.answer.at };
+  }
+
+  /** This server wrote the standing answer, so it knows who answered (a store that tells at once listed it claimed). */
+  private answeredHere(job: JobEntry, followed: Followed, requestId: string, by: AnsweredBy): void {
+    followed.answeredHere.set(requestId, by);
+    const at = followed.index.get(requestId);
+    const listed = at === undefined ? undefined : followed.list[at];
+    if (at === undefined || listed?.decision === undefined || listed.by !== undefined) return;
+    const { claimed_by: _claimed, ...rest } = listed;
+    followed.list[at] = { ...rest, by };
+    if (!job.elsewhere) this.target.save(job);
+  }
+
+  private unanswerable(job: JobEntry, requestId: string): DispatchError {
+    const found = this.target.options.persistence.store.lookUpApproval(job.id, requestId);
+    if (found !== undefined && found !== "unreadable") {
+      // Planted, or left by an earlier request of that number: the approver that filed this one removes it (§18).
+      const why = "a file that does not answer it is in its answer's place; try again";
+      return new DispatchError("INVALID_ARGUMENT", `request ${requestId} of job ${job.id} cannot be answered: ${why}`);
+    }
+    const pending = job.pendingApprovals().map((approval) => approval.id);
+    const which = pending.length ? `pending: ${pending.join(", ")}` : "none is pending";
+    return new DispatchError("INVALID_ARGUMENT", `job ${job.id} has no request ${quoted(requestId)}; ${which}`);
   }
 }

@@ -5,6 +5,7 @@
 import type { AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../agent/types.js";
 import type { WorktreeRecord } from "../agent/worktree.js";
 import type { CancelTimer } from "../core/clock.js";
+import { forReading, forReadingOnOneLine } from "../core/text.js";
 import { Transcript } from "../core/transcript.js";
 import type { Approval } from "../store/approvals.js";
 import type { AgentRecord, ApprovalSummary } from "../store/records.js";
@@ -19,11 +20,12 @@ const NO_TRANSCRIPT = new Transcript(0);
 const PREVIEW_SOURCE_CHARS = 4096;
 
 /**
- * The prompt's start on one line, clipped, computed once per job. A copy of its own: V8 keeps a slice's
- * whole parent alive, and the parent may be a prompt of megabytes.
+ * The prompt's start on one line, cleaned for reading (§10) and clipped, computed once per job; the same again
+ * for a preview read back from a record. A copy of its own: V8 keeps a slice's whole parent alive, and the
+ * parent may be a prompt of megabytes.
  */
 export function previewOf(prompt: string): string {
-  const flat = prompt.slice(0, PREVIEW_SOURCE_CHARS).replace(/\s+/g, " ").trim();
+  const flat = forReadingOnOneLine(prompt.slice(0, PREVIEW_SOURCE_CHARS));
   const clipped = flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS)}…` : flat;
   return JSON.parse(JSON.stringify(clipped)) as string;
 }
@@ -50,6 +52,8 @@ export class JobEntry implements Job {
   cancelTimeout: CancelTimer | undefined;
   /** Its permission requests, oldest first (§18), and where their whole inputs are read. */
   approvals: readonly ApprovalSummary[] = [];
+  /** The ones without an answer, oldest first: a report reads them without scanning every request. */
+  unanswered: readonly ApprovalSummary[] = [];
   approvalFiles: Pick<JobStore, "approvals"> | undefined;
   /** Stops following its requests; called when it finishes. */
   stopApprovals: (() => void) | undefined;
@@ -82,8 +86,12 @@ export class JobEntry implements Job {
     if (this.spec.prompt !== "") this.spec = { ...this.spec, prompt: "" };
   }
 
+  /** From memory, cleaned where it was made; from result.txt, cleaned as it is read (§10), as anything may have written it. */
   resultText(): string | undefined {
-    return this.outcome?.result?.text ?? this.resultFile?.readResult(this.id);
+    const inMemory = this.outcome?.result?.text;
+    if (inMemory !== undefined) return inMemory;
+    const inFile = this.resultFile?.readResult(this.id);
+    return inFile === undefined ? undefined : forReading(inFile);
   }
 
   markDone(): void {
@@ -109,7 +117,7 @@ export class JobEntry implements Job {
     const chars = this.outcome?.result?.textChars;
     if (chars === undefined || !this.resultFile) return undefined;
     const text = this.resultFile.readResultHead(this.id, maxChars);
-    return text === undefined ? undefined : { text, chars };
+    return text === undefined ? undefined : { text: forReading(text), chars };
   }
 
   get cwd(): string {
@@ -162,7 +170,7 @@ export class JobEntry implements Job {
   }
   /** The requests waiting for an answer while the job runs. */
   pendingApprovals(): ApprovalSummary[] {
-    return this.status === "running" ? this.approvals.filter((approval) => approval.decision === undefined) : [];
+    return this.status === "running" ? [...this.unanswered] : [];
   }
   /** A permission request came or was answered: activity for progress, and news for whoever waits on one. */
   announce(): void {

@@ -7,9 +7,16 @@ import type { AgentOptions } from "../agent/options.js";
 import type { AgentOutcome, AgentSpec } from "../agent/types.js";
 import type { JobRecord } from "../store/records.js";
 import type { Logger } from "../core/log.js";
-import { JobEntry, RESULT_CHARS_IN_MEMORY } from "./entry.js";
+import { forReadingOnOneLine } from "../core/text.js";
+import { JobEntry, previewOf, RESULT_CHARS_IN_MEMORY } from "./entry.js";
 import { outcomeFrom, storedOutcome } from "./outcomes.js";
 import { KILL_REASON_TEXT, type JobStatus, type JobStore, type KillReason, type Persistence } from "./types.js";
+
+/**
+ * A running job's record lists only its latest permission requests, so that the write each request causes
+ * costs the same however many came before; the final record lists them all, once (§18).
+ */
+const RUNNING_RECORD_APPROVALS = 20;
 
 /** The record that says where the job is now. */
 export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" | "runtime" | "host">): JobRecord {
@@ -37,18 +44,21 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
   if (job.agent) record.agent = { ...job.agent };
   if (job.killReason) record.kill_reason = job.killReason;
   if (job.outcome) record.outcome = storedOutcome(job.outcome, job.resultFile !== undefined);
-  if (job.approvals.length > 0) record.approvals = [...job.approvals];
+  if (job.approvals.length > 0) {
+    const running = job.finishedAt === undefined;
+    record.approvals = running ? job.approvals.slice(-RUNNING_RECORD_APPROVALS) : job.approvals.slice();
+  }
   if (job.spec.worktree) record.worktree = { ...job.spec.worktree };
   if (turns > 0) record.turns = turns;
   if (cost !== undefined) record.cost_usd = cost;
   return record;
 }
 
-/** What a record says its job asked for; the prompt stays in prompt.txt, the agent's stdin. */
+/** What a record says its job asked for; the prompt stays in prompt.txt, the agent's stdin. Names are shown: cleaned (§10). */
 export function specFromRecord(record: JobRecord): AgentSpec {
   return {
-    ...(record.runtime !== undefined && record.runtime !== "claude" ? { agent: record.runtime } : {}),
-    ...(record.host !== undefined && record.host !== "local" ? { host: record.host } : {}),
+    ...(record.runtime !== undefined && record.runtime !== "claude" ? { agent: forReadingOnOneLine(record.runtime) } : {}),
+    ...(record.host !== undefined && record.host !== "local" ? { host: forReadingOnOneLine(record.host) } : {}),
     prompt: "",
     cwd: record.cwd,
     options: record.options,
@@ -59,7 +69,7 @@ export function specFromRecord(record: JobRecord): AgentSpec {
 
 /** An entry for a job read from its record: its id, kind, spec, times and preview; the caller sets the rest. */
 export function entryFromRecord(record: JobRecord, spec = specFromRecord(record), positionOf: (job: JobEntry) => number | undefined = () => undefined): JobEntry {
-  const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, positionOf, record.prompt_preview);
+  const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, positionOf, previewOf(record.prompt_preview));
   job.submittedAt = record.submitted_at;
   return job;
 }
@@ -91,7 +101,9 @@ export function finalState(job: Pick<JobEntry, "killReason" | "timeoutMs" | "lau
   const reason = job.killReason;
   if (reason === "timeout") {
     const seconds = Math.round((job.timeoutMs ?? 0) / 1000);
-    const where = job.launched ? "the agent's process tree was killed" : "it was still queued and never started";
+    // A kill that failed says so: survivors, or a host out of reach (§21.3).
+    const failedKill = !outcome.ok && outcome.code === "KILL_FAILED" ? outcome.detail : undefined;
+    const where = !job.launched ? "it was still queued and never started" : (failedKill ?? "the agent's process tree was killed");
     const result = outcome.ok || outcome.result ? { result: outcome.result } : {};
     return { status: "failed", outcome: { ok: false, code: "TIMEOUT", detail: `no result within ${seconds}s; ${where}`, ...result } };
   }

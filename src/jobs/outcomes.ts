@@ -1,6 +1,8 @@
 /**
- * A job's outcome as its record keeps it (PROTOCOL.md §15.2), and back.
+ * A job's outcome as its record keeps it (PROTOCOL.md §15.2), and back: read back cleaned (§10), as the
+ * record may have been written by anything that can write the state directory.
  */
+import { outcomeForReading } from "../agent/reading.js";
 import type { AgentOutcome } from "../agent/types.js";
 import type { StoredOutcome } from "../store/records.js";
 
@@ -24,8 +26,8 @@ export function storedOutcome(outcome: AgentOutcome, textOnDisk: boolean): Store
 export function outcomeFrom(stored: StoredOutcome | undefined): AgentOutcome {
   if (!stored) return { ok: false, code: "AGENT_LOST", detail: "the record holds no outcome" };
   const result = stored.result && stored.result_chars !== undefined ? { ...stored.result, textChars: stored.result_chars } : stored.result;
-  if (stored.ok) return { ok: true, result: result ?? {} };
-  return { ok: false, code: stored.code ?? "INTERNAL_ERROR", detail: stored.detail ?? "", ...(result ? { result } : {}) };
+  if (stored.ok) return outcomeForReading({ ok: true, result: result ?? {} });
+  return outcomeForReading({ ok: false, code: stored.code ?? "INTERNAL_ERROR", detail: stored.detail ?? "", ...(result ? { result } : {}) });
 }
 
 /** The outcome of a kill that left processes alive (§8). */

@@ -13,7 +13,7 @@
  * method returns, and a new registry can pick up where a dead server left off.
  */
 import type { AgentOutcome, AgentRun, AgentSpec } from "../agent/types.js";
-import { DispatchError, quoted } from "../core/errors.js";
+import { DispatchError, describeThrown, quoted, toDispatchError } from "../core/errors.js";
 import { isFinishedStatus, isJobId, type IndexedJob, type JobRecord } from "../store/records.js";
 import { Approvals } from "./approvals.js";
 import { JobEntry } from "./entry.js";
@@ -24,6 +24,7 @@ import { spawnAgent, type SpawnTarget } from "./spawn.js";
 import { memorySlots } from "./memory.js";
 import { JobQueue } from "./queue.js";
 import { Observer } from "./observed.js";
+import { RecordWrites } from "./record-writes.js";
 import { SharedQueue } from "./shared-queue.js";
 import { Takeover } from "./takeover.js";
 import {
@@ -35,6 +36,7 @@ import {
   type KillReason,
   type KillResult,
   type Persistence,
+  isUnfinished,
   outsideKillReason,
 } from "./types.js";
 
@@ -52,6 +54,7 @@ export class JobRegistry {
   private readonly recovering = new Map<string, Promise<Job | undefined>>();
 
   private readonly takeover: Takeover;
+  private readonly records: RecordWrites;
   private readonly spawning: SpawnTarget;
   private readonly observer: Observer;
   private readonly shared: SharedQueue;
@@ -60,6 +63,7 @@ export class JobRegistry {
 
   constructor(private readonly options: JobRegistryOptions) {
     const { persistence, clock, logger } = options;
+    this.records = new RecordWrites(options, (job) => this.jobs.get(job.id) === job && !job.elsewhere);
     this.queue = new JobQueue({
       slots: persistence.slots ?? memorySlots(options.maxRunning),
       clock,
@@ -72,6 +76,8 @@ export class JobRegistry {
     this.takeover = new Takeover({
       options,
       knows: (id) => this.jobs.has(id) || this.finished.isUnread(id),
+      agentsOfOthers: (id) =>
+        [...this.jobs.values()].flatMap((job) => (job.id !== id && isUnfinished(job) && job.agent ? [job.agent] : [])),
       restoreFinished: (record) => void this.finished.restore(record),
       serve: (job) => void this.jobs.set(job.id, job),
       queuePosition: (job) => this.queue.position(job),
@@ -189,7 +195,11 @@ export class JobRegistry {
   /** Taken over if its owner is gone; served from its files if its owner lives (§15.6). */
   private async recoverFromStore(id: string, persistence: Persistence): Promise<Job | undefined> {
     const record = persistence.store.read(id);
-    if (!record) return undefined;
+    if (!record) {
+      // Something other than a regular file in place of its record: STATE_ERROR naming it, not "no such job" (§15.1).
+      persistence.store.refuseSpecialRecord?.(id);
+      return undefined;
+    }
     await this.restore([record]);
     if (this.jobs.has(id) || this.closing) return this.jobs.get(id);
     // Its owner may live, or another server took it over first: read again, as the takeover may have changed it.
@@ -203,7 +213,9 @@ export class JobRegistry {
   /** Every job folder of the state directory this server does not know yet, looked up (§15.6): for listings. */
   async discover(): Promise<void> {
     const unknown = this.options.persistence.store.jobIds().filter((id) => !this.jobs.has(id) && !this.finished.isUnread(id));
-    await Promise.all(unknown.map((id) => this.recover(id)));
+    // A folder that cannot be read is left out of a listing; a call naming its job is told why (§15.1).
+    const warn = (id: string) => (error: unknown) => this.options.logger.warn(`job ${id}: ${(error as Error).message}`);
+    await Promise.all(unknown.map((id) => this.recover(id).catch(warn(id))));
   }
 
   /** Jobs running under this server, for shutdown and diagnostics (another server's are its own). */
@@ -247,6 +259,12 @@ export class JobRegistry {
         this.save(job);
       }
       const why = report.why ?? "the process table could not be read";
+      if (reason === "timeout" && report.pending && job.status === "running") {
+        // claude_run keeps its bound (§5.1): the job ends now, as with survivors, and the host still gets the kill (§21.3).
+        this.queue.release(job);
+        const detail = `${why}, so the agent was not signalled; the kill stands, and is sent as soon as the host can be reached`;
+        this.finish(job, { ok: false, code: "KILL_FAILED", detail });
+      }
       const then = report.pending ? "it is still running, and is killed as soon as the host can be reached" : "it is still running; try again";
       throw new DispatchError("KILL_FAILED", `${why}, so job ${id}'s agent was not signalled; ${then}`);
     }
@@ -358,7 +376,12 @@ export class JobRegistry {
     job.attach(run);
     this.approvals.watch(job);
     run.outcome
-      .catch((error: unknown): AgentOutcome => ({ ok: false, code: "INTERNAL_ERROR", detail: String(error) }))
+      .catch((error: unknown): AgentOutcome => {
+        // Classified where it happened (a state file refused: STATE_ERROR), else a bug: its text to the log only (§9).
+        if (!(error instanceof DispatchError)) this.options.logger.error(`job ${job.id}: ${describeThrown(error)}`);
+        const { code, message } = toDispatchError(error);
+        return { ok: false, code, detail: message };
+      })
       .then((outcome) => {
         // A job ended by a failed kill already finished; its late exit changes nothing.
         if (job.status !== "running") return;
@@ -391,14 +414,8 @@ export class JobRegistry {
     this.finished.boundTranscripts();
   }
 
-  /** Writes the job's record (a failure is logged, the job goes on in memory); a finished job's folder size, when written. */
+  /** Writes the job's record (a failure is logged, the job goes on, §15.2); a finished job's folder size if written. */
   private save(job: JobEntry): number | undefined {
-    const persistence = this.options.persistence;
-    try {
-      return persistence.store.write(recordOf(job, this.options.persistence));
-    } catch (error) {
-      this.options.logger.error(`job ${job.id}: cannot write its record: ${(error as Error).message}`);
-      return undefined;
-    }
+    return this.records.save(job);
   }
 }

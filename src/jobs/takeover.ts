@@ -5,7 +5,7 @@
  * or lost). The registry owns the jobs; this decides what to do with each.
  */
 import type { AgentSpec } from "../agent/types.js";
-import { DispatchError, toDispatchError } from "../core/errors.js";
+import { DispatchError, describeThrown, toDispatchError } from "../core/errors.js";
 import { isFinishedStatus, type AgentRecord, type JobRecord } from "../store/records.js";
 import type { JobEntry } from "./entry.js";
 import { entryFromRecord, specFromRecord } from "./job-record.js";
@@ -14,13 +14,17 @@ import { outsideKillReason, type FindMarked, type IsAlive, type JobRegistryOptio
 
 type LocatedAgent =
   | { state: "alive" | "gone"; pid: number | undefined; startTime: string | undefined }
-  | { state: "unrecorded" };
+  | { state: "unrecorded" }
+  /** The record names a process that is not this job's agent: this server's own tree, or another job's agent. */
+  | { state: "not its agent"; pid: number };
 
 /** What a takeover needs of the registry it adds jobs to. */
 export interface TakeoverTarget {
   readonly options: JobRegistryOptions;
   /** Whether this registry knows the job already (in memory, or from the index). */
   knows(id: string): boolean;
+  /** The agents of every other unfinished job it knows, this server's and those it serves from their files. */
+  agentsOfOthers(id: string): AgentRecord[];
   restoreFinished(record: JobRecord): void;
   /** Makes the job reachable. */
   serve(job: JobEntry): void;
@@ -93,8 +97,11 @@ export class Takeover {
     }
     // An agent on another machine is found there, by its job (§21): no pid of this machine names it.
     const remote = record.host !== undefined && record.host !== "local";
-    const located: LocatedAgent = remote ? { state: "alive", pid: undefined, startTime: undefined } : await this.locate(record.agent, isAlive, findMarked);
+    const located: LocatedAgent = remote
+      ? { state: "alive", pid: undefined, startTime: undefined }
+      : await this.locate(record, isAlive, findMarked);
     if (located.state === "unrecorded") this.adoptUnrecorded(record);
+    else if (located.state === "not its agent") this.adoptNotItsAgent(record, located.pid);
     else await this.adoptRunning(record, located);
   }
 
@@ -124,6 +131,7 @@ export class Takeover {
         Object.assign(spec, await persistence.admit(spec));
       } catch (error) {
         refusal = toDispatchError(error);
+        if (!(error instanceof DispatchError)) logger.error(`job ${record.id}: admitting it: ${describeThrown(error)}`);
       }
     }
     const remaining = this.remainingOf(record);
@@ -148,18 +156,34 @@ export class Takeover {
 
   /** A running job whose record names no process: it can be neither followed nor killed from here. */
   private adoptUnrecorded(record: JobRecord): void {
+    const detail = record.agent?.tree_marker
+      ? "the server stopped before it recorded the agent's pid, and this system cannot find the agent by its tree marker"
+      : "the server stopped before it recorded the agent's pid";
+    this.finishLost(this.runningEntry(record), detail);
+  }
+
+  /**
+   * A record naming this server, an ancestor, its group or session, a descendant, or another job's agent was
+   * tampered with (or is older than a reused pid): nothing it names is followed or signalled, and the job is lost
+   * at once, whatever kill it asks for (§15.3).
+   */
+  private adoptNotItsAgent(record: JobRecord, pid: number): void {
     const job = this.runningEntry(record);
+    job.killReason = undefined;
+    const named = `its record names process ${pid}, which is this server's or another job's, not this job's agent`;
+    this.target.options.logger.warn(`job ${job.id}: ${named}; it is not followed`);
+    this.finishLost(job, `${named}; nothing was followed or signalled`);
+  }
+
+  private finishLost(job: JobEntry, detail: string): void {
     this.target.save(job);
     this.target.serve(job);
     this.target.release(job);
-    const detail = job.agent?.tree_marker
-      ? "the server stopped before it recorded the agent's pid, and this system cannot find the agent by its tree marker"
-      : "the server stopped before it recorded the agent's pid";
     this.target.finish(job, { ok: false, code: "AGENT_LOST", detail });
   }
 
   /** A running job whose agent is alive (followed) or gone (finished from its output file). */
-  private async adoptRunning(record: JobRecord, located: Exclude<LocatedAgent, { state: "unrecorded" }>): Promise<void> {
+  private async adoptRunning(record: JobRecord, located: Extract<LocatedAgent, { state: "alive" | "gone" }>): Promise<void> {
     const { persistence, logger } = this.target.options;
     const job = this.runningEntry(record);
     if (located.state === "alive" && job.agent) {
@@ -209,9 +233,13 @@ export class Takeover {
    * told). A record written just before the spawn has only the tree marker:
    * the agent is looked for by it.
    */
-  private async locate(agent: AgentRecord | undefined, isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<LocatedAgent> {
+  private async locate(record: JobRecord, isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<LocatedAgent> {
+    const agent = record.agent;
     if (!agent) return { state: "unrecorded" };
-    // This server is never its own agent: a record naming its pid is wrong about the pid, so the marker alone is trusted.
+    if (agent.pid !== undefined && (await this.isNotItsAgent(record.id, { ...agent, pid: agent.pid }))) {
+      return { state: "not its agent", pid: agent.pid };
+    }
+    // This server's pid with another start time: a record older than the pid's reuse; only the marker is trusted.
     if (agent.pid !== undefined && agent.pid !== this.target.options.persistence.owner.pid) {
       const named = { pid: agent.pid, ...(agent.start_time ? { start_time: agent.start_time } : {}), ...(agent.tree_marker ? { tree_marker: agent.tree_marker } : {}) };
       const alive = (await isAlive(named)) !== false;
@@ -220,8 +248,27 @@ export class Takeover {
     const found = agent.tree_marker === undefined || !findMarked ? undefined : await findMarked(agent.tree_marker);
     if (found === undefined) return { state: "unrecorded" };
     if (found === null) return { state: "gone", pid: undefined, startTime: undefined };
+    const foundAgent = { pid: found.pid, start_time: found.startTime };
+    if (await this.isNotItsAgent(record.id, foundAgent)) return { state: "not its agent", pid: found.pid };
     return { state: "alive", pid: found.pid, startTime: found.startTime };
   }
+
+  /** This server's own tree, or another job's agent, is never adopted (§15.3). */
+  private async isNotItsAgent(id: string, agent: AgentRecord & { pid: number }): Promise<boolean> {
+    if (this.target.agentsOfOthers(id).some((known) => isSameAgent(known, agent))) return true;
+    const { isOwnTree, owner } = this.target.options.persistence;
+    const sameStart = agent.start_time === undefined || agent.start_time === owner.start_time;
+    if (agent.pid === owner.pid && sameStart) return true;
+    return (await isOwnTree?.(agent.pid, agent.start_time)) === true;
+  }
+}
+
+/** The same agent: the same tree marker, or the same pid with the same start time (or one not known). */
+function isSameAgent(known: AgentRecord, named: AgentRecord): boolean {
+  if (named.tree_marker !== undefined && known.tree_marker === named.tree_marker) return true;
+  const { start_time: started } = named;
+  const sameStart = started === undefined || known.start_time === undefined || started === known.start_time;
+  return named.pid !== undefined && known.pid === named.pid && sameStart;
 }
 
 /** What the job asked for; its prompt stays in prompt.txt, the agent's stdin. Undefined when prompt.txt is gone. */

@@ -8,7 +8,7 @@ import type { AgentAttacher, AgentLauncher, AgentOutcome, AgentSpec, ApproverLau
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import type { Transcript } from "../core/transcript.js";
-import type { Approval, ApprovalAnswer, ApprovalRequest } from "../store/approvals.js";
+import type { Approval, ApprovalAnswer, ApprovalLookup, ApprovalRequest } from "../store/approvals.js";
 import type { ApprovalSummary } from "../store/records.js";
 import { isFinishedStatus, type JobRecord, type ProcessIdentity, type RecordStatus } from "../store/records.js";
 
@@ -127,14 +127,18 @@ export interface JobStore {
   /** Removes the claim files of earlier restarts, which no one reads again. */
   dropClaimsBefore(id: string, generation: number): void;
   read(id: string): JobRecord | undefined;
+  /** Throws STATE_ERROR naming the job's record.json when a FIFO, socket, device or folder is in its place (§15.1). */
+  refuseSpecialRecord?(id: string): void;
   /** The job's permission requests, with their answers (§18). */
   approvals(id: string): Approval[];
+  /** One request and its answer; with `known`, only its answer is read (store/approval-follower.ts). */
+  lookUpApproval(id: string, requestId: string, known?: ApprovalRequest): ApprovalLookup;
   /** Answers a request unless it has an answer: the one that stands, and whether it is this one; undefined for no such request. */
   answerApproval(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
   /** As watchRecord, for the job's approval files. */
   watchApprovals(id: string, onChange: () => void): (() => void) | undefined;
   /** Files a request, as the approver does (for tests and the store in memory). */
-  fileApproval?(id: string, request: Omit<ApprovalRequest, "id">): ApprovalRequest;
+  fileApproval?(id: string, request: Omit<ApprovalRequest, "id" | "nonce">): ApprovalRequest;
 }
 
 /** One of the agent slots CLAUDE_DISPATCH_MAX_JOBS allows (§8, §15.7). */
@@ -179,6 +183,11 @@ export interface Persistence {
   /** For taking over a job on a lookup miss (§15.3): the same checks restore uses. */
   isAlive: IsAlive;
   findMarked?: FindMarked;
+  /**
+   * Whether pid (with this start time, when given) is of this server's own tree: itself, an ancestor, its group or
+   * session, a descendant. Such a process is never adopted as an agent (§15.3); undefined when it cannot be told.
+   */
+  isOwnTree?(pid: number, startTime: string | undefined): Promise<boolean | undefined>;
   /**
    * Checks a queued job taken over after a restart against today's policy and
    * directories, as a new call would be (§15.3); throws DispatchError to refuse it.

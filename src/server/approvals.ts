@@ -8,6 +8,7 @@
  * hangs on a question: the request is denied at once.
  */
 import type { Logger } from "../core/log.js";
+import { forReadingOnOneLine } from "../core/text.js";
 import type { Job, JobRegistry } from "../jobs/registry.js";
 import type { ApprovalSummary } from "../store/records.js";
 import { isRecord, type JsonRpcNotification, type JsonRpcRequest, type RequestId } from "./jsonrpc.js";
@@ -63,7 +64,8 @@ export class ApprovalAsker {
       return;
     }
     const id: RequestId = `dispatch-approval-${(this.sent += 1)}`;
-    const answered = (): boolean => job.finishedAt !== undefined || job.approvals.find((approval) => approval.id === request.id)?.decision !== undefined;
+    const answered = (): boolean =>
+      job.finishedAt !== undefined || !job.pendingApprovals().some((approval) => approval.id === request.id);
     let stopListening = (): void => undefined;
     const elsewhere = new Promise<undefined>((resolve) => {
       const check = (): void => {
@@ -100,8 +102,11 @@ export class ApprovalAsker {
   }
 
   private form(job: Job, request: ApprovalSummary): Record<string, unknown> {
+    // The tool's name and preview are the model's text: they may not format what the person reads (§10).
+    const tool = forReadingOnOneLine(request.tool_name);
+    const preview = forReadingOnOneLine(request.preview);
     return {
-      message: `Claude Code (job ${job.id.slice(0, 8)}, in ${job.cwd}) asks to use ${request.tool_name}:\n${request.preview}\nAllow it?`,
+      message: `Claude Code (job ${job.id.slice(0, 8)}, in ${job.cwd}) asks to use ${tool}:\n${preview}\nAllow it?`,
       requestedSchema: {
         type: "object",
         properties: {

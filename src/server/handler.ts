@@ -18,7 +18,7 @@ import {
   type ModernRequest,
   type ModernResultType,
 } from "./eras.js";
-import { DispatchError, quoted, toDispatchError } from "../core/errors.js";
+import { DispatchError, describeThrown, quoted, toDispatchError } from "../core/errors.js";
 import type { Job, JobRegistry } from "../jobs/registry.js";
 import {
   INTERNAL_ERROR,
@@ -207,7 +207,7 @@ class Handler {
       return await this.dispatch(message);
     } catch (error) {
       // dispatch is meant to be total; this keeps "exactly one response" true even if it is not.
-      this.deps.logger.error(`unexpected failure: ${(error as Error)?.stack ?? String(error)}`);
+      this.deps.logger.error(`unexpected failure: ${describeThrown(error)}`);
       const id = isRecord(message) && isRequestId(message.id) ? message.id : null;
       return fail(id, INTERNAL_ERROR, "Internal error");
     }
@@ -223,7 +223,20 @@ class Handler {
 
   /** What a claude_run or claude_start call would have returned had it waited for its job to end. */
   private finalResult(job: Job): CallToolResult<unknown> {
-    return renderJob(job, this.deps.clock.now(), { forRun: job.kind === "run", maxResultChars: this.deps.maxResultChars });
+    try {
+      const { clock, maxResultChars } = this.deps;
+      return renderJob(job, clock.now(), { forRun: job.kind === "run", maxResultChars });
+    } catch (error) {
+      // A result file that cannot be read (§15.1) fails the call that asked for it, not the server.
+      return renderFailure(this.classify(error, `job ${job.id}`), job.id);
+    }
+  }
+
+  /** A failure as the model sees it; an unexpected one's text and stack go to the log only (§9). */
+  private classify(error: unknown, during: string): DispatchError {
+    const classified = toDispatchError(error);
+    if (!(error instanceof DispatchError)) this.deps.logger.error(`${during}: ${describeThrown(error)}`);
+    return classified;
   }
 
   private gateReason(): string {
@@ -412,8 +425,7 @@ class Handler {
       }
       return answer(await this.calls.run(name, args, signal, token as ProgressToken | undefined));
     } catch (error) {
-      const classified = toDispatchError(error);
-      if (classified.code === "INTERNAL_ERROR") this.deps.logger.error(`${name}: ${classified.message}`);
+      const classified = this.classify(error, name);
       const aboutJob = (name === "claude_wait" || name === "claude_kill" || name === "claude_output" || name === "claude_respond") && typeof args.job_id === "string";
       return answer(renderFailure(classified, aboutJob ? (args.job_id as string) : undefined));
     }

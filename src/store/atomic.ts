@@ -32,6 +32,16 @@ export function createTextFile(file: string): { write(text: string): void; close
   };
 }
 
+/** A file written whole with this text: created or emptied, private, never through a link. */
+export function writeTextFile(file: string, text: string): void {
+  const out = createTextFile(file);
+  try {
+    out.write(text);
+  } finally {
+    out.close();
+  }
+}
+
 /** A new file with this text, private, created exclusively (a file or link already there is an error), flushed if asked. */
 export function writeNewFile(file: string, text: string, flush: boolean): void {
   const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NO_FOLLOW, 0o600);

@@ -8,7 +8,7 @@
 import { closeSync, linkSync, openSync, readdirSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 
-import { readTextFile } from "./files.js";
+import { isSpecialFile, readTextFile } from "./files.js";
 import { parseIdentity, type ProcessIdentity } from "./records.js";
 
 /** Claim slots tried per restart before a job is left alone: each needs a holder that is gone before it. */
@@ -24,6 +24,8 @@ export type HolderAlive = (holder: ProcessIdentity) => Promise<boolean | undefin
 export async function claimJob(jobDir: string, generation: number, claimer: ProcessIdentity, isAlive: HolderAlive, randomName: () => string): Promise<boolean> {
   for (let slot = 0; slot < MAX_CLAIM_SLOTS; slot += 1) {
     if (claimSlot(jobDir, generation, slot, claimer, randomName)) return true;
+    // A FIFO or the like was never a claimant's (§15.1): it holds nothing, and the next slot is tried.
+    if (isSpecialFile(claimFile(jobDir, generation, slot))) continue;
     const holder = claimHolder(jobDir, generation, slot);
     // A holder that may be alive (unknown counts, and so does a claim whose holder cannot be read) keeps the job.
     if (holder === undefined || (await isAlive(holder)) !== false) return false;
@@ -48,14 +50,17 @@ export function claimSlot(jobDir: string, generation: number, slot: number, clai
 export function createExclusively(file: string, content: string, randomName: () => string): boolean {
   const temporary = `${file}.${randomName()}.tmp`;
   try {
+    // A failure here (a full disk) is the caller's: it is not a file system without links.
     writeFileSync(temporary, content, { mode: 0o600, flag: "wx" });
-    linkSync(temporary, file);
-    return true;
-  } catch (error) {
-    // Any other failure is taken for a file system without hard links (FAT gives EISDIR on Windows, shares EACCES or EPERM):
-    // the exclusive create below is safe on its own, and throws if the folder itself is the problem.
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-    return createWithoutLinks(file, content);
+    try {
+      linkSync(temporary, file);
+      return true;
+    } catch (error) {
+      // Any other failure is taken for a file system without hard links (FAT gives EISDIR on Windows, shares EACCES or EPERM):
+      // the exclusive create below is safe on its own, and throws if the folder itself is the problem.
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+      return createWithoutLinks(file, content);
+    }
   } finally {
     rmSync(temporary, { force: true });
   }
@@ -93,9 +98,13 @@ export function createWithoutLinks(file: string, content: string): boolean {
   }
   try {
     writeSync(fd, content);
-  } finally {
+  } catch (error) {
+    // Ours, made just now: an empty file left behind (a full disk) would hold its slot for ever.
     closeSync(fd);
+    rmSync(file, { force: true });
+    throw error;
   }
+  closeSync(fd);
   return true;
 }
 

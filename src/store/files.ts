@@ -2,36 +2,52 @@
  * Opening files in the state directory without following symbolic links
  * (PROTOCOL.md §15.1): a link planted there (result.txt pointing at ~/.ssh/id_ed25519,
  * stdout.jsonl at a file to overwrite) is refused, never read or written through.
- * Only a regular file is accepted: a FIFO or device would block or leak.
+ * Only a regular file is accepted, and nothing waits to find out: every open is
+ * non-blocking, so a FIFO (which blocks an open until its other end appears) or a
+ * device is refused at once with a StateError saying what stands there.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, watch, type FSWatcher } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, watch } from "node:fs";
+import type { FSWatcher, Stats } from "node:fs";
+
+import { StateError } from "./records.js";
 
 /** O_NOFOLLOW where the system has it (POSIX); Windows has no such flag, and the state folder's ACL is its guard. */
 export const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
+/** Never wait in open() (a FIFO without its other end), never take a terminal for ours; no effect on a regular file. */
+const NO_WAIT = (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
 
 /** Opens a regular file for reading, never through a link. Throws (ELOOP for a link) like openSync. */
 export function openForReading(file: string): number {
-  return regularFile(openSync(file, constants.O_RDONLY | NO_FOLLOW), file);
+  return regularFile(file, constants.O_RDONLY);
 }
 
 /** Opens (creating it private) a regular file to append to, never through a link. */
 export function openForAppending(file: string): number {
-  return regularFile(openSync(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NO_FOLLOW, 0o600), file);
+  return regularFile(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT);
 }
 
 /** Opens (creating or emptying it, private) a regular file to write, never through a link. */
 export function openForWriting(file: string): number {
-  return regularFile(openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NO_FOLLOW, 0o600), file);
+  return regularFile(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC);
+}
+
+/** Opens (creating it private, keeping what it holds) a regular file to read and write, never through a link. */
+export function openForUpdating(file: string): number {
+  return regularFile(file, constants.O_RDWR | constants.O_CREAT);
 }
 
 /** A whole small file as text, or undefined when it is missing, a link or not a regular file. */
 export function readTextFile(file: string): string | undefined {
-  let fd: number;
   try {
-    fd = openForReading(file);
+    return readRegularTextFile(file);
   } catch {
     return undefined;
   }
+}
+
+/** A whole small file as text; throws as openForReading does (StateError for a FIFO, a socket, a device). */
+export function readRegularTextFile(file: string): string {
+  const fd = openForReading(file);
   try {
     // Sized by the file, so a thousand small records do not cost a thousand large buffers.
     const buffer = Buffer.allocUnsafe(fstatSync(fd).size);
@@ -42,22 +58,70 @@ export function readTextFile(file: string): string | undefined {
       length += read;
     }
     return buffer.toString("utf8", 0, length);
-  } catch {
-    return undefined;
   } finally {
     closeSync(fd);
   }
 }
 
-function regularFile(fd: number, file: string): number {
-  let isFile = false;
+/** Opens file with these flags (not through a link, not waiting), keeping it only when it is a regular file. */
+function regularFile(file: string, flags: number): number {
+  let fd: number;
   try {
-    isFile = fstatSync(fd).isFile();
-  } finally {
-    if (!isFile) closeSync(fd);
+    fd = openSync(file, flags | NO_FOLLOW | NO_WAIT, 0o600);
+  } catch (error) {
+    // A socket, or a FIFO opened to write with no reader, says ENXIO: refused as what it is.
+    if ((error as NodeJS.ErrnoException).code === "ENXIO") refuseSpecialFile(file);
+    throw error;
   }
-  if (!isFile) throw Object.assign(new Error(`${file} is not a regular file`), { code: "EINVAL" });
+  // Closed unless found regular, fstat failing included.
+  let kind: string | undefined = "not a regular file";
+  try {
+    kind = kindOf(fstatSync(fd));
+  } finally {
+    if (kind !== undefined) closeSync(fd);
+  }
+  if (kind !== undefined) throw notRegular(file, kind);
   return fd;
+}
+
+/** What a file that is not a regular one is, in a phrase; undefined for a regular file. */
+function kindOf(info: Stats): string | undefined {
+  if (info.isFile()) return undefined;
+  if (info.isFIFO()) return "a FIFO";
+  if (info.isSocket()) return "a socket";
+  if (info.isCharacterDevice() || info.isBlockDevice()) return "a device";
+  if (info.isDirectory()) return "a directory";
+  return "not a regular file";
+}
+
+function notRegular(file: string, kind: string): StateError {
+  const what = kind === "not a regular file" ? kind : `${kind}, not a regular file`;
+  return new StateError(`${file} is ${what}; only regular files are read or written in the state directory (§15.1)`);
+}
+
+/**
+ * Refuses a file a call needs when something other than a regular file or a link stands in its place (§15.1):
+ * a StateError naming it. A missing file or a link is left to the caller, which takes either for no file.
+ */
+export function refuseSpecialFile(file: string): void {
+  let info: Stats;
+  try {
+    info = lstatSync(file);
+  } catch {
+    return;
+  }
+  const kind = info.isSymbolicLink() ? undefined : kindOf(info);
+  if (kind !== undefined) throw notRegular(file, kind);
+}
+
+/** Whether something other than a regular file or a link stands at file: never written by claude-dispatch. */
+export function isSpecialFile(file: string): boolean {
+  try {
+    refuseSpecialFile(file);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 /**

@@ -5,7 +5,7 @@
  * job keeps it until its agent has it) and gives agents no output files
  * (their output comes through pipes), so nothing it holds outlives its server.
  */
-import type { Approval, ApprovalAnswer, ApprovalRequest } from "./approvals.js";
+import type { Approval, ApprovalAnswer, ApprovalLookup, ApprovalRequest } from "./approvals.js";
 import { isFinishedStatus, type JobRecord } from "./records.js";
 
 export class MemoryStore {
@@ -73,7 +73,13 @@ export class MemoryStore {
     return structuredClone(this.requests.get(id) ?? []);
   }
 
-  fileApproval(id: string, request: Omit<ApprovalRequest, "id">): ApprovalRequest {
+  /** Numbered 1, 2, … in the order filed, so request n is the n-th. */
+  lookUpApproval(id: string, requestId: string): ApprovalLookup {
+    const approval = this.requests.get(id)?.[Number(requestId) - 1];
+    return approval && structuredClone(approval);
+  }
+
+  fileApproval(id: string, request: Omit<ApprovalRequest, "id" | "nonce">): ApprovalRequest {
     const list = this.requests.get(id) ?? [];
     const filed = { id: String(list.length + 1), ...request };
     list.push({ request: filed });

@@ -6,11 +6,23 @@
 import type { AgentOptions } from "../agent/options.js";
 import type { AgentResult } from "../agent/types.js";
 import type { WorktreeRecord } from "../agent/worktree.js";
-import type { ErrorCode } from "../core/errors.js";
+import { DispatchError, isDiskFull, type ErrorCode } from "../core/errors.js";
 import { isRecord } from "../core/values.js";
 
-/** The state directory is not ours, or cannot be used (§15.1). */
-export class StateError extends Error {}
+/** The state directory is not ours, or cannot be used (§15.1): STATE_ERROR wherever it reaches a caller (§9). */
+export class StateError extends DispatchError {
+  constructor(detail: string) {
+    super("STATE_ERROR", detail);
+    this.name = "StateError";
+  }
+}
+
+/** A failure to write `file` in the state directory as a StateError: a full disk says so, never a bare ENOSPC (§9). */
+export function asStateError(error: unknown, file: string): StateError {
+  if (error instanceof StateError) return error;
+  if (isDiskFull(error)) return new StateError(`the state directory's disk is full (writing ${file}); free some space`);
+  return new StateError(`cannot write ${file}: ${error instanceof Error ? error.message : String(error)}`);
+}
 
 export const STATE_FORMAT = 1;
 
@@ -50,7 +62,10 @@ export interface ApprovalSummary {
   asked_at: number;
   expires_at: number;
   decision?: "allow" | "deny";
+  /** Who answered, only when the server writing the record gave the answer itself (§18). */
   by?: "tool" | "elicitation" | "cli" | "timeout" | "server";
+  /** Otherwise: who the answer file says answered, which any process running as the user could have written. */
+  claimed_by?: "tool" | "elicitation" | "cli" | "timeout" | "server";
   answered_at?: number;
   message?: string;
 }

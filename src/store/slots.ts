@@ -17,7 +17,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, type FSWatc
 import path from "node:path";
 
 import { createWithoutLinks } from "./claims.js";
-import { readTextFile } from "./files.js";
+import { isSpecialFile, readTextFile } from "./files.js";
 import { parseIdentity, type ProcessIdentity } from "./records.js";
 
 export interface Slot {
@@ -64,8 +64,9 @@ export class SlotFiles {
       const top = files.get(index)?.top;
       if (top === undefined) continue;
       const held = this.holderOf(index, top);
-      // Unreadable holders and ones that may live keep their slot.
-      if (!held || (await isAlive(held.identity)) !== false || this.options.jobRunning(held.job)) continue;
+      // Unreadable holders and ones that may live keep their slot; a FIFO or the like holds nothing (§15.1).
+      if (held === undefined) continue;
+      if (held && ((await isAlive(held.identity)) !== false || this.options.jobRunning(held.job))) continue;
       const slot = this.claim(index, top + 1, jobId);
       if (slot) return slot;
     }
@@ -135,7 +136,13 @@ export class SlotFiles {
   /** Holder file `index.generation`, made exclusively, kept only if no higher one appeared meanwhile. */
   private claim(index: number, generation: number, jobId: string): Slot | undefined {
     const { dir, holder } = this.options;
-    if (!createHolderFile(path.join(dir, `${index}.${generation}`), JSON.stringify({ ...holder, job: jobId }))) return undefined;
+    try {
+      const file = path.join(dir, `${index}.${generation}`);
+      if (!createHolderFile(file, JSON.stringify({ ...holder, job: jobId }))) return undefined;
+    } catch {
+      // Not written (a full disk): no slot now; the job queues, and its queue's poll asks again (§15.7).
+      return undefined;
+    }
     const slot = this.list().get(index);
     if ((slot?.top ?? generation) > generation) {
       this.give({ index, generation });
@@ -149,8 +156,11 @@ export class SlotFiles {
     return { index, generation };
   }
 
-  private holderOf(index: number, generation: number): { identity: ProcessIdentity; job: string } | undefined {
-    const text = readTextFile(path.join(this.options.dir, `${index}.${generation}`));
+  /** Who holds the slot; undefined when that cannot be read, null when no holder ever wrote what stands there. */
+  private holderOf(index: number, generation: number): { identity: ProcessIdentity; job: string } | null | undefined {
+    const file = path.join(this.options.dir, `${index}.${generation}`);
+    if (isSpecialFile(file)) return null;
+    const text = readTextFile(file);
     const identity = parseIdentity(text);
     if (!identity || text === undefined) return undefined;
     const job = (JSON.parse(text) as { job?: unknown }).job;

@@ -17,14 +17,26 @@
 import { chmodSync, closeSync, lstatSync, mkdirSync, readdirSync, readSync, rmSync, type Stats } from "node:fs";
 import path from "node:path";
 
-import { createTextFile, readFileRange, writeAtomically, writeNewFile } from "./atomic.js";
-import { answerRequest, fileRequest, isApprovalFile, readApproval, readApprovals, type Approval, type ApprovalAnswer, type ApprovalRequest } from "./approvals.js";
+import { readFileRange, writeAtomically, writeNewFile, writeTextFile } from "./atomic.js";
+import {
+  answerRequest,
+  fileRequest,
+  isApprovalFile,
+  lookUpApproval,
+  readApproval,
+  readApprovals,
+  type Approval,
+  type ApprovalAnswer,
+  type ApprovalLookup,
+  type ApprovalRequest,
+} from "./approvals.js";
 import { claimHolder, claimJob, claimSlot, dropClaimsBefore, type HolderAlive } from "./claims.js";
-import { openForReading, readTextFile, watchFolder } from "./files.js";
+import { openForReading, readTextFile, refuseSpecialFile, watchFolder } from "./files.js";
 import { SlotFiles } from "./slots.js";
 import { appendToIndex, compactIndex, readIndex } from "./finished-index.js";
 import {
   StateError,
+  asStateError,
   bySubmission,
   isFinishedStatus,
   isJobId,
@@ -185,13 +197,30 @@ export class StateStore {
    * flushed to disk: the caller is told the job exists only after this.
    */
   create(record: JobRecord, prompt: string): void {
-    // Recursive: the state directory may have been removed while the server ran.
-    mkdirSync(this.jobDir(record.id), { recursive: true, mode: 0o700 });
-    // Created exclusively in the new folder, without a temporary file: nothing reads it before the record exists.
-    // Flushed for a queued job, which a later server may have to start; one that starts now hands it to its
-    // agent at once, and a power failure that loses the file takes that agent with it.
-    writeNewFile(this.file(record.id, "prompt.txt"), prompt, record.status === "queued");
-    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, true, this.randomName);
+    this.writing(this.jobDir(record.id), () => {
+      // Recursive: the state directory may have been removed while the server ran.
+      mkdirSync(this.jobDir(record.id), { recursive: true, mode: 0o700 });
+      try {
+        // Created exclusively in the new folder, without a temporary file: nothing reads it before the record exists.
+        // Flushed for a queued job, which a later server may have to start; one that starts now hands it to its
+        // agent at once, and a power failure that loses the file takes that agent with it.
+        writeNewFile(this.file(record.id, "prompt.txt"), prompt, record.status === "queued");
+        writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, true, this.randomName);
+      } catch (error) {
+        // A fresh id's folder, half made (a full disk): gone again, so no folder without a record is left behind.
+        rmSync(this.jobDir(record.id), { recursive: true, force: true });
+        throw error;
+      }
+    });
+  }
+
+  /** Runs a write of the state directory: any failure is a StateError naming where, a full disk said so (§9). */
+  private writing<T>(where: string, write: () => T): T {
+    try {
+      return write();
+    } catch (error) {
+      throw asStateError(error, where);
+    }
   }
 
   /**
@@ -200,7 +229,8 @@ export class StateStore {
    * anyway; only a power failure might keep an older record.
    */
   write(record: JobRecord): number | undefined {
-    writeAtomically(this.file(record.id, "record.json"), `${JSON.stringify(record)}\n`, false, this.randomName);
+    const file = this.file(record.id, "record.json");
+    this.writing(file, () => writeAtomically(file, `${JSON.stringify(record)}\n`, false, this.randomName));
     if (!isFinishedStatus(record.status)) return undefined;
     return this.index(record);
   }
@@ -265,26 +295,29 @@ export class StateStore {
     return "record" in loaded ? loaded.record : undefined;
   }
 
+  refuseSpecialRecord(id: string): void {
+    refuseSpecialFile(this.file(id, "record.json"));
+  }
+
   readPrompt(id: string): string | undefined {
     return readTextFile(this.file(id, "prompt.txt"));
   }
 
   /** Written in place, without a temporary file: a record names the result only once it is whole (§15.4). */
   writeResult(id: string, text: string): void {
-    const file = createTextFile(this.file(id, "result.txt"));
-    try {
-      file.write(text);
-    } finally {
-      file.close();
-    }
+    const file = this.file(id, "result.txt");
+    this.writing(file, () => writeTextFile(file, text));
   }
 
+  /** The whole result; a FIFO or the like in its place is STATE_ERROR naming it (§15.1), a missing one undefined. */
   readResult(id: string): string | undefined {
+    refuseSpecialFile(this.file(id, "result.txt"));
     return readTextFile(this.file(id, "result.txt"));
   }
 
-  /** The result's first maxChars UTF-16 characters, reading at most 4 bytes for each. */
+  /** The result's first maxChars UTF-16 characters, reading at most 4 bytes for each; refused as readResult is. */
   readResultHead(id: string, maxChars: number): string | undefined {
+    refuseSpecialFile(this.file(id, "result.txt"));
     // Each UTF-16 unit takes at most 3 bytes of UTF-8 (a surrogate pair: 4 bytes for 2), so this many bytes hold maxChars.
     const bytes = readFileRange(this.file(id, "result.txt"), 0, maxChars * 3 + 4);
     return bytes?.toString("utf8").slice(0, maxChars);
@@ -307,12 +340,13 @@ export class StateStore {
     return { read: (offset, length) => readFileRange(stdoutPath, offset, length) };
   }
 
-  /** Hands a job's file to onChunk piece by piece, so a large output is never read whole. */
+  /** Hands a job's file to onChunk a piece at a time, never whole; a FIFO or the like in its place is STATE_ERROR. */
   readChunks(id: string, name: "stdout.jsonl" | "stderr.log", onChunk: (chunk: Buffer) => void): void {
     let fd: number;
     try {
       fd = openForReading(this.file(id, name));
-    } catch {
+    } catch (error) {
+      if (error instanceof StateError) throw error;
       return;
     }
     try {
@@ -344,16 +378,18 @@ export class StateStore {
 
   /** Claims the job for whoever takes it over after restart `generation` (§15.3); see claims.ts. */
   claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: HolderAlive): Promise<boolean> {
-    return claimJob(this.jobDir(id), generation, claimer, isAlive, this.randomName);
+    return claimJob(this.jobDir(id), generation, claimer, isAlive, this.randomName).catch((error: unknown) => {
+      throw asStateError(error, this.jobDir(id));
+    });
   }
 
   /** The start of a queued job, by whichever server claims it first (§15.7). */
   claimStart(id: string, generation: number, claimer: ProcessIdentity): boolean {
-    return claimSlot(this.jobDir(id), generation, 0, claimer, this.randomName);
+    return this.claim(id, generation, 0, claimer);
   }
 
   claim(id: string, generation: number, slot: number, claimer: ProcessIdentity): boolean {
-    return claimSlot(this.jobDir(id), generation, slot, claimer, this.randomName);
+    return this.writing(this.jobDir(id), () => claimSlot(this.jobDir(id), generation, slot, claimer, this.randomName));
   }
 
   claimHolder(id: string, generation: number, slot: number): ProcessIdentity | undefined {
@@ -374,7 +410,8 @@ export class StateStore {
 
   /** Records that a kill was asked for outside the owning server (the CLI, or another server's claude_kill). */
   requestKill(id: string, by: string, at: number): void {
-    writeAtomically(this.file(id, "kill"), `${JSON.stringify({ by, at })}\n`, true, this.randomName);
+    const file = this.file(id, "kill");
+    this.writing(file, () => writeAtomically(file, `${JSON.stringify({ by, at })}\n`, true, this.randomName));
   }
 
   /** Who asked for the job's kill outside its server ("cli" when the request does not say), or undefined. */
@@ -416,13 +453,19 @@ export class StateStore {
     return readApproval(this.jobDir(id), requestId);
   }
 
-  fileApproval(id: string, request: Omit<ApprovalRequest, "id">): ApprovalRequest {
-    return fileRequest(this.jobDir(id), request, this.randomName);
+  /** Request `requestId`, or only its answer when the request is `known` (§18): what the job layer follows. */
+  lookUpApproval(id: string, requestId: string, known?: ApprovalRequest): ApprovalLookup {
+    return lookUpApproval(this.jobDir(id), requestId, known);
+  }
+
+  /** Files a request under the first free number from `from` (§18). */
+  fileApproval(id: string, request: Omit<ApprovalRequest, "id" | "nonce">, from?: number): ApprovalRequest {
+    return fileRequest(this.jobDir(id), request, this.randomName, from);
   }
 
   /** Answers a request unless it has an answer: the standing answer and whether it is this one; undefined for no such request. */
   answerApproval(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined {
-    return answerRequest(this.jobDir(id), requestId, answer, this.randomName);
+    return this.writing(this.jobDir(id), () => answerRequest(this.jobDir(id), requestId, answer, this.randomName));
   }
 
   /** Bytes used by one job's folder. */

@@ -24,7 +24,9 @@ const NEXT = {
 /** Requests waiting for an answer (§18), as the job report and claude_respond name them. */
 const PENDING_APPROVALS = {
   type: "array",
-  description: "While input_required: the permission requests waiting for an answer. Ask the user, then answer each with claude_respond.",
+  description:
+    "While input_required: the permission requests waiting for an answer, the oldest 5. " +
+    "Ask the user, then answer each with claude_respond.",
   items: {
     type: "object",
     properties: {
@@ -36,6 +38,14 @@ const PENDING_APPROVALS = {
     },
     required: ["request_id", "tool_name", "preview"],
   },
+} as const;
+
+/** How many wait in all, when pending_approvals lists only the oldest 5 (§5.5). */
+const PENDING_TOTAL = {
+  type: "integer",
+  description:
+    "How many permission requests wait, when pending_approvals lists only the first 5: " +
+    "claude_output view \"approvals\" has them all.",
 } as const;
 
 /** A job's worktree and what it changed (§19). */
@@ -66,6 +76,7 @@ export const JOB_REPORT_SCHEMA = {
         "queued, running, input_required (running, and waiting for a permission answer: see pending_approvals), completed, failed, killed or lost (its agent ended without a result while a restart was under way) describe the job; error means this call itself failed.",
     },
     pending_approvals: PENDING_APPROVALS,
+    pending_total: PENDING_TOTAL,
     worktree: WORKTREE_REPORT,
     queue_position: { type: "integer", description: "While queued: 1 for the next job to start." },
     job_id: { type: "string" },
@@ -149,6 +160,7 @@ export const RESPOND_SCHEMA = {
     preview: { type: "string" },
     job_status: { type: "string", enum: [...JOB_STATUSES], description: "The job's status after the answer." },
     pending_approvals: PENDING_APPROVALS,
+    pending_total: PENDING_TOTAL,
     error: ERROR_SCHEMA,
     next: NEXT,
   },

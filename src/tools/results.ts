@@ -9,7 +9,7 @@ import type { WorktreeChanges } from "../agent/worktree.js";
 import { formatError, type DispatchError, type ErrorCode } from "../core/errors.js";
 import { KILL_REASON_TEXT, sessionIdOf, shownStatus, type Job } from "../jobs/registry.js";
 import { isJobId } from "../store/records.js";
-import { approvalsText, pendingOf, respondHint, unaskedHint, type PendingApproval } from "./approval-results.js";
+import { approvalsText, pendingLines, pendingReport, respondHint, unaskedHint, type PendingApproval } from "./approval-results.js";
 import type { ReportStatus } from "./definitions.js";
 import { toolResult, withNext, type CallToolResult } from "./tool-result.js";
 import { worktreeHint, worktreeReport, worktreeText, type WorktreeReport } from "./worktree-results.js";
@@ -38,6 +38,8 @@ export interface Report {
   permission_denials?: Array<{ tool_name: string; tool_input?: unknown }>;
   api_error_status?: number;
   pending_approvals?: PendingApproval[];
+  /** How many requests wait, when pending_approvals lists only the first of them (§5.5). */
+  pending_total?: number;
   worktree?: WorktreeReport;
   error?: { code: ErrorCode; detail: string };
   /** What to call next, as one sentence naming the tool and its arguments (§5.5). */
@@ -89,8 +91,7 @@ export function jobReport(job: Job, now: number, maxResultChars = Number.POSITIV
         const text = live.lastText.replace(/^…/, "");
         report.recent_text = text.length > RECENT_TEXT_CHARS ? `…${text.slice(-RECENT_TEXT_CHARS)}` : live.lastText;
       }
-      const pending = job.pendingApprovals();
-      if (pending.length > 0) report.pending_approvals = pendingOf(pending, now);
+      Object.assign(report, pendingReport(job.pendingApprovals(), now));
     }
     return report;
   }
@@ -205,8 +206,8 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
     case "running": {
       const pending = report.pending_approvals;
       if (pending?.length) {
-        const next = respondHint(job, pending);
-        const lines = pending.map((request) => `  request ${request.request_id}: ${request.preview} (denied in ${request.expires_in_s}s unless answered)`).join("\n");
+        const next = respondHint(job, pending, report.pending_total);
+        const lines = pendingLines(pending, report.pending_total);
         return toolResult(`Job ${job.id} waits for permission (input_required, ${seconds}s so far):\n${lines}\n${next}`, withNext(report, next), false);
       }
       const recent = report.recent_text ? `\nLatest text: ${report.recent_text}` : "";

@@ -11,7 +11,7 @@ import { checkRemoteDirectory, admitAgent, type Policy } from "../agent/policy.j
 import type { AttachRequest, ChildHandle, SpawnRequest } from "../agent/host.js";
 import type { Runtime } from "../agent/runtime.js";
 import type { WorktreeHold } from "../agent/worktree.js";
-import type { AgentSpec, AgentToAttach } from "../agent/types.js";
+import type { AgentOutcome, AgentSpec, AgentToAttach } from "../agent/types.js";
 import { systemClock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import { DEPTH_VARIABLE, programOf, type Config } from "../config.js";
@@ -22,7 +22,7 @@ import type { SshHost } from "../hosts/ssh/ssh-host.js";
 import { memoryPersistence } from "../jobs/memory.js";
 import { OnDoneCommands } from "../jobs/on-done.js";
 import { JobRegistry } from "../jobs/registry.js";
-import { AGENT_NAMES } from "../runtimes/index.js";
+import { AGENT_NAMES, AGENT_PROGRAMS, isAgentName } from "../runtimes/index.js";
 import { createTextFile, readFileRange } from "../store/atomic.js";
 import type { ProcessIdentity } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
@@ -178,8 +178,11 @@ export interface JobsParts {
   runtimes: Runtimes;
   worktrees: GitWorktrees;
   logger: Logger;
-  /** The remote end's one start (§21.3): its runtime's invocation and environment, as the local server made them. */
-  remoteStart?: { jobId: string; command: string; args: readonly string[]; env: Readonly<Record<string, string>> };
+  /**
+   * The remote end's one start (§21.3): its runtime's arguments and environment, as the local server made them, and
+   * the program when the host's configuration names one.
+   */
+  remoteStart?: { jobId: string; command?: string; args: readonly string[]; env: Readonly<Record<string, string>> };
 }
 
 /** The job registry on the state directory, or in memory for a server at the depth limit (§7.4). */
@@ -222,6 +225,7 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
           ready: runtimes.load,
           isAlive,
           findMarked: async (marker) => (await host.processControl()).findMarked(marker),
+          isOwnTree: async (pid, startTime) => (await host.processControl()).isOwnTree?.(pid, startTime),
           admit: async (spec) => {
             await runtimes.load();
             const there = spec.host === undefined ? undefined : parts.sshHosts.get(spec.host);
@@ -297,14 +301,26 @@ function launchers(parts: JobsParts): Agents {
     made.set(key, launcher);
     return launcher;
   };
-  // The remote end runs what the local server's runtime asked for, and reads it with the same runtime (§21.3).
+  // The remote end runs what the local server's runtime asked for, and reads it with the same runtime (§21.3): the
+  // program the host's configuration names, else this machine's own.
   const remoteLauncher = (spec: AgentSpec): Agents => {
-    const base = runtimes.get(spec.agent, programOf(config, spec.agent ?? "claude"));
     const fixed = remoteStart as NonNullable<typeof remoteStart>;
-    return make({ ...base, invocation: () => ({ command: fixed.command, args: [...fixed.args] }) }, host, base.environment(machine.env, fixed.env));
+    const agent = spec.agent ?? "claude";
+    const program = fixed.command ?? programOf(config, agent);
+    const base = runtimes.get(spec.agent, program);
+    const outcome: Runtime["outcome"] = fixed.command === undefined ? base.outcome : (...end) => namedByHost(base.outcome(...end), agent);
+    const runtime = { ...base, invocation: () => ({ command: program, args: [...fixed.args] }), outcome };
+    return make(runtime, host, base.environment(machine.env, fixed.env));
   };
   return {
     launch: (spec: AgentSpec) => (remoteStart && spec.jobId === remoteStart.jobId ? remoteLauncher(spec) : launcherFor(spec.agent, spec.host)).launch(spec),
     attach: (agent: AgentToAttach) => launcherFor(agent.runtime, agent.host).attach(agent),
   };
+}
+
+/** A program the other end's host configuration named: its SPAWN_FAILED says to fix that, not this machine's setting. */
+function namedByHost(outcome: AgentOutcome, agent: string): AgentOutcome {
+  if (outcome.ok || outcome.code !== "SPAWN_FAILED" || !isAgentName(agent)) return outcome;
+  const named = `the host's "programs" in CLAUDE_DISPATCH_HOSTS`;
+  return { ...outcome, detail: outcome.detail.replace(AGENT_PROGRAMS[agent].setting, named) };
 }

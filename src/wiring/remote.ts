@@ -13,7 +13,7 @@ import { findProgram } from "../hosts/local/find-program.js";
 import type { RemoteJobView, RemoteSide } from "../hosts/ssh/remote.js";
 import type { StartRequest } from "../hosts/ssh/protocol.js";
 import type { Job, JobRegistry } from "../jobs/registry.js";
-import { AGENT_PROGRAMS, isAgentName } from "../runtimes/index.js";
+import { isAgentName } from "../runtimes/index.js";
 import { readFileRange } from "../store/atomic.js";
 import type { StateStore } from "../store/state-store.js";
 import { DispatchError } from "../core/errors.js";
@@ -28,6 +28,8 @@ export interface RemoteParts {
   jobs(start?: StartRequest): Promise<JobRegistry>;
   env: Readonly<Record<string, string | undefined>>;
   platform: string;
+  /** This machine's own program for an agent: its CLAUDE_DISPATCH_*_BIN, else the agent's name on PATH (§21.3). */
+  programOf(agent: string): string;
 }
 
 const STDERR_TAIL_BYTES = 64 * 1024;
@@ -51,16 +53,26 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
   const recordState = async (id: string, state: "merged" | "discarded"): Promise<void> => {
     if (await find(id)) (await jobs()).setWorktreeState(id, state);
   };
+  /** The start as it may run here: cwd and every add_dirs entry resolved here, links included, inside the roots (§21.3). */
+  const admit = async (request: StartRequest): Promise<{ request: StartRequest; cwd: string; worktree?: WorktreeRecord }> => {
+    if (!isAgentName(request.agent)) throw new DispatchError("INVALID_ARGUMENT", `this claude-dispatch (${SERVER_VERSION}) has no agent ${request.agent}`);
+    // A job in its own worktree runs in it, which a worktree create here made inside our worktree folder.
+    const worktree = request.worktree ? ownWorktree(request.worktree, request.job_id) : undefined;
+    const roots = await hostRoots(request.roots);
+    const cwd = await inside(request.cwd, worktree ? await hostRoots([worktree.path]) : roots, "cwd");
+    const resolved = new Map<string, string>();
+    for (const [index, dir] of (request.add_dirs ?? []).entries()) resolved.set(dir, await inside(dir, roots, `add_dirs[${index}]`));
+    return { request: { ...request, args: request.args.map((arg) => naming(arg, resolved)) }, cwd, ...(worktree ? { worktree } : {}) };
+  };
   return {
     start: async (request) => {
-      const registry = await jobs(request);
-      // Sent again after a dropped connection: the job is there already, and is followed.
+      // Sent again after a dropped connection: the job is there already, and is followed as it was started.
+      const admitted = store.read(request.job_id) ? undefined : await admit(request);
+      const registry = await jobs(admitted?.request ?? request);
       const existing = await find(request.job_id);
       if (existing) return view(existing);
-      if (!isAgentName(request.agent)) throw new DispatchError("INVALID_ARGUMENT", `this claude-dispatch (${SERVER_VERSION}) has no agent ${request.agent}`);
-      // A job in its own worktree runs in it, which a worktree create here made inside our worktree folder.
-      const worktree = request.worktree ? ownWorktree(request.worktree, request.job_id) : undefined;
-      const cwd = worktree ? await inside(request.cwd, [worktree.path]) : await inside(request.cwd, request.roots);
+      if (!admitted) throw new DispatchError("STATE_ERROR", `job ${request.job_id} has a record here that cannot be followed`);
+      const { cwd, worktree } = admitted;
       const spec = { ...(request.agent === "claude" ? {} : { agent: request.agent }), prompt: request.prompt, cwd, ...(worktree ? { worktree } : {}) };
       return view(registry.start(spec, "start", undefined, request.job_id));
     },
@@ -75,7 +87,7 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
       state_dir: store.root,
       programs: Object.fromEntries(
         agents.map((agent) => {
-          const program = programs[agent] ?? (isAgentName(agent) ? AGENT_PROGRAMS[agent].bin : agent);
+          const program = programs[agent] ?? (isAgentName(agent) ? parts.programOf(agent) : agent);
           return [agent, findProgram(program, parts.env, { platform: parts.platform }) ?? null];
         }),
       ),
@@ -87,7 +99,9 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
       return (readFileRange(file, Math.max(0, size - STDERR_TAIL_BYTES), STDERR_TAIL_BYTES) ?? Buffer.alloc(0)).toString("utf8");
     },
     worktree: async (request) => {
-      if (request.action === "create") return parts.git.create(await inside(request.cwd ?? "", request.roots ?? []), request.job_id);
+      if (request.action === "create") {
+        return parts.git.create(await inside(request.cwd ?? "", await hostRoots(request.roots ?? []), "cwd"), request.job_id);
+      }
       const worktree = ownWorktree(request.worktree, request.job_id);
       switch (request.action) {
         case "changes":
@@ -105,20 +119,37 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
           return null;
       }
     },
-    approvals: (id) => store.approvals(id),
+    lookUpApproval: (id, requestId, known) => store.lookUpApproval(id, requestId, known),
     answer: (id, requestId, answer) => store.answerApproval(id, requestId, answer),
     leave: async () => registry?.leave(),
   };
 }
 
-/** A directory inside one of these roots, with links resolved here: the local server checked the path only. */
-async function inside(dir: string, roots: readonly string[]): Promise<string> {
-  const resolved = await resolveRoots(roots).catch((error: unknown) => {
+/** The host's roots as the operator named them, resolved here. */
+function hostRoots(roots: readonly string[]): Promise<string[]> {
+  return resolveRoots(roots).catch((error: unknown) => {
     throw new DispatchError("INVALID_ARGUMENT", `the host's roots: ${(error as Error).message.replace("CLAUDE_DISPATCH_ROOTS entry", "a root")}`);
   });
-  const checked = await checkDirectory(dir, resolved);
-  if (!checked.ok) throw new DispatchError(checked.code, `"cwd" ${checked.problem.replace("(CLAUDE_DISPATCH_ROOTS)", "(the host's roots)")}`);
+}
+
+/** A directory inside one of these real roots, with links resolved here: the local server checked the path only (§5.6). */
+async function inside(dir: string, roots: readonly string[], label: string): Promise<string> {
+  const checked = await checkDirectory(dir, roots);
+  if (!checked.ok) throw new DispatchError(checked.code, `"${label}" ${checked.problem.replace("(CLAUDE_DISPATCH_ROOTS)", "(the host's roots)")}`);
   return checked.path;
+}
+
+/**
+ * An argument that names a directory checked here names what it resolved to, as `--add-dir=<dir>` or alone, so a link
+ * swapped after the check cannot move the agent (§5.6); the sending server's runtime wrote the path as it was given.
+ */
+function naming(arg: string, resolved: ReadonlyMap<string, string>): string {
+  for (const [dir, real] of resolved) {
+    if (dir === real) continue;
+    if (arg === dir) return real;
+    if (arg.startsWith("--") && arg.endsWith(`=${dir}`)) return `${arg.slice(0, arg.length - dir.length)}${real}`;
+  }
+  return arg;
 }
 
 function view(job: Job): RemoteJobView {

@@ -31,6 +31,7 @@ export function createSshHosts(config: Config, machine: Machine, uid: number | u
         sshBin: config.sshBin,
         controlDir,
         env: sshEnvironment(machine.env),
+        timeoutMs: config.sshTimeoutMs,
         clock: systemClock,
         logger,
         ...(store && config.approvals === "forward" ? { approvalsOf: (jobId: string) => localApprovals(store, jobId) } : {}),

@@ -58,5 +58,9 @@ export function createProcessControl(options: ProcessControlOptions): ProcessCon
     return tracker?.findMarked(markerEntry(marker));
   }
 
-  return { start, attach, isAlive, startTimeOf, findMarked, idle };
+  async function isOwnTree(pid: number, startTime: string | undefined): Promise<boolean | undefined> {
+    return tracker?.isOwnTree(pid, startTime);
+  }
+
+  return { start, attach, isAlive, startTimeOf, findMarked, isOwnTree, idle };
 }

@@ -40,5 +40,6 @@ export async function followUntilGone(
     wait = Math.min(max, Math.round(wait * 1.5));
   }
   await follower.finish();
-  return { unobserved: true, exitCode: null, signal: null, stderrTail: await readTail(request.output.stderrPath, request.stderrTailBytes) };
+  const stderrTail = await readTail(request.output.stderrPath, request.stderrTailBytes);
+  return { unobserved: true, exitCode: null, signal: null, ...follower.failure(), stderrTail };
 }

@@ -3,10 +3,11 @@
  * itself to files that are followed as they grow (§6, §15.4).
  */
 import type { ChildProcess } from "node:child_process";
-import { closeSync, constants as fsConstants, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, fstatSync, readSync } from "node:fs";
 
 import type { CancelTimer } from "../../core/clock.js";
-import { NO_FOLLOW, openForAppending, openForReading } from "../../store/files.js";
+import { openForAppending, openForReading } from "../../store/files.js";
+import { StateError } from "../../store/records.js";
 import { describeSpawnError } from "./failed-start.js";
 import type { ChildExit, OutputFiles, ProcessControlOptions, SpawnRequest } from "./types.js";
 
@@ -111,7 +112,7 @@ function collectFromFiles(child: ChildProcess, request: SpawnRequest, output: Ou
       void follower
         .finish()
         .then(() => readTail(output.stderrPath, request.stderrTailBytes))
-        .then((stderrTail) => resolve({ ...exit, stderrTail }));
+        .then((stderrTail) => resolve({ ...exit, ...follower.failure(), stderrTail }));
     };
     child.on("error", (error: NodeJS.ErrnoException) => {
       if (child.pid === undefined) finish({ spawnError: describeSpawnError(error, request.cwd), exitCode: null, signal: null });
@@ -189,6 +190,8 @@ export class FileFollower {
   private offset = 0;
   private fd: number | undefined;
   private stopped = false;
+  /** Why the file cannot be followed: something other than a regular file stands there (§15.1). */
+  private refused: string | undefined;
   private readonly pool: FollowPool;
 
   constructor(
@@ -237,10 +240,16 @@ export class FileFollower {
     return !this.stopped && this.readSlice();
   }
 
+  /** How the agent's end reads when its output could not be followed: STATE_ERROR naming the file (§15.1). */
+  failure(): { failure: { code: "STATE_ERROR"; detail: string } } | Record<string, never> {
+    if (this.refused === undefined) return {};
+    return { failure: { code: "STATE_ERROR", detail: `its output cannot be read: ${this.refused}` } };
+  }
+
   /** Reads up to FOLLOW_SLICE_BYTES; true when it stopped at that limit rather than at the end of the file. */
   private readSlice(): boolean {
     try {
-      this.fd ??= openSync(this.file, fsConstants.O_RDONLY | NO_FOLLOW);
+      this.fd ??= openForReading(this.file);
       for (let sliced = 0; sliced < FOLLOW_SLICE_BYTES; ) {
         // Into one scratch buffer (reads are synchronous, so it is never shared): a file that has not grown costs no allocation.
         const bytesRead = readSync(this.fd, scratch, 0, FOLLOW_CHUNK_BYTES, this.offset);
@@ -252,6 +261,12 @@ export class FileFollower {
       }
       return true;
     } catch (error) {
+      if (error instanceof StateError) {
+        // Never a file an agent wrote: nothing more is read from it, and the job ends saying why.
+        this.refused = error.message;
+        this.stopped = true;
+        this.pool.delete(this);
+      }
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") this.options.logger.warn(`reading ${this.file}: ${(error as Error).message}`);
       return false;
     }
@@ -270,7 +285,7 @@ function decodeTail(bytes: Buffer): string {
 export async function readTail(file: string, bytes: number): Promise<string> {
   let fd: number | undefined;
   try {
-    fd = openSync(file, fsConstants.O_RDONLY | NO_FOLLOW);
+    fd = openForReading(file);
     const { size } = fstatSync(fd);
     const length = Math.min(size, bytes);
     const buffer = Buffer.alloc(length);

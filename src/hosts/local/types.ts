@@ -103,6 +103,12 @@ export interface ProcessControl {
    * undefined when it cannot be told (no process table, or no environments to read).
    */
   findMarked(marker: string): Promise<{ pid: number; startTime: string } | null | undefined>;
+  /**
+   * Whether pid (with this start time, when one is given) is this process, an ancestor, in its group or session,
+   * or a descendant: never an agent an earlier server started (§15.3). Undefined when it cannot be told (Windows,
+   * or no process table).
+   */
+  isOwnTree?(pid: number, startTime: string | undefined): Promise<boolean | undefined>;
   /** Resolves when every child has settled. */
   idle(): Promise<void>;
 }

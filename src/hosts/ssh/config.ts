@@ -19,10 +19,13 @@ export interface SshHostConfig {
   command: string[];
   /** Its state directory there; unset: that machine's default. */
   stateDir: string | undefined;
-  /** The agents offered there, and each one's program when it is not the name on that machine's PATH. */
+  /** The agents offered there, and each one's program as the operator names it; none: that machine's own setting or PATH. */
   agents: string[];
   programs: Readonly<Record<string, string>>;
 }
+
+/** CLAUDE_DISPATCH_SSH_TIMEOUT_MS unset: how long a host may keep silent (§21.2). */
+export const DEFAULT_SSH_TIMEOUT_MS = 30_000;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** Ours: what a host sets here is overridden, or would break the channel. */

@@ -21,8 +21,11 @@ export interface StartRequest {
   cwd: string;
   /** The host's roots as the operator named them: the cwd is checked against them there, links resolved. */
   roots: string[];
-  command: string;
+  /** The host's `programs` entry for the agent; absent, that machine's own setting or PATH says (§21.3). */
+  command?: string;
   args: string[];
+  /** The agent's add_dirs, as they are in args: that machine checks each as it checks cwd. */
+  add_dirs?: string[];
   /** What the runtime adds to that machine's own environment. */
   env: Record<string, string>;
   prompt: string;
@@ -111,15 +114,32 @@ export function parseRequest(line: string): RemoteRequest | string {
 }
 
 function parseStart(value: Record<string, unknown>): StartRequest | string {
-  const { job_id, agent, cwd, roots, command, args, env, prompt, offset, worktree } = value;
+  const { job_id, agent, cwd, roots, command, args, add_dirs, env, prompt, offset, worktree } = value;
   if (!isJobId(job_id)) return "a start needs a job_id";
   if (typeof agent !== "string" || !/^[a-z]{1,32}$/.test(agent)) return "a start needs an agent";
   if (!isAbsolute(cwd) || !isStrings(roots, 64) || !roots.every(isAbsolute)) return "a start needs an absolute cwd and roots";
-  if (typeof command !== "string" || command === "" || hasNul(command) || !isStrings(args, 4096)) return "a start needs a command and args";
+  const usable = typeof command === "string" && command !== "" && !hasNul(command);
+  const program = command === undefined ? undefined : usable ? command : null;
+  if (program === null || !isStrings(args, 4096)) return "a start needs args, and a command if any";
+  const dirs = add_dirs === undefined ? undefined : isStrings(add_dirs, 4096) && add_dirs.every(isAbsolute) ? add_dirs : null;
+  if (dirs === null) return "a start's add_dirs must be absolute paths";
   if (!isStringMap(env) || !Object.keys(env).every((name) => ENV_NAME.test(name))) return "a start's env must map variable names to strings";
   if (typeof prompt !== "string" || !isOffset(offset)) return "a start needs a prompt and an offset";
   if (worktree !== undefined && !isWorktreeRecord(worktree)) return "a start's worktree is not a worktree record";
-  return { op: "start", job_id, agent, cwd, roots, command, args, env, prompt, offset, ...(worktree ? { worktree } : {}) };
+  return {
+    op: "start",
+    job_id,
+    agent,
+    cwd,
+    roots,
+    ...(program !== undefined ? { command: program } : {}),
+    args,
+    ...(dirs !== undefined ? { add_dirs: dirs } : {}),
+    env,
+    prompt,
+    offset,
+    ...(worktree ? { worktree } : {}),
+  };
 }
 
 function parseWorktreeRequest(value: Record<string, unknown>): WorktreeRequest | string {

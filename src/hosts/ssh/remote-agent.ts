@@ -3,12 +3,14 @@
  * is written to the job's own stdout file here before the reader sees it, so the local copy is the offset to resume
  * from after a dropped connection or a restart, and everything that reads output files works on it unchanged.
  */
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, readSync, writeSync } from "node:fs";
 
 import type { ChildExit, ChildHandle, KillReport, OutputFiles } from "../../agent/host.js";
 import type { CancelTimer, Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/log.js";
 import type { Approval, ApprovalAnswer, ApprovalRequest } from "../../store/approvals.js";
+import { writeTextFile } from "../../store/atomic.js";
+import { openForUpdating, openForWriting, readRegularTextFile } from "../../store/files.js";
 import type { EndFrame, RemoteFrame, RemoteRequest, StartRequest } from "./protocol.js";
 import { lastLine, type Session, type SessionEnd } from "./session.js";
 
@@ -53,6 +55,8 @@ export class RemoteAgent implements ChildHandle {
   private stopped = false;
   private wake: (() => void) | undefined;
   private killWanted = false;
+  /** The far end said the job is killed (or was over): its end is due, and no reconnect waits for it (§21.3). */
+  private killedThere = false;
   /** Requests mirrored here, by id: whether an answer given here is still to be sent there. */
   private readonly mirrored = new Map<string, "waiting" | "sending" | "settled">();
   private readonly stopWatching: (() => void) | undefined;
@@ -86,6 +90,7 @@ export class RemoteAgent implements ChildHandle {
     const report = await this.host.kill(this.jobId);
     // Out of reach: it is killed at the next session that gets through (a timeout must not lapse with the connection).
     this.killWanted = report.undetermined === true;
+    this.killedThere ||= report.undetermined !== true;
     // Its end is on the way: no need to sit out a backoff first.
     this.wake?.();
     return report.undetermined ? { ...report, pending: true } : report;
@@ -100,11 +105,13 @@ export class RemoteAgent implements ChildHandle {
     this.stopWatching?.();
   }
 
-  /** The requests there as the far end last listed them: filed here, and answered here when they were there. */
+  /** The requests there that are new or newly answered, as the far end lists them: filed here, and answered as there. */
   private mirror(list: readonly Approval[]): void {
     const approvals = this.approvals;
     if (!approvals) return;
     for (const { request, answer } of list) {
+      // Answered and recorded here already: nothing to file or read again (an earlier far end lists them all).
+      if (this.mirrored.get(request.id) === "settled") continue;
       approvals.fileAs(request);
       if (answer) {
         if (!approvals.read(request.id)?.answer) approvals.answer(request.id, answer);
@@ -129,13 +136,14 @@ export class RemoteAgent implements ChildHandle {
   }
 
   private openFresh(): void {
-    this.fd = openSync(this.output.stdoutPath, "w", 0o600);
+    // Never through a link, never waiting on a FIFO planted there (§15.1).
+    this.fd = openForWriting(this.output.stdoutPath);
   }
 
   /** What earlier servers received, read again so that the reader's transcript and summary start whole. */
   private catchUp(): void {
     // Not append mode: each chunk is written at its own offset, so another server following the same job writes the same bytes in the same place.
-    this.fd = openSync(this.output.stdoutPath, existsSync(this.output.stdoutPath) ? "r+" : "w+", 0o600);
+    this.fd = openForUpdating(this.output.stdoutPath);
     const size = fstatSync(this.fd).size;
     const buffer = Buffer.alloc(READ_CHUNK_BYTES);
     while (this.offset < size) {
@@ -179,6 +187,8 @@ export class RemoteAgent implements ChildHandle {
       if (refused) return this.refusedExit(refused.code, refused.message);
       if (!accepted) return this.unreachable(closed);
       if (this.stopped) continue;
+      // Killed there: a claude_kill is not held up by a connection that cannot bring the end (§5.4).
+      if (this.killedThere) return this.killedUnread(closed);
       if (this.offset > before) wait = backoffMs.first;
       logger.warn(`job ${this.jobId} on host ${name}: the connection ended (${describe(closed)}); following again in ${wait} ms from byte ${this.offset}`);
       await this.pause(wait);
@@ -201,8 +211,11 @@ export class RemoteAgent implements ChildHandle {
   }
 
   private ended(end: EndFrame): ChildExit {
-    if (end.stderr_tail !== "") writeFileSync(this.output.stderrPath, end.stderr_tail, { mode: 0o600 });
-    const failure = end.outcome.ok || !end.outcome.code ? undefined : { code: end.outcome.code, detail: end.outcome.detail ?? "" };
+    if (end.stderr_tail !== "") writeTextFile(this.output.stderrPath, end.stderr_tail);
+    const code = end.outcome.ok ? undefined : end.outcome.code;
+    // A program that could not be started there is named there; which machine, here (§21.3).
+    const detail = code === "SPAWN_FAILED" ? `on host ${this.host.name}: ${end.outcome.detail ?? ""}` : (end.outcome.detail ?? "");
+    const failure = code ? { code, detail } : undefined;
     return {
       exitCode: end.exit?.code ?? null,
       signal: end.exit?.signal ?? null,
@@ -216,6 +229,11 @@ export class RemoteAgent implements ChildHandle {
     const lost = code === "JOB_NOT_FOUND";
     const detail = lost ? `host ${this.host.name} has no record of the job: ${message}` : `on host ${this.host.name}: ${message}`;
     return { exitCode: null, signal: null, stderrTail: "", unobserved: true, failure: { code: lost ? "AGENT_LOST" : code ?? "HOST_FAILED", detail } };
+  }
+
+  private killedUnread(closed: SessionEnd): ChildExit {
+    const detail = `killed on host ${this.host.name}; its end could not be read (${describe(closed)})`;
+    return { exitCode: null, signal: null, stderrTail: "", unobserved: true, failure: { code: "KILLED", detail } };
   }
 
   /** The job never reached the other machine: ssh could not connect or log in, or claude-dispatch did not run there. */
@@ -238,6 +256,7 @@ export class RemoteAgent implements ChildHandle {
 /** Why a session ended, in a phrase. */
 export function describe(closed: SessionEnd): string {
   if (closed.spawnError !== undefined) return `ssh could not be run: ${closed.spawnError}`;
+  if (closed.silentMs !== undefined) return `no answer within ${closed.silentMs / 1000} s (CLAUDE_DISPATCH_SSH_TIMEOUT_MS)`;
   const said = lastLine(closed.stderr);
   const how = closed.exitCode === 255 ? "ssh failed" : closed.signal ? `ssh ended by ${closed.signal}` : `the remote command exited ${closed.exitCode}`;
   return said ? `${how}: ${said.slice(0, 300)}` : how;
@@ -245,5 +264,5 @@ export function describe(closed: SessionEnd): string {
 
 /** The prompt, as the agent would read it from stdin. */
 export function promptOf(stdin: string | { file: string }): string {
-  return typeof stdin === "string" ? stdin : readFileSync(stdin.file, "utf8");
+  return typeof stdin === "string" ? stdin : readRegularTextFile(stdin.file);
 }

@@ -4,9 +4,10 @@
  * stops nothing; a follow streams a job's stdout from a byte offset until the job ends; a kill kills its tree.
  * Each is done by the job layer that serves local jobs, which main builds and hands in as RemoteSide.
  */
-import type { ErrorCode } from "../../core/errors.js";
+import { DispatchError, describeThrown, toDispatchError, type ErrorCode } from "../../core/errors.js";
 import type { Clock } from "../../core/clock.js";
-import type { Approval, ApprovalAnswer } from "../../store/approvals.js";
+import { ApprovalFollower } from "../../store/approval-follower.js";
+import type { ApprovalAnswer, ApprovalLookup, ApprovalRequest } from "../../store/approvals.js";
 import { MAX_REQUEST_BYTES, OUTPUT_CHUNK_BYTES, parseRequest, type EndFrame, type RemoteFrame, type StartRequest, type WorktreeRequest } from "./protocol.js";
 
 /** A job as the remote end follows it. */
@@ -26,8 +27,8 @@ export interface RemoteSide {
   /** Up to length bytes of the job's stdout from offset; empty at its end for now. */
   readOutput(id: string, offset: number, length: number): Buffer;
   stderrTail(id: string): Promise<string>;
-  /** The job's permission requests here, with their answers (§18). */
-  approvals(id: string): Approval[];
+  /** One of the job's permission requests here, with its answer; with `known`, only its answer is read (§18). */
+  lookUpApproval(id: string, requestId: string, known?: ApprovalRequest): ApprovalLookup;
   /** Answers one unless it has an answer: the one that stands; undefined for no such request. */
   answer(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
   /** A worktree operation (§19) with git there; throws an error with a `code` to refuse it. */
@@ -43,6 +44,8 @@ export interface RemoteChannel {
   clock: Clock;
   /** How often a running job's stdout is read for more. */
   followMs?: number;
+  /** Where an unexpected failure's details go (this end's stderr); the other end is told a fixed sentence (§9). */
+  logger?: { error(message: string): void };
 }
 
 /** Serves one request; resolves to the exit code. */
@@ -62,13 +65,16 @@ export async function serveRemote(channel: RemoteChannel, side: RemoteSide): Pro
       case "check":
         await send(await side.check(request.agents, request.programs));
         return 0;
+      // Said at once, before what may take a while (a kill's grace, git): the other end bounds the wait for a first frame (§21.2).
       case "kill": {
         const job = await side.find(request.job_id);
         if (!job) return fail("JOB_NOT_FOUND", `no job ${request.job_id} in this state directory`);
+        await send({ type: "accepted" });
         await send({ type: "killed", ...(await side.kill(request.job_id)) });
         return 0;
       }
       case "worktree":
+        await send({ type: "accepted" });
         await send({ type: "worktree", result: await side.worktree(request) });
         return 0;
       case "answer": {
@@ -86,8 +92,10 @@ export async function serveRemote(channel: RemoteChannel, side: RemoteSide): Pro
       }
     }
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    return fail(typeof code === "string" && /^[A-Z_]+$/.test(code) ? (code as ErrorCode) : "INTERNAL_ERROR", (error as Error).message);
+    // A refusal keeps its code and words; anything else (an errno's code is no ErrorCode) is told as §9 says.
+    if (!(error instanceof DispatchError)) channel.logger?.error(`remote ${request.op}: ${describeThrown(error)}`);
+    const failure = toDispatchError(error);
+    return fail(failure.code, failure.message);
   } finally {
     await side.leave();
   }
@@ -101,14 +109,12 @@ async function stream(channel: RemoteChannel, side: RemoteSide, job: RemoteJobVi
   void job.done.then(() => (finished = true));
   void gone.then(() => (left = true));
   const followMs = channel.followMs ?? 100;
-  // The job's permission requests go along as they come and are answered, so the caller can be asked (§18).
-  let approvalsSent = "[]";
+  // The job's permission requests go along as they come and are answered, so the caller can be asked (§18): those of
+  // the job so far at the start, then each new one and each answer once, read without going through them all again.
+  const approvals = new ApprovalFollower((requestId, known) => side.lookUpApproval(job.id, requestId, known));
   const sendApprovals = async (): Promise<void> => {
-    const approvals = side.approvals(job.id);
-    const now = JSON.stringify(approvals);
-    if (now === approvalsSent) return;
-    approvalsSent = now;
-    await send({ type: "approvals", approvals });
+    const news = approvals.news();
+    if (news.length > 0) await send({ type: "approvals", approvals: news });
   };
   for (;;) {
     // Read once more after the end is known: what the agent wrote last is in the file by then.

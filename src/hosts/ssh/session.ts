@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 
+import type { CancelTimer, Clock } from "../../core/clock.js";
 import { LineReader } from "../../core/lines.js";
 import type { Logger } from "../../core/log.js";
 import { MAX_FRAME_BYTES, parseFrame, type RemoteFrame, type RemoteRequest } from "./protocol.js";
@@ -19,6 +20,8 @@ export interface SessionEnd {
   stderr: string;
   /** The session was started: ssh ran (a missing ssh is a spawn error instead). */
   spawnError?: string;
+  /** ssh was killed here: the host said nothing for this long (§21.2). */
+  silentMs?: number;
 }
 
 export interface Session {
@@ -32,20 +35,42 @@ export interface SessionOptions {
   argv: readonly string[];
   env: Readonly<Record<string, string | undefined>>;
   logger: Logger;
+  clock: Clock;
+  /** ssh is killed if no frame came within this (§21.2): a host can accept a connection, or log in, and say nothing. */
+  firstFrameMs: number;
+  /** ssh is killed if the session has not ended within this: for a request answered once, not a follow. */
+  wholeMs?: number;
 }
+
+/** A session stopped from this side that does not end on SIGTERM gets SIGKILL after this. */
+const STOP_GRACE_MS = 2000;
 
 /** Starts a session; onFrame hears each frame in order, and returns false to end the session (the answer is in). */
 export function openSession(options: SessionOptions, request: RemoteRequest, onFrame: (frame: RemoteFrame) => boolean | void): Session {
-  let child: ChildProcess;
+  let child: ChildProcess | undefined;
   let stderr = "";
   let stopped = false;
+  let silentMs: number | undefined;
+  const timers: CancelTimer[] = [];
+  const running = (): ChildProcess | undefined => (child && child.exitCode === null && child.signalCode === null ? child : undefined);
+  // Killed, not asked: a hung ssh may not act on SIGTERM, and its close event is what reaps it.
+  const silenced = (ms: number) => (): void => {
+    const live = running();
+    if (!live) return;
+    silentMs = ms;
+    live.kill("SIGKILL");
+  };
   const ended = new Promise<SessionEnd>((resolve) => {
+    let ssh: ChildProcess;
     try {
-      child = spawn(options.sshBin, options.argv, { env: options.env, stdio: ["pipe", "pipe", "pipe"], windowsHide: true });
+      ssh = child = spawn(options.sshBin, options.argv, { env: options.env, stdio: ["pipe", "pipe", "pipe"], windowsHide: true });
     } catch (error) {
       resolve({ exitCode: null, signal: null, stderr: "", spawnError: (error as Error).message });
       return;
     }
+    const firstFrame = options.clock.setTimer(silenced(options.firstFrameMs), options.firstFrameMs);
+    timers.push(firstFrame);
+    if (options.wholeMs !== undefined) timers.push(options.clock.setTimer(silenced(options.wholeMs), options.wholeMs));
     let spawnError: string | undefined;
     const lines = new LineReader(
       MAX_FRAME_BYTES,
@@ -56,28 +81,34 @@ export function openSession(options: SessionOptions, request: RemoteRequest, onF
           options.logger.warn(`ssh ${options.argv.at(-2) ?? ""}: skipped a line that is not a frame: ${line.slice(0, 200)}`);
           return;
         }
+        firstFrame();
         // The answer is in: the remote end exits by itself, and ssh with it.
-        if (onFrame(frame) === false) child.stdin?.end();
+        if (onFrame(frame) === false) ssh.stdin?.end();
       },
       () => options.logger.warn("ssh: skipped a frame longer than the limit"),
     );
-    child.stdout?.on("data", (chunk: Buffer) => lines.push(chunk));
-    child.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS)));
+    ssh.stdout?.on("data", (chunk: Buffer) => lines.push(chunk));
+    ssh.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS)));
     // A broken pipe to ssh shows as its exit; nothing to add here.
-    child.stdin?.on("error", () => undefined);
-    child.on("error", (error) => (spawnError = error.message));
-    child.on("close", (exitCode, signal) => {
+    ssh.stdin?.on("error", () => undefined);
+    ssh.on("error", (error) => (spawnError = error.message));
+    ssh.on("close", (exitCode, signal) => {
+      for (const cancel of timers.splice(0)) cancel();
       lines.finish();
-      resolve({ exitCode, signal, stderr: stderr.trim(), ...(spawnError !== undefined ? { spawnError } : {}) });
+      const why = { ...(spawnError !== undefined ? { spawnError } : {}), ...(silentMs !== undefined ? { silentMs } : {}) };
+      resolve({ exitCode, signal, stderr: stderr.trim(), ...why });
     });
-    child.stdin?.write(`${JSON.stringify(request)}\n`);
+    ssh.stdin?.write(`${JSON.stringify(request)}\n`);
   });
   const stop = (): void => {
     if (stopped) return;
     stopped = true;
     child?.stdin?.end();
-    // ssh closes the channel once its stdin ends; a connection that hangs is not waited for.
-    child?.kill("SIGTERM");
+    // ssh closes the channel once its stdin ends; a connection that hangs is not waited for, nor an ssh that stays.
+    const live = running();
+    if (!live) return;
+    live.kill("SIGTERM");
+    timers.push(options.clock.setTimer(() => void running()?.kill("SIGKILL"), STOP_GRACE_MS));
   };
   return { ended, stop };
 }

@@ -14,7 +14,7 @@ import type { SshHostConfig } from "./config.js";
 import type { RemoteFrame, RemoteRequest, WorktreeRequest } from "./protocol.js";
 import { describe, promptOf, RemoteAgent, type LocalApprovals, type RemoteHostLink } from "./remote-agent.js";
 import { RemoteWorktrees } from "./remote-worktrees.js";
-import { openSession, type Session, type SessionEnd } from "./session.js";
+import { openSession, type Session, type SessionEnd, type SessionOptions } from "./session.js";
 
 export interface SshHostOptions {
   config: SshHostConfig;
@@ -24,6 +24,8 @@ export interface SshHostOptions {
   controlDir: string | undefined;
   /** ssh's own environment (this machine's): its agent socket, HOME, PATH. None of it reaches the agent. */
   env: Readonly<Record<string, string | undefined>>;
+  /** How long the host may keep silent (CLAUDE_DISPATCH_SSH_TIMEOUT_MS, §21.2). */
+  timeoutMs: number;
   clock: Clock;
   logger: Logger;
   backoffMs?: { first: number; max: number };
@@ -41,6 +43,7 @@ export class SshHost implements RemoteHostLink {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly backoffMs: { first: number; max: number };
+  readonly timeoutMs: number;
   private readonly sessions = new Set<Session>();
   private readonly agents = new Set<RemoteAgent>();
   private used = false;
@@ -53,6 +56,7 @@ export class SshHost implements RemoteHostLink {
     this.clock = options.clock;
     this.logger = options.logger;
     this.backoffMs = options.backoffMs ?? { first: 500, max: 30_000 };
+    this.timeoutMs = options.timeoutMs;
   }
 
   get config(): SshHostConfig {
@@ -66,6 +70,8 @@ export class SshHost implements RemoteHostLink {
         if (request.jobId === undefined) throw new Error("a job on another host needs its id");
         const env: Record<string, string> = {};
         for (const [key, value] of Object.entries(request.env)) if (value !== undefined) env[key] = value;
+        // A program the host's configuration names goes along; none, and that machine's own setting or PATH decides (§21.3).
+        const named = this.options.config.programs[agent] !== undefined;
         return this.track(
           new RemoteAgent(
             this,
@@ -77,8 +83,9 @@ export class SshHost implements RemoteHostLink {
                 agent,
                 cwd: request.cwd,
                 roots: this.options.config.roots,
-                command: request.command,
+                ...(named ? { command: request.command } : {}),
                 args: [...request.args],
+                ...(request.addDirs?.length ? { add_dirs: [...request.addDirs] } : {}),
                 env,
                 prompt: promptOf(request.stdin),
                 offset: 0,
@@ -98,13 +105,12 @@ export class SshHost implements RemoteHostLink {
     };
   }
 
-  open(request: RemoteRequest, onFrame: (frame: RemoteFrame) => boolean | void): Session {
+  /** A session: its first frame within the host's silence bound, and the whole of it within wholeMs when given (§21.2). */
+  open(request: RemoteRequest, onFrame: (frame: RemoteFrame) => boolean | void, wholeMs?: number): Session {
     this.used = true;
-    const session = openSession(
-      { sshBin: this.options.sshBin, argv: sshArguments(this.options.config, this.options.controlDir, remoteCommandLine(this.options.config)), env: this.options.env, logger: this.logger },
-      request,
-      onFrame,
-    );
+    const { config, controlDir } = this.options;
+    const argv = sshArguments(config, controlDir, remoteCommandLine(config), this.timeoutMs);
+    const session = openSession({ ...this.sessionOptions(argv), ...(wholeMs !== undefined ? { wholeMs } : {}) }, request, onFrame);
     this.sessions.add(session);
     void session.ended.then(() => this.sessions.delete(session));
     return session;
@@ -114,11 +120,16 @@ export class SshHost implements RemoteHostLink {
   async kill(jobId: string): Promise<KillReport> {
     let answer: { killed: boolean; survivors: number[] } | undefined;
     let refused: string | undefined;
-    const session = this.open({ op: "kill", job_id: jobId }, (frame) => {
-      if (frame.type === "killed") answer = frame;
-      else if (frame.type === "error") refused = frame.message;
-      return answer === undefined && refused === undefined;
-    });
+    // The far end says `accepted` at once, then kills with its own grace: the answer is given twice the bound (§5.4).
+    const session = this.open(
+      { op: "kill", job_id: jobId },
+      (frame) => {
+        if (frame.type === "killed") answer = frame;
+        else if (frame.type === "error") refused = frame.message;
+        return answer === undefined && refused === undefined;
+      },
+      2 * this.timeoutMs,
+    );
     const closed = await session.ended;
     if (answer) return { signalled: answer.killed ? 1 : 0, survivors: answer.survivors };
     const why = refused !== undefined ? `host ${this.name} refused the kill: ${refused}` : `host ${this.name} could not be reached (${describe(closed)})`;
@@ -185,10 +196,15 @@ export class SshHost implements RemoteHostLink {
     for (const session of this.sessions) session.stop();
     await Promise.all([...this.sessions].map((session) => session.ended));
     if (!this.used || !this.options.controlDir) return;
-    const argv = sshArguments(this.options.config, this.options.controlDir, undefined);
+    const argv = sshArguments(this.options.config, this.options.controlDir, undefined, this.timeoutMs);
     // `-O exit` goes before the destination: ssh reads no options after it.
-    const exit = openSession({ sshBin: this.options.sshBin, argv: ["-O", "exit", ...argv], env: this.options.env, logger: this.logger }, { op: "check", agents: [], programs: {} }, () => false);
+    const exit = openSession(this.sessionOptions(["-O", "exit", ...argv]), { op: "check", agents: [], programs: {} }, () => false);
     await exit.ended;
+  }
+
+  private sessionOptions(argv: string[]): SessionOptions {
+    const { sshBin, env } = this.options;
+    return { sshBin, argv, env, logger: this.logger, clock: this.clock, firstFrameMs: this.timeoutMs };
   }
 
   private track(agent: RemoteAgent): RemoteAgent {

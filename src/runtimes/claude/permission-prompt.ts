@@ -8,6 +8,7 @@
  * `{"behavior":"deny","message":"…"}`.
  */
 import type { ApproverLaunch } from "../../agent/types.js";
+import { forReadingOnOneLine } from "../../core/text.js";
 import { isRecord } from "../../core/values.js";
 import { describeToolUse } from "./text.js";
 
@@ -44,9 +45,12 @@ export function readPermissionRequest(args: unknown): PermissionRequest | undefi
   return { toolName: args.tool_name, input: args.input ?? {}, ...(typeof args.tool_use_id === "string" ? { toolUseId: args.tool_use_id } : {}) };
 }
 
-/** One line for a person deciding: "Bash · rm -rf build", "Write · src/a.ts"; the whole input is in the request file. */
+/**
+ * One line for a person deciding: "Bash · rm -rf build", "Write · src/a.ts"; the whole input is in the request file.
+ * Without the input's escape sequences, controls and bidirectional overrides (§10): it is the model's text.
+ */
 export function permissionPreview(request: PermissionRequest): string {
-  return describeToolUse(request.toolName, request.input, 200);
+  return forReadingOnOneLine(describeToolUse(request.toolName, request.input, 200));
 }
 
 /** The text block the CLI reads its answer from; an allowed call runs with its input unchanged. */

@@ -19,6 +19,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, read
 import path from "node:path";
 
 import type { AgentSession } from "../../agent/types.js";
+import { forReading, forReadingOnOneLine } from "../../core/text.js";
 import { isRecord } from "../../core/values.js";
 
 export const DEFAULT_SESSION_LIMIT = 20;
@@ -287,8 +288,9 @@ function latestTimestamp(events: readonly SessionEvent[]): number | undefined {
   return latest;
 }
 
+/** Only shown: cleaned for reading (PROTOCOL.md §10), as the prompt is. */
 function cwdOf(event: SessionEvent): string | undefined {
-  return typeof event.cwd === "string" && event.cwd !== "" ? event.cwd : undefined;
+  return typeof event.cwd === "string" && event.cwd !== "" ? forReading(event.cwd) : undefined;
 }
 
 /** A prompt's text, or undefined when the event is no prompt (a tool result, a meta or side-chain message, anything but `user`). */
@@ -321,8 +323,9 @@ function firstPrompt(head: readonly SessionEvent[]): string {
   return typeof queued?.content === "string" ? queued.content : "";
 }
 
+/** Whatever wrote the session file wrote the prompt: cleaned for reading (PROTOCOL.md §10). */
 function preview(text: string): string {
-  const line = text.replace(/\s+/g, " ").trim();
+  const line = forReadingOnOneLine(text);
   return line.length > PROMPT_PREVIEW_CHARS ? `${line.slice(0, PROMPT_PREVIEW_CHARS - 1)}…` : line;
 }
 

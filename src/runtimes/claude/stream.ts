@@ -1,8 +1,10 @@
 /**
  * Reads Claude Code's stream-json as it arrives (PROTOCOL.md §7.3): a live summary,
- * a bounded transcript and the final result event, never the whole output.
+ * a bounded transcript and the final result event, never the whole output. What it
+ * keeps for reading is cleaned as it is read (§10); the outcome is cleaned by the launcher.
  */
 import { LineReader } from "../../core/lines.js";
+import { forReading, forReadingOnOneLine, PiecewiseForReading } from "../../core/text.js";
 import { Transcript } from "../../core/transcript.js";
 import { isRecord } from "../../core/values.js";
 import type { AgentOutputReader, OutputSource, ReaderOptions } from "../../agent/runtime.js";
@@ -101,13 +103,19 @@ export class ClaudeStream implements AgentOutputReader {
     return this.streamedChars;
   }
 
-  /** A result line too long to hold: its text is streamed into the result file, the rest parsed. */
+  /**
+   * A result line too long to hold: its text is streamed into the result file, the rest parsed. The text is
+   * cleaned on its way (§10), so the file holds what is served, and its length is the cleaned text's.
+   */
   private readDeferredResult(source: OutputSource, { offset, length }: { offset: number; length: number }): void {
     this.deferredResult = undefined;
     let sink: ReturnType<NonNullable<OutputSource["createResult"]>> | undefined;
     let sinkFailed = false;
+    const cleaner = new PiecewiseForReading();
+    let cleanedChars = 0;
     const write = (text: string): void => {
-      if (sinkFailed || !sink) return;
+      cleanedChars += text.length;
+      if (sinkFailed || !sink || text === "") return;
       try {
         sink.write(text);
       } catch {
@@ -122,7 +130,8 @@ export class ClaudeStream implements AgentOutputReader {
     }
     let parsed: ReturnType<typeof parseStreamingMember>;
     try {
-      parsed = parseStreamingMember((at, size) => source.read(at, size), offset, length, "result", write);
+      parsed = parseStreamingMember((at, size) => source.read(at, size), offset, length, "result", (piece) => write(cleaner.push(piece)));
+      write(cleaner.end());
     } finally {
       try {
         sink?.close();
@@ -136,7 +145,7 @@ export class ClaudeStream implements AgentOutputReader {
       return;
     }
     this.onEvent(parsed.rest);
-    if (this.result && parsed.chars !== undefined) this.streamedChars = parsed.chars;
+    if (this.result && parsed.chars !== undefined) this.streamedChars = cleanedChars;
   }
 
   /**
@@ -221,12 +230,12 @@ export class ClaudeStream implements AgentOutputReader {
   private onEvent(event: Record<string, unknown>): void {
     this.summary.events += 1;
     const sessionId = str(event.session_id);
-    if (sessionId) this.summary.sessionId = sessionId;
+    if (sessionId) this.summary.sessionId = forReadingOnOneLine(sessionId);
     switch (event.type) {
       case "system":
         if (event.subtype === "init") {
           const model = str(event.model);
-          if (model) this.summary.model = model;
+          if (model) this.summary.model = forReadingOnOneLine(model);
           this.transcript.append(`[session ${sessionId ?? "?"}${model ? ` · model ${model}` : ""}]`);
         }
         return;
@@ -259,7 +268,7 @@ export class ClaudeStream implements AgentOutputReader {
     for (const block of Array.isArray(message.content) ? message.content : []) {
       if (!isRecord(block)) continue;
       if (block.type === "text" && typeof block.text === "string" && block.text.trim() !== "") {
-        this.summary.lastText = tail(block.text, LAST_TEXT_CHARS);
+        this.summary.lastText = forReading(tail(block.text, LAST_TEXT_CHARS));
         this.summary.lastActivity = "text";
         this.transcript.append(`assistant: ${clip(block.text, TEXT_ENTRY_CHARS)}`);
       } else if (block.type === "tool_use" && typeof block.name === "string") {

@@ -8,9 +8,11 @@
  * are command_execution, agent_message, reasoning, file_change,
  * mcp_tool_call, web_search, todo_list and error (a warning). It reports no
  * cost, no duration and no model round trips: a "turn" here is Codex's own,
- * one prompt answered, so one `codex exec` run is normally one turn.
+ * one prompt answered, so one `codex exec` run is normally one turn. What it
+ * keeps for reading is cleaned as it is read (§10); the outcome is cleaned by the launcher.
  */
 import { LineReader } from "../../core/lines.js";
+import { forReading, forReadingOnOneLine } from "../../core/text.js";
 import { Transcript } from "../../core/transcript.js";
 import { isRecord } from "../../core/values.js";
 import type { AgentOutputReader, ReaderOptions } from "../../agent/runtime.js";
@@ -131,7 +133,7 @@ export class CodexReader implements AgentOutputReader {
     switch (event.type) {
       case "thread.started": {
         const threadId = str(event.thread_id);
-        if (threadId) this.summary.sessionId = threadId;
+        if (threadId) this.summary.sessionId = forReadingOnOneLine(threadId);
         this.transcript.append(`[session ${threadId ?? "?"}]`);
         return;
       }
@@ -182,7 +184,7 @@ export class CodexReader implements AgentOutputReader {
         const text = str(item.text);
         if (!completed || text === undefined || text.trim() === "") return;
         this.turnText = text;
-        this.summary.lastText = tail(text, LAST_TEXT_CHARS);
+        this.summary.lastText = forReading(tail(text, LAST_TEXT_CHARS));
         this.summary.lastActivity = "text";
         this.transcript.append(`assistant: ${clip(text, TEXT_ENTRY_CHARS)}`);
         return;

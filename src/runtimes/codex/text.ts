@@ -1,11 +1,11 @@
 /**
  * Short renderings of what Codex printed: clipped copies (a V8 slice keeps its
- * whole parent alive) and one-line tool summaries.
+ * whole parent alive) and one-line tool summaries, cleaned for reading (PROTOCOL.md §10).
  */
 import { isRecord } from "../../core/values.js";
 
 export { clip, oneLine, tail } from "../../core/text.js";
-import { clip, oneLine } from "../../core/text.js";
+import { clip, forReadingOnOneLine } from "../../core/text.js";
 
 /**
  * Codex reports a command as the shell line it ran, `/bin/bash -lc 'echo hi'`
@@ -22,8 +22,8 @@ export function shellScript(command: string): string {
 
 /** A one-line tool call for the live summary and the transcript: "shell · npm test". */
 export function describeTool(name: string, detail: string, maxChars = 80): string {
-  const line = clip(oneLine(detail), maxChars);
-  return line ? `${name} · ${line}` : name;
+  const line = clip(forReadingOnOneLine(detail), maxChars);
+  return line ? `${forReadingOnOneLine(name)} · ${line}` : forReadingOnOneLine(name);
 }
 
 /** An MCP tool's arguments on one line: a likely main argument, else the JSON. */

@@ -12,9 +12,11 @@
  *   result      {status: "success" | "error", error?: {type, message}, stats}
  *
  * The result carries no text and no session id: the answer is the assistant
- * text after the last tool call, and the session id comes from init.
+ * text after the last tool call, and the session id comes from init. What it
+ * keeps for reading is cleaned as it is read (§10); the outcome is cleaned by the launcher.
  */
 import { LineReader } from "../../core/lines.js";
+import { forReading, forReadingOnOneLine } from "../../core/text.js";
 import { Transcript } from "../../core/transcript.js";
 import { isRecord } from "../../core/values.js";
 import type { AgentOutputReader, ReaderOptions } from "../../agent/runtime.js";
@@ -188,8 +190,8 @@ export class GeminiReader implements AgentOutputReader {
   private onInit(event: Record<string, unknown>): void {
     const sessionId = str(event.session_id);
     const model = str(event.model);
-    if (sessionId) this.summary.sessionId = sessionId;
-    if (model) this.summary.model = model;
+    if (sessionId) this.summary.sessionId = forReadingOnOneLine(sessionId);
+    if (model) this.summary.model = forReadingOnOneLine(model);
     this.transcript.append(`[session ${sessionId ?? "?"}${model ? ` · model ${model}` : ""}]`);
   }
 
@@ -216,7 +218,7 @@ export class GeminiReader implements AgentOutputReader {
     }
     // One character more than is shown, so tail() still marks a cut.
     this.messageEnd = `${this.messageEnd}${piece}`.slice(-(LAST_TEXT_CHARS + 1));
-    const shown = tail(this.messageEnd, LAST_TEXT_CHARS);
+    const shown = forReading(tail(this.messageEnd, LAST_TEXT_CHARS));
     if (shown !== "") {
       this.summary.lastText = shown;
       this.summary.lastActivity = "text";

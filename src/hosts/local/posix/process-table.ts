@@ -31,6 +31,33 @@ export function indexProcesses(list: readonly ProcessInfo[], selfPid: number): P
   return { byPid, byParent, byGroupOrSession, protectedIds };
 }
 
+/**
+ * This server's own tree as one table shows it: itself, its ancestors, the members of its process group and
+ * session, and its descendants (its agents and everything under them). No agent an earlier server started is here.
+ */
+export function ownTree(table: ProcessTable, selfPid: number): Set<number> {
+  const own = new Set<number>(table.protectedIds);
+  const self = table.byPid.get(selfPid);
+  const above = new Set<number>();
+  // Up to init; a table torn into a loop stops where it repeats.
+  for (let info = self; info && info.ppid > 0 && !above.has(info.ppid); info = table.byPid.get(info.ppid)) {
+    above.add(info.ppid);
+  }
+  for (const id of [self?.pgid, self?.sid]) {
+    for (const member of id === undefined ? [] : (table.byGroupOrSession.get(id) ?? [])) own.add(member.pid);
+  }
+  const below = new Set<number>();
+  for (const queue = [selfPid]; queue.length > 0; ) {
+    for (const child of table.byParent.get(queue.pop() as number) ?? []) {
+      if (below.has(child.pid)) continue;
+      below.add(child.pid);
+      queue.push(child.pid);
+    }
+  }
+  for (const pid of [...above, ...below]) own.add(pid);
+  return own;
+}
+
 export function isSameLiveProcess(table: ProcessTable, remembered: ProcessInfo): boolean {
   const current = table.byPid.get(remembered.pid);
   return current !== undefined && !current.zombie && current.startTime === remembered.startTime;

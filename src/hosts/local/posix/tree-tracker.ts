@@ -11,7 +11,7 @@
 import { sleep, type CancelTimer } from "../../../core/clock.js";
 import type { KillReport, PosixPlatform, ProcessControlOptions, ProcessInfo, Signal } from "../types.js";
 import { hasVariable } from "./marker.js";
-import { indexProcesses, isSameLiveProcess, startedBefore, type ProcessTable } from "./process-table.js";
+import { indexProcesses, isSameLiveProcess, ownTree, startedBefore, type ProcessTable } from "./process-table.js";
 import { absorb, TrackedTree } from "./tracked-tree.js";
 
 const SHARED_SNAPSHOT_MS = 25;
@@ -107,6 +107,18 @@ export class TreeTracker {
     if (marker === undefined) return undefined;
     const environment = this.platform.readEnvironment?.(pid);
     return environment !== undefined && hasVariable(environment, marker);
+  }
+
+  /**
+   * Whether pid, with this start time if one is given, is a process of this server's own tree (§15.3): never an
+   * agent to adopt. Undefined when the process table cannot be read.
+   */
+  async isOwnTree(pid: number, startTime: string | undefined): Promise<boolean | undefined> {
+    const table = await this.freshSnapshot();
+    if (!table) return pid === this.platform.selfPid ? true : undefined;
+    const info = table.byPid.get(pid);
+    if (info === undefined || (startTime !== undefined && info.startTime !== startTime)) return false;
+    return ownTree(table, this.platform.selfPid).has(pid);
   }
 
   async hasLiveMembers(tree: TrackedTree): Promise<boolean> {
