@@ -221,6 +221,8 @@ describe("a record naming a process of the server's own tree is never adopted (i
       const waited = structured(await call(server, "claude_wait", { job_id: id, hold_ms: 0 }));
       assert.equal(waited.status, "lost", `${who}: ${JSON.stringify(waited)}`);
       assert.equal(waited.error?.code, "AGENT_LOST", who);
+      // Recognised as not its agent: a record without a marker would otherwise also end lost, found gone a moment later.
+      assert.match(String(waited.error?.detail), /not this job's agent/, `${who}: ${JSON.stringify(waited.error)}`);
       const killed = await call(server, "claude_kill", { job_id: id });
       assert.notEqual(structured(killed).status, "running", `${who}: ${JSON.stringify(structured(killed))}`);
     }

@@ -62,6 +62,7 @@ function harness(
     replays?: string[];
     /** What a lookup miss uses to take a job over (restore is given its own in most tests). */
     isAlive?: IsAlive;
+    beforeRemove?: (id: string) => (() => void) | void;
   } = {},
 ): Harness {
   const clock = new FakeClock();
@@ -97,6 +98,7 @@ function harness(
       admit: options.admit ?? (async (spec) => spec),
       newMarker: () => "fake-marker",
       isAlive: options.isAlive ?? nobodyAlive,
+      ...(options.beforeRemove ? { beforeRemove: options.beforeRemove } : {}),
     },
   });
   return { jobs, launcher, attached, attachedAgents, clock, store };
@@ -735,3 +737,39 @@ describe("the takeover, against what a second review found", () => {
   });
 });
 
+
+describe("retention and what is about to be removed (§19.1)", () => {
+  test("a job whose removal is refused stays on disk; a hold taken for a removal that fails is undone", async () => {
+    const store = freshStore();
+    // The folder cannot be removed: as a busy mount or a permission would refuse it.
+    const stuck = Object.assign(Object.create(store) as StateStore, {
+      remove: (): void => {
+        throw new Error("EBUSY: resource busy");
+      },
+    });
+    const undone: string[] = [];
+    let refuse = true;
+    const { jobs, launcher, clock } = harness(stuck, {
+      retentionMs: 60_000,
+      beforeRemove: (id) => {
+        if (refuse) throw new Error("a merge or discard of its worktree is under way");
+        return () => undone.push(id);
+      },
+    });
+    const first = jobs.start({ prompt: "held", cwd: "/w" }, "start").id;
+    launcher.last.succeed();
+    await settle();
+    await clock.advance(60_000);
+    jobs.list();
+    assert.ok(existsSync(store.jobDir(first)), "a refused removal leaves the job's folder");
+    assert.deepEqual(undone, []);
+    refuse = false;
+    const second = jobs.start({ prompt: "not removable", cwd: "/w" }, "start").id;
+    launcher.last.succeed();
+    await settle();
+    await clock.advance(60_000);
+    jobs.list();
+    assert.ok(existsSync(store.jobDir(second)));
+    assert.deepEqual(undone, [second], "the hold taken for the removal is undone when the removal fails");
+  });
+});

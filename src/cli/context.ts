@@ -10,7 +10,7 @@ import type { HostCheck } from "../hosts/ssh/ssh-host.js";
 import { DispatchError } from "../core/errors.js";
 import { createLogger, type Logger, type TextSink } from "../core/log.js";
 import type { ProcessControl } from "../hosts/local/index.js";
-import { StateError, type ProcessIdentity } from "../store/records.js";
+import type { ProcessIdentity } from "../store/records.js";
 import { stateDirectory } from "../hosts/local/state-location.js";
 import { StateStore } from "../store/state-store.js";
 
@@ -75,20 +75,12 @@ const IDLE_WAIT_MS = 5000;
 
 /** The state directory, located and checked: only it is needed, so a bad unrelated variable must not stop a kill. */
 export function openContext(io: CliIo, json: boolean): Context {
-  const root = asStateError(() => stateDirectory(io.env, io.host?.platform ?? "linux", io.host?.home ?? ""));
+  // Either step throws a StateError, which is a STATE_ERROR (§15.1).
+  const root = stateDirectory(io.env, io.host?.platform ?? "linux", io.host?.home ?? "");
   const store = new StateStore(root, { uid: io.uid, randomName: () => io.randomName() });
   // Never list, show or kill from a directory that is not ours: its records could name any process.
-  asStateError(() => store.check());
+  store.check();
   return { io, store, json, now: io.clock.now() };
-}
-
-function asStateError<T>(step: () => T): T {
-  try {
-    return step();
-  } catch (error) {
-    if (error instanceof StateError) throw new DispatchError("STATE_ERROR", error.message);
-    throw error;
-  }
 }
 
 export function emit(context: Context, document: unknown, text: string): void {

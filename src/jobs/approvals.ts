@@ -5,8 +5,8 @@
  * `input_required` while a request waits, its waiters wake, the server that
  * owns it can ask its client, and its record lists the requests and who
  * answered them. Any server, and the CLI, answers by writing the answer file:
- * the first answer stands. Each change costs work that does not grow with the
- * number of requests (store/approval-follower.ts, job-record.ts).
+ * the first answer stands. Each change costs work that grows with the requests
+ * still open, not with those answered (store/approval-follower.ts, job-record.ts).
  */
 import type { CancelTimer } from "../core/clock.js";
 import { DispatchError, quoted } from "../core/errors.js";
@@ -170,7 +170,8 @@ export class Approvals {
     const result = store.answerApproval(job.id, requestId, { decision, by, at: this.target.options.clock.now(), ...(message ? { message } : {}) });
     if (!result) throw this.unanswerable(job, requestId);
     const followed = this.followedOf(job);
-    if (result.won) this.answeredHere(job, followed, requestId, by);
+    // This server wrote the standing answer, so it knows who answered; read before any notification of it is.
+    if (result.won) followed.answeredHere.set(requestId, by);
     this.refresh(job);
     const at = followed.index.get(requestId);
     const summary = at === undefined ? undefined : followed.list[at];
@@ -180,17 +181,6 @@ export class Approvals {
       throw new DispatchError("INVALID_ARGUMENT", what);
     }
     return summary ?? { id: requestId, tool_name: "", preview: "", asked_at: 0, expires_at: 0, decision, by, answered_at: result.answer.at };
-  }
-
-  /** This server wrote the standing answer, so it knows who answered (a store that tells at once listed it claimed). */
-  private answeredHere(job: JobEntry, followed: Followed, requestId: string, by: AnsweredBy): void {
-    followed.answeredHere.set(requestId, by);
-    const at = followed.index.get(requestId);
-    const listed = at === undefined ? undefined : followed.list[at];
-    if (at === undefined || listed?.decision === undefined || listed.by !== undefined) return;
-    const { claimed_by: _claimed, ...rest } = listed;
-    followed.list[at] = { ...rest, by };
-    if (!job.elsewhere) this.target.save(job);
   }
 
   private unanswerable(job: JobEntry, requestId: string): DispatchError {

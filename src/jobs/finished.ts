@@ -115,11 +115,14 @@ export class FinishedJobs {
       const expired = finishedAt === undefined || now - finishedAt >= retentionMs;
       if (!expired && this.order.length <= maxFinishedJobs && this.totalBytes <= maxBytes) break;
       this.forget(oldestId);
+      let undo: (() => void) | void = undefined;
       try {
-        this.options.persistence.beforeRemove?.(oldestId);
+        undo = this.options.persistence.beforeRemove?.(oldestId);
         this.options.persistence.store.remove(oldestId);
       } catch (error) {
         this.options.logger.warn(`cannot remove job ${oldestId} from the state directory: ${(error as Error).message}`);
+      } finally {
+        undo?.();
       }
     }
   }

@@ -40,7 +40,8 @@ export class RecordWrites {
 
   /** The records left behind, written now that a write got through; the first that fails again waits for the next. */
   private catchUp(): void {
-    for (const job of [...this.behind.values()]) {
+    // Deleting the entry a Map iteration is at is safe: no copy of it at every save.
+    for (const job of this.behind.values()) {
       if (!this.isCurrent(job)) {
         this.behind.delete(job.id);
         continue;

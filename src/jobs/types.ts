@@ -204,8 +204,11 @@ export interface Persistence {
   approvals?: boolean;
   /** The approver a job's agent is started with, when requests are forwarded; `host` is where the agent runs (§21). */
   approver?(jobId: string, host: string | undefined): ApproverLaunch | undefined;
-  /** Retention is about to remove the job's folder: its worktree, if any, is looked after (§19). */
-  beforeRemove?(id: string): void;
+  /**
+   * Retention is about to remove the job's folder: its worktree, if any, is looked after (§19). Throws to keep
+   * the job for a later round; may return what to undo once the removal was tried.
+   */
+  beforeRemove?(id: string): (() => void) | void;
 }
 
 /**

@@ -8,7 +8,6 @@
  * hangs on a question: the request is denied at once.
  */
 import type { Logger } from "../core/log.js";
-import { forReadingOnOneLine } from "../core/text.js";
 import type { Job, JobRegistry } from "../jobs/registry.js";
 import type { ApprovalSummary } from "../store/records.js";
 import { isRecord, type JsonRpcNotification, type JsonRpcRequest, type RequestId } from "./jsonrpc.js";
@@ -102,11 +101,10 @@ export class ApprovalAsker {
   }
 
   private form(job: Job, request: ApprovalSummary): Record<string, unknown> {
-    // The tool's name and preview are the model's text: they may not format what the person reads (§10).
-    const tool = forReadingOnOneLine(request.tool_name);
-    const preview = forReadingOnOneLine(request.preview);
+    // The tool's name and preview were cleaned when the request was read (jobs/approvals.ts summaryOf, §10).
+    const asks = `Claude Code (job ${job.id.slice(0, 8)}, in ${job.cwd}) asks to use ${request.tool_name}`;
     return {
-      message: `Claude Code (job ${job.id.slice(0, 8)}, in ${job.cwd}) asks to use ${tool}:\n${preview}\nAllow it?`,
+      message: `${asks}:\n${request.preview}\nAllow it?`,
       requestedSchema: {
         type: "object",
         properties: {

@@ -15,6 +15,8 @@ import { StateError } from "./records.js";
 export const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
 /** Never wait in open() (a FIFO without its other end), never take a terminal for ours; no effect on a regular file. */
 const NO_WAIT = (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
+/** The pieces readInChunks hands on. */
+const CHUNK_BYTES = 64 * 1024;
 
 /** Opens a regular file for reading, never through a link. Throws (ELOOP for a link) like openSync. */
 export function openForReading(file: string): number {
@@ -63,6 +65,31 @@ export function readRegularTextFile(file: string): string {
   }
 }
 
+/**
+ * Hands a file to onChunk a piece at a time, never whole; nothing when it is missing or a link, and StateError
+ * (as openForReading) when a FIFO or the like stands in its place.
+ */
+export function readInChunks(file: string, onChunk: (chunk: Buffer) => void): void {
+  let fd: number;
+  try {
+    fd = openForReading(file);
+  } catch (error) {
+    if (error instanceof StateError) throw error;
+    return;
+  }
+  try {
+    for (let position = 0; ; ) {
+      const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+      const read = readSync(fd, buffer, 0, CHUNK_BYTES, position);
+      if (read === 0) return;
+      position += read;
+      onChunk(read === CHUNK_BYTES ? buffer : Buffer.from(buffer.subarray(0, read)));
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Opens file with these flags (not through a link, not waiting), keeping it only when it is a regular file. */
 function regularFile(file: string, flags: number): number {
   let fd: number;
@@ -104,24 +131,24 @@ function notRegular(file: string, kind: string): StateError {
  * a StateError naming it. A missing file or a link is left to the caller, which takes either for no file.
  */
 export function refuseSpecialFile(file: string): void {
-  let info: Stats;
-  try {
-    info = lstatSync(file);
-  } catch {
-    return;
-  }
-  const kind = info.isSymbolicLink() ? undefined : kindOf(info);
+  const kind = specialKindAt(file);
   if (kind !== undefined) throw notRegular(file, kind);
 }
 
 /** Whether something other than a regular file or a link stands at file: never written by claude-dispatch. */
 export function isSpecialFile(file: string): boolean {
+  return specialKindAt(file) !== undefined;
+}
+
+/** What stands at file when it is neither a regular file nor a link; undefined for those and for no file. */
+function specialKindAt(file: string): string | undefined {
+  let info: Stats;
   try {
-    refuseSpecialFile(file);
-    return false;
+    info = lstatSync(file);
   } catch {
-    return true;
+    return undefined;
   }
+  return info.isSymbolicLink() ? undefined : kindOf(info);
 }
 
 /**

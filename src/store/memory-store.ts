@@ -104,8 +104,11 @@ export class MemoryStore {
     return () => watchers.delete(onChange);
   }
 
+  /** Watchers hear of a change after the write that made it returns, as file-system notifications arrive. */
   private changed(id: string): void {
-    for (const watcher of [...(this.approvalWatchers.get(id) ?? [])]) watcher();
+    queueMicrotask(() => {
+      for (const watcher of [...(this.approvalWatchers.get(id) ?? [])]) watcher();
+    });
   }
 
   size(_id: string): number {

@@ -14,7 +14,7 @@
  *   <state>/jobs/<id>/kill          a kill asked for by the CLI
  *   <state>/jobs/<id>/approval.N[.answer].json  permission request N and its answer (approvals.ts)
  */
-import { chmodSync, closeSync, lstatSync, mkdirSync, readdirSync, readSync, rmSync, type Stats } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 
 import { readFileRange, writeAtomically, writeNewFile, writeTextFile } from "./atomic.js";
@@ -31,9 +31,10 @@ import {
   type ApprovalRequest,
 } from "./approvals.js";
 import { claimHolder, claimJob, claimSlot, dropClaimsBefore, type HolderAlive } from "./claims.js";
-import { openForReading, readTextFile, refuseSpecialFile, watchFolder } from "./files.js";
-import { SlotFiles } from "./slots.js";
+import { readInChunks, readTextFile, refuseSpecialFile, watchFolder } from "./files.js";
 import { appendToIndex, compactIndex, readIndex } from "./finished-index.js";
+import { checkFolders, jobFolderProblem, openFolders } from "./ownership.js";
+import { SlotFiles } from "./slots.js";
 import {
   StateError,
   asStateError,
@@ -45,10 +46,6 @@ import {
   type JobRecord,
   type ProcessIdentity,
 } from "./records.js";
-
-
-
-const CHUNK_BYTES = 64 * 1024;
 
 export interface LoadedRecords {
   records: JobRecord[];
@@ -78,6 +75,8 @@ export class StateStore {
   readonly slotsDir: string;
   private readonly uid: number | undefined;
   private readonly randomName: () => string;
+  /** What open() makes private and check() checks: the directory itself, jobs/ and slots/. */
+  private readonly folders: readonly string[];
 
   constructor(
     readonly root: string,
@@ -85,35 +84,17 @@ export class StateStore {
   ) {
     this.jobsDir = path.join(root, "jobs");
     this.slotsDir = path.join(root, "slots");
+    this.folders = [root, this.jobsDir, this.slotsDir];
     this.uid = options.uid;
     this.randomName = options.randomName;
   }
 
   /**
-   * Creates the directory, private to this user (0700), or checks that the one
-   * there is ours: a real folder (not a link), owned by this user, as OpenSSH's
-   * StrictModes asks of ~/.ssh. Throws StateError saying what is wrong.
+   * Creates the directory, private to this user (0700), or checks that the one there is ours (§15.1; see
+   * ownership.ts). Throws StateError saying what is wrong.
    */
   open(): void {
-    for (const folder of [this.root, this.jobsDir, this.slotsDir]) {
-      const problem = this.folderProblem(folder);
-      if (problem) throw new StateError(`cannot use the state directory ${this.root}: ${problem}`);
-    }
-    try {
-      mkdirSync(this.jobsDir, { recursive: true, mode: 0o700 });
-      mkdirSync(this.slotsDir, { recursive: true, mode: 0o700 });
-      // Made just now, or checked above: a link swapped in meanwhile is caught again.
-      for (const folder of [this.root, this.jobsDir, this.slotsDir]) {
-        const problem = this.folderProblem(folder, true);
-        if (problem) throw new StateError(problem);
-      }
-      // mkdir's mode is filtered by the umask and leaves an existing folder as it was.
-      chmodSync(this.root, 0o700);
-      chmodSync(this.jobsDir, 0o700);
-      chmodSync(this.slotsDir, 0o700);
-    } catch (error) {
-      throw new StateError(`cannot use the state directory ${this.root}: ${(error as Error).message}; set CLAUDE_DISPATCH_STATE_DIR to a writable folder`);
-    }
+    openFolders(this.root, this.folders, this.uid);
   }
 
   /**
@@ -121,50 +102,7 @@ export class StateStore {
    * throws StateError when it is not ours. A directory that does not exist yet is fine.
    */
   check(): void {
-    for (const folder of [this.root, this.jobsDir, this.slotsDir]) {
-      const problem = this.folderProblem(folder);
-      if (problem) throw new StateError(`refusing the state directory ${this.root}: ${problem}`);
-    }
-  }
-
-  /** Why a folder of the state directory is not to be trusted, if it is not; a missing one is fine unless required. */
-  private folderProblem(folder: string, required = false): string | undefined {
-    let info: Stats;
-    try {
-      info = lstatSync(folder);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT" && !required) return undefined;
-      return `${folder}: ${(error as Error).message}`;
-    }
-    if (info.isSymbolicLink()) return `${folder} is a symbolic link; point CLAUDE_DISPATCH_STATE_DIR at the real folder`;
-    if (!info.isDirectory()) return `${folder} is not a directory`;
-    if (this.uid !== undefined && info.uid !== this.uid) {
-      return `${folder} is owned by uid ${info.uid}, not by this user (uid ${this.uid}); jobs found there would run as this user, so it is not used`;
-    }
-    return undefined;
-  }
-
-  /** Why a job's folder (or its record) is not to be read, if it is not: a link, not a folder, or another user's (§15.1). */
-  private jobFolderProblem(id: string): string | undefined {
-    let folder: Stats;
-    let record: Stats;
-    try {
-      folder = lstatSync(this.jobDir(id));
-    } catch {
-      return "its folder cannot be read";
-    }
-    if (folder.isSymbolicLink()) return "its folder is a symbolic link";
-    if (!folder.isDirectory()) return "it is not a folder";
-    if (this.uid !== undefined && folder.uid !== this.uid) return `its folder is owned by uid ${folder.uid}, not by this user`;
-    try {
-      record = lstatSync(this.file(id, "record.json"));
-    } catch {
-      return "no record.json";
-    }
-    if (record.isSymbolicLink()) return "record.json is a symbolic link";
-    if (!record.isFile()) return "record.json is not a regular file";
-    if (this.uid !== undefined && record.uid !== this.uid) return `record.json is owned by uid ${record.uid}, not by this user`;
-    return undefined;
+    checkFolders(this.root, this.folders, this.uid);
   }
 
   jobDir(id: string): string {
@@ -282,7 +220,7 @@ export class StateStore {
 
   /** A job's record, read only when its folder and record are ours (§15.1), or why not. */
   private readChecked(id: string): { record: JobRecord } | { reason: string } {
-    const problem = this.jobFolderProblem(id);
+    const problem = jobFolderProblem(this.jobsDir, id, this.uid);
     if (problem !== undefined) return { reason: problem };
     const text = readTextFile(this.file(id, "record.json"));
     if (text === undefined) return { reason: "record.json cannot be read" };
@@ -311,15 +249,17 @@ export class StateStore {
 
   /** The whole result; a FIFO or the like in its place is STATE_ERROR naming it (§15.1), a missing one undefined. */
   readResult(id: string): string | undefined {
-    refuseSpecialFile(this.file(id, "result.txt"));
-    return readTextFile(this.file(id, "result.txt"));
+    const file = this.file(id, "result.txt");
+    refuseSpecialFile(file);
+    return readTextFile(file);
   }
 
   /** The result's first maxChars UTF-16 characters, reading at most 4 bytes for each; refused as readResult is. */
   readResultHead(id: string, maxChars: number): string | undefined {
-    refuseSpecialFile(this.file(id, "result.txt"));
+    const file = this.file(id, "result.txt");
+    refuseSpecialFile(file);
     // Each UTF-16 unit takes at most 3 bytes of UTF-8 (a surrogate pair: 4 bytes for 2), so this many bytes hold maxChars.
-    const bytes = readFileRange(this.file(id, "result.txt"), 0, maxChars * 3 + 4);
+    const bytes = readFileRange(file, 0, maxChars * 3 + 4);
     return bytes?.toString("utf8").slice(0, maxChars);
   }
 
@@ -342,24 +282,7 @@ export class StateStore {
 
   /** Hands a job's file to onChunk a piece at a time, never whole; a FIFO or the like in its place is STATE_ERROR. */
   readChunks(id: string, name: "stdout.jsonl" | "stderr.log", onChunk: (chunk: Buffer) => void): void {
-    let fd: number;
-    try {
-      fd = openForReading(this.file(id, name));
-    } catch (error) {
-      if (error instanceof StateError) throw error;
-      return;
-    }
-    try {
-      for (let position = 0; ; ) {
-        const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-        const read = readSync(fd, buffer, 0, CHUNK_BYTES, position);
-        if (read === 0) return;
-        position += read;
-        onChunk(read === CHUNK_BYTES ? buffer : Buffer.from(buffer.subarray(0, read)));
-      }
-    } finally {
-      closeSync(fd);
-    }
+    readInChunks(this.file(id, name), onChunk);
   }
 
   /** Every job folder's record. Leftover temporary files are never read: a torn write is ignored. */
@@ -375,7 +298,6 @@ export class StateStore {
     return { records, skipped };
   }
 
-
   /** Claims the job for whoever takes it over after restart `generation` (§15.3); see claims.ts. */
   claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: HolderAlive): Promise<boolean> {
     return claimJob(this.jobDir(id), generation, claimer, isAlive, this.randomName).catch((error: unknown) => {
@@ -389,7 +311,8 @@ export class StateStore {
   }
 
   claim(id: string, generation: number, slot: number, claimer: ProcessIdentity): boolean {
-    return this.writing(this.jobDir(id), () => claimSlot(this.jobDir(id), generation, slot, claimer, this.randomName));
+    const dir = this.jobDir(id);
+    return this.writing(dir, () => claimSlot(dir, generation, slot, claimer, this.randomName));
   }
 
   claimHolder(id: string, generation: number, slot: number): ProcessIdentity | undefined {
@@ -489,5 +412,3 @@ export class StateStore {
     rmSync(this.jobDir(id), { recursive: true, force: true });
   }
 }
-
-

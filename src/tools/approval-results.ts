@@ -25,13 +25,16 @@ export const PENDING_LISTED = 5;
 
 export type PendingReport = Pick<Responded, "pending_approvals" | "pending_total">;
 
-/** The report's `pending_approvals`, and `pending_total` when it lists only some of them. */
+/**
+ * The report's `pending_approvals`, and `pending_total` when it lists only some of them. The summaries' text
+ * was cleaned when their requests were read (jobs/approvals.ts summaryOf, §10).
+ */
 export function pendingReport(approvals: readonly ApprovalSummary[], now: number): PendingReport {
   if (approvals.length === 0) return {};
   const listed = approvals.slice(0, PENDING_LISTED).map((approval) => ({
     request_id: approval.id,
-    tool_name: forReadingOnOneLine(approval.tool_name),
-    preview: forReadingOnOneLine(approval.preview),
+    tool_name: approval.tool_name,
+    preview: approval.preview,
     waited_s: Math.max(0, Math.round((now - approval.asked_at) / 1000)),
     expires_in_s: Math.max(0, Math.round((approval.expires_at - now) / 1000)),
   }));
@@ -77,9 +80,9 @@ export function approvalsText(job: Job): string {
     .map(({ request, answer }) => {
       const unanswered = job.status === "running" ? "pending" : "unanswered";
       const state = answer ? answerState(answer, known.get(request.id)) : unanswered;
-      // The tool's name and input are the model's, a message a person's or the file's: none may format the page (§10).
-      const input = JSON.stringify(request.input, null, 2);
-      return forReading(`request ${request.id} · ${forReadingOnOneLine(request.tool_name)} · ${state}\n${input}\n`);
+      // Read from the files: the tool's name and input are the model's, a message a person's or the file's (§10).
+      const input = forReading(JSON.stringify(request.input, null, 2));
+      return `request ${request.id} · ${forReadingOnOneLine(request.tool_name)} · ${state}\n${input}\n`;
     })
     .join("\n");
 }
@@ -110,8 +113,8 @@ export function renderResponded(job: Job, answered: ApprovalSummary, now: number
     job_id: job.id,
     request_id: answered.id,
     decision,
-    tool_name: forReadingOnOneLine(answered.tool_name),
-    preview: forReadingOnOneLine(answered.preview),
+    tool_name: answered.tool_name,
+    preview: answered.preview,
     job_status: shownStatus(job),
     ...pendingReport(job.pendingApprovals(), now),
   };
@@ -119,7 +122,7 @@ export function renderResponded(job: Job, answered: ApprovalSummary, now: number
     ? respondHint(job, report.pending_approvals, report.pending_total)
     : `Call claude_wait with job_id "${job.id}" to follow the job.`;
   const verb = decision === "allow" ? "Allowed" : "Denied";
-  const text = `${verb} request ${answered.id} of job ${job.id} (${report.preview}). ${next}`;
+  const text = `${verb} request ${answered.id} of job ${job.id} (${answered.preview}). ${next}`;
   return toolResult(text, withNext(report, next), false);
 }
 

@@ -243,13 +243,17 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
           beforeRemove: (id) => {
             const record = store.read(id);
             const worktree = record?.worktree;
-            if (!worktree) return;
+            if (!worktree) return undefined;
             // Not while a merge or discard of it runs (§19.1): the job is left for a later round. Its folder's removal ends the hold.
-            if (!lockWorktreeNow(store.jobDir(id), owner, () => crypto.randomUUID())) throw new Error("a merge or discard of its worktree is under way");
-            if (record.host !== undefined && record.host !== "local") return;
-            retireWorktree(worktrees, worktree)
-              .then((fate) => logger.info(`job ${id} pruned; its worktree ${worktree.path} was ${fate === "kept" ? "kept: it has unmerged changes" : "removed"}`))
-              .catch((error: unknown) => logger.warn(`job ${id} pruned; its worktree ${worktree.path}: ${(error as Error).message}`));
+            const hold = lockWorktreeNow(store.jobDir(id), owner, () => crypto.randomUUID());
+            if (!hold) throw new Error("a merge or discard of its worktree is under way");
+            if (record.host === undefined || record.host === "local") {
+              retireWorktree(worktrees, worktree)
+                .then((fate) => logger.info(`job ${id} pruned; its worktree ${worktree.path} was ${fate === "kept" ? "kept: it has unmerged changes" : "removed"}`))
+                .catch((error: unknown) => logger.warn(`job ${id} pruned; its worktree ${worktree.path}: ${(error as Error).message}`));
+            }
+            // Undone only if the folder could not be removed; otherwise the hold went with it.
+            return hold.release;
           },
           // Each agent asks this same program, in its approver mode, whenever it would have prompted (§18).
           approvals: config.approvals === "forward",

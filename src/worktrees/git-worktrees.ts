@@ -32,6 +32,9 @@ export interface GitWorktreeOptions {
   branchPrefix: string;
 }
 
+/** git in one place, failing with GIT_FAILED unless it exits 0; env is added to git's own. */
+type GitIn = (args: readonly string[], env?: Readonly<Record<string, string>>) => Promise<string>;
+
 /** Who commits a job's uncommitted work when git has no identity configured. */
 const FALLBACK_IDENTITY = {
   GIT_AUTHOR_NAME: "claude-dispatch",
@@ -64,7 +67,7 @@ export class GitWorktrees implements Worktrees {
   }
 
   /** git in the job's worktree, checked and with nothing of the agent's run (worktree-git.ts). */
-  private async inWorktree(worktree: WorktreeRecord): Promise<(args: readonly string[], env?: Readonly<Record<string, string>>) => Promise<string>> {
+  private async inWorktree(worktree: WorktreeRecord): Promise<GitIn> {
     const { args: where, env: hardened } = await worktreeGit(this.options.git, worktree);
     return (args, env) => this.git([...where, ...args], { ...hardened, ...env });
   }
@@ -108,7 +111,7 @@ export class GitWorktrees implements Worktrees {
   }
 
   /** HEAD's files plus every change in the worktree, untracked files included, as a tree; the worktree's own index is left alone. */
-  private async snapshotTree(git: (args: readonly string[], env?: Readonly<Record<string, string>>) => Promise<string>): Promise<string> {
+  private async snapshotTree(git: GitIn): Promise<string> {
     const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-index-"));
     const env = { GIT_INDEX_FILE: path.join(scratch, "index") };
     try {
@@ -126,9 +129,10 @@ export class GitWorktrees implements Worktrees {
     return git(["diff", "--no-color", "--no-ext-diff", "--no-textconv", worktree.base, tree]);
   }
 
-  private async identity(git: (args: readonly string[]) => Promise<GitRun>): Promise<Record<string, string>> {
-    const email = await git(["config", "user.email"]);
-    return email.code === 0 && email.stdout.trim() !== "" ? {} : FALLBACK_IDENTITY;
+  /** git's configured identity, else the fallback: `config` exits 1 when the setting is absent. */
+  private async identity(git: GitIn): Promise<Record<string, string>> {
+    const email = await git(["config", "user.email"]).catch(() => "");
+    return email.trim() !== "" ? {} : FALLBACK_IDENTITY;
   }
 
   async merge(worktree: WorktreeRecord, message: string): Promise<MergeOutcome> {
@@ -141,9 +145,8 @@ export class GitWorktrees implements Worktrees {
     const dirty = (await this.git([...repo, "status", "--porcelain", "--untracked-files=no", "-z"])).split("\0").filter((entry) => entry.length > 3);
     if (dirty.length > 0) return refused("the repository's checkout has uncommitted changes: commit or stash them first", dirty.map((entry) => entry.slice(3)));
     // What merging would bring, checked first with a commit no branch points at: a refused merge changes nothing.
-    const { args: where, env: hardened } = await worktreeGit(this.options.git, worktree);
-    const git = (args: readonly string[], env?: Readonly<Record<string, string>>): Promise<string> => this.git([...where, ...args], { ...hardened, ...env });
-    const identity = await this.identity((args) => this.options.git([...where, ...args], hardened));
+    const git = await this.inWorktree(worktree);
+    const identity = await this.identity(git);
     const tree = await this.snapshotTree(git);
     const head = (await git(["rev-parse", "HEAD"])).trim();
     // The branch is what gets merged: it must be what was checked, the worktree's HEAD.
@@ -171,7 +174,7 @@ export class GitWorktrees implements Worktrees {
       }
     }
     operations.push(`git -C ${worktree.repo} merge --no-edit ${worktree.branch}`);
-    await this.git([...repo, "merge", "--quiet", "--no-edit", worktree.branch], await this.identity((args) => this.options.git([...repo, ...args])));
+    await this.git([...repo, "merge", "--quiet", "--no-edit", worktree.branch], await this.identity((args) => this.git([...repo, ...args])));
     const commit = (await this.git([...repo, "rev-parse", "HEAD"])).trim();
     return { merged: true, into, commit, operations };
   }

@@ -8,7 +8,6 @@
  * `{"behavior":"deny","message":"…"}`.
  */
 import type { ApproverLaunch } from "../../agent/types.js";
-import { forReadingOnOneLine } from "../../core/text.js";
 import { isRecord } from "../../core/values.js";
 import { describeToolUse } from "./text.js";
 
@@ -47,10 +46,10 @@ export function readPermissionRequest(args: unknown): PermissionRequest | undefi
 
 /**
  * One line for a person deciding: "Bash · rm -rf build", "Write · src/a.ts"; the whole input is in the request file.
- * Without the input's escape sequences, controls and bidirectional overrides (§10): it is the model's text.
+ * Cleaned of the input's escape sequences, controls and bidirectional overrides by describeToolUse (§10).
  */
 export function permissionPreview(request: PermissionRequest): string {
-  return forReadingOnOneLine(describeToolUse(request.toolName, request.input, 200));
+  return describeToolUse(request.toolName, request.input, 200);
 }
 
 /** The text block the CLI reads its answer from; an allowed call runs with its input unchanged. */
