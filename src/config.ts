@@ -48,6 +48,8 @@ export interface Config {
   onExit: OnExit;
   /** The operator's command run when a job this server owns ends (§8): argv, never a shell. */
   onDone: readonly string[] | undefined;
+  /** Likewise, once per new permission request of a job this server owns (§18). */
+  onInput: readonly string[] | undefined;
   /** Whether agents' permission prompts reach the caller (forward) or are refused as headless (deny) (§18). */
   approvals: Approvals;
   /** How long a permission request waits for an answer before it is denied (§18). */
@@ -178,7 +180,8 @@ export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
     stateDir: loadStateDir(env, platform, home),
     stateMaxBytes: integer(env, "CLAUDE_DISPATCH_STATE_MAX_BYTES", 1024 ** 3, 1024 * 1024, 1024 ** 4),
     onExit: loadOnExit(env),
-    onDone: loadOnDone(env),
+    onDone: loadCommand(env, "CLAUDE_DISPATCH_ON_DONE"),
+    onInput: loadCommand(env, "CLAUDE_DISPATCH_ON_INPUT"),
     approvals: loadApprovals(env),
     approvalTimeoutMs: integer(env, "CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS", 600_000, 1000, 86_400_000),
     worktree: loadWorktree(env),
@@ -266,28 +269,32 @@ function loadApprovals(env: Env): Approvals {
   return value as Approvals;
 }
 
-/** Bounds on CLAUDE_DISPATCH_ON_DONE: an argv, not a script. */
-const ON_DONE_MAX_ARGS = 64;
-const ON_DONE_MAX_ARG_CHARS = 4096;
+/** Bounds on an operator's command (CLAUDE_DISPATCH_ON_DONE, CLAUDE_DISPATCH_ON_INPUT): an argv, not a script. */
+const COMMAND_MAX_ARGS = 64;
+const COMMAND_MAX_ARG_CHARS = 4096;
 
 /** A JSON array of strings, the program first; never run through a shell, so nothing in it is interpreted. */
-function loadOnDone(env: Env): string[] | undefined {
-  const raw = optional(env, "CLAUDE_DISPATCH_ON_DONE");
+function loadCommand(env: Env, name: string): string[] | undefined {
+  const raw = optional(env, name);
   if (raw === undefined) return undefined;
-  const problem = `CLAUDE_DISPATCH_ON_DONE must be a JSON array of 1 to ${ON_DONE_MAX_ARGS} strings, the program first (such as ["notify-send", "job done"])`;
+  const example = '["notify-send", "claude-dispatch"]';
+  const array = `a JSON array of 1 to ${COMMAND_MAX_ARGS} strings`;
+  const problem = `${name} must be ${array}, the program first (such as ${example})`;
+  const got = JSON.stringify(raw.slice(0, 200));
   let argv: unknown;
   try {
     argv = JSON.parse(raw);
   } catch {
-    throw new ConfigError(`${problem}, got ${JSON.stringify(raw.slice(0, 200))}`);
+    throw new ConfigError(`${problem}, got ${got}`);
   }
   const valid =
     Array.isArray(argv) &&
     argv.length >= 1 &&
-    argv.length <= ON_DONE_MAX_ARGS &&
-    argv.every((arg) => typeof arg === "string" && arg.length <= ON_DONE_MAX_ARG_CHARS && !arg.includes("\0")) &&
+    argv.length <= COMMAND_MAX_ARGS &&
+    argv.every((arg) => typeof arg === "string" && arg.length <= COMMAND_MAX_ARG_CHARS && !arg.includes("\0")) &&
     (argv[0] as string).trim() !== "";
-  if (!valid) throw new ConfigError(`${problem}, each at most ${ON_DONE_MAX_ARG_CHARS} characters, the first not empty; got ${JSON.stringify(raw.slice(0, 200))}`);
+  const each = `each at most ${COMMAND_MAX_ARG_CHARS} characters, the first not empty`;
+  if (!valid) throw new ConfigError(`${problem}, ${each}; got ${got}`);
   return argv as string[];
 }
 

@@ -20,7 +20,9 @@ import { StateStore } from "./store/state-store.js";
 import { StateError } from "./store/records.js";
 import { createMessageWriter, serveStdio } from "./server/stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./core/version.js";
-import { createJobs, lazyLocalHost, lazyRuntimes, loadProcessControl, localWorktrees, worktreeHolds, type LocalHost, type Machine } from "./wiring/jobs.js";
+import { createJobs, lazyLocalHost, lazyRuntimes, loadProcessControl, localWorktrees, ownIdentity, worktreeHolds, type LocalHost, type Machine } from "./wiring/jobs.js";
+import { Carrying } from "./wiring/carrying.js";
+import { CarrierSlot, PresenceFiles, settingsOf } from "./store/presence.js";
 import type { SshHost } from "./hosts/ssh/ssh-host.js";
 
 /** After the kill grace, this long for responses to be written before we exit anyway. */
@@ -160,6 +162,7 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args[0] === "approver") return serveApprover(args.slice(1));
   if (args[0] === "remote") return serveRemoteEnd(args.slice(1));
+  if (args[0] === "carrier") return serveCarrier(args.slice(1));
   if (args.length > 0) {
     const { runCli } = await import("./cli/index.js");
     process.exitCode = await runCli(args, {
@@ -195,6 +198,7 @@ async function main(): Promise<void> {
         const { createSshHosts } = await import("./wiring/ssh-hosts.js");
         return [...createSshHosts(config, machine(), process.getuid?.(), createLogger(process.stderr, "warn"), false).values()];
       },
+      startCarrier: async (stateDir, env) => (await import("./hosts/local/detached.js")).startCarrierProcess({ execPath: process.execPath, mainPath: path.resolve(process.argv[1] ?? "dist/main.js"), stateDir, env }),
       // Names the CLI in a claim file when `kill` finishes the record of a dead server.
       uid: process.getuid?.(),
       randomName: () => crypto.randomUUID(),
@@ -216,9 +220,9 @@ async function main(): Promise<void> {
 }
 
 /** The configuration and the resolved roots, or exit 2 with the reason (§11). */
-async function readConfig(): Promise<{ config: Config; roots: string[] | undefined }> {
+async function readConfig(env: NodeJS.ProcessEnv = process.env): Promise<{ config: Config; roots: string[] | undefined }> {
   try {
-    const config = loadConfig(process.env, hostFacts());
+    const config = loadConfig(env, hostFacts());
     return { config, roots: config.roots ? await resolveRoots(config.roots) : undefined };
   } catch (error) {
     if (!(error instanceof Error)) throw error;
@@ -234,10 +238,10 @@ async function sshHostsOf(config: Config, logger: Logger, store: StateStore | un
   return createSshHosts(config, machine(), process.getuid?.(), logger, true, store);
 }
 
-async function serve(): Promise<void> {
-  const { config, roots } = await readConfig();
+/** What a server and the carrier both run: the job registry on the state directory, and everything it needs. */
+async function startJobs(config: Config, roots: string[] | undefined, env: NodeJS.ProcessEnv, restore = true) {
   const hosts = (config.hosts ?? []).map((host) => ({ name: host.name, roots: host.roots, agents: host.agents }));
-  const policy = { ...config.policy, roots, agents: offeredAgents(config, process.env, process.platform), ...(hosts.length > 0 ? { hosts } : {}) };
+  const policy = { ...config.policy, roots, agents: offeredAgents(config, env, process.platform), ...(hosts.length > 0 ? { hosts } : {}) };
   // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of
   // this server inside a dispatched agent must never restore, adopt, claim or write its parent's jobs.
   const gated = config.depth >= config.maxDepth;
@@ -248,7 +252,28 @@ async function serve(): Promise<void> {
   const sshHosts = await sshHostsOf(config, logger, store);
   const runtimes = lazyRuntimes();
   const jobs = await createJobs({ machine: machine(), config, policy, roots, store, host, sshHosts, worktrees, logger, runtimes });
-  if (store) await restoreJobs(store, jobs, logger);
+  if (store && restore) await restoreJobs(store, jobs, logger);
+  return { policy, gated, store, logger, host, worktrees, sshHosts, runtimes, jobs };
+}
+
+/** This process's part in carrying the state directory's work (§15.8). */
+async function carryingOf(store: StateStore, jobs: JobRegistry, host: LocalHost, env: NodeJS.ProcessEnv, logger: Logger): Promise<Carrying> {
+  return new Carrying({
+    presence: new PresenceFiles(store.root, () => crypto.randomUUID()),
+    jobs,
+    self: await ownIdentity(machine(), host.processControl),
+    settings: settingsOf(env),
+    isAlive: async (named) => (await host.processControl()).isAlive(named.pid, named.start_time),
+    clock: systemClock,
+    logger,
+  });
+}
+
+async function serve(): Promise<void> {
+  const { config, roots } = await readConfig();
+  const { policy, gated, store, logger, host, worktrees, sshHosts, runtimes, jobs } = await startJobs(config, roots, process.env);
+  const carrying = store ? await carryingOf(store, jobs, host, process.env, logger) : undefined;
+  carrying?.join("server");
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({
     jobs,
@@ -273,7 +298,62 @@ async function serve(): Promise<void> {
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
   if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
   logger.info(`${SERVER_NAME} ${SERVER_VERSION} ready (agents: ${policy.agents.map((agent) => agent.name).join(", ")})`);
-  installShutdown({ config, jobs, host, sshHosts, server, writer, logger });
+  installShutdown({ config, jobs, host, sshHosts, server, writer, logger, carrying, stateDir: store?.root });
+}
+
+/**
+ * `claude-dispatch carrier [--state-dir=DIR]`: the headless carrier (§15.8), started by the last server to leave a
+ * state directory with work in it, or by the command line in place of one that died. Not a command for people. It
+ * takes over the directory's jobs, carries them as a server would, and exits once idle; a second one exits at once.
+ */
+async function serveCarrier(args: string[]): Promise<void> {
+  const stateDir = args.length === 1 && args[0]?.startsWith("--state-dir=") ? args[0].slice("--state-dir=".length) : undefined;
+  if (stateDir === undefined) {
+    process.stderr.write("claude-dispatch: usage: claude-dispatch carrier --state-dir=DIR (started by a server as it leaves)\n");
+    process.exit(2);
+  }
+  const env = { ...process.env, CLAUDE_DISPATCH_STATE_DIR: stateDir };
+  const { config, roots } = await readConfig(env);
+  if (config.depth >= config.maxDepth) process.exit(0);
+  const early = createLogger(process.stderr, config.logLevel);
+  const host = lazyLocalHost(machine(), config, early);
+  const slot = new CarrierSlot(config.stateDir, await ownIdentity(machine(), host.processControl));
+  if (!(await slot.take(async (named) => (await host.processControl()).isAlive(named.pid, named.start_time)))) {
+    early.info("another carrier carries this state directory; exiting");
+    process.exit(0);
+  }
+  const { store, logger, jobs, sshHosts } = await startJobs(config, roots, env, false);
+  if (!store) process.exit(0);
+  const carrying = await carryingOf(store, jobs, host, env, logger);
+  // Present before it takes anything over: killed at any point after this, it is replaced (§15.8).
+  const present = carrying.present("carrier");
+  let leaving = false;
+  const leave = async (reason: string, code: number): Promise<void> => {
+    if (leaving) return;
+    leaving = true;
+    logger.info(`carrier leaving: ${reason}`);
+    present();
+    carrying.leave();
+    slot.release();
+    // Whatever still runs is left on disk, to the next server or carrier (§15.3).
+    await jobs.leave();
+    await Promise.all([...sshHosts.values()].map((remote) => remote.close().catch(() => undefined)));
+    process.exit(code);
+  };
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => void leave(signal, 0));
+  // Detached, it has no terminal to lose; a hangup meant for whoever started it is not its end.
+  process.on("SIGHUP", () => undefined);
+  const crash = (error: unknown): void => {
+    logger.error(`internal error: ${(error as Error)?.stack ?? String(error)}`);
+    void leave("internal error", 1);
+  };
+  process.on("uncaughtException", crash);
+  process.on("unhandledRejection", crash);
+  await restoreJobs(store, jobs, logger);
+  logger.info(`carrier ${process.pid} carries ${store.root}`);
+  carrying.join("carrier", present);
+  await carrying.carry(slot);
+  await leave("idle", 0);
 }
 
 /** Shutdown as §3 describes: on end of stdin, a signal, or an internal error. */
@@ -285,8 +365,10 @@ function installShutdown(parts: {
   server: ReturnType<typeof serveStdio>;
   writer: ReturnType<typeof createMessageWriter>;
   logger: Logger;
+  carrying: Carrying | undefined;
+  stateDir: string | undefined;
 }): void {
-  const { config, jobs, host, sshHosts, server, writer, logger } = parts;
+  const { config, jobs, host, sshHosts, server, writer, logger, carrying } = parts;
   let shuttingDown = false;
   let finalExitCode = 0;
   const shutdown = async (reason: string, exitCode = 0): Promise<void> => {
@@ -301,6 +383,8 @@ function installShutdown(parts: {
       process.exit(1);
     }, config.killGraceMs + SHUTDOWN_SLACK_MS + 1000).unref();
     process.stdin.pause();
+    // Gone from servers/ first, so that a carrier exiting meanwhile sees this server's work as left (§15.8).
+    carrying?.leave();
     // keep: agents run on and the next server follows them (§15.3); kill: stop them all now.
     if (config.onExit === "keep") {
       await jobs.leave();
@@ -315,6 +399,7 @@ function installShutdown(parts: {
     await Promise.race([server.idle(), new Promise<void>((resolve) => (cancelSlack = systemClock.setTimer(resolve, SHUTDOWN_SLACK_MS)))]);
     cancelSlack();
     await writer.flush();
+    if (config.onExit === "keep") await handOver(carrying, parts.stateDir, logger);
     process.exit(finalExitCode);
   };
   void server.ended.then(() => shutdown("stdin closed"));
@@ -328,6 +413,19 @@ function installShutdown(parts: {
   };
   process.on("uncaughtException", crash);
   process.on("unhandledRejection", crash);
+}
+
+/** The last server to leave work in its state directory starts the carrier, just before it exits (§15.8). */
+async function handOver(carrying: Carrying | undefined, stateDir: string | undefined, logger: Logger): Promise<void> {
+  if (!carrying || stateDir === undefined) return;
+  try {
+    if (!(await carrying.needsCarrier())) return;
+    const { startCarrierProcess } = await import("./hosts/local/detached.js");
+    const pid = startCarrierProcess({ execPath: process.execPath, mainPath: path.resolve(process.argv[1] ?? "dist/main.js"), stateDir, env: process.env });
+    logger.info(`the work left in ${stateDir} goes on in carrier ${pid}`);
+  } catch (error) {
+    logger.error(`cannot start the carrier; the next server or command takes the work over: ${(error as Error).message}`);
+  }
 }
 
 /**

@@ -5,6 +5,7 @@
  * (no sleeps). Agent output is appended to stdout.jsonl between ticks.
  */
 import assert from "node:assert/strict";
+import type { ProcessControl } from "../src/hosts/local/index.js";
 import { randomUUID } from "node:crypto";
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -263,13 +264,15 @@ describe("logs -f", () => {
     const { dir, store } = newState();
     const record = add(store, job(clock.now()));
     const interrupt = new AbortController();
-    const following = start(["logs", record.id, "-f"], { stateDir: dir, clock, interrupted: interrupt.signal });
+    // Its server lives: it will end the job, so logs -f waits (§15.8).
+    const processControl = async () => ({ isAlive: async () => true }) as unknown as ProcessControl;
+    const following = start(["logs", record.id, "-f"], { stateDir: dir, clock, interrupted: interrupt.signal, processControl });
     await clock.advance(1000);
     interrupt.abort();
     assert.equal(await following.code, 130);
     assert.equal(clock.pendingTimers, 0);
 
-    const pruned = start(["logs", record.id, "-f"], { stateDir: dir, clock });
+    const pruned = start(["logs", record.id, "-f"], { stateDir: dir, clock, processControl });
     await settle();
     store.remove(record.id);
     await clock.advance(200);

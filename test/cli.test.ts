@@ -267,9 +267,11 @@ describe("jobs", () => {
     const lines = run.stdout.trimEnd().split("\n");
     const header = lines[0] ?? "";
     assert.match(header, /^ID {36}STATUS +AGE +CWD +TURNS +COST +SESSION +PROMPT$/);
-    assert.equal(lines.length, 1 + 2 + 20 + 1);
-    assert.equal(lines.at(-1), "(2 older finished jobs not shown; --all lists every job)");
-    const rows = lines.slice(1, -1);
+    assert.equal(lines.length, 1 + 2 + 20 + 2);
+    assert.equal(lines.at(-2), "(2 older finished jobs not shown; --all lists every job)");
+    // No server has been present here: nothing carries the two unfinished jobs (§15.8).
+    assert.equal(lines.at(-1), "Nothing carries 2 unfinished jobs: no server or carrier runs; the next server takes them over.");
+    const rows = lines.slice(1, -2);
     const column = (name: string): number => header.indexOf(name);
     const rowOf = (id: string): string => rows.find((row) => row.startsWith(id)) ?? assert.fail(`no row for ${id}`);
     for (const row of rows) {
@@ -288,7 +290,7 @@ describe("jobs", () => {
   test("--all lists every job, oldest first", async () => {
     const run = await cli(["jobs", "--all"], { stateDir: dir });
     assert.equal(run.code, 0);
-    const rows = run.stdout.trimEnd().split("\n").slice(1);
+    const rows = run.stdout.trimEnd().split("\n").slice(1, -1);
     assert.equal(rows.length, 24);
     assert.ok(rows[0]?.startsWith(done[21]?.id ?? "-"), "submitted first, listed first");
     assert.ok(!run.stdout.includes("not shown"));
@@ -302,6 +304,8 @@ describe("jobs", () => {
     assert.equal(document.jobs.length, 22);
     assert.equal(document.hidden_finished, 2);
     assert.deepEqual(document.skipped, []);
+    assert.deepEqual((document as unknown as Record<string, unknown>).carried_by, []);
+    assert.deepEqual((document as unknown as Record<string, unknown>).not_carried, { jobs: 2, why: "no server or carrier runs; the next server takes them over" });
     const row = document.jobs.find((job) => job.id === active.id);
     assert.deepEqual(row, {
       id: active.id,
@@ -812,7 +816,7 @@ describe("doctor", () => {
       text,
     );
     assert.ok(!text.includes("sk-ant"), "no secret is printed");
-    assert.deepEqual(readdirSync(stateDir).sort(), ["jobs", "slots"], "the write probe is removed");
+    assert.deepEqual(readdirSync(stateDir).sort(), ["carrier", "jobs", "servers", "slots"], "the write probe is removed");
   });
 
   test("problems are warn and fail lines, and any fail is exit 1", async () => {

@@ -30,6 +30,7 @@ test("defaults", () => {
     stateMaxBytes: 1024 ** 3,
     onExit: "keep",
     onDone: undefined,
+    onInput: undefined,
     approvals: "forward",
     approvalTimeoutMs: 600_000,
     worktree: "off",
@@ -125,16 +126,26 @@ test("invalid values are errors that name the variable, never silent fallbacks",
     ["CLAUDE_DISPATCH_ON_DONE", '[" ", "x"]'],
     ["CLAUDE_DISPATCH_ON_DONE", JSON.stringify(["x", "a\u0000b"])],
     ["CLAUDE_DISPATCH_ON_DONE", JSON.stringify(Array.from({ length: 65 }, () => "x"))],
+    ["CLAUDE_DISPATCH_ON_INPUT", "notify-send input"],
+    ["CLAUDE_DISPATCH_ON_INPUT", "[]"],
+    ["CLAUDE_DISPATCH_ON_INPUT", '["notify-send", 1]'],
+    ["CLAUDE_DISPATCH_ON_INPUT", '[" ", "x"]'],
+    ["CLAUDE_DISPATCH_ON_INPUT", JSON.stringify(["x", "a\u0000b"])],
+    ["CLAUDE_DISPATCH_ON_INPUT", JSON.stringify(["x", "y".repeat(4097)])],
   ];
   for (const [name, value] of cases) {
     assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message.includes(name), `${name}=${value}`);
   }
 });
 
-test("CLAUDE_DISPATCH_ON_DONE is an argv as written: nothing in it is split or interpreted", () => {
+test("CLAUDE_DISPATCH_ON_DONE and CLAUDE_DISPATCH_ON_INPUT are argvs as written: nothing in them is split or interpreted", () => {
   const argv = ["notify-send", "claude-dispatch", "job $CLAUDE_DISPATCH_JOB_ID; rm -rf ~"];
   assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_ON_DONE: ` ${JSON.stringify(argv)} ` }).onDone, argv);
   assert.equal(loadConfig({ CLAUDE_DISPATCH_ON_DONE: "  " }).onDone, undefined);
+  const both = loadConfig({ CLAUDE_DISPATCH_ON_INPUT: JSON.stringify(argv), CLAUDE_DISPATCH_ON_DONE: '["true"]' });
+  assert.deepEqual([both.onInput, both.onDone], [argv, ["true"]], "each its own");
+  assert.equal(loadConfig({ CLAUDE_DISPATCH_ON_INPUT: "  " }).onInput, undefined);
+  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_ON_INPUT: "[]" }), /CLAUDE_DISPATCH_ON_INPUT must be a JSON array of 1 to 64 strings, the program first/);
 });
 
 test("the state directory: explicit, else XDG_STATE_HOME, else ~/.local/state; %LOCALAPPDATA% on Windows", () => {

@@ -1,13 +1,14 @@
 /**
- * CLAUDE_DISPATCH_ON_DONE's runner (jobs/on-done.ts): the argv and the job's
- * variables reach the host as data, a failure is only logged, a command that
- * hangs is killed whole at its bound, and shutdown leaves none behind.
+ * The operator's commands' runner (jobs/on-done.ts), through CLAUDE_DISPATCH_ON_DONE: the argv and the job's
+ * variables reach the host as data, a failure is only logged, a command that hangs is killed whole at its
+ * bound, busy() says while one runs, and shutdown leaves none behind and starts none after.
+ * CLAUDE_DISPATCH_ON_INPUT's variables and when it runs: on-input.test.ts.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import type { ChildExit, ChildHandle, SpawnRequest } from "../src/agent/host.js";
-import { OnDoneCommands } from "../src/jobs/on-done.js";
+import { onDoneCommands } from "../src/jobs/on-done.js";
 import type { Job } from "../src/jobs/types.js";
 import { FakeClock, RecordingLogger, settle } from "./helpers.js";
 
@@ -40,9 +41,9 @@ function harness(argv = ["notify-send", "claude-dispatch", "a job ended"]) {
   const children: FakeChild[] = [];
   const clock = new FakeClock();
   const logger = new RecordingLogger();
-  const commands = new OnDoneCommands({
+  const commands = onDoneCommands({
     argv,
-    host: { start: (request) => children.at(children.push(new FakeChild(request)) - 1) as FakeChild },
+    host: { start: (request: SpawnRequest) => children.at(children.push(new FakeChild(request)) - 1) as FakeChild },
     env: { PATH: "/usr/bin", DISPLAY: ":0" },
     clock,
     logger,
@@ -109,8 +110,26 @@ test("a command that hangs is killed, tree and all, at its bound; shutdown kills
 
   const left = commands.run(JOB);
   await settle();
+  assert.equal(commands.busy(), true, "a process about to exit can tell that one runs");
   await commands.close();
   await left;
   assert.equal(children[1]?.killed, 1, "never left behind by a server that exits");
+  assert.equal(commands.busy(), false);
   assert.equal(clock.pendingTimers, 0, "no timer outlives the command");
+  await commands.run(JOB);
+  assert.equal(children.length, 2, "none starts once closed");
+});
+
+test("busy while a command runs, and no longer once it has exited", async () => {
+  const { children, commands } = harness();
+  assert.equal(commands.busy(), false);
+  const first = commands.run(JOB);
+  const second = commands.run(JOB);
+  assert.equal(commands.busy(), true);
+  children[0]?.end({ exitCode: 0 });
+  await first;
+  assert.equal(commands.busy(), true, "the other still runs");
+  children[1]?.end({ exitCode: 0 });
+  await second;
+  assert.equal(commands.busy(), false);
 });

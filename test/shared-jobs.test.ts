@@ -69,6 +69,8 @@ function server(dir: string, owner: typeof OWNER_A, isAlive: IsAlive, options: S
     onDone: {
       run: async (job) => void doneRuns.push(`${job.id} ${job.status}`),
       close: async () => undefined,
+      busy: () => false,
+      closed: false,
     },
     clock,
     newId: randomUUID,

@@ -77,8 +77,9 @@ describe("takeover guards through the real server", { skip: process.platform !==
     const id = structured(started).job_id as string;
     await waitFor(() => readPids(pids).length === 1, "the agent to start");
     await waitFor(() => readRecord(stateDir, id).agent?.start_time !== undefined, "the agent's identity in its record");
-    // A short-lived host: its server exits (keep) before the agent has started its own MCP servers.
-    host.endInput();
+    // A short-lived host's server is gone before the agent has started its own MCP servers. Killed, so that it
+    // leaves no carrier (§15.8): then only the nested server could touch the job.
+    host.child.kill("SIGKILL");
     await host.exited;
     writeFileSync(gate, "");
     await waitFor(() => existsSync(ready), "the nested server to answer tools/list");

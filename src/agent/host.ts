@@ -67,6 +67,12 @@ export interface ChildExit {
   /** An attached agent: it was not our child, so how it exited is unknown; exitCode and signal are null. */
   unobserved?: true;
   /**
+   * An attached agent's end (ms since the epoch), as estimated from the process table and its output: the later of
+   * the last poll that saw it alive and the last write to its output, no later than when it was found gone (§15.3);
+   * for one on another machine, as that machine recorded it (§21.3).
+   */
+  endedAt?: number;
+  /**
    * How the job ended as the host already knows it, when the agent ran elsewhere (§21): used when the
    * output holds no result, since the host saw what the output cannot show (a spawn failure, a kill there).
    */

@@ -97,8 +97,9 @@ function follow<Reader extends AgentOutputReader>(
       // A host that ran the agent elsewhere may know why it ended when its output cannot say (§21).
       const outcome = outcomeForReading(exit.failure && !reader.hasResult() && !reader.overflow ? { ok: false as const, ...exit.failure } : runtime.outcome(exit, reader, disk));
       reader.forgetResult();
-      // An attached agent was not our child: its exit status is unknown, not null.
-      return exit.unobserved || exit.spawnError ? outcome : { ...outcome, exit: { code: exit.exitCode, signal: exit.signal } };
+      // An attached agent was not our child: its exit status is unknown, not null; its end may be long past (§15.3).
+      if (exit.unobserved) return exit.endedAt === undefined ? outcome : { ...outcome, endedAt: exit.endedAt };
+      return exit.spawnError ? outcome : { ...outcome, exit: { code: exit.exitCode, signal: exit.signal } };
     }),
     ready: started.ready ?? Promise.resolve(),
     kill: () => started.killTree(),

@@ -65,9 +65,13 @@ export interface ExitStatus {
   signal: string | null;
 }
 
+/**
+ * How the agent ended. `endedAt` (ms since the epoch), when the agent was not our child: when it ended, as
+ * estimated from the process table and its output (§15.3).
+ */
 export type AgentOutcome =
-  | { ok: true; result: AgentResult; exit?: ExitStatus }
-  | { ok: false; code: ErrorCode; detail: string; result?: AgentResult; exit?: ExitStatus };
+  | { ok: true; result: AgentResult; exit?: ExitStatus; endedAt?: number }
+  | { ok: false; code: ErrorCode; detail: string; result?: AgentResult; exit?: ExitStatus; endedAt?: number };
 
 /** What a running job has done so far, from the agent's events (§5.3, §5.8). */
 export interface LiveSummary {

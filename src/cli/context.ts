@@ -39,6 +39,11 @@ export interface CliIo {
   /** Whether stdout is a terminal: `jobs --watch` redraws only there. Absent: it is not. */
   stdoutIsTerminal?: boolean | undefined;
   /**
+   * Starts the headless carrier on a state directory with this environment (§15.8) and returns its pid; throws
+   * when it cannot. Absent: this command line starts none (tests that run the CLI in process).
+   */
+  startCarrier?(stateDir: string, env: Readonly<Record<string, string | undefined>>): Promise<number>;
+  /**
    * Ends `jobs --watch` and `logs -f` early when aborted. main.ts passes none:
    * Ctrl-C ends the process as usual, which is how a person stops them.
    */

@@ -16,6 +16,7 @@ import { pendingRequests, requestText, shownStatus, waitingForApproval, type Sho
 import { emit, INTERRUPTED_EXIT, type Context } from "./context.js";
 import { clip, formatAge, formatCost, isoTime, PREVIEW_COLUMN_CHARS, printable, shortenHome, table } from "./format.js";
 import { progressOf } from "./job-output.js";
+import { carriersText, carry, type Carriers } from "./carried.js";
 
 /** `jobs` without --all: every unfinished job and this many of the most recently finished. */
 export const RECENT_FINISHED = 20;
@@ -53,8 +54,8 @@ interface PendingApproval {
   preview: string;
 }
 
-export function listJobs(context: Context, all: boolean): number {
-  const { document, text } = jobsListing(context, all);
+export function listJobs(context: Context, all: boolean, carriers: Carriers = { carriedBy: [], waiting: 0 }): number {
+  const { document, text } = jobsListing(context, all, carriers);
   emit(context, valueForReading(document), text);
   return 0;
 }
@@ -67,23 +68,32 @@ export async function watchJobs(context: Context, all: boolean): Promise<number>
   const { io } = context;
   const interrupted = io.interrupted;
   while (!interrupted?.aborted) {
+    const carriers = await carry(context);
     const now = io.clock.now();
-    const { text } = jobsListing({ ...context, now }, all);
+    const { text } = jobsListing({ ...context, now }, all, carriers);
     io.stdout.write(`${CLEAR_SCREEN}Every ${WATCH_INTERVAL_MS / 1000}s: claude-dispatch jobs${all ? " --all" : ""}  ${isoTime(now)}  (Ctrl-C to stop)\n\n${text}`);
     await sleep(io.clock, WATCH_INTERVAL_MS, interrupted);
   }
   return INTERRUPTED_EXIT;
 }
 
-function jobsListing(context: Context, all: boolean): { document: unknown; text: string } {
+function jobsListing(context: Context, all: boolean, carriers: Carriers): { document: unknown; text: string } {
   const { records, skipped } = context.store.loadAll();
   const shown = all ? records : unfinishedAndRecent(records);
   const rows = shown.map((record) => jobRow(context, record));
   const hidden = records.length - shown.length;
   const kept = keptWorktreesOf(context);
-  const document = { state_dir: context.store.root, jobs: rows, hidden_finished: hidden, skipped, kept_worktrees: kept };
+  const document = {
+    state_dir: context.store.root,
+    jobs: rows,
+    hidden_finished: hidden,
+    skipped,
+    kept_worktrees: kept,
+    carried_by: carriers.carriedBy,
+    ...(carriers.waiting > 0 ? { not_carried: { jobs: carriers.waiting, why: carriers.why ?? null } } : {}),
+  };
   // Read from the state directory, which anything running as the user can write: cleaned for the terminal (§10).
-  return { document, text: printable(jobsText(context, rows, hidden, skipped) + keptText(kept)) };
+  return { document, text: printable(jobsText(context, rows, hidden, skipped) + carriersText(carriers) + keptText(kept)) };
 }
 
 /** Worktrees retention kept for their unmerged changes after their jobs were pruned (§19). */

@@ -14,12 +14,20 @@ import type { AnsweredBy, Approval } from "../store/approvals.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
 import { answerText, messageText, requestState, requestText, shownStatus, waitingForApproval, type RequestState } from "./approve.js";
-import { INTERRUPTED_EXIT, notFound, type Context } from "./context.js";
+import { INTERRUPTED_EXIT, loadProcessControl, notFound, type Context } from "./context.js";
+import type { ProcessControl } from "../hosts/local/index.js";
+import { whyNotCarried } from "./carried.js";
 import { clip, indent, oneLine, printable } from "./format.js";
 import { OutputFollower } from "./job-output.js";
 
 /** How often `logs -f` looks for more output and for the job's end. */
 export const FOLLOW_POLL_MS = 200;
+/** How often it checks that something carries the job, and how long a carrier may leave it alone (§15.8). */
+const CARRIED_CHECK_MS = 1000;
+const UNCARRIED_PATIENCE_MS = 10_000;
+
+/** `logs -f` on a job nothing will end: said, exit 1, rather than a wait for ever. */
+export class NotCarried extends Error {}
 /** A tool call, a tool's output or a note, cut to one line of at most this many characters. */
 const ONE_LINE_CHARS = 200;
 /** As `show`: the whole result is in result.txt. */
@@ -168,7 +176,14 @@ async function followLogs(context: Context, id: string): Promise<number> {
     print(entry, entryText(entry));
   });
   const news = new ApprovalNews(store, print);
-  const record = await untilFinished(context, id, follower, news);
+  let record: JobRecord | undefined;
+  try {
+    record = await untilFinished(context, id, follower, news);
+  } catch (error) {
+    if (!(error instanceof NotCarried)) throw error;
+    io.stderr.write(`claude-dispatch: ${printable(error.message)}\n`);
+    return 1;
+  }
   if (!record) return INTERRUPTED_EXIT;
   const sessionId = sessionOf(record, follower);
   if (json) io.stdout.write(`${JSON.stringify(valueForReading({ kind: "outcome", ...outcomeDocument(store, record, sessionId) }))}\n`);
@@ -181,9 +196,16 @@ function sessionOf(record: JobRecord, follower: OutputFollower): string | undefi
   return record.outcome?.result?.sessionId ?? follower.live().sessionId;
 }
 
-/** Reads new output and requests every FOLLOW_POLL_MS until the job's record says it finished; undefined if interrupted first. */
+/**
+ * Reads new output and requests every FOLLOW_POLL_MS until the job's record says it finished; undefined if
+ * interrupted first. Every CARRIED_CHECK_MS it checks that something will end the job (§15.8), and throws
+ * NOT_CARRIED saying why when nothing will.
+ */
 async function untilFinished(context: Context, id: string, follower: OutputFollower, news: ApprovalNews): Promise<JobRecord | undefined> {
   const { io, store } = context;
+  let control: ProcessControl | null | undefined;
+  let checkAt = io.clock.now() + CARRIED_CHECK_MS;
+  const goneSince: { at?: number } = {};
   for (;;) {
     // The record before the output: once it says finished, the agent is gone and the output read after it is whole.
     const record = store.read(id);
@@ -196,6 +218,13 @@ async function untilFinished(context: Context, id: string, follower: OutputFollo
     }
     follower.readNew();
     news.look(record);
+    if (io.clock.now() >= checkAt) {
+      checkAt = io.clock.now() + CARRIED_CHECK_MS;
+      // Without a process table nothing can be told gone: the job is followed as before.
+      control ??= await loadProcessControl(io).catch(() => null);
+      const why = control ? await whyNotCarried(context, record, control, goneSince, UNCARRIED_PATIENCE_MS) : undefined;
+      if (why !== undefined) throw new NotCarried(`job ${id} is ${record.status} on record, but nothing will end it: ${why}`);
+    }
     if (io.interrupted?.aborted) return undefined;
     await sleep(io.clock, FOLLOW_POLL_MS, io.interrupted);
     if (io.interrupted?.aborted) return undefined;

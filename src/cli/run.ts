@@ -21,6 +21,7 @@ import { isRequestId } from "../store/records.js";
 import { LIMITS } from "../tools/validation.js";
 import { answerJob } from "./approve.js";
 import { openContext, toJson, type CliIo } from "./context.js";
+import { carry } from "./carried.js";
 import { doctor } from "./doctor.js";
 import { echo, indent } from "./format.js";
 import { AmbiguousJobId, isIdOrPrefix, matchTable, MIN_ID_PREFIX_HEX, resolveJobId } from "./job-ids.js";
@@ -282,18 +283,27 @@ function parseDuration(text: string): number {
   return Number(match[1]) * (DURATION_UNITS_MS[match[2] as string] as number);
 }
 
+/** The commands that read jobs, and so first see that they are carried (kill, after it killed). */
+const CARRIED_COMMANDS: ReadonlySet<string> = new Set(["jobs", "show", "logs"]);
+
 async function runCommand(invocation: Invocation, io: CliIo, sessionsDir: string | undefined): Promise<number> {
   if (invocation.command === "doctor") return doctor(io, invocation.json);
   const context = openContext(io, invocation.json);
+  // The carrier first, in place of one that died: what follows then reads how each job really ended (§15.8).
+  // A kill comes first: it finishes the record of a job whose server is gone itself, and the carrier the rest.
+  const carriers = CARRIED_COMMANDS.has(invocation.command) ? await carry(context) : undefined;
   switch (invocation.command) {
     case "jobs":
-      return invocation.watch ? watchJobs(context, invocation.all) : listJobs(context, invocation.all);
+      return invocation.watch ? watchJobs(context, invocation.all) : listJobs(context, invocation.all, carriers);
     case "show":
       return showJob(context, resolveJobId(context, invocation.id as string));
     case "logs":
       return showLogs(context, resolveJobId(context, invocation.id as string), invocation.follow);
-    case "kill":
-      return killJob(context, resolveJobId(context, invocation.id as string));
+    case "kill": {
+      const code = await killJob(context, resolveJobId(context, invocation.id as string));
+      await carry(context);
+      return code;
+    }
     case "approve":
     case "deny":
       return answerJob(context, resolveJobId(context, invocation.id as string), {

@@ -4,7 +4,8 @@
  * (file-system notifications, else a poll), so the job shows
  * `input_required` while a request waits, its waiters wake, the server that
  * owns it can ask its client, and its record lists the requests and who
- * answered them. Any server, and the CLI, answers by writing the answer file:
+ * answered them, and the operator's CLAUDE_DISPATCH_ON_INPUT runs once per
+ * request. Any server, and the CLI, answers by writing the answer file:
  * the first answer stands. Each change costs work that grows with the requests
  * still open, not with those answered (store/approval-follower.ts, job-record.ts).
  */
@@ -151,8 +152,27 @@ export class Approvals {
     if (job.elsewhere) return;
     for (const approval of asked) {
       this.target.options.logger.info(`job ${job.id}: permission request ${approval.id} waits: ${approval.preview}`);
+      this.tell(job, approval);
       for (const listener of [...this.listeners]) listener(job, approval);
     }
+  }
+
+  /**
+   * CLAUDE_DISPATCH_ON_INPUT for a request new to this process, unless it has expired: run only by the
+   * process that marks it told, so once however many servers own the job in turn or look at once (§18).
+   * A process that is leaving makes no mark, and so leaves the request to the next owner.
+   */
+  private tell(job: JobEntry, request: ApprovalSummary): void {
+    const { onInput, persistence, clock, logger } = this.target.options;
+    if (!onInput || onInput.closed || request.expires_at <= clock.now()) return;
+    const what = `CLAUDE_DISPATCH_ON_INPUT for request ${request.id} of job ${job.id}`;
+    try {
+      if (persistence.store.markTold?.(job.id, request.id) === false) return;
+    } catch (error) {
+      logger.warn(`${what} does not run: its mark cannot be made: ${(error as Error).message}`);
+      return;
+    }
+    void onInput.run({ job, request }).catch((error: unknown) => logger.error(`${what}: ${String(error)}`));
   }
 
   /**

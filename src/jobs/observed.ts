@@ -52,6 +52,11 @@ export class Observer {
     return this.observed.has(id);
   }
 
+  /** How many jobs are served from their files now. */
+  get size(): number {
+    return this.observed.size;
+  }
+
   /** The oldest queued job of another server submitted before `than`, skipping those `skip` names. */
   oldestQueued(than: number, skip: (job: JobEntry) => boolean): JobEntry | undefined {
     let oldest: JobEntry | undefined;

@@ -218,6 +218,34 @@ export class JobRegistry {
     await Promise.all(unknown.map((id) => this.recover(id).catch(warn(id))));
   }
 
+  /**
+   * The unfinished jobs of the state directory this server does not know whose owner `isCarried` does not name
+   * (§15.8): a server that went, or one that died. Read from their records; nothing is taken over.
+   */
+  findOrphans(isCarried: (owner: JobRecord["owner"]) => boolean): JobRecord[] {
+    const { store } = this.options.persistence;
+    return store.jobIds().flatMap((id) => {
+      if (this.jobs.has(id) || this.finished.isUnread(id) || this.recovering.has(id)) return [];
+      const record = store.read(id);
+      return record && !isFinishedStatus(record.status) && !isCarried(record.owner) ? [record] : [];
+    });
+  }
+
+  /** Carries the orphans findOrphans finds: each taken over (its owner is gone) or watched until its owner goes. */
+  async carryOrphans(isCarried: (owner: JobRecord["owner"]) => boolean): Promise<number> {
+    const orphans = this.findOrphans(isCarried);
+    const warn = (id: string) => (error: unknown) => this.options.logger.warn(`job ${id}: ${(error as Error).message}`);
+    await Promise.all(orphans.map(({ id }) => this.recover(id).catch(warn(id))));
+    return orphans.length;
+  }
+
+  /** Nothing to carry: no job running, queued, watched or being taken over here, and no operator command running. */
+  isIdle(): boolean {
+    if (this.recovering.size > 0 || this.queue.length > 0 || this.observer.size > 0) return false;
+    if (this.options.onDone?.busy() || this.options.onInput?.busy()) return false;
+    return ![...this.jobs.values()].some((job) => isUnfinished(job));
+  }
+
   /** Jobs running under this server, for shutdown and diagnostics (another server's are its own). */
   running(): Job[] {
     return [...this.jobs.values()].filter((job) => job.status === "running" && !job.elsewhere);
@@ -285,6 +313,7 @@ export class JobRegistry {
     this.queue.close();
     this.observer.close();
     await this.options.onDone?.close();
+    await this.options.onInput?.close();
     // A job being taken over is served (and killable) once its output is read.
     await Promise.allSettled([...this.recovering.values()]);
     for (const job of [...this.queue.jobs()]) await this.kill(job.id, "shutdown");
@@ -299,6 +328,7 @@ export class JobRegistry {
     this.queue.close();
     this.observer.close();
     await this.options.onDone?.close();
+    await this.options.onInput?.close();
     const running = this.running().length;
     if (running + this.queue.length > 0) {
       this.options.logger.info(`leaving ${running} running and ${this.queue.length} queued job(s) to the next server`);
@@ -396,7 +426,8 @@ export class JobRegistry {
     const persistence = this.options.persistence;
     job.cancelTimeout?.();
     job.cancelTimeout = undefined;
-    job.finishedAt = clock.now();
+    const now = clock.now();
+    job.finishedAt = outcome.endedAt === undefined ? now : Math.min(now, Math.max(job.startedAt ?? job.submittedAt, outcome.endedAt));
     const killedBy = job.killReason ? undefined : persistence.store.killRequested(job.id);
     if (killedBy) job.killReason = outsideKillReason(killedBy);
     const final = finalState(job, outcome);

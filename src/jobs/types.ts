@@ -137,6 +137,11 @@ export interface JobStore {
   answerApproval(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
   /** As watchRecord, for the job's approval files. */
   watchApprovals(id: string, onChange: () => void): (() => void) | undefined;
+  /**
+   * Marks a request told of (CLAUDE_DISPATCH_ON_INPUT, §18): true only for the one caller, of every process, that
+   * made the mark. Absent in a store in memory, which no other process shares.
+   */
+  markTold?(id: string, requestId: string): boolean;
   /** Files a request, as the approver does (for tests and the store in memory). */
   fileApproval?(id: string, request: Omit<ApprovalRequest, "id" | "nonce">): ApprovalRequest;
 }
@@ -221,10 +226,29 @@ export type IsAlive = (process: ProcessIdentity & { tree_marker?: string }) => P
 export type FindMarked = (marker: string) => Promise<{ pid: number; startTime: string } | null | undefined>;
 
 
+/** An operator's command run for one subject at a time (jobs/on-done.ts): argv, no shell, bounded (§8, §18). */
+export interface OperatorCommand<Subject> {
+  /** Resolves once it has exited or was killed; after close, starts nothing. */
+  run(subject: Subject): Promise<void>;
+  /** Whether one is running: a process about to exit waits for them. */
+  busy(): boolean;
+  /** Kills those running, tree and all (shutdown). */
+  close(): Promise<void>;
+  readonly closed: boolean;
+}
+
+/** A permission request the operator is told of (CLAUDE_DISPATCH_ON_INPUT, §18). */
+export interface InputRequest {
+  job: Pick<Job, "id" | "cwd">;
+  request: ApprovalSummary;
+}
+
 export interface JobRegistryOptions {
   launch: AgentLauncher;
-  /** The operator's command for each job this server finishes (§8, jobs/on-done.ts); stopped at shutdown. */
-  onDone?: { run(job: Job): Promise<void>; close(): Promise<void> };
+  /** The operator's command for each job this server finishes (§8); stopped at shutdown. */
+  onDone?: OperatorCommand<Job>;
+  /** The operator's command for each new permission request of a job this process owns (§18, jobs/approvals.ts). */
+  onInput?: OperatorCommand<InputRequest>;
   clock: Clock;
   newId(): string;
   logger: Logger;

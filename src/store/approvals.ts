@@ -6,6 +6,7 @@
  *
  *   <state>/jobs/<id>/approval.N.json         request N, written by the approver, naming a random nonce
  *   <state>/jobs/<id>/approval.N.answer.json  its answer, naming that nonce; of two answers the first wins
+ *   <state>/jobs/<id>/approval.N.told         empty: CLAUDE_DISPATCH_ON_INPUT ran for request N, or is running
  *
  * An answer counts only if it names its request's nonce: one written before the request existed
  * (planted, or left by an earlier request under that number) cannot, so it is never taken.
@@ -13,7 +14,7 @@
 import { lstatSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 
-import { createExclusively } from "./claims.js";
+import { createExclusively, createWithoutLinks } from "./claims.js";
 import { readTextFile } from "./files.js";
 import { isRequestId } from "./records.js";
 
@@ -62,11 +63,10 @@ export type ApprovalLookup = Approval | "unreadable" | undefined;
 const REQUEST_FILE = /^approval\.([1-9][0-9]{0,8})\.json$/;
 const BY: readonly string[] = ["tool", "elicitation", "cli", "timeout", "server"];
 
-/** Whether a name in a job's folder is an approval file: news for whoever waits on one. */
+/** Whether a name in a job's folder is a request or an answer: news for whoever waits on one (a mark is not). */
 export function isApprovalFile(name: string): boolean {
-  return name.startsWith("approval.") && !name.endsWith(".tmp");
+  return name.startsWith("approval.") && name.endsWith(".json");
 }
-
 
 function requestFile(jobDir: string, id: string): string {
   return path.join(jobDir, `approval.${id}.json`);
@@ -194,6 +194,15 @@ export function fileRequest(
 /** Files a request under its own id, as another machine's approver filed it (§21.3); false when it is filed already. */
 export function fileRequestAs(jobDir: string, request: ApprovalRequest, randomName: () => string): boolean {
   return isRequestId(request.id) && createExclusively(requestFile(jobDir, request.id), `${JSON.stringify(request)}\n`, randomName);
+}
+
+/**
+ * Marks request `id` told of (CLAUDE_DISPATCH_ON_INPUT, §18); true only for the one caller that made the mark,
+ * of every process. Created exclusively, never through a link; whatever stands there already, planted or not,
+ * is a mark: the worst it does is keep the command from running, as the agent's own answer would.
+ */
+export function markTold(jobDir: string, id: string): boolean {
+  return isRequestId(id) && createWithoutLinks(path.join(jobDir, `approval.${id}.told`), "");
 }
 
 /**

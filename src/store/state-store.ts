@@ -13,6 +13,7 @@
  *   <state>/jobs/<id>/claim.N[.S]   who adopted the job after restart N (slot S; created exclusively)
  *   <state>/jobs/<id>/kill          a kill asked for by the CLI
  *   <state>/jobs/<id>/approval.N[.answer].json  permission request N and its answer (approvals.ts)
+ *   <state>/jobs/<id>/approval.N.told          CLAUDE_DISPATCH_ON_INPUT ran for request N (approvals.ts)
  */
 import { lstatSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
@@ -23,6 +24,7 @@ import {
   fileRequest,
   isApprovalFile,
   lookUpApproval,
+  markTold,
   readApproval,
   readApprovals,
   type Approval,
@@ -75,7 +77,7 @@ export class StateStore {
   readonly slotsDir: string;
   private readonly uid: number | undefined;
   private readonly randomName: () => string;
-  /** What open() makes private and check() checks: the directory itself, jobs/ and slots/. */
+  /** What open() makes private and check() checks: the directory itself, jobs/, slots/, servers/ and carrier/. */
   private readonly folders: readonly string[];
 
   constructor(
@@ -84,7 +86,8 @@ export class StateStore {
   ) {
     this.jobsDir = path.join(root, "jobs");
     this.slotsDir = path.join(root, "slots");
-    this.folders = [root, this.jobsDir, this.slotsDir];
+    // Who carries the work (§15.8) is read from servers/ and carrier/: checked as jobs/ is.
+    this.folders = [root, this.jobsDir, this.slotsDir, path.join(root, "servers"), path.join(root, "carrier")];
     this.uid = options.uid;
     this.randomName = options.randomName;
   }
@@ -389,6 +392,11 @@ export class StateStore {
   /** Answers a request unless it has an answer: the standing answer and whether it is this one; undefined for no such request. */
   answerApproval(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined {
     return this.writing(this.jobDir(id), () => answerRequest(this.jobDir(id), requestId, answer, this.randomName));
+  }
+
+  /** Marks request `requestId` told of (CLAUDE_DISPATCH_ON_INPUT, §18): true only for the caller that made it. */
+  markTold(id: string, requestId: string): boolean {
+    return this.writing(this.jobDir(id), () => markTold(this.jobDir(id), requestId));
   }
 
   /** Bytes used by one job's folder. */

@@ -20,7 +20,7 @@ import type { ProcessControl } from "../hosts/local/index.js";
 import { hasProcessTable, ownLinuxStartTime } from "../hosts/local/self.js";
 import type { SshHost } from "../hosts/ssh/ssh-host.js";
 import { memoryPersistence } from "../jobs/memory.js";
-import { OnDoneCommands } from "../jobs/on-done.js";
+import { onDoneCommands, onInputCommands } from "../jobs/on-done.js";
 import { JobRegistry } from "../jobs/registry.js";
 import { AGENT_NAMES, AGENT_PROGRAMS, isAgentName } from "../runtimes/index.js";
 import { createTextFile, readFileRange } from "../store/atomic.js";
@@ -149,7 +149,7 @@ export function localWorktrees(machine: Machine, config: Config): GitWorktrees {
  * server can tell it from a process that reused its pid: from /proc on Linux,
  * from the process table (ps) elsewhere on POSIX, none on Windows.
  */
-async function ownIdentity(machine: Machine, processControl: () => Promise<ProcessControl>): Promise<ProcessIdentity> {
+export async function ownIdentity(machine: Machine, processControl: () => Promise<ProcessControl>): Promise<ProcessIdentity> {
   if (!hasProcessTable(machine.platform)) return { pid: machine.pid };
   const startTime = ownLinuxStartTime(machine.platform) ?? (await (await processControl()).startTimeOf(machine.pid));
   return startTime ? { pid: machine.pid, start_time: startTime } : { pid: machine.pid };
@@ -200,9 +200,12 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
       source: from.outputSource(id),
     });
   const checkHere = (dir: string) => checkDirectory(dir, roots);
+  // The operator's commands (ON_DONE, ON_INPUT) run on this machine, with the server's environment.
+  const operatorCommand = { host, env: machine.env, clock: systemClock, logger };
   return new JobRegistry({
     launch: agents.launch,
-    ...(config.onDone ? { onDone: new OnDoneCommands({ argv: config.onDone, host, env: machine.env, clock: systemClock, logger }) } : {}),
+    ...(config.onDone ? { onDone: onDoneCommands({ argv: config.onDone, ...operatorCommand }) } : {}),
+    ...(config.onInput ? { onInput: onInputCommands({ argv: config.onInput, ...operatorCommand }) } : {}),
     clock: systemClock,
     // The global Web Crypto: node:crypto is not loaded before a job needs an id.
     newId: () => crypto.randomUUID(),

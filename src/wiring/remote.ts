@@ -156,6 +156,7 @@ function view(job: Job): RemoteJobView {
   return {
     id: job.id,
     done: job.done,
+    finishedAt: () => job.finishedAt,
     outcome: () => {
       const outcome = job.outcome;
       if (!outcome) return { ok: false, code: "INTERNAL_ERROR", detail: "the job ended without an outcome" };

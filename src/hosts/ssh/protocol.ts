@@ -65,6 +65,8 @@ export interface EndFrame {
   stderr_tail: string;
   /** The output's whole length: what the local side must have received. */
   size: number;
+  /** How long ago its agent ended there, when that machine did not see it exit (§15.3): an age, as clocks differ. */
+  ended_ms_ago?: number;
 }
 
 export type RemoteFrame =
@@ -223,7 +225,7 @@ function parseApprovalsFrame(value: unknown): RemoteFrame | undefined {
 }
 
 function parseEnd(value: Record<string, unknown>): EndFrame | undefined {
-  const { outcome, exit, stderr_tail, size } = value;
+  const { outcome, exit, stderr_tail, size, ended_ms_ago } = value;
   if (!isObject(outcome) || typeof outcome.ok !== "boolean" || typeof stderr_tail !== "string" || !isOffset(size)) return undefined;
   if (outcome.code !== undefined && !isCode(outcome.code)) return undefined;
   const frame: EndFrame = {
@@ -235,6 +237,7 @@ function parseEnd(value: Record<string, unknown>): EndFrame | undefined {
   if (isObject(exit) && (exit.code === null || Number.isSafeInteger(exit.code)) && (exit.signal === null || typeof exit.signal === "string")) {
     frame.exit = { code: exit.code as number | null, signal: exit.signal as string | null };
   }
+  if (isOffset(ended_ms_ago)) frame.ended_ms_ago = ended_ms_ago;
   return frame;
 }
 

@@ -221,6 +221,8 @@ export class RemoteAgent implements ChildHandle {
       signal: end.exit?.signal ?? null,
       stderrTail: end.stderr_tail,
       ...(end.exit ? {} : { unobserved: true as const }),
+      // The far end's age of the end, on this clock (§21.3).
+      ...(end.exit || end.ended_ms_ago === undefined ? {} : { endedAt: this.host.clock.now() - end.ended_ms_ago }),
       ...(failure ? { failure } : {}),
     };
   }

@@ -16,6 +16,8 @@ export interface RemoteJobView {
   readonly done: Promise<void>;
   /** Set once done. */
   outcome(): EndFrame["outcome"] & { exit?: EndFrame["exit"] };
+  /** When it finished here, once done: its agent's end, when that was found late (§15.3). */
+  finishedAt?(): number | undefined;
 }
 
 export interface RemoteSide {
@@ -133,7 +135,12 @@ async function stream(channel: RemoteChannel, side: RemoteSide, job: RemoteJobVi
     cancel();
   }
   const { exit, ...outcome } = job.outcome();
-  await send({ type: "end", outcome, ...(exit ? { exit } : {}), stderr_tail: await side.stderrTail(job.id), size: offset });
+  const finishedAt = job.finishedAt?.();
+  // An agent whose exit was not seen here may have ended long before this frame: how long, for the record there.
+  const endedMsAgo = finishedAt === undefined ? undefined : Math.max(0, Math.round(channel.clock.now() - finishedAt));
+  const ago = exit || endedMsAgo === undefined ? {} : { ended_ms_ago: endedMsAgo };
+  const stderr_tail = await side.stderrTail(job.id);
+  await send({ type: "end", outcome, ...(exit ? { exit } : {}), ...ago, stderr_tail, size: offset });
   return 0;
 }
 
