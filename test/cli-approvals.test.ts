@@ -242,10 +242,12 @@ describe("jobs: input_required", () => {
     assert.equal(statusOf(answered.id), "running");
     assert.equal(statusOf(finished.id), "killed");
     assert.equal(
-      lines.at(-1),
+      lines.at(-2),
       `(job ${waiting.id} is waiting for approval: request 1 · Bash · echo hi > out.txt — claude-dispatch approve ${waiting.id} 1, or deny)`,
     );
-    assert.equal(lines.length, 5, "a header, three rows and one waiting request");
+    // No server has been present here (§15.8).
+    assert.equal(lines.at(-1), "Nothing carries 2 unfinished jobs: no server or carrier runs; the next server takes them over.");
+    assert.equal(lines.length, 6, "a header, three rows, one waiting request, and who carries the work");
   });
 
   test("--json: status input_required and the pending requests; other rows unchanged", async () => {

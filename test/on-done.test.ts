@@ -1,5 +1,5 @@
 /**
- * The operator's commands' runner (jobs/on-done.ts), through CLAUDE_DISPATCH_ON_DONE: the argv and the job's
+ * The operator's commands' runner (jobs/operator-commands.ts), through CLAUDE_DISPATCH_ON_DONE: the argv and the job's
  * variables reach the host as data, a failure is only logged, a command that hangs is killed whole at its
  * bound, busy() says while one runs, and shutdown leaves none behind and starts none after.
  * CLAUDE_DISPATCH_ON_INPUT's variables and when it runs: on-input.test.ts.
@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import type { ChildExit, ChildHandle, SpawnRequest } from "../src/agent/host.js";
-import { onDoneCommands } from "../src/jobs/on-done.js";
+import { onDoneCommands } from "../src/jobs/operator-commands.js";
 import type { Job } from "../src/jobs/types.js";
 import { FakeClock, RecordingLogger, settle } from "./helpers.js";
 

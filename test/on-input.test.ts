@@ -16,7 +16,7 @@ import { after, describe, test } from "node:test";
 import type { SpawnRequest } from "../src/agent/host.js";
 import { Approvals } from "../src/jobs/approvals.js";
 import type { JobEntry } from "../src/jobs/entry.js";
-import { onInputCommands } from "../src/jobs/on-done.js";
+import { onInputCommands } from "../src/jobs/operator-commands.js";
 import { JobRegistry, type JobRegistryOptions } from "../src/jobs/registry.js";
 import { StateStore } from "../src/store/state-store.js";
 import { Transcript } from "../src/core/transcript.js";

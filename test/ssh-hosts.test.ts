@@ -300,7 +300,8 @@ describe("jobs on another host over ssh", { skip }, () => {
     const killed = await runProgram(process.execPath, [SERVER_MAIN, "kill", id], { CLAUDE_DISPATCH_STATE_DIR: localState, CLAUDE_DISPATCH_HOSTS: hostsSetting() });
     assert.equal(killed.code, 0, killed.stderr + killed.stdout);
     assert.equal(readPids(pidFile).some(isAlive), false);
-    assert.equal(readRecordFile(localState, id).status, "killed");
+    // The command started a carrier in the dead server's place (§15.8), which records the kill.
+    await waitFor(() => readRecordFile(localState, id).status === "killed", "the local record says killed");
     await waitFor(() => readRecordFile(remoteState, id).status === "killed", "the remote record says killed");
     // doctor here counts the job by its agent and where it ran.
     const doctor = await runProgram(process.execPath, [SERVER_MAIN, "doctor", "--json"], { CLAUDE_DISPATCH_STATE_DIR: localState, CLAUDE_DISPATCH_CLAUDE_BIN: process.execPath });

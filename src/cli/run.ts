@@ -283,14 +283,13 @@ function parseDuration(text: string): number {
   return Number(match[1]) * (DURATION_UNITS_MS[match[2] as string] as number);
 }
 
-/** The commands that read jobs, and so first see that they are carried (kill, after it killed). */
-const CARRIED_COMMANDS: ReadonlySet<string> = new Set(["jobs", "show", "logs"]);
+/** The commands that read jobs, and so first see that they are carried. */
+const CARRIED_COMMANDS: ReadonlySet<string> = new Set(["jobs", "show", "logs", "kill"]);
 
 async function runCommand(invocation: Invocation, io: CliIo, sessionsDir: string | undefined): Promise<number> {
   if (invocation.command === "doctor") return doctor(io, invocation.json);
   const context = openContext(io, invocation.json);
   // The carrier first, in place of one that died: what follows then reads how each job really ended (§15.8).
-  // A kill comes first: it finishes the record of a job whose server is gone itself, and the carrier the rest.
   const carriers = CARRIED_COMMANDS.has(invocation.command) ? await carry(context) : undefined;
   switch (invocation.command) {
     case "jobs":
@@ -299,11 +298,8 @@ async function runCommand(invocation: Invocation, io: CliIo, sessionsDir: string
       return showJob(context, resolveJobId(context, invocation.id as string));
     case "logs":
       return showLogs(context, resolveJobId(context, invocation.id as string), invocation.follow);
-    case "kill": {
-      const code = await killJob(context, resolveJobId(context, invocation.id as string));
-      await carry(context);
-      return code;
-    }
+    case "kill":
+      return killJob(context, resolveJobId(context, invocation.id as string));
     case "approve":
     case "deny":
       return answerJob(context, resolveJobId(context, invocation.id as string), {

@@ -226,7 +226,7 @@ export type IsAlive = (process: ProcessIdentity & { tree_marker?: string }) => P
 export type FindMarked = (marker: string) => Promise<{ pid: number; startTime: string } | null | undefined>;
 
 
-/** An operator's command run for one subject at a time (jobs/on-done.ts): argv, no shell, bounded (§8, §18). */
+/** An operator's command run for one subject at a time (jobs/operator-commands.ts): argv, no shell, bounded (§8, §18). */
 export interface OperatorCommand<Subject> {
   /** Resolves once it has exited or was killed; after close, starts nothing. */
   run(subject: Subject): Promise<void>;

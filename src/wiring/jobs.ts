@@ -20,7 +20,7 @@ import type { ProcessControl } from "../hosts/local/index.js";
 import { hasProcessTable, ownLinuxStartTime } from "../hosts/local/self.js";
 import type { SshHost } from "../hosts/ssh/ssh-host.js";
 import { memoryPersistence } from "../jobs/memory.js";
-import { onDoneCommands, onInputCommands } from "../jobs/on-done.js";
+import { onDoneCommands, onInputCommands } from "../jobs/operator-commands.js";
 import { JobRegistry } from "../jobs/registry.js";
 import { AGENT_NAMES, AGENT_PROGRAMS, isAgentName } from "../runtimes/index.js";
 import { createTextFile, readFileRange } from "../store/atomic.js";
