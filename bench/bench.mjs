@@ -1996,6 +1996,8 @@ async function benchStartupWithJobs(rounds) {
  */
 async function benchCarrier(rounds) {
   const latencies = [];
+  /** The first carrierMaxJobs jobs ran before the server left: the carrier adopted them. */
+  const adopted = [];
   const idleExits = [];
   for (let round = 0; round < rounds; round += 1) {
     const stateDir = fs.mkdtempSync(path.join(STATE_ROOT, "o-"));
@@ -2032,7 +2034,10 @@ async function benchCarrier(rounds) {
     }
     const lastFinal = Math.max(...seenFinal.values());
     const ended = new Map(fs.readFileSync(times, "utf8").trim().split("\n").map((line) => JSON.parse(line)).map((run) => [Number(run.label), run.ended]));
-    for (const [i, at] of seenFinal) latencies.push(at - ended.get(i));
+    for (const [i, at] of seenFinal) {
+      latencies.push(at - ended.get(i));
+      if (i < SIZES.carrierMaxJobs) adopted.push(at - ended.get(i));
+    }
     // The carrier, found by the state directory on its command line.
     const carriers = taggedProcesses().filter((p) => p.command.includes(`carrier --state-dir=${stateDir}`));
     while (taggedProcesses().some((p) => carriers.some((c) => c.pid === p.pid))) {
@@ -2050,7 +2055,9 @@ async function benchCarrier(rounds) {
         value: `p99 ${p99.toFixed(0)} ms`,
         target: "p99 < 1500 ms",
         pass: p99 < 1500,
-        detail: `p50 ${p50.toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms; ${latencies.length} jobs (${SIZES.carrierMaxJobs} adopted, the rest started by the carrier, each round)`,
+        detail:
+          `p50 ${p50.toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${latencies.length} jobs; the ${adopted.length} adopted: ` +
+          `${Math.min(...adopted).toFixed(0)} to ${Math.max(...adopted).toFixed(0)} ms, p50 ${percentile(adopted, 0.5).toFixed(0)} ms`,
       },
       {
         metric: "o  last record -> carrier exit",
@@ -2059,7 +2066,7 @@ async function benchCarrier(rounds) {
         detail: `the carrier's idle time is 2 s; max ${Math.max(...idleExits).toFixed(0)} ms`,
       },
     ],
-    data: { latenciesMs: latencies, p50Ms: round2(p50), p99Ms: round2(p99), idleExitMs: idleExits },
+    data: { latenciesMs: latencies, adoptedMs: adopted, p50Ms: round2(p50), p99Ms: round2(p99), idleExitMs: idleExits },
   };
 }
 
