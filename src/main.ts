@@ -198,7 +198,7 @@ async function main(): Promise<void> {
         const { createSshHosts } = await import("./wiring/ssh-hosts.js");
         return [...createSshHosts(config, machine(), process.getuid?.(), createLogger(process.stderr, "warn"), false).values()];
       },
-      startCarrier: async (stateDir, env) => (await import("./hosts/local/detached.js")).startCarrierProcess({ execPath: process.execPath, mainPath: path.resolve(process.argv[1] ?? "dist/main.js"), stateDir, env }),
+      startCarrier: async (stateDir, env) => (await import("./hosts/local/detached.js")).startCarrierProcess({ ...machine(), stateDir, env }),
       // Names the CLI in a claim file when `kill` finishes the record of a dead server.
       uid: process.getuid?.(),
       randomName: () => crypto.randomUUID(),
@@ -273,7 +273,6 @@ async function serve(): Promise<void> {
   const { config, roots } = await readConfig();
   const { policy, gated, store, logger, host, worktrees, sshHosts, runtimes, jobs } = await startJobs(config, roots, process.env);
   const carrying = store ? await carryingOf(store, jobs, host, process.env, logger) : undefined;
-  carrying?.join("server");
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({
     jobs,
@@ -296,13 +295,15 @@ async function serve(): Promise<void> {
     ready: runtimes.load,
   });
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
+  // Present once the first request can be read: `initialize` does not wait for the files it writes (§15.8).
+  setImmediate(() => carrying?.join("server"));
   if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
   logger.info(`${SERVER_NAME} ${SERVER_VERSION} ready (agents: ${policy.agents.map((agent) => agent.name).join(", ")})`);
   installShutdown({ config, jobs, host, sshHosts, server, writer, logger, carrying, stateDir: store?.root });
 }
 
 /**
- * `claude-dispatch carrier [--state-dir=DIR]`: the headless carrier (§15.8), started by the last server to leave a
+ * `claude-dispatch carrier --state-dir=DIR`: the headless carrier (§15.8), started by the last server to leave a
  * state directory with work in it, or by the command line in place of one that died. Not a command for people. It
  * takes over the directory's jobs, carries them as a server would, and exits once idle; a second one exits at once.
  */
@@ -421,7 +422,7 @@ async function handOver(carrying: Carrying | undefined, stateDir: string | undef
   try {
     if (!(await carrying.needsCarrier())) return;
     const { startCarrierProcess } = await import("./hosts/local/detached.js");
-    const pid = startCarrierProcess({ execPath: process.execPath, mainPath: path.resolve(process.argv[1] ?? "dist/main.js"), stateDir, env: process.env });
+    const pid = startCarrierProcess({ ...machine(), stateDir, env: process.env });
     logger.info(`the work left in ${stateDir} goes on in carrier ${pid}`);
   } catch (error) {
     logger.error(`cannot start the carrier; the next server or command takes the work over: ${(error as Error).message}`);

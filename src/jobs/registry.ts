@@ -331,7 +331,7 @@ export class JobRegistry {
     await this.options.onInput?.close();
     const running = this.running().length;
     if (running + this.queue.length > 0) {
-      this.options.logger.info(`leaving ${running} running and ${this.queue.length} queued job(s) to the next server`);
+      this.options.logger.info(`leaving ${running} running and ${this.queue.length} queued job(s) to another server or the carrier`);
     }
     // An agent whose identity is not on disk yet could be neither followed nor killed by the next server.
     await Promise.allSettled([...this.recording]);

@@ -44,6 +44,7 @@ export class Carrying {
   private known = new Map<string, Presence>();
   private looking: Promise<void> | undefined;
   private lookAgain = false;
+  private left = false;
 
   constructor(private readonly parts: CarryingParts) {}
 
@@ -53,6 +54,8 @@ export class Carrying {
    * waiting for it.
    */
   join(role: PresenceRole, present?: () => void): void {
+    // A process that began to leave before it joined stays away.
+    if (this.left) return;
     this.removeSelf = present ?? this.present(role);
     this.stopWatching = this.parts.presence.watch(() => void this.look());
     void this.look();
@@ -66,6 +69,7 @@ export class Carrying {
 
   /** No longer present, nor watching: called first when this process leaves. */
   leave(): void {
+    this.left = true;
     this.removeSelf?.();
     this.removeSelf = undefined;
     this.stopWatching?.();
@@ -183,6 +187,7 @@ export class Carrying {
         return;
       }
       logger.info("work appeared as this carrier was leaving; carrying on");
+      this.left = false;
       this.join("carrier");
       await this.sweep();
       idleSince = undefined;

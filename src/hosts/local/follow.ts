@@ -1,5 +1,5 @@
 /** Following an agent that is not our child: liveness polls until it is gone, then the rest of its output (§15.3). */
-import { lstat } from "node:fs/promises";
+import { lstatSync } from "node:fs";
 
 import type { CancelTimer } from "../../core/clock.js";
 import { FileFollower, readTail } from "./output.js";
@@ -58,7 +58,7 @@ export async function followUntilGone(
   }
   await follower.finish();
   const stderrTail = await readTail(request.output.stderrPath, request.stderrTailBytes);
-  const written = await lastWritten(request.output);
+  const written = lastWritten(request.output);
   const bounds = [seenAlive, killedAt, written].filter((bound) => bound !== undefined);
   // A write stamped in the future (the clock was set back since) is no later than now.
   const endedAt = bounds.length > 0 ? Math.min(clock.now(), Math.max(...bounds)) : undefined;
@@ -66,16 +66,19 @@ export async function followUntilGone(
   return { unobserved: true, exitCode: null, signal: null, ...follower.failure(), stderrTail, ...ended };
 }
 
-/** When the agent last wrote its output (it ends by writing its result); a link or an unreadable file tells nothing. */
-async function lastWritten(output: OutputFiles): Promise<number | undefined> {
-  const times = await Promise.all(
-    [output.stdoutPath, output.stderrPath].map((file) =>
-      lstat(file).then(
-        (stats) => (stats.isFile() ? Math.round(stats.mtimeMs) : undefined),
-        () => undefined,
-      ),
-    ),
-  );
+/**
+ * When the agent last wrote its output (it ends by writing its result); a link or an unreadable file tells nothing.
+ * Two stats, read at once as the output itself is: no extra turn between the agent's end and its record.
+ */
+function lastWritten(output: OutputFiles): number | undefined {
+  const times = [output.stdoutPath, output.stderrPath].map((file) => {
+    try {
+      const stats = lstatSync(file);
+      return stats.isFile() ? Math.round(stats.mtimeMs) : undefined;
+    } catch {
+      return undefined;
+    }
+  });
   const known = times.filter((time) => time !== undefined);
   return known.length > 0 ? Math.max(...known) : undefined;
 }
