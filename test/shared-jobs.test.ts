@@ -15,6 +15,7 @@ import { after, afterEach, describe, test } from "node:test";
 import type { AgentToAttach } from "../src/agent/types.js";
 import { JobRegistry, type IsAlive } from "../src/jobs/registry.js";
 import { StateStore } from "../src/store/state-store.js";
+import type { JobRecord } from "../src/store/records.js";
 import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle, track } from "./helpers.js";
 
@@ -326,5 +327,24 @@ describe("a job another live server owns", { timeout: 20_000 }, () => {
     await settle();
     await a.jobs.shutdown();
     assert.deepEqual(a.doneRuns, []);
+  });
+});
+
+describe("orphans: the work of a server that went (§15.8)", { timeout: 20_000 }, () => {
+  test("a job whose owner is gone is an orphan another server carries; one of a host it has not got is not", async () => {
+    const { a, b, alive } = world();
+    const local = a.jobs.start({ prompt: "here", cwd: "/w" }, "start");
+    const elsewhere = a.jobs.start({ prompt: "there", cwd: "/w" }, "start");
+    await settle();
+    a.store.write({ ...(a.store.read(elsewhere.id) as JobRecord), host: "box" });
+    alive.delete(OWNER_A.pid);
+    const isCarried = (owner: { pid: number }) => owner.pid === OWNER_B.pid;
+    assert.equal(b.jobs.isIdle(), true);
+    assert.deepEqual(b.jobs.findOrphans(isCarried).map((record) => record.id), [local.id], "the job on host box waits for a server that has box");
+    assert.equal(await b.jobs.carryOrphans(isCarried), 1);
+    assert.equal(b.jobs.get(local.id)?.status, "running");
+    assert.equal(b.store.read(local.id)?.owner.pid, OWNER_B.pid, "taken over");
+    assert.deepEqual(b.jobs.findOrphans(isCarried), [], "carried now");
+    assert.equal(b.jobs.isIdle(), false, "a job runs here");
   });
 });

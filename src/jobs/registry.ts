@@ -26,7 +26,7 @@ import { JobQueue } from "./queue.js";
 import { Observer } from "./observed.js";
 import { RecordWrites } from "./record-writes.js";
 import { SharedQueue } from "./shared-queue.js";
-import { Takeover } from "./takeover.js";
+import { runsHere, Takeover } from "./takeover.js";
 import {
   type FindMarked,
   type IsAlive,
@@ -219,15 +219,17 @@ export class JobRegistry {
   }
 
   /**
-   * The unfinished jobs of the state directory this server does not know whose owner `isCarried` does not name
-   * (§15.8): a server that went, or one that died. Read from their records; nothing is taken over.
+   * The unfinished jobs of the state directory this server does not know, and could run, whose owner `isCarried`
+   * does not name (§15.8): a server that went, or one that died. Read from their records; nothing is taken over.
    */
   findOrphans(isCarried: (owner: JobRecord["owner"]) => boolean): JobRecord[] {
-    const { store } = this.options.persistence;
-    return store.jobIds().flatMap((id) => {
+    const { persistence } = this.options;
+    return persistence.store.jobIds().flatMap((id) => {
       if (this.jobs.has(id) || this.finished.isUnread(id) || this.recovering.has(id)) return [];
-      const record = store.read(id);
-      return record && !isFinishedStatus(record.status) && !isCarried(record.owner) ? [record] : [];
+      const record = persistence.store.read(id);
+      if (!record || isFinishedStatus(record.status) || isCarried(record.owner)) return [];
+      // One of a runtime or host this process has not got waits for a server that has (§15.3): not an orphan of ours.
+      return runsHere(persistence, record) ? [record] : [];
     });
   }
 

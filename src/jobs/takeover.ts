@@ -54,10 +54,7 @@ export class Takeover {
     for (const record of finished) this.target.restoreFinished(record);
     for (const loaded of records) {
       if (this.target.knows(loaded.id) || isFinishedStatus(loaded.status)) continue;
-      // A job of another runtime or host (a later version's) is left to a server that has them; older records name neither (§15.2).
-      const runtimes = persistence.runtimes ?? [persistence.runtime ?? "claude"];
-      const hosts = persistence.hosts ?? [persistence.host ?? "local"];
-      if (!runtimes.includes(loaded.runtime ?? "claude") || !hosts.includes(loaded.host ?? "local")) {
+      if (!runsHere(persistence, loaded)) {
         logger.warn(`job ${loaded.id} runs on ${loaded.runtime ?? "claude"} at ${loaded.host ?? "local"}, which this server does not have; left as it is`);
         continue;
       }
@@ -261,6 +258,13 @@ export class Takeover {
     if (agent.pid === owner.pid && sameStart) return true;
     return (await isOwnTree?.(agent.pid, agent.start_time)) === true;
   }
+}
+
+/** A job of another runtime or host (a later version's) is left to a server that has them; older records name neither (§15.2). */
+export function runsHere(persistence: JobRegistryOptions["persistence"], record: JobRecord): boolean {
+  const runtimes = persistence.runtimes ?? [persistence.runtime ?? "claude"];
+  const hosts = persistence.hosts ?? [persistence.host ?? "local"];
+  return runtimes.includes(record.runtime ?? "claude") && hosts.includes(record.host ?? "local");
 }
 
 /** The same agent: the same tree marker, or the same pid with the same start time (or one not known). */
