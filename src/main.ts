@@ -5,7 +5,7 @@
  * configuration, builds the real dependencies, takes over the jobs of dead
  * servers, serves stdio, and shuts down as PROTOCOL.md §3 describes.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
@@ -28,6 +28,19 @@ import type { SshHost } from "./hosts/ssh/ssh-host.js";
 /** After the kill grace, this long for responses to be written before we exit anyway. */
 const SHUTDOWN_SLACK_MS = 2000;
 
+/**
+ * This program's main.js, links resolved: run through npx or a package manager's bin link, the path a host
+ * configuration or a carrier is given is the installed file itself, not the link in a cache.
+ */
+function entryPoint(): string {
+  const named = path.resolve(process.argv[1] ?? "dist/main.js");
+  try {
+    return realpathSync(named);
+  } catch {
+    return named;
+  }
+}
+
 /** The process, as the wiring needs it. */
 function machine(): Machine {
   return {
@@ -35,7 +48,7 @@ function machine(): Machine {
     platform: process.platform,
     pid: process.pid,
     execPath: process.execPath,
-    mainPath: path.resolve(process.argv[1] ?? "dist/main.js"),
+    mainPath: entryPoint(),
     kill: (pid, signal) => void process.kill(pid, signal),
   };
 }
@@ -177,7 +190,7 @@ async function main(): Promise<void> {
       processControl: (logger) => loadProcessControl(machine(), { clock: systemClock, logger, killGraceMs: cliKillGraceMs() }),
       // For the host configuration snippet `doctor` prints.
       nodePath: process.execPath,
-      mainPath: path.resolve(process.argv[1] ?? "dist/main.js"),
+      mainPath: entryPoint(),
       runFile: async (file, fileArgs, timeoutMs) => {
         const { execFile } = await import("node:child_process");
         return new Promise((resolve) => {
@@ -214,7 +227,7 @@ async function main(): Promise<void> {
   if (process.stdin.isTTY) {
     // The same absolute `claude mcp add` line as doctor's; cli.js is loaded only here, so a host's start is no slower.
     const { terminalHint } = await import("./cli/index.js");
-    process.stderr.write(terminalHint({ nodePath: process.execPath, mainPath: path.resolve(process.argv[1] ?? "dist/main.js"), platform: process.platform }, process.env));
+    process.stderr.write(terminalHint({ nodePath: process.execPath, mainPath: entryPoint(), platform: process.platform }, process.env));
   }
   await serve();
 }

@@ -1,0 +1,49 @@
+/**
+ * What a new user meets before any job: the licence package.json names is there and shipped, `npm pack`'s
+ * output is not left for git to add, and run through a link (as npx and package managers run a bin), the
+ * program names its real main.js in the host configuration it prints, not the link in a cache.
+ */
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, describe, test } from "node:test";
+
+import { FAKE_CLAUDE, minimalEnvironment, SERVER_MAIN } from "./server-process.js";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-packaging-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe("packaging", () => {
+  test("an MIT LICENSE, as package.json says, shipped in the package", () => {
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { license: string; files: string[] };
+    assert.equal(pkg.license, "MIT");
+    assert.ok(pkg.files.includes("LICENSE"));
+    assert.match(readFileSync(path.join(ROOT, "LICENSE"), "utf8"), /^MIT License\n\nCopyright \(c\) \d{4} /);
+  });
+
+  test("npm pack's output is ignored by git", () => {
+    const checked = spawnSync("git", ["check-ignore", "--no-index", "-q", "claude-dispatch-0.1.0.tgz"], { cwd: ROOT, env: minimalEnvironment() });
+    assert.equal(checked.status, 0, "git check-ignore claude-dispatch-0.1.0.tgz");
+  });
+
+  test("run through a link, as npx runs a bin, doctor's host configuration names the real main.js", () => {
+    const bin = path.join(scratch, "cache", "node_modules", ".bin");
+    mkdirSync(bin, { recursive: true });
+    const link = path.join(bin, "claude-dispatch");
+    symlinkSync(SERVER_MAIN, link);
+    const env = minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: path.join(scratch, "state"), CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE });
+    let output: string;
+    try {
+      output = execFileSync(process.execPath, [link, "doctor"], { env, encoding: "utf8" });
+    } catch (error) {
+      // A failed check exits 1; the configuration is printed all the same.
+      output = (error as { stdout: string }).stdout;
+    }
+    assert.ok(output.includes(SERVER_MAIN), output);
+    assert.ok(!output.includes(link), "the link itself is not what the host is told to run");
+  });
+});
