@@ -172,6 +172,9 @@ describe("approve and deny", () => {
     const unnamed = await cli(["approve", job.id], dir);
     assert.equal(unnamed.code, 1);
     assert.equal(unnamed.stderr, `claude-dispatch: job ${job.id} has finished (completed): none of its requests is pending\n`);
+    // One it never filed is not "no longer pending": it never was.
+    const never = await cli(["deny", job.id, "7"], dir);
+    assert.deepEqual(never, { code: 1, stdout: "", stderr: `claude-dispatch: job ${job.id} has no request 7\n` });
     assert.equal(store.approval(job.id, "1")?.answer, undefined);
   });
 

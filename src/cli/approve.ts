@@ -103,6 +103,8 @@ export function answerJob(context: Context, id: string, { decision, requestId, m
   const approvals = store.approvals(id);
   const pending = pendingRequests(record, approvals);
   if (isFinishedStatus(record.status)) {
+    // A request it never filed is not "no longer pending": it never was.
+    if (requestId !== undefined && !approvals.some(({ request }) => request.id === requestId)) throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no request ${requestId}`);
     const which = requestId === undefined ? "none of its requests is" : `request ${requestId} is no longer`;
     throw new DispatchError("INVALID_ARGUMENT", `job ${id} has finished (${record.status}): ${which} pending`);
   }

@@ -185,6 +185,9 @@ export class Approvals {
     if (!isRequestId(requestId)) throw new DispatchError("INVALID_ARGUMENT", `"request_id" must be a request number such as "1", got ${quoted(requestId)}`);
     const { store } = this.target.options.persistence;
     if (job.finishedAt !== undefined) {
+      // A request it never filed is not "no longer pending": it never was.
+      const filed = store.lookUpApproval(job.id, requestId) !== undefined;
+      if (!filed) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has no request ${quoted(requestId)}`);
       throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has finished (${job.status}): request ${quoted(requestId)} is no longer pending`);
     }
     const result = store.answerApproval(job.id, requestId, { decision, by, at: this.target.options.clock.now(), ...(message ? { message } : {}) });

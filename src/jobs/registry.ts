@@ -210,6 +210,13 @@ export class JobRegistry {
     return this.observer.observe(now);
   }
 
+  /** The job ids, here or in the state directory, that start with `prefix`: a unique one names its job (§5.3). */
+  idsStartingWith(prefix: string): string[] {
+    const start = prefix.toLowerCase();
+    const ids = new Set([...this.jobs.keys(), ...this.options.persistence.store.jobIds()]);
+    return [...ids].filter((id) => id.startsWith(start));
+  }
+
   /** Every job folder of the state directory this server does not know yet, looked up (§15.6): for listings. */
   async discover(): Promise<void> {
     const unknown = this.options.persistence.store.jobIds().filter((id) => !this.jobs.has(id) && !this.finished.isUnread(id));
@@ -440,7 +447,8 @@ export class JobRegistry {
     // Older jobs are forgotten now; this one only at a later lookup, so whoever waits on it still reads its result.
     this.finished.reap();
     this.finished.add(job.id, bytes);
-    logger.info(`job ${job.id} ${job.status}${outcome.ok ? "" : ` (${outcome.code})`}`);
+    // The code the tools report (KILLED, TIMEOUT), not the agent's own end (AGENT_EXITED by a signal).
+    logger.info(`job ${job.id} ${job.status}${final.outcome.ok ? "" : ` (${final.outcome.code})`}`);
     job.markDone();
     // Only the server that finishes a job runs it (once per job); none for jobs its own shutdown ends.
     if (!this.closing) void this.options.onDone?.run(job).catch((error: unknown) => logger.error(`CLAUDE_DISPATCH_ON_DONE for job ${job.id}: ${String(error)}`));

@@ -30,7 +30,8 @@ export function spawnAgent(target: SpawnTarget, job: JobEntry): void {
   job.forgetPrompt();
   // The pid follows the spawn (§15.2), in one write with the rest of the identity when that is known at once.
   if (run.pid !== undefined) job.agent = { ...job.agent, pid: run.pid };
-  logger.info(`job ${job.id} started (${job.kind}, pid ${run.pid ?? "none"}) in ${job.cwd}`);
+  // The pid is known at once but for the first job, whose process layer is still loading: said when known.
+  logger.info(`job ${job.id} started (${job.kind}${run.pid === undefined ? "" : `, pid ${run.pid}`}) in ${job.cwd}`);
   recordIdentity(target, job, run);
   target.follow(job, run);
   // The command line writes its marker, then reads the record; here the record was written, then the marker is read: one of the two sees the other.

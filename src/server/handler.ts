@@ -76,7 +76,7 @@ const CACHEABLE = { ttlMs: LISTING_TTL_MS, cacheScope: "public" } as const;
 const JOB_METHODS: ReadonlySet<string> = new Set(["tools/call", "tasks/get", "tasks/list", "tasks/result", "tasks/cancel", "tasks/update"]);
 
 export interface HandlerDeps {
-  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "approvals" | "running" | "newJobId" | "setWorktreeState">;
+  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "approvals" | "running" | "newJobId" | "setWorktreeState" | "idsStartingWith">;
   /** Checks a cwd or add_dirs entry (§5): absolute, existing, inside the operator's roots. */
   checkDirectory(dir: string): Promise<DirectoryCheck>;
   /** Sends a notification (or, for elicitation, a request) frame through the one serialized writer. */

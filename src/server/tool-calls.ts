@@ -48,6 +48,9 @@ function describeDuration(ms: number): string {
   return `${Math.round(ms / 86_400_000)} days`;
 }
 
+
+/** A job id's start that may name one job: at least 8 hex digits (§5.3). */
+const ID_PREFIX = /^[0-9a-f]{8}[0-9a-f-]{0,27}$/i;
 export class ToolCalls {
   constructor(
     private readonly deps: HandlerDeps,
@@ -290,9 +293,14 @@ export class ToolCalls {
     const { jobs } = this.deps;
     const job = jobs.get(jobId) ?? (await jobs.recover(jobId));
     if (job) return job;
+    // A unique start of an id names its job, as on the command line (§5.3).
+    const matches = ID_PREFIX.test(jobId) ? jobs.idsStartingWith(jobId) : [];
+    const [only] = matches;
+    if (matches.length === 1 && only !== undefined) return this.requireJob(only);
+    if (matches.length > 1) throw new DispatchError("INVALID_ARGUMENT", `"job_id" ${quoted(jobId)} starts ${matches.length} job ids: give more of it`);
     throw new DispatchError(
       "JOB_NOT_FOUND",
-      `no job with id ${quoted(jobId)}; finished jobs are forgotten ${describeDuration(this.deps.jobRetentionMs)} after they end, and a job another running claude-dispatch server owns is served by that server (claude-dispatch jobs lists every job)`,
+      `no job with id ${quoted(jobId)} in this state directory: check the id (claude_list lists the jobs); a finished job is forgotten ${describeDuration(this.deps.jobRetentionMs)} after it ends`,
     );
   }
 }
