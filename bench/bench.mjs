@@ -581,8 +581,33 @@ async function benchLatency(rounds) {
   return { rows, data };
 }
 
+/** (c) The limit of PROTOCOL.md §5 on what the host's model reads, as test/listing.test.ts measures it. */
+const MODEL_VISIBLE_LIMIT_BYTES = 6144;
+
+/**
+ * (c) The model-visible listing: each tool's name, description and inputSchema as JSON, plus the instructions, in
+ * bytes, from a server offering every agent and two hosts (nothing is run on them), and the whole tools/list for scale.
+ */
+async function modelVisibleListing() {
+  const hosts = {
+    box: { ssh: "me@build-box", roots: ["/srv/repos", "/home/me/src"], agents: ["claude", "codex"] },
+    gpu: { ssh: "gpu.example.org", roots: ["/data/work"], agents: ["claude", "codex", "gemini"] },
+  };
+  const s = new Server({ CLAUDE_DISPATCH_AGENTS: "claude,codex,gemini", CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts) });
+  try {
+    const instructions = (await s.initialize()).message.result.instructions;
+    const { tools } = (await s.request("tools/list")).message.result;
+    const visible = tools.map((tool) => JSON.stringify({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema }));
+    const bytes = visible.reduce((sum, text) => sum + Buffer.byteLength(text), 0) + Buffer.byteLength(instructions);
+    return { bytes, instructionsBytes: Buffer.byteLength(instructions), listingBytes: Buffer.byteLength(JSON.stringify({ tools })) };
+  } finally {
+    await s.close();
+  }
+}
+
 /** (c) pipelined tools/list: all written at once, time until the last response. */
 async function benchPipeline(rounds) {
+  const visible = await modelVisibleListing();
   const s = new Server();
   await s.initialize();
   const count = SIZES.pipelineRequests;
@@ -625,8 +650,24 @@ async function benchPipeline(rounds) {
           `${(count / rate).toFixed(2)} s per ${count}; ${responseBytes} bytes per response (${((rate * responseBytes) / 1048576).toFixed(0)} MiB/s); ` +
           `server busy ${(median(cpuShares) * 100).toFixed(0)}% of one core`,
       },
+      {
+        metric: "c  model-visible listing",
+        value: `${visible.bytes} bytes`,
+        target: `<= ${MODEL_VISIBLE_LIMIT_BYTES} bytes`,
+        pass: visible.bytes <= MODEL_VISIBLE_LIMIT_BYTES,
+        detail:
+          `descriptions, input schemas and ${visible.instructionsBytes} bytes of instructions, with 3 agents and 2 hosts offered; ` +
+          `the whole tools/list is ${visible.listingBytes} bytes`,
+      },
     ],
-    data: { requestsPerSecond: Math.round(rate), responseBytes, serverCpuShare: round2(median(cpuShares)), perRound: rates.map(Math.round) },
+    data: {
+      requestsPerSecond: Math.round(rate),
+      responseBytes,
+      serverCpuShare: round2(median(cpuShares)),
+      perRound: rates.map(Math.round),
+      modelVisibleBytes: visible.bytes,
+      listingBytes: visible.listingBytes,
+    },
   };
 }
 

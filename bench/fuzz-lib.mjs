@@ -377,9 +377,12 @@ export function toolOracle(tool, args, env) {
     case "claude_run":
     case "claude_start": {
       const prompt = args.prompt;
+      // §5: an absent or null required argument is "required", not a wrong type.
+      if (!present(args, "prompt")) return invalidArgument(tool, `"prompt" is required`);
       if (typeof prompt !== "string") return invalidArgument(tool, `"prompt" must be a string, got ${describeType(prompt)}`);
       if (prompt.trim() === "") return invalidArgument(tool, `"prompt" must not be empty`);
       const cwd = args.cwd;
+      if (!present(args, "cwd")) return invalidArgument(tool, `"cwd" is required`);
       if (typeof cwd !== "string") return invalidArgument(tool, `"cwd" must be a string, got ${describeType(cwd)}`);
       if (cwd.trim() === "") return invalidArgument(tool, `"cwd" must not be empty`);
       if (cwd.includes("\0")) return invalidArgument(tool, `"cwd" must not contain NUL`);
@@ -626,8 +629,8 @@ function checkToolResult(result, check, errorCodes) {
     if (!prefix || !errorCodes.includes(prefix[1])) problems.push(`error text must start with a §9 code: ${preview(text, 200)}`);
     else if (prefix[1] !== check.code) problems.push(`expected ${check.code}, got ${prefix[1]}: ${preview(text, 300)}`);
     else if (check.mention && !text.includes(check.mention)) problems.push(`${check.code} should name ${preview(check.mention, 100)}: ${preview(text, 300)}`);
-    else if (check.code === "JOB_NOT_FOUND" && !(text.includes("forgotten") && text.includes("another running claude-dispatch server"))) {
-      problems.push(`JOB_NOT_FOUND should say finished jobs are forgotten and another running server may own the job (§5.3): ${preview(text, 300)}`);
+    else if (check.code === "JOB_NOT_FOUND" && !(text.includes("forgotten") && text.includes("check the id"))) {
+      problems.push(`JOB_NOT_FOUND should say to check the id and that finished jobs are forgotten (§5.3): ${preview(text, 300)}`);
     }
     if (report.status !== "error") problems.push(`structuredContent.status should be "error", got ${JSON.stringify(report.status)}`);
     if (!isRecord(report.error) || report.error.code !== check.code || typeof report.error.detail !== "string") {

@@ -11,7 +11,7 @@ import path from "node:path";
 
 import { ownLinuxStartTime } from "./hosts/local/self.js";
 import { systemClock } from "./core/clock.js";
-import { loadConfig, offeredAgents, programOf, type Config } from "./config.js";
+import { agentsAtStart, checkConfig, loadConfig, offeredAgents, programOf, type Config } from "./config.js";
 import { checkDirectory, resolveRoots } from "./hosts/local/directory.js";
 import { createRequestHandler } from "./server/handler.js";
 import type { JobRegistry } from "./jobs/registry.js";
@@ -178,12 +178,26 @@ async function main(): Promise<void> {
   if (args[0] === "carrier") return serveCarrier(args.slice(1));
   if (args.length > 0) {
     const { runCli } = await import("./cli/index.js");
+    // A reader gone (`| head`) ends the command at once and quietly, as SIGPIPE ends other tools: 141 (§17).
+    for (const stream of [process.stdout, process.stderr]) {
+      stream.on("error", (error: NodeJS.ErrnoException) => process.exit(error.code === "EPIPE" ? 141 : 1));
+    }
+    const cliSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
     process.exitCode = await runCli(args, {
       env: process.env,
       host: hostFacts(),
       stdout: process.stdout,
       stderr: process.stderr,
       stdoutIsTerminal: process.stdout.isTTY === true,
+      terminalSize: () => ({ columns: process.stdout.columns, rows: process.stdout.rows }),
+      // Read only by `jobs --watch` and `prune`: stdin is not opened for the other commands.
+      get stdin() {
+        return process.stdin;
+      },
+      trapInterrupts: (onInterrupt) => {
+        for (const signal of cliSignals) process.on(signal, onInterrupt);
+        return () => cliSignals.forEach((signal) => process.off(signal, onInterrupt));
+      },
       // What `sessions` lists without a DIR.
       cwd: process.cwd(),
       clock: systemClock,
@@ -200,14 +214,9 @@ async function main(): Promise<void> {
         });
       },
       sshHosts: async () => {
-        const config = (() => {
-          try {
-            return loadConfig(process.env, hostFacts());
-          } catch {
-            return undefined;
-          }
-        })();
-        if (!config || !config.hosts) return [];
+        // The valid settings, as doctor checks them: another invalid one must not hide the hosts (§21.5).
+        const { config } = checkConfig(process.env, hostFacts());
+        if (!config.hosts) return [];
         const { createSshHosts } = await import("./wiring/ssh-hosts.js");
         return [...createSshHosts(config, machine(), process.getuid?.(), createLogger(process.stderr, "warn"), false).values()];
       },
@@ -299,7 +308,7 @@ async function serve(): Promise<void> {
     server: { name: SERVER_NAME, version: SERVER_VERSION },
     depth: { current: config.depth, max: config.maxDepth },
     jobRetentionMs: config.jobRetentionMs,
-    ...(store ? { worktrees: { policy: config.worktree, git: worktrees, hold: worktreeHolds(store, machine(), host) }, hostWorktrees: (name: string) => sshHosts.get(name)?.worktrees } : {}),
+    ...(store ? { worktrees: { policy: config.worktree, git: worktrees, hold: worktreeHolds(store, machine(), host), readPrompt: (id: string) => store.readPrompt(id) }, hostWorktrees: (name: string) => sshHosts.get(name)?.worktrees } : {}),
     // Claude Code's own store of sessions, where the agents this server starts keep theirs (§20).
     sessions: async (cwd: string, limit: number) => {
       const { claudeConfigDir, listClaudeSessions } = await import("./runtimes/claude/sessions.js");
@@ -311,7 +320,8 @@ async function serve(): Promise<void> {
   // Present once the first request can be read: `initialize` does not wait for the files it writes (§15.8).
   setImmediate(() => carrying?.join("server"));
   if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
-  logger.info(`${SERVER_NAME} ${SERVER_VERSION} ready (agents: ${policy.agents.map((agent) => agent.name).join(", ")})`);
+  const agents = agentsAtStart(policy.agents, config);
+  logger[agents.level](`${SERVER_NAME} ${SERVER_VERSION} ready (${agents.text})`);
   installShutdown({ config, jobs, host, sshHosts, server, writer, logger, carrying, stateDir: store?.root });
 }
 

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 
 import { runCli, type CliIo } from "../src/cli/index.js";
 import { systemClock, type Clock } from "../src/core/clock.js";
@@ -22,6 +23,13 @@ export interface CliSetup {
   terminal?: boolean;
   interrupted?: AbortSignal;
   processControl?: CliIo["processControl"];
+  /** More of the environment, such as COLUMNS: laid over the state directory and an empty PATH. */
+  env?: Record<string, string>;
+  /** What a terminal on stdout says its size is. */
+  terminalSize?: CliIo["terminalSize"];
+  /** stdin: a fake terminal the test types into. */
+  stdin?: CliIo["stdin"];
+  trapInterrupts?: CliIo["trapInterrupts"];
 }
 
 /** A command under way: its output so far, and its exit code once it returns. */
@@ -35,12 +43,15 @@ export function startCli(args: string[], setup: CliSetup): StartedCli {
   let stdout = "";
   let stderr = "";
   const io: CliIo = {
-    env: { CLAUDE_DISPATCH_STATE_DIR: setup.stateDir, PATH: "" },
+    env: { CLAUDE_DISPATCH_STATE_DIR: setup.stateDir, PATH: "", ...setup.env },
     host: { pathDelimiter: ":", cpus: 2, platform: "linux", home: HOME },
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
     stdoutIsTerminal: setup.terminal,
     interrupted: setup.interrupted,
+    terminalSize: setup.terminalSize,
+    stdin: setup.stdin,
+    trapInterrupts: setup.trapInterrupts,
     clock: setup.clock ?? { now: () => Date.parse("2025-06-01T12:00:00.000Z"), setTimer: systemClock.setTimer },
     processControl: setup.processControl ?? (async () => assert.fail("this command never loads the process layer")),
     nodePath: "/usr/bin/node",
@@ -64,4 +75,19 @@ export function newStateIn(scratch: string): { dir: string; store: StateStore } 
   const store = new StateStore(dir, { randomName: () => randomUUID() });
   store.open();
   return { dir, store };
+}
+
+/** A keyboard on a terminal: the modes the command sets, and the keys the test types. */
+export class FakeTerminal extends PassThrough {
+  readonly isTTY = true;
+  readonly modes: boolean[] = [];
+
+  setRawMode(raw: boolean): this {
+    this.modes.push(raw);
+    return this;
+  }
+
+  type(keys: string): void {
+    this.write(keys);
+  }
 }

@@ -22,7 +22,8 @@ const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-cli-logs-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 const MINUTE = 60_000;
-const CLEAR_SCREEN = "\u001b[H\u001b[2J";
+const CURSOR_HOME = "\u001b[H";
+const CLEAR_TO_LINE_END = "\u001b[K";
 /** The session of the fixture below, printed on each of its events. */
 const FIXTURE_SESSION = "a4e6f90a-6476-44bd-a9eb-2a4c18c0761d";
 const RESULT_SESSION = "9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50";
@@ -322,18 +323,23 @@ describe("jobs: the session to resume", () => {
 });
 
 describe("jobs --watch", () => {
-  test("on a terminal: clears the screen and draws the table every second on the clock, until interrupted", async () => {
+  test("on a terminal: draws the table every second on the clock, in place, until interrupted", async () => {
     const clock = new FakeClock();
     const { dir, store } = newState();
     const first = add(store, job(clock.now()));
     const interrupt = new AbortController();
     const watching = start(["jobs", "--watch"], { stateDir: dir, clock, terminal: true, interrupted: interrupt.signal });
     await settle();
-    const screens = (): string[] => watching.stdout().split(CLEAR_SCREEN).slice(1);
+    // Each frame: the cursor home, each line cleared to its end, then the rest of the screen cleared.
+    const screens = (): string[] =>
+      watching
+        .stdout()
+        .split(CURSOR_HOME)
+        .slice(1)
+        .map((frame) => frame.replace(/\u001b\[\?(25h|1049l)/g, "").replaceAll(CLEAR_TO_LINE_END, "").replace(/\u001b\[J$/, ""));
     assert.equal(screens().length, 1);
-    assert.ok(watching.stdout().startsWith(CLEAR_SCREEN));
     const [firstScreen = ""] = screens();
-    assert.match(firstScreen, /^Every 1s: claude-dispatch jobs {2}1970-01-01T00:16:40\.000Z {2}\(Ctrl-C to stop\)\n\nID +STATUS /);
+    assert.match(firstScreen, /^claude-dispatch jobs · every 1s · 1970-01-01T00:16:40\.000Z · q to quit\n\nID +STATUS /);
     assert.ok(firstScreen.includes(first.id));
 
     const second = add(store, job(clock.now(), { status: "queued", started_at: undefined, agent: undefined }));
@@ -341,8 +347,9 @@ describe("jobs --watch", () => {
     assert.equal(screens().length, 1, "no redraw before a second has passed");
     await clock.advance(1);
     assert.equal(screens().length, 2);
-    const listed = await cli(["jobs"], { stateDir: dir, clock });
-    assert.ok(screens()[1]?.endsWith(`\n\n${listed.stdout}`), "the same table as jobs prints");
+    // A terminal that does not say its width has 80 columns.
+    const listed = await cli(["jobs"], { stateDir: dir, clock, env: { COLUMNS: "80" } });
+    assert.equal(screens()[1]?.split("\n").slice(2).join("\n"), listed.stdout.trimEnd(), "the same table as jobs prints");
     assert.ok(screens()[1]?.includes(second.id));
 
     await clock.advance(3000);

@@ -27,7 +27,9 @@ import {
 import { StateStore } from "../src/store/state-store.js";
 import { type JobRecord } from "../src/store/records.js";
 import { SERVER_VERSION } from "../src/core/version.js";
-import { RecordingLogger } from "./helpers.js";
+import { RecordingLogger, settle } from "./helpers.js";
+import { FakeTerminal } from "./cli-harness.js";
+import { formatBytes } from "../src/cli/format.js";
 import { isAlive, LINUX_PLATFORM, waitFor } from "./processes.js";
 import { SERVER_MAIN } from "./server-process.js";
 
@@ -102,6 +104,7 @@ interface Setup {
   processes?: ProcessControl;
   clock?: Clock;
   runFile?: (file: string, args: string[], timeoutMs: number) => Promise<RunFileResult>;
+  stdin?: CliIo["stdin"];
 }
 
 interface Run {
@@ -129,6 +132,7 @@ async function cli(args: string[], setup: Setup): Promise<Run> {
     runFile: setup.runFile ?? (async () => ({ ok: true, stdout: "2.1.332 (Claude Code)\n", stderr: "" })),
     identity: () => CLI_IDENTITY,
     randomName: () => randomUUID(),
+    stdin: setup.stdin,
   };
   const code = await runCli(args, io);
   return { code, stdout, stderr };
@@ -204,10 +208,16 @@ describe("usage", () => {
       const run = await cli(args, { stateDir: dir });
       assert.equal(run.code, 0, args.join(" "));
       assert.equal(run.stderr, "");
-      for (const command of ["jobs [--all]", "show ID", "kill ID", "prune [--older-than AGE]", "doctor", "--version", "--json"]) {
+      for (const command of ["jobs [--all]", "show ID", "kill ID", "prune --all", "prune --older-than AGE", "doctor", "--version", "--json"]) {
         assert.ok(run.stdout.includes(command), `${args.join(" ")} mentions ${command}`);
       }
     }
+  });
+
+  test("the usage, long and short, fits 80 columns", async () => {
+    const help = await cli(["--help"], { stateDir: dir });
+    const usage = await cli(["frobnicate"], { stateDir: dir });
+    for (const line of [...help.stdout.split("\n"), ...usage.stderr.split("\n")]) assert.ok(line.length <= 80, `${line.length}: ${line}`);
   });
 
   test("unknown commands, options and arguments are usage errors: exit 2, a message and a short usage on stderr", async () => {
@@ -734,10 +744,10 @@ describe("prune", () => {
     return { dir, store, old, recent, active, queued };
   }
 
-  test("removes every finished job and never an unfinished one, saying how much it freed", async () => {
+  test("--all removes every finished job and never an unfinished one, saying how much it freed", async () => {
     const { dir, store, old, recent, active, queued } = prepared();
     const bytes = store.size(old.id) + store.size(recent.id);
-    const run = await cli(["prune", "--json"], { stateDir: dir });
+    const run = await cli(["prune", "--all", "--json"], { stateDir: dir });
     assert.equal(run.code, 0);
     const document = JSON.parse(run.stdout) as { removed: string[]; bytes_freed: number; kept: number };
     assert.deepEqual(document.removed.sort(), [old.id, recent.id].sort());
@@ -747,7 +757,7 @@ describe("prune", () => {
     assert.deepEqual(store.read(active.id), active);
     assert.deepEqual(store.read(queued.id), queued);
 
-    const again = await cli(["prune"], { stateDir: dir });
+    const again = await cli(["prune", "--all"], { stateDir: dir });
     assert.equal(again.stdout, `Removed 0 finished jobs from ${dir}, freeing 0 B.\nKept 2 (2 queued or running).\n`);
   });
 
@@ -759,6 +769,51 @@ describe("prune", () => {
     assert.ok(!existsSync(store.jobDir(old.id)));
     assert.ok(existsSync(store.jobDir(recent.id)));
     assert.equal((await cli(["prune", "--older-than=2d"], { stateDir: dir })).stdout.split("\n")[0], `Removed 0 finished jobs from ${dir}, freeing 0 B.`);
+  });
+
+  test("without an age and without a terminal: exit 2, nothing deleted, and the message names --all and --older-than", async () => {
+    const { dir, store, old, recent } = prepared();
+    for (const args of [["prune"], ["prune", "--json"]]) {
+      const run = await cli(args, { stateDir: dir });
+      assert.equal(run.code, 2, args.join(" "));
+      assert.equal(run.stdout, "");
+      assert.match(run.stderr, /^claude-dispatch: without a terminal to ask on, prune needs --all \(every finished job\) or --older-than AGE/);
+      assert.ok(existsSync(store.jobDir(old.id)) && existsSync(store.jobDir(recent.id)));
+    }
+    const both = await cli(["prune", "--all", "--older-than", "1h"], { stateDir: dir });
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /--all or --older-than, not both/);
+  });
+
+  test("without an age on a terminal: it asks, y deletes, anything else keeps", async () => {
+    const { dir, store, old, recent } = prepared();
+    const size = formatBytes(store.size(old.id) + store.size(recent.id));
+    for (const answer of ["n\n", "\n", "yes please no\n", ""]) {
+      const terminal = new FakeTerminal();
+      const running = cli(["prune"], { stateDir: dir, stdin: terminal });
+      await settle();
+      if (answer === "") terminal.end();
+      else terminal.type(answer);
+      const run = await running;
+      assert.equal(run.code, 0, JSON.stringify(answer));
+      assert.equal(run.stderr, `Delete all 2 finished jobs (${size})? [y/N] `);
+      assert.equal(run.stdout, "Deleted nothing.\n");
+      assert.ok(existsSync(store.jobDir(old.id)) && existsSync(store.jobDir(recent.id)), JSON.stringify(answer));
+    }
+    const terminal = new FakeTerminal();
+    const running = cli(["prune"], { stateDir: dir, stdin: terminal });
+    await settle();
+    terminal.type("y\n");
+    const run = await running;
+    assert.equal(run.code, 0);
+    assert.match(run.stdout, /^Removed 2 finished jobs from /);
+    assert.ok(!existsSync(store.jobDir(old.id)) && !existsSync(store.jobDir(recent.id)));
+    assert.equal(terminal.listenerCount("data"), 0, "stdin is let go");
+
+    // Nothing to delete: nothing to ask.
+    const none = await cli(["prune"], { stateDir: dir, stdin: new FakeTerminal() });
+    assert.equal(none.stderr, "");
+    assert.match(none.stdout, /^Removed 0 finished jobs/);
   });
 });
 
@@ -783,19 +838,24 @@ describe("doctor", () => {
       env: { PATH: `relative/bin:${path.join(scratch, "nothing")}:${binDir}`, ANTHROPIC_API_KEY: "sk-ant-do-not-print", CLAUDE_DISPATCH_ROOTS: scratch },
       runFile: async (file, args, timeoutMs) => {
         runs.push([file, args, timeoutMs]);
-        return { ok: true, stdout: "2.1.332 (Claude Code)\n", stderr: "" };
+        const status = '{"loggedIn": true, "authMethod": "api_key", "apiKeySource": "ANTHROPIC_API_KEY"}';
+        return { ok: true, stdout: args[0] === "auth" ? status : "2.1.332 (Claude Code)\n", stderr: "" };
       },
     });
     assert.equal(run.code, 0, run.stdout);
-    assert.deepEqual(runs, [[claude, ["--version"], 10_000]]);
-    const text = run.stdout;
+    assert.deepEqual(runs, [
+      [claude, ["--version"], 10_000],
+      [claude, ["auth", "status"], 10_000],
+    ]);
+    const text = run.stdout.replace(/\n {6}/g, " ");
     for (const line of [
       /^ok {4}configuration: /m,
-      new RegExp(`^ok {4}claude: ${claude} \\(2\\.1\\.332 \\(Claude Code\\)\\)$`, "m"),
+      new RegExp(`^ok {4}claude: ${claude}, 2\\.1\\.332 \\(Claude Code\\)$`, "m"),
+      /^ok {4}claude login: claude auth status says logged in \(api_key from ANTHROPIC_API_KEY\)$/m,
       new RegExp(`^ok {4}state directory: ${stateDir} \\(writable, mode 0700\\)$`, "m"),
       /^ok {4}jobs: 2 \(1 running, 0 queued; claude 2\), \d+ B$/m,
       /^ok {4}permission modes: default, acceptEdits, plan, auto, dontAsk; default: none/m,
-      /^ok {4}agents: claude, and by found on PATH: codex not offered \(not found\); gemini not offered \(not found\)$/m,
+      /^ok {4}agents: claude is offered: Claude Code always, the others when found \(CLAUDE_DISPATCH_AGENTS is unset\); codex and gemini are not found, so not offered$/m,
       /^ok {4}approvals: forward: what would prompt is asked of the caller, denied after 10m unanswered/m,
       /^ok {4}worktrees: off \(in .*\/worktrees\); none kept after its job was pruned$/m,
       /^ok {4}agent defaults: model Claude Code's default, max turns no cap, max budget no cap, claude_run timeout 2m$/m,
@@ -808,12 +868,13 @@ describe("doctor", () => {
     // The variables its checks passed with, so that the pasted configuration passes them too.
     const env = { CLAUDE_DISPATCH_ROOTS: scratch, CLAUDE_DISPATCH_STATE_DIR: stateDir };
     const hostConfig = { mcpServers: { "claude-dispatch": { command: "/usr/bin/node", args: ["/opt/claude dispatch/dist/main.js"], env } } };
-    assert.ok(text.includes(JSON.stringify(hostConfig, null, 2).replaceAll("\n", "\n  ")), text);
+    assert.ok(run.stdout.includes(JSON.stringify(hostConfig, null, 2).replaceAll("\n", "\n  ")), run.stdout);
+    // Longer than the terminal: an option a line, each line but the last ending in a backslash.
     assert.ok(
-      text.includes(
-        `  claude mcp add -s user claude-dispatch --env CLAUDE_DISPATCH_ROOTS=${scratch} --env CLAUDE_DISPATCH_STATE_DIR=${stateDir} -- /usr/bin/node '/opt/claude dispatch/dist/main.js'\n`,
+      run.stdout.includes(
+        `  claude mcp add -s user claude-dispatch \\\n    --env CLAUDE_DISPATCH_ROOTS=${scratch} \\\n    --env CLAUDE_DISPATCH_STATE_DIR=${stateDir} \\\n    -- /usr/bin/node '/opt/claude dispatch/dist/main.js'\n`,
       ),
-      text,
+      run.stdout,
     );
     assert.ok(!text.includes("sk-ant"), "no secret is printed");
     assert.deepEqual(readdirSync(stateDir).sort(), ["carrier", "jobs", "servers", "slots"], "the write probe is removed");
@@ -841,7 +902,7 @@ describe("doctor", () => {
     assert.equal(document.ok, false);
     const status = (name: string): string | undefined => document.checks.find((check) => check.name === name)?.status;
     assert.equal(status("claude"), "fail");
-    assert.match(document.checks.find((check) => check.name === "claude")?.detail ?? "", /claude not found on PATH; set CLAUDE_DISPATCH_CLAUDE_BIN/);
+    assert.equal(document.checks.find((check) => check.name === "claude")?.detail, "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN");
     assert.equal(status("state directory"), "warn", "mode 0755 is not private");
     assert.equal(status("depth"), "warn", "no tools would be offered");
     assert.equal(status("permission modes"), "warn", "bypassPermissions is allowed");
@@ -865,21 +926,25 @@ describe("doctor", () => {
       runFile: async () => ({ ok: false, stdout: "", stderr: "", error: "Command failed: spawn EACCES" }),
     });
     assert.equal(run.code, 1);
-    assert.match(run.stdout, new RegExp(`^fail  claude: ${claude} --version: Command failed: spawn EACCES$`, "m"));
-    assert.match(run.stdout, /^fail  roots: CLAUDE_DISPATCH_ROOTS entry does not exist: .*; the server will not start$/m);
-    assert.match(run.stdout, /^warn  state directory: .* does not exist yet; the server creates it \(mode 0700\) when it starts$/m);
+    const text = run.stdout.replace(/\n {6}/g, " ");
+    assert.match(text, new RegExp(`^fail  claude: ${claude} --version failed: Command failed: spawn EACCES$`, "m"));
+    assert.doesNotMatch(text, /claude login/, "a claude that does not run is not asked more");
+    assert.match(text, /^fail  roots: CLAUDE_DISPATCH_ROOTS entry does not exist: .*; the server will not start$/m);
+    assert.match(text, /^warn  state directory: .* does not exist yet; the server creates it \(mode 0700\) when it starts$/m);
     assert.ok(!existsSync(stateDir), "doctor creates nothing");
   });
 
-  test("an invalid configuration is a fail line, not a crash", async () => {
+  test("an invalid configuration is a fail line, not a crash, and stays out of the host configuration", async () => {
     const { dir } = newState();
     const run = await cli(["doctor"], { stateDir: dir, env: { PATH: binDir, CLAUDE_DISPATCH_MAX_TURNS: "lots" } });
     assert.equal(run.code, 1);
     assert.equal(run.stderr, "");
-    assert.match(run.stdout, /^fail  configuration: CLAUDE_DISPATCH_MAX_TURNS must be an integer from 1 to 10000, got "lots"; the server will not start$/m);
-    assert.match(run.stdout, /^ok {4}claude: /m, "what can be checked still is");
-    assert.match(run.stdout, /^ok {4}state directory: /m);
-    assert.ok(run.stdout.includes("claude mcp add -s user claude-dispatch --env CLAUDE_DISPATCH_MAX_TURNS=lots "), "the variables are printed as they are set");
+    const text = run.stdout.replace(/\n {6}/g, " ");
+    assert.match(text, /^fail  configuration: CLAUDE_DISPATCH_MAX_TURNS must be an integer from 1 to 10000, got "lots"; the server will not start, and doctor skips the agent defaults check$/m);
+    assert.match(text, /^ok {4}claude: /m, "what can be checked still is");
+    assert.match(text, /^ok {4}state directory: /m);
+    assert.ok(!run.stdout.includes("MAX_TURNS=lots") && !run.stdout.includes('"CLAUDE_DISPATCH_MAX_TURNS"'), "the invalid value is not offered to paste");
+    assert.match(run.stdout.replace(/\s+/g, " "), /Left out of the configuration below, as invalid: CLAUDE_DISPATCH_MAX_TURNS; /);
   });
 });
 

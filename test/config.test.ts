@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ConfigError, loadConfig } from "../src/config.js";
+import { ConfigError, checkConfig, loadConfig } from "../src/config.js";
 import { DEFAULT_PERMISSION_MODES } from "../src/agent/policy.js";
 
 test("defaults", () => {
@@ -178,7 +178,7 @@ test("CLAUDE_DISPATCH_AGENTS and each agent's permission modes", () => {
   assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude, codex,codex" }).agents, ["claude", "codex"]);
   assert.throws(() => loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude,aider" }), /CLAUDE_DISPATCH_AGENTS must list, comma-separated, agents among claude, codex, gemini, got "claude,aider"/);
   assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_GEMINI_PERMISSION_MODES: "yolo" }).agentModes.gemini, ["yolo"]);
-  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_CODEX_PERMISSION_MODES: "yolo" }), /CLAUDE_DISPATCH_CODEX_PERMISSION_MODES must name permission modes among read-only/);
+  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_CODEX_PERMISSION_MODES: "yolo" }), /CLAUDE_DISPATCH_CODEX_PERMISSION_MODES must list, comma-separated, permission modes among read-only, .*, got "yolo"/);
 });
 
 test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, every problem named", () => {
@@ -201,9 +201,9 @@ test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, 
   assert.equal(fromFile.hosts?.[0]?.destination, "me@build-box");
   const refused = (hosts: unknown, pattern: RegExp): void =>
     assert.throws(() => loadConfig({ CLAUDE_DISPATCH_HOSTS: typeof hosts === "string" ? hosts : JSON.stringify(hosts) }), (error: Error) => error instanceof ConfigError && pattern.test(error.message));
-  refused("hosts.json", /a JSON object or the absolute path of a JSON file/);
+  refused("hosts.json", /^CLAUDE_DISPATCH_HOSTS must be a JSON object of hosts \(§21\.1\) or the absolute path of a file holding one, got "hosts\.json"$/);
   refused("{nope", /not valid JSON/);
-  refused(["box"], /must be a JSON object mapping host names/);
+  refused(["box"], /^CLAUDE_DISPATCH_HOSTS must be a JSON object of hosts .*, got "\[\\"box\\"\]"$/);
   refused({ local: box }, /"local" is not a usable name/);
   refused({ box: { ...box, ssh: "-oProxyCommand=evil" } }, /needs "ssh"/);
   refused({ box: { ...box, ssh: "me@box ls" } }, /needs "ssh"/);
@@ -217,4 +217,54 @@ test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, 
   refused({ box: { ...box, programs: { claude: "" } } }, /unusable program for "claude"/);
   refused({ box: { ...box, state_dir: "state" } }, /state_dir that is not an absolute path/);
   refused({ box: { ...box, colour: "blue" } }, /unknown setting "colour"/);
+});
+
+test("every invalid setting is named, with its value cut as echoes are (§10), and the valid ones are kept", () => {
+  const { config, problems } = checkConfig({
+    CLAUDE_DISPATCH_CLAUDE_BIN: "/opt/claude",
+    CLAUDE_DISPATCH_MAX_TURNS: "0",
+    CLAUDE_DISPATCH_WORKTREE: "sometimes",
+    CLAUDE_DISPATCH_HOSTS: "{nope",
+    CLAUDE_DISPATCH_ON_DONE: "notify-send done",
+    CLAUDE_DISPATCH_MAX_JOBS: "3",
+  });
+  assert.deepEqual(problems.map((problem) => [problem.setting, problem.value]).sort(), [
+    ["CLAUDE_DISPATCH_HOSTS", "{nope"],
+    ["CLAUDE_DISPATCH_MAX_TURNS", "0"],
+    ["CLAUDE_DISPATCH_ON_DONE", "notify-send done"],
+    ["CLAUDE_DISPATCH_WORKTREE", "sometimes"],
+  ]);
+  assert.equal(config.claudeBin, "/opt/claude");
+  assert.equal(config.maxJobs, 3);
+  assert.equal(config.worktree, "off", "an invalid setting reads as its default");
+  assert.equal(config.policy.maxTurns, undefined);
+
+  const error = (() => {
+    try {
+      loadConfig({ CLAUDE_DISPATCH_MAX_TURNS: "0", CLAUDE_DISPATCH_WORKTREE: "sometimes", CLAUDE_DISPATCH_ON_INPUT: `[${"x".repeat(100)}` });
+    } catch (thrown) {
+      return thrown;
+    }
+    return undefined;
+  })();
+  assert.ok(error instanceof ConfigError);
+  assert.equal(
+    error.message,
+    [
+      "3 settings are invalid:",
+      '  CLAUDE_DISPATCH_ON_INPUT must be a JSON array of 1 to 64 strings, the program first (such as ["notify-send", "claude-dispatch"]), ' +
+        `each at most 4096 characters and the first not empty, got "[${"x".repeat(59)}…"`,
+      '  CLAUDE_DISPATCH_WORKTREE must be one of off, on, required, got "sometimes"',
+      '  CLAUDE_DISPATCH_MAX_TURNS must be an integer from 1 to 10000, got "0"',
+    ].join("\n"),
+  );
+  assert.equal(error.problems.length, 3);
+});
+
+test("the default permission mode is checked against the modes as listed, unless the list is itself invalid", () => {
+  const refused = checkConfig({ CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE: "bypassPermissions" }).problems;
+  assert.deepEqual(refused.map((problem) => problem.setting), ["CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE"]);
+  assert.match(refused[0]?.problem ?? "", /^must be one of the modes CLAUDE_DISPATCH_PERMISSION_MODES allows \(default, acceptEdits, plan, auto, dontAsk\)$/);
+  const both = checkConfig({ CLAUDE_DISPATCH_PERMISSION_MODES: "default,yolo", CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE: "yolo" }).problems;
+  assert.deepEqual(both.map((problem) => problem.setting), ["CLAUDE_DISPATCH_PERMISSION_MODES"], "one mistake, named once");
 });

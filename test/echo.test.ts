@@ -87,7 +87,7 @@ test("a 1 MiB job_id to claude_wait, claude_kill and claude_output: JOB_NOT_FOUN
   for (const name of ["claude_wait", "claude_kill", "claude_output"]) {
     const response = await request(h, "tools/call", { name, arguments: { job_id: HUGE } });
     const { text, structured } = toolText(response);
-    assert.ok(text.startsWith(`JOB_NOT_FOUND: no job with id ${HUGE_ECHO}; `), `${name}: ${text.slice(0, 200)}`);
+    assert.ok(text.startsWith(`JOB_NOT_FOUND: no job with id ${HUGE_ECHO} in this state directory: `), `${name}: ${text.slice(0, 200)}`);
     assertShortEcho(response, text, name);
     assert.equal((structured.error as { detail: string }).detail.includes(HUGE_ECHO), true);
     assert.equal(structured.job_id, undefined, `${name}: a malformed id is not echoed in structuredContent`);

@@ -661,12 +661,12 @@ test("claude_list with no jobs says so", async () => {
   const result = await tool(h, "claude_list", {});
   assertNotError(result);
   assert.equal(textOf(result), "No jobs.");
-  assert.deepEqual(result.structuredContent, { status: "listed", jobs: [] });
+  assert.deepEqual(result.structuredContent, { status: "listed", jobs: [], total: 0 });
   // Without arguments at all, too.
-  assert.deepEqual((await tool(h, "claude_list")).structuredContent, { status: "listed", jobs: [] });
+  assert.deepEqual((await tool(h, "claude_list")).structuredContent, { status: "listed", jobs: [], total: 0 });
 });
 
-test("claude_list lists a run and a start, oldest first, with previews", async () => {
+test("claude_list lists a run and a start, the running one first, with previews", async () => {
   const h = handlerHarness();
   const run = callTool(h, "claude_run", { prompt: "  Fix   the\n\tfailing\r\n  build  ", cwd: CWD });
   await settle();
@@ -687,18 +687,19 @@ test("claude_list lists a run and a start, oldest first, with previews", async (
   assert.deepEqual(result.structuredContent, {
     status: "listed",
     jobs: [
-      { job_id: "job-1", kind: "run", agent: "claude", status: "completed", cwd: CWD, elapsed_s: 3, num_turns: 3, prompt_preview: "Fix the failing build", session_id: "8f01635f-202a-449c-ab8a-05f75520788e" },
       { job_id: "job-2", kind: "start", agent: "claude", status: "running", cwd: "/work/other", elapsed_s: 4, num_turns: 2, prompt_preview: `${flat.slice(0, 80)}…` },
+      { job_id: "job-1", kind: "run", agent: "claude", status: "completed", cwd: CWD, elapsed_s: 3, num_turns: 3, prompt_preview: "Fix the failing build", session_id: "8f01635f-202a-449c-ab8a-05f75520788e" },
     ],
+    total: 2,
   });
-  const preview = result.structuredContent.jobs?.[1]?.prompt_preview as string;
+  const preview = result.structuredContent.jobs?.[0]?.prompt_preview as string;
   assert.equal(preview.length, 81);
   const text = textOf(result);
-  assert.ok(text.startsWith("2 jobs, oldest first:\n"), text);
+  assert.ok(text.startsWith("Jobs 1–2 of 2, the active first, then the newest finished:\n"), text);
   const lines = text.split("\n").slice(1);
   assert.equal(lines.length, 2);
-  assert.ok(lines[0]?.startsWith("job-1  completed  3s  3 turns  /work/project"), lines[0]);
-  assert.ok(lines[1]?.startsWith("job-2  running  4s  2 turns  /work/other"), lines[1]);
+  assert.ok(lines[0]?.startsWith("job-2  running  4s  2 turns  /work/other"), lines[0]);
+  assert.ok(lines[1]?.startsWith("job-1  completed  3s  3 turns  /work/project"), lines[1]);
 });
 
 test("claude_list: a prompt of exactly 80 characters is not cut", async () => {
@@ -707,13 +708,13 @@ test("claude_list: a prompt of exactly 80 characters is not cut", async () => {
   await startJob(h, { prompt, cwd: CWD });
   const listed = (await tool(h, "claude_list", {})).structuredContent.jobs;
   assert.equal(listed[0].prompt_preview, prompt);
-  assert.equal(textOf(await tool(h, "claude_list", {})).split("\n")[0], "1 job, oldest first:");
+  assert.equal(textOf(await tool(h, "claude_list", {})).split("\n")[0], "Jobs 1–1 of 1, the active first, then the newest finished:");
 });
 
 test("claude_list refuses unknown arguments", async () => {
   const h = handlerHarness();
-  const text = assertError(await tool(h, "claude_list", { status: "running" }), "INVALID_ARGUMENT");
-  assert.match(text, /unknown argument "status"/);
+  const text = assertError(await tool(h, "claude_list", { state: "running" }), "INVALID_ARGUMENT");
+  assert.match(text, /unknown argument "state"/);
 });
 
 test("claude_list forgets reaped jobs and keeps running ones", async () => {
@@ -724,7 +725,7 @@ test("claude_list forgets reaped jobs and keeps running ones", async () => {
   const running = await startJob(h);
   assert.deepEqual(
     (await tool(h, "claude_list", {})).structuredContent.jobs.map((job: { job_id: string }) => job.job_id),
-    [finished, running],
+    [running, finished],
   );
   await h.clock.advance(600_000);
   const listed = (await tool(h, "claude_list", {})).structuredContent.jobs;
@@ -1224,6 +1225,5 @@ test("tools/list: claude_output's limit is bounded by maxResultChars", async () 
   const definition = await definitionOf(h, "claude_output");
   const limit = propertyOf(definition, "limit");
   assert.equal(limit.maximum, 1234);
-  assert.match(String(limit.description), /default 1234/);
-  assert.match(definition.description, /1234 characters/);
+  assert.match(String(limit.description), /Default 1234/);
 });

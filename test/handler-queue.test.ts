@@ -37,7 +37,7 @@ test("beyond the limit claude_start queues: its report says queued and where, an
   const listed = await call(h, "claude_list", {});
   assert.deepEqual(
     (listed.report as unknown as { jobs: Array<{ status: string }> }).jobs.map((job) => job.status),
-    ["completed", "running", "queued"],
+    ["running", "queued", "completed"],
   );
 });
 

@@ -386,13 +386,13 @@ interface InvalidCase {
 }
 
 const INVALID_CASES: InvalidCase[] = [
-  { name: "a missing prompt", tool: "claude_run", args: { cwd: CWD }, mentions: '"prompt" must be a string, got undefined' },
+  { name: "a missing prompt", tool: "claude_run", args: { cwd: CWD }, mentions: '"prompt" is required' },
   { name: "a numeric prompt", tool: "claude_run", args: { prompt: 42, cwd: CWD }, mentions: '"prompt" must be a string, got number' },
   { name: "an empty prompt", tool: "claude_run", args: { prompt: "", cwd: CWD }, mentions: '"prompt" must not be empty' },
   { name: "a whitespace prompt", tool: "claude_run", args: { prompt: " \n\t ", cwd: CWD }, mentions: '"prompt" must not be empty' },
-  { name: "a missing prompt", tool: "claude_start", args: { cwd: CWD }, mentions: '"prompt" must be a string' },
+  { name: "a missing prompt", tool: "claude_start", args: { cwd: CWD }, mentions: '"prompt" is required' },
   { name: "an empty prompt", tool: "claude_start", args: { prompt: "  ", cwd: CWD }, mentions: '"prompt" must not be empty' },
-  { name: "a missing cwd", tool: "claude_run", args: { prompt: "hi" }, mentions: '"cwd" must be a string, got undefined' },
+  { name: "a missing cwd", tool: "claude_run", args: { prompt: "hi" }, mentions: '"cwd" is required' },
   { name: "a numeric cwd", tool: "claude_run", args: { prompt: "hi", cwd: 42 }, mentions: '"cwd" must be a string, got number' },
   { name: "an empty cwd", tool: "claude_run", args: { prompt: "hi", cwd: "" }, mentions: '"cwd" must not be empty' },
   { name: "a cwd with NUL", tool: "claude_run", args: { prompt: "hi", cwd: "/tmp/a\0b" }, mentions: '"cwd" must not contain NUL' },
@@ -420,11 +420,11 @@ const INVALID_CASES: InvalidCase[] = [
   { name: "timeout_ms (only claude_run takes it)", tool: "claude_start", args: { ...RUN_ARGS, timeout_ms: 5000 }, mentions: 'unknown argument "timeout_ms"' },
   { name: 'an unknown argument "hold"', tool: "claude_wait", args: { job_id: "job-1", hold: 5 }, mentions: 'unknown argument "hold"' },
   { name: "hold_ms (only claude_wait takes it)", tool: "claude_kill", args: { job_id: "job-1", hold_ms: 5 }, mentions: 'unknown argument "hold_ms"' },
-  { name: "a missing job_id", tool: "claude_wait", args: {}, mentions: '"job_id" must be a non-empty string, got undefined' },
+  { name: "a missing job_id", tool: "claude_wait", args: {}, mentions: '"job_id" is required' },
   { name: "an empty job_id", tool: "claude_wait", args: { job_id: "" }, mentions: '"job_id" must be a non-empty string, got ""' },
   { name: "a blank job_id", tool: "claude_wait", args: { job_id: "  " }, mentions: '"job_id" must be a non-empty string' },
   { name: "a numeric job_id", tool: "claude_wait", args: { job_id: 1 }, mentions: '"job_id" must be a non-empty string, got 1' },
-  { name: "a missing job_id", tool: "claude_kill", args: {}, mentions: '"job_id" must be a non-empty string, got undefined' },
+  { name: "a missing job_id", tool: "claude_kill", args: {}, mentions: '"job_id" is required' },
   { name: "an empty job_id", tool: "claude_kill", args: { job_id: "" }, mentions: '"job_id" must be a non-empty string, got ""' },
   { name: "a numeric job_id", tool: "claude_kill", args: { job_id: 1 }, mentions: '"job_id" must be a non-empty string, got 1' },
 ];
@@ -1087,8 +1087,8 @@ test("a finished job is found until retention runs out, then JOB_NOT_FOUND", asy
   await startJob(h);
   const gone = await tool(h, "claude_wait", { job_id: first, hold_ms: 0 });
   const text = assertError(gone, "JOB_NOT_FOUND");
-  assert.match(text, /forgotten 10 minutes after they end/);
-  assert.match(gone.structuredContent.error?.detail ?? "", new RegExp(`no job with id "${first}";`));
+  assert.match(text, /forgotten 10 minutes after it ends/);
+  assert.match(gone.structuredContent.error?.detail ?? "", new RegExp(`no job with id "${first}" in this state directory`));
   assertError(await tool(h, "claude_kill", { job_id: first }), "JOB_NOT_FOUND");
 });
 

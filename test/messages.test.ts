@@ -72,3 +72,19 @@ test("the log names a job's end with the tools' code and grammar", async () => {
   assert.ok(!h.logger.lines.some((line) => line.includes("AGENT_EXITED")));
   assert.ok(!h.logger.lines.some((line) => line.includes("pid none")));
 });
+
+test("a missing argument is 'required'; an unknown one is met with only what this server offers", async () => {
+  const h = handlerHarness();
+  const missing = await call(h, "claude_respond", { job_id: A, decision: "allow" });
+  assert.equal(missing.content[0]?.text, 'INVALID_ARGUMENT: "request_id" is required');
+  const action = await call(h, "claude_worktree", { job_id: A });
+  assert.equal(action.content[0]?.text, 'INVALID_ARGUMENT: "action" is required');
+  const unknown = await call(h, "claude_run", { prompt: "hi", cwd: "/w", timeout: 5 });
+  const text = unknown.content[0]?.text ?? "";
+  assert.match(text, /^INVALID_ARGUMENT: unknown argument "timeout"; expected only prompt, cwd, session_id, timeout_ms, /);
+  // Claude Code alone, and no hosts: neither "agent" nor "host" is a choice here.
+  assert.doesNotMatch(text, /\bagent\b|\bhost\b/);
+  // Both are still accepted, as earlier versions took them.
+  const named = await call(h, "claude_start", { prompt: "hi", cwd: "/w", agent: "claude" });
+  assert.equal(named.isError, undefined, named.content[0]?.text);
+});

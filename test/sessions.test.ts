@@ -381,6 +381,8 @@ interface SessionsSetup {
   home?: string;
   cwd?: string;
   now?: number;
+  /** COLUMNS: the width the table must fit. */
+  columns?: number;
 }
 
 /**
@@ -391,7 +393,12 @@ async function sessionsCli(args: string[], setup: SessionsSetup): Promise<{ code
   let stdout = "";
   let stderr = "";
   const io: RunIo = {
-    env: { CLAUDE_DISPATCH_STATE_DIR: setup.stateDir, PATH: "", ...(setup.configDir ? { CLAUDE_CONFIG_DIR: setup.configDir } : {}) },
+    env: {
+      CLAUDE_DISPATCH_STATE_DIR: setup.stateDir,
+      PATH: "",
+      ...(setup.configDir ? { CLAUDE_CONFIG_DIR: setup.configDir } : {}),
+      ...(setup.columns ? { COLUMNS: String(setup.columns) } : {}),
+    },
     host: { pathDelimiter: ":", cpus: 2, platform: "linux", home: setup.home ?? "/home/tester" },
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
@@ -436,6 +443,15 @@ describe("claude-dispatch sessions", () => {
   for (const record of [resumed, ended, unrelated]) store.create(record, record.prompt_preview);
   // A day and a bit after the fixtures were recorded.
   const now = Date.parse("2026-12-02T19:00:00.000Z");
+
+  test("at 60 columns every line fits: the prompt is cut, the ages and turns left out, the ids whole", async () => {
+    const run = await sessionsCli(["sessions", cwd], { stateDir, configDir, now, columns: 60 });
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout.trimEnd().split("\n");
+    for (const line of lines) assert.ok(line.length <= 60, `${line.length} columns: ${line}`);
+    assert.ok(lines.some((line) => line.startsWith(`${THREE_PROMPTS.id}  `)), run.stdout);
+    assert.ok(run.stdout.includes(resumed.id), "a job id is never cut");
+  });
 
   test("a table: session, ages, turns and first prompt, the jobs of each, and how to resume", async () => {
     const run = await sessionsCli(["sessions", cwd], { stateDir, configDir, now });

@@ -163,12 +163,17 @@ describe("jobs on another host over ssh", { skip }, () => {
     assert.equal(merged.result.structuredContent.status, "merged", textOf(merged));
     assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "from-a\n");
     assert.equal(readRecordFile(remoteState, first).worktree?.state, "merged", "that machine's record knows, for its retention");
+    assert.equal(existsSync(path.join(remoteState, "worktrees", first)), false, "merged: its worktree is removed there");
+    assert.equal(git("branch", "--list", "--format=%(refname:short)", `dispatch/${first}`).trim(), `dispatch/${first}`, "its branch is kept");
     const conflict = await s.callTool("claude_worktree", { job_id: second, action: "merge" });
     assert.equal(conflict.result.structuredContent.status, "not_merged", textOf(conflict));
     assert.deepEqual(conflict.result.structuredContent.conflicts, ["shared.txt"]);
     const discarded = await s.callTool("claude_worktree", { job_id: second, action: "discard" });
     assert.equal(discarded.result.structuredContent.status, "discarded", textOf(discarded));
     assert.equal(existsSync(path.join(remoteState, "worktrees", second)), false);
+    const afterMerge = await s.callTool("claude_worktree", { job_id: first, action: "discard" });
+    assert.match(textOf(afterMerge), /was merged already/);
+    assert.equal(git("branch", "--list", `dispatch/${first}`).trim(), "", "discarded after its merge: its branch is gone");
     await s.shutdown();
   });
 

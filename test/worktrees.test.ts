@@ -88,12 +88,19 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     assert.equal(merged.into, "main");
     assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "version-1\n");
     assert.notEqual(git(repo, "rev-parse", "HEAD").trim(), before);
-    assert.deepEqual(merged.operations.map((operation: string) => operation.split(" ").slice(3, 4)[0] ?? operation), ["merge-tree", "update-ref", "merge"]);
+    assert.deepEqual(merged.operations.map((operation: string) => operation.split(" ").slice(3, 4)[0] ?? operation), ["merge-tree", "update-ref", "merge", "worktree"]);
 
     const head = git(repo, "rev-parse", "HEAD").trim();
-    const conflicting = report(await server.callTool("claude_worktree", { job_id: ids[1], action: "merge" }));
+    const conflictingResponse = await server.callTool("claude_worktree", { job_id: ids[1], action: "merge" });
+    const conflicting = report(conflictingResponse);
     assert.equal(conflicting.status, "not_merged", JSON.stringify(conflicting));
     assert.deepEqual(conflicting.conflicts, ["shared.txt"]);
+    // The job left its work uncommitted: the commit to merge by hand is the one holding all of it, not its branch.
+    const byHand = /`git merge ([0-9a-f]{40})`/.exec(conflicting.next)?.[1];
+    assert.ok(byHand, conflicting.next);
+    assert.equal(git(repo, "show", `${byHand}:shared.txt`), "version-2\n");
+    assert.ok(text(conflictingResponse).includes(`in ${repo}: \`git merge ${byHand}\``), text(conflictingResponse));
+    assert.ok(conflicting.next.includes(`\`claude-dispatch discard ${ids[1]}\``), conflicting.next);
     assert.equal(git(repo, "rev-parse", "HEAD").trim(), head, "nothing changed");
     assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "version-1\n");
     assert.equal(git(repo, "status", "--porcelain"), "");
@@ -108,6 +115,72 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     assert.match(text(again), /^INVALID_ARGUMENT: job .* worktree was discarded already/);
     const record = JSON.parse(readFileSync(path.join(server.stateDir, "jobs", ids[0] ?? "", "record.json"), "utf8"));
     assert.equal(record.worktree.state, "merged");
+  });
+
+  test("a merge removes the worktree at once and names the branch it keeps; its commit has a short subject; discard then removes the rest", async () => {
+    const repo = makeRepo();
+    const server = startServer();
+    await server.initialize();
+    const firstLine = "Fix the parser so that it accepts every input it is \u001b[31mgiven\u001b[0m, and then some more besides";
+    const started = report(await server.callTool("claude_start", { prompt: `${firstLine}\nThe rest of the prompt.\n@write lib/parser.txt fixed`, cwd: repo, worktree: true }));
+    const id = started.job_id as string;
+    const done = await server.waitForJob(id);
+    const response = await server.callTool("claude_worktree", { job_id: id, action: "merge" });
+    const merged = report(response);
+    assert.equal(merged.status, "merged", JSON.stringify(merged));
+    assert.equal(merged.branch, `dispatch/${id}`);
+    assert.equal(merged.worktree.state, "merged");
+    assert.match(text(response), new RegExp(`its worktree ${done.worktree.path} is removed; its branch dispatch/${id} is kept`));
+    assert.equal(existsSync(done.worktree.path), false, "the merged worktree's folder is gone at once");
+    assert.equal(git(repo, "branch", "--list", "--format=%(refname:short)", `dispatch/${id}`).trim(), `dispatch/${id}`);
+    const recordFile = path.join(server.stateDir, "jobs", id, "record.json");
+    assert.equal(JSON.parse(readFileSync(recordFile, "utf8")).worktree.state, "merged");
+    const subject = git(repo, "log", "-1", "--format=%s").trim();
+    // The first line only, cleaned (its escape sequences gone) and cut at about 60 characters.
+    const short = new RegExp(`^claude-dispatch: (Fix the parser so that it accepts every input it is given.*…) \\(job ${id.slice(0, 8)}…\\)$`).exec(subject)?.[1];
+    assert.ok(short !== undefined && short.length <= 61, subject);
+    assert.match(git(repo, "log", "-1", "--format=%b"), new RegExp(`job ${id}`));
+    const again = await server.callTool("claude_worktree", { job_id: id, action: "diff" });
+    assert.match(text(again), /^INVALID_ARGUMENT: job .* worktree was merged already/);
+
+    const discarded = await server.callTool("claude_worktree", { job_id: id, action: "discard" });
+    assert.equal(discarded.result.isError, undefined, text(discarded));
+    assert.equal(report(discarded).status, "discarded");
+    assert.equal(report(discarded).worktree.state, "merged", "its work reached the checkout: the record still says merged");
+    assert.match(text(discarded), new RegExp(`was merged already.*removed what was left of it.*branch dispatch/${id}`, "s"));
+    assert.equal(git(repo, "branch", "--list", `dispatch/${id}`).trim(), "");
+    assert.equal(readFileSync(path.join(repo, "lib", "parser.txt"), "utf8"), "fixed\n", "the merged work stays in the checkout");
+    assert.equal(JSON.parse(readFileSync(recordFile, "utf8")).worktree.state, "merged");
+  });
+
+  test("a conflict names at most 20 of its files, cleaned, and the commands that resolve it by hand", async () => {
+    const repo = makeRepo();
+    // The user's git prints paths as they are: the merge's list of conflicts is cleaned here.
+    git(repo, "config", "core.quotePath", "false");
+    const names = ["a\u202etxt.exe", ...Array.from({ length: 24 }, (_, index) => `f${String(index).padStart(2, "0")}.txt`)];
+    const server = startServer();
+    await server.initialize();
+    const writes = names.map((name) => `@write ${name} the job's`).join("\n");
+    const started = report(await server.callTool("claude_start", { prompt: `${writes}\n@commit the job's files`, cwd: repo, worktree: true }));
+    const id = started.job_id as string;
+    assert.equal((await server.waitForJob(id)).worktree.uncommitted, false);
+    for (const name of names) writeFileSync(path.join(repo, name), "the user's\n");
+    git(repo, "add", "-A");
+    git(repo, "commit", "--quiet", "-m", "the user's files");
+    const head = git(repo, "rev-parse", "HEAD");
+    const response = await server.callTool("claude_worktree", { job_id: id, action: "merge" });
+    const refused = report(response);
+    assert.equal(refused.status, "not_merged", JSON.stringify(refused));
+    assert.equal(refused.conflicts.length, 20);
+    assert.equal(refused.conflicts_total, 25);
+    assert.equal(refused.conflicts[0], "a\ufffdtxt.exe");
+    assert.ok(!JSON.stringify(response.result).includes("\\u202e") && !text(response).includes("\u202e"), "a bidi override reaches the reader");
+    assert.match(text(response), /merging would conflict with main: a\ufffdtxt\.exe, f00\.txt, .*, f18\.txt and 5 more\./);
+    assert.ok(refused.next.includes(`in ${repo}: \`git merge dispatch/${id}\`, resolve the conflicts, \`git commit\``), refused.next);
+    assert.ok(refused.next.includes(`\`claude-dispatch discard ${id}\``), refused.next);
+    assert.ok(text(response).includes(refused.next));
+    assert.equal(git(repo, "rev-parse", "HEAD"), head, "nothing changed");
+    assert.equal(git(repo, "status", "--porcelain"), "");
   });
 
   test("a merge is refused on a dirty checkout, and a job's commits are reported and merged", async () => {
@@ -183,9 +256,17 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     const discarded = cli("discard", dropped.job_id);
     assert.equal(discarded.status, 0, discarded.stderr);
     assert.equal(existsSync(dropped.worktree.path), false);
+    assert.match(merged.stdout, new RegExp(`its worktree ${kept.worktree.path} is removed; its branch dispatch/${kept.job_id} is kept`));
+    assert.equal(existsSync(kept.worktree.path), false);
+    assert.match(git(repo, "log", "-1", "--format=%s").trim(), new RegExp(`^claude-dispatch: @write shared.txt from-the-cli-job \\(job ${kept.job_id.slice(0, 8)}…\\)$`));
     const again = cli("merge", kept.job_id);
     assert.equal(again.status, 1);
     assert.match(again.stderr, /worktree was merged already/);
+    const afterMerge = cli("discard", kept.job_id);
+    assert.equal(afterMerge.status, 0, afterMerge.stderr);
+    assert.match(afterMerge.stdout, new RegExp(`was merged already.*removed what was left of it.*branch dispatch/${kept.job_id}`, "s"));
+    assert.equal(git(repo, "branch", "--list", `dispatch/${kept.job_id}`).trim(), "");
+    assert.equal(readFileSync(path.join(repo, "shared.txt"), "utf8"), "from-the-cli-job\n");
     const seen = report(await server.callTool("claude_worktree", { job_id: dropped.job_id, action: "diff" }));
     assert.equal(seen.status, "error", "the server finds the worktree the command line discarded gone");
   });
@@ -208,7 +289,9 @@ describe("a worktree per job", { skip: process.platform === "win32" && "the fake
     const cliEnv = minimalEnvironment({ HOME: scratch, CLAUDE_DISPATCH_STATE_DIR: server.stateDir, CLAUDE_DISPATCH_WORKTREE_DIR: worktreeDir });
     const jobs = execFileSync(process.execPath, [SERVER_MAIN, "jobs"], { env: cliEnv, encoding: "utf8" });
     assert.match(jobs, new RegExp(`worktree ${worktreeDir}/${changed.job_id}, branch dispatch/${changed.job_id}, kept with changes after its job was pruned`));
-    const doctor = JSON.parse(execFileSync(process.execPath, [SERVER_MAIN, "doctor", "--json"], { env: { ...cliEnv, CLAUDE_DISPATCH_CLAUDE_BIN: process.execPath }, encoding: "utf8" }));
+    // Only the agent given here: a Codex or Gemini CLI found on the runner's PATH is not logged in, a doctor fail.
+    const doctorEnv = { ...cliEnv, CLAUDE_DISPATCH_CLAUDE_BIN: process.execPath, CLAUDE_DISPATCH_AGENTS: "claude" };
+    const doctor = JSON.parse(execFileSync(process.execPath, [SERVER_MAIN, "doctor", "--json"], { env: doctorEnv, encoding: "utf8" }));
     const check = doctor.checks.find((candidate: { name: string }) => candidate.name === "worktrees");
     assert.equal(check.status, "warn");
     assert.match(check.detail, /1 kept with changes nobody merged or discarded/);
@@ -284,6 +367,12 @@ describe("a worktree job of the real Claude Code CLI", { skip: !realCliVersion("
       assert.equal(found.worktree, run.worktree.path);
       assert.deepEqual(found.job_ids, [run.job_id]);
       assert.match(found.first_prompt, /MOCK:BASH echo from-the-agent > agent\.txt/);
+      // The command line lists it too, by the same code.
+      const cliEnv = minimalEnvironment({ HOME: home, CLAUDE_DISPATCH_STATE_DIR: server.stateDir });
+      const listed = JSON.parse(execFileSync(process.execPath, [SERVER_MAIN, "sessions", repo, "--json"], { env: cliEnv, encoding: "utf8" }));
+      const byCli = listed.sessions.find((session: { session_id: string }) => session.session_id === run.session_id);
+      assert.equal(byCli?.worktree, run.worktree.path, JSON.stringify(listed));
+      assert.deepEqual(byCli?.job_ids, [run.job_id]);
       // Resuming it runs in that worktree again: a session is tied to its folder.
       const resumed = report(await server.callTool("claude_run", { prompt: "and then?", cwd: repo, session_id: run.session_id }));
       assert.equal(resumed.status, "completed", JSON.stringify(resumed));

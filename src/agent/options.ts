@@ -34,6 +34,8 @@ export interface AgentOffer {
   modesSetting: string;
   /** Why a value its CLI would misread is refused, if it would. */
   optionProblem?(options: AgentOptions): string | undefined;
+  /** Why its program cannot be started here now, with the fix (§7.5); undefined when it can. */
+  missingProgram?(): string | undefined;
 }
 
 export const DEFAULT_AGENT = "claude";

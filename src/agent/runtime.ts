@@ -69,6 +69,31 @@ export interface RuntimeTraits {
   optionProblem?(options: AgentOptions): string | undefined;
 }
 
+/**
+ * What `doctor` (§17) may look at to tell, without spending tokens, whether an agent can sign in: the runtime
+ * says what to ask and reads the answer; doctor runs the query (argv, no shell, bounded) and looks for the files.
+ */
+export interface ReadinessProbe {
+  /** A status query its CLI answers offline, as arguments after the program; absent when it has none. */
+  readonly args?: readonly string[];
+  /** Files whose presence counts, such as a credentials file: doctor says which exist and never reads them. */
+  readonly files?: readonly string[];
+  read(seen: ReadinessSeen): Readiness;
+}
+
+export interface ReadinessSeen {
+  /** The query's answer, when args were given: whether it exited 0, and what it printed. */
+  run?: { ok: boolean; stdout: string; stderr: string };
+  /** Those of files that exist. */
+  present: readonly string[];
+}
+
+/** ok: it can sign in; fail: it cannot, and detail says what to run or set; warn: doctor cannot tell. */
+export interface Readiness {
+  status: "ok" | "warn" | "fail";
+  detail: string;
+}
+
 export interface Runtime<Reader extends AgentOutputReader = AgentOutputReader> extends RuntimeTraits {
   /** The program and its argv; the prompt always goes to stdin, never argv (§10). */
   invocation(spec: AgentSpec): { command: string; args: string[] };
@@ -77,4 +102,6 @@ export interface Runtime<Reader extends AgentOutputReader = AgentOutputReader> e
   createReader(options: ReaderOptions): Reader;
   /** How the agent's end reads as an outcome (§7.3). */
   outcome(exit: ChildExit, reader: Reader, disk: StateDisk | undefined): AgentOutcome;
+  /** What doctor checks of its login or key, given the environment, the home directory and what `--version` printed. */
+  readiness?(env: Readonly<Record<string, string | undefined>>, home: string, version: string): ReadinessProbe;
 }

@@ -21,13 +21,16 @@ export function startFailure(exit: ChildExit, program: AgentProgram): AgentOutco
   if (!error) return undefined;
   if (error.outputFiles) return { ok: false, code: "STATE_ERROR", detail: error.message };
   if (error.code === "ENOENT" && !error.missingCwd) {
-    const detail =
-      program.bin === program.defaultBin
-        ? `${program.bin} not found on PATH; ${program.install} or set ${program.setting}`
-        : `${program.bin} not found (${program.setting}); check the path`;
-    return { ok: false, code: "SPAWN_FAILED", detail };
+    return { ok: false, code: "SPAWN_FAILED", detail: programNotFound(program) };
   }
   return { ok: false, code: "SPAWN_FAILED", detail: `could not start ${program.bin}: ${error.message}` };
+}
+
+/** The program is not there: how to install it, or which setting names a path that is wrong. */
+export function programNotFound(program: AgentProgram): string {
+  return program.bin === program.defaultBin
+    ? `${program.bin} not found on PATH; ${program.install} or set ${program.setting}`
+    : `${program.bin} not found (${program.setting}); check the path`;
 }
 
 export const OUTPUT_TOO_LARGE: AgentOutcome = {

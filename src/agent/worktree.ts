@@ -32,9 +32,14 @@ export interface WorktreeChanges {
   uncommitted: boolean;
 }
 
+/**
+ * On a merge, `removed` says whether the worktree's folder went with it (its branch stays until retention, §19.1).
+ * On a conflict, `work` is what to merge by hand: the job's branch, or a commit of all its work when some was
+ * uncommitted.
+ */
 export type MergeOutcome =
-  | { merged: true; into: string; commit: string; operations: string[] }
-  | { merged: false; reason: string; conflicts: string[]; operations: string[] };
+  | { merged: true; into: string; commit: string; operations: string[]; removed?: boolean }
+  | { merged: false; reason: string; conflicts: string[]; operations: string[]; work?: string };
 
 /**
  * A job's worktree held for a merge or discard (§19.1): no other server, nor the CLI, merges, discards or
@@ -54,9 +59,9 @@ export interface Worktrees {
   changes(worktree: WorktreeRecord): Promise<WorktreeChanges>;
   /** The unified diff of everything the job changed against its base, committed or not. */
   diff(worktree: WorktreeRecord): Promise<string>;
-  /** Brings the job's changes into the branch checked out in the user's repository, or changes nothing. */
+  /** Brings the job's changes into the user's checked-out branch, then removes the worktree; or changes nothing. */
   merge(worktree: WorktreeRecord, message: string): Promise<MergeOutcome>;
-  /** Removes the worktree and its branch. */
+  /** Removes the worktree and its branch, whichever of them is left. */
   discard(worktree: WorktreeRecord): Promise<void>;
   /** Whether the worktree's folder is still there. */
   exists(worktree: WorktreeRecord): boolean;

@@ -38,16 +38,37 @@ export interface CliIo {
   sshHosts?(): Promise<readonly RemoteHostAccess[]>;
   /** Whether stdout is a terminal: `jobs --watch` redraws only there. Absent: it is not. */
   stdoutIsTerminal?: boolean | undefined;
+  /** The size of the terminal on stdout, read when drawn (it may change); a field it does not know is undefined. */
+  terminalSize?: (() => { columns: number | undefined; rows: number | undefined }) | undefined;
+  /** stdin: `jobs --watch` reads keys from it when it is a terminal, `prune` a person's answer. */
+  stdin?: TerminalInput | undefined;
+  /**
+   * While `jobs --watch` has the screen: SIGINT, SIGTERM and SIGHUP call onInterrupt instead of ending the
+   * process, so that the terminal is restored; the function returned gives them back.
+   */
+  trapInterrupts?: ((onInterrupt: () => void) => () => void) | undefined;
   /**
    * Starts the headless carrier on a state directory with this environment (§15.8) and returns its pid; throws
    * when it cannot. Absent: this command line starts none (tests that run the CLI in process).
    */
   startCarrier?(stateDir: string, env: Readonly<Record<string, string | undefined>>): Promise<number>;
   /**
-   * Ends `jobs --watch` and `logs -f` early when aborted. main.ts passes none:
-   * Ctrl-C ends the process as usual, which is how a person stops them.
+   * Ends `jobs --watch` and `logs -f` early when aborted (tests). main.ts passes none: Ctrl-C ends `logs -f`
+   * as it ends any process, and `jobs --watch` through trapInterrupts, which gives the terminal back first.
    */
   interrupted?: AbortSignal | undefined;
+}
+
+/** stdin as the command line reads it (process.stdin, or a test's fake): raw mode only on a terminal. */
+export interface TerminalInput {
+  readonly isTTY?: boolean | undefined;
+  readonly readableEnded?: boolean | undefined;
+  setRawMode?(raw: boolean): unknown;
+  setEncoding(encoding: "utf8"): unknown;
+  on(event: "data" | "end", listener: (chunk: string) => void): unknown;
+  off(event: "data" | "end", listener: (chunk: string) => void): unknown;
+  resume(): unknown;
+  pause(): unknown;
 }
 
 /** A host over ssh, as the command line uses it. */
@@ -74,6 +95,22 @@ export interface Context {
 
 /** What `jobs --watch` and `logs -f` return when io.interrupted stops them: what a shell reports for Ctrl-C. */
 export const INTERRUPTED_EXIT = 130;
+
+/** A terminal that does not say its width is taken to have this many columns. */
+export const DEFAULT_TERMINAL_COLUMNS = 80;
+/** Beyond any screen: a COLUMNS above it is a mistake, not a width. */
+const MAX_COLUMNS = 10_000;
+
+/**
+ * The columns a command's tables and notes fit in (§17): COLUMNS when set, else the terminal's width on stdout
+ * (80 when it does not say); undefined when stdout is not a terminal, where nothing is cut.
+ */
+export function outputWidth(io: CliIo): number | undefined {
+  const columns = Number(io.env.COLUMNS);
+  if (Number.isInteger(columns) && columns > 0 && columns <= MAX_COLUMNS) return columns;
+  if (io.stdoutIsTerminal !== true) return undefined;
+  return io.terminalSize?.().columns || DEFAULT_TERMINAL_COLUMNS;
+}
 
 /** A tree whose processes survived SIGKILL is never idle: wait this long at most. */
 const IDLE_WAIT_MS = 5000;

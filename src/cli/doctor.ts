@@ -1,118 +1,125 @@
 /**
- * `doctor` (PROTOCOL.md §17): checks the configuration, `claude`, the state
- * directory, the policy, the depth and the shutdown policy as `ok`/`warn`/
- * `fail` lines, then prints the host configuration for this install.
- * Exit 1 if a check failed.
+ * `doctor` (PROTOCOL.md §17): checks every setting, the agents, the state directory, the policy, the depth, the
+ * shutdown policy and each host as `ok`/`warn`/`fail` lines of at most 80 columns, then prints the host
+ * configuration for this install, without any invalid setting. Exit 1 if a check failed.
  */
-import { findProgram } from "../hosts/local/find-program.js";
 import { existsSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
 import path from "node:path";
 
-import { loadConfig, type Config } from "../config.js";
+import { checkConfig, describeProblem, type Config, type ConfigProblem } from "../config.js";
 import { resolveRoots } from "../hosts/local/directory.js";
-import { DEFAULT_CLAUDE_BIN } from "../runtimes/claude/index.js";
-import { AGENT_PROGRAMS } from "../runtimes/index.js";
 import type { JobRecord } from "../store/records.js";
-import { stateDirectory } from "../hosts/local/state-location.js";
 import { StateStore } from "../store/state-store.js";
 import { toJson, type CliIo } from "./context.js";
-import { firstLine, formatAge, formatBytes, indent, printable } from "./format.js";
+import { formatAge, formatBytes, indent, printable, wrap } from "./format.js";
 import { isWindowsPlatform } from "../hosts/local/self.js";
-import { claudeMcpAddLine, mcpServersEntry, type Install } from "./host-config.js";
+import { claudeMcpAddLine, claudeMcpAddLines, mcpServersEntry, type Install } from "./host-config.js";
 import { keptWorktrees } from "../worktrees/retire.js";
+import { agentChecks, andList, type Check } from "./doctor-agents.js";
 
-const VERSION_TIMEOUT_MS = 10_000;
+/** What doctor prints fits a terminal of this many columns (§17); a check's detail wraps under its name. */
+const WIDTH = 80;
+const CONTINUATION = " ".repeat("fail  ".length);
+const ALL_VALID = "every CLAUDE_DISPATCH_* variable is valid";
 
-type CheckStatus = "ok" | "warn" | "fail";
+/** The checks in the order printed, each with the settings it needs: one of them invalid, it is skipped. */
+interface Planned {
+  label: string;
+  needs: readonly string[];
+  run(): Check[] | Promise<Check[]>;
+}
 
-interface Check {
-  name: string;
-  status: CheckStatus;
-  detail: string;
+function plan(io: CliIo, config: Config): Planned[] {
+  const setting = (...names: string[]): string[] => names.map((name) => `CLAUDE_DISPATCH_${name}`);
+  const one = (check: (config: Config) => Check): (() => Check[]) => () => [check(config)];
+  return [
+    { label: "agents", needs: setting("AGENTS"), run: () => agentChecks(io, config) },
+    { label: "state directory", needs: setting("STATE_DIR"), run: () => checkStateDirectory(io, config.stateDir) },
+    {
+      label: "permission modes",
+      needs: setting("PERMISSION_MODES", "DEFAULT_PERMISSION_MODE"),
+      run: one(permissionCheck),
+    },
+    { label: "approvals", needs: setting("APPROVALS", "APPROVAL_TIMEOUT_MS"), run: one(approvalsCheck) },
+    { label: "worktrees", needs: setting("WORKTREE", "WORKTREE_DIR", "STATE_DIR"), run: one(worktreesCheck) },
+    {
+      label: "agent defaults",
+      needs: setting("DEFAULT_MODEL", "MAX_TURNS", "MAX_BUDGET_USD", "DEFAULT_TIMEOUT_MS"),
+      run: one(agentDefaultsCheck),
+    },
+    { label: "roots", needs: setting("ROOTS"), run: async () => [await rootsCheck(config)] },
+    { label: "depth", needs: setting("DEPTH", "MAX_DEPTH"), run: one(depthCheck) },
+    { label: "on exit", needs: setting("ON_EXIT", "JOB_RETENTION_MS", "STATE_MAX_BYTES"), run: one(onExitCheck) },
+    { label: "hosts", needs: setting("HOSTS"), run: () => (config.hosts ? hostChecks(io, config) : []) },
+  ];
 }
 
 export async function doctor(io: CliIo, json: boolean): Promise<number> {
-  const { config, check } = checkConfiguration(io);
-  const checks: Check[] = [check];
-  checks.push(await checkClaude(io, config?.claudeBin ?? DEFAULT_CLAUDE_BIN));
-  if (config) checks.push(agentsCheck(io, config));
-  checks.push(...checkStateDirectory(io, config));
-  if (config) checks.push(...(await policyChecks(config)));
-  if (config && config.hosts) checks.push(...(await hostChecks(io, config)));
+  const { config, problems } = checkConfig(io.env, io.host);
+  const planned = plan(io, config);
+  const checks = problems.map((problem) => problemCheck(problem, planned));
+  if (checks.length === 0) checks.push({ name: "configuration", status: "ok", detail: ALL_VALID });
+  for (const each of planned) {
+    if (!problems.some((problem) => each.needs.includes(problem.setting))) checks.push(...(await each.run()));
+  }
 
   const ok = checks.every((check) => check.status !== "fail");
+  // An invalid value is never printed to be pasted: the host's server would refuse to start with it.
+  const invalidSet = problems.filter((problem) => problem.value !== "").map((problem) => problem.setting);
+  const leftOut = [...new Set(invalidSet)].sort();
+  const env = Object.fromEntries(Object.entries(io.env).filter(([name]) => !leftOut.includes(name)));
   const install: Install = { nodePath: io.nodePath, mainPath: io.mainPath, platform: io.host?.platform };
-  const hostConfig = mcpServersEntry(install, io.env);
-  const mcpAdd = claudeMcpAddLine(install, io.env);
-  io.stdout.write(json ? toJson({ ok, checks, host_config: hostConfig, claude_mcp_add: mcpAdd }) : doctorText(checks, hostConfig, mcpAdd));
+  const hostConfig = mcpServersEntry(install, env);
+  if (json) {
+    const claudeMcpAdd = claudeMcpAddLine(install, env);
+    io.stdout.write(toJson({ ok, checks, left_out: leftOut, host_config: hostConfig, claude_mcp_add: claudeMcpAdd }));
+  } else {
+    io.stdout.write(doctorText(checks, leftOut, hostConfig, claudeMcpAddLines(install, env, WIDTH - 2)));
+  }
   return ok ? 0 : 1;
 }
 
-function doctorText(checks: readonly Check[], hostConfig: unknown, mcpAdd: string): string {
-  const lines = checks.map((check) => `${check.status.padEnd(4)}  ${check.name}: ${printable(check.detail)}`);
+/** An invalid setting: its name, value and range (§11), and the checks skipped for want of it. */
+function problemCheck(problem: ConfigProblem, planned: readonly Planned[]): Check {
+  const skipped = planned.filter((each) => each.needs.includes(problem.setting)).map((each) => each.label);
+  const checksSkipped = `check${skipped.length === 1 ? "" : "s"}`;
+  const skips = skipped.length === 0 ? "" : `, and doctor skips the ${andList(skipped)} ${checksSkipped}`;
+  const detail = `${describeProblem(problem)}; the server will not start${skips}`;
+  return { name: "configuration", status: "fail", detail };
+}
+
+function doctorText(
+  checks: readonly Check[],
+  leftOut: readonly string[],
+  hostConfig: unknown,
+  mcpAdd: readonly string[],
+): string {
+  const lines = checks.flatMap(checkLines);
+  const prose = (text: string): string[] => wrap(text, WIDTH);
+  lines.push("");
+  if (leftOut.length > 0) {
+    const [defaults, them] = leftOut.length === 1 ? ["its default", "it"] : ["their defaults", "them"];
+    const names = `${andList(leftOut)}; a host's server started with it uses ${defaults}`;
+    const note = `Left out of the configuration below, as invalid: ${names}. Fix ${them}, then run doctor again.`;
+    lines.push(...prose(note), "");
+  }
   lines.push(
-    "",
-    "Host configuration for this install (Claude Desktop, Cursor: mcpServers in their JSON config):",
+    ...prose("Host configuration for this install (Claude Desktop, Cursor: mcpServers in their JSON configuration):"),
+    // JSON cannot break a string: a path longer than the width makes a longer line, to be pasted whole.
     indent(printable(JSON.stringify(hostConfig, null, 2))),
     "",
     "Claude Code (every project: user scope):",
-    indent(printable(mcpAdd)),
+    ...mcpAdd.map((line) => indent(printable(line))),
   );
   return `${lines.join("\n")}\n`;
 }
 
-function checkConfiguration(io: CliIo): { config: Config | undefined; check: Check } {
-  try {
-    const config = loadConfig(io.env, io.host);
-    return { config, check: { name: "configuration", status: "ok", detail: "every CLAUDE_DISPATCH_* variable is valid" } };
-  } catch (error) {
-    // The server would refuse to start: say why, and check what can still be checked.
-    return { config: undefined, check: { name: "configuration", status: "fail", detail: `${(error as Error).message}; the server will not start` } };
-  }
+/** "fail  name: detail", the detail wrapped under the name; a long path breaks where the line ends, never cut. */
+function checkLines(check: Check): string[] {
+  const text = `${check.name}: ${printable(check.detail).replace(/\s*\n\s*/g, " ")}`;
+  const first = check.status.padEnd(CONTINUATION.length);
+  return wrap(text, WIDTH - CONTINUATION.length).map((line, index) => (index === 0 ? first : CONTINUATION) + line);
 }
-
-/* ------------------------------------------------------------------ *
- * claude
- * ------------------------------------------------------------------ */
-
-async function checkClaude(io: CliIo, bin: string): Promise<Check> {
-  const name = "claude";
-  // The resolver the server's spawn uses: doctor names the program the server would run.
-  const program = findProgram(bin, io.env, { platform: io.host?.platform ?? "linux" });
-  if (program === undefined) {
-    const where = hasDirectory(bin) ? `${bin} is not an executable file` : `${bin} not found on PATH`;
-    return { name, status: "fail", detail: `${where}; set CLAUDE_DISPATCH_CLAUDE_BIN to the output of \`which claude\`` };
-  }
-  // execFile cannot run a .cmd or .bat without a shell, and a shell is what we never start.
-  if (isWindowsPlatform(io.host?.platform) && /\.(cmd|bat)$/i.test(program)) {
-    return { name, status: "warn", detail: `${program} (an npm shim; its version was not checked)` };
-  }
-  const run = await io.runFile(program, ["--version"], VERSION_TIMEOUT_MS);
-  if (!run.ok) {
-    const why = firstLine(run.stderr) || run.error || "it failed";
-    return { name, status: "fail", detail: `${program} --version: ${why}` };
-  }
-  return { name, status: "ok", detail: `${program} (${firstLine(run.stdout) || "no version printed"})` };
-}
-
-/** The other agents (§7): which are offered, and where their programs are, as the server would decide at its start. */
-function agentsCheck(io: CliIo, config: Config): Check {
-  const found = (name: "codex" | "gemini"): string | undefined =>
-    findProgram(name === "codex" ? config.codexBin : config.geminiBin, io.env, { platform: io.host?.platform ?? "linux" });
-  const others = (["codex", "gemini"] as const).map((name) => ({ name, program: found(name), listed: config.agents?.includes(name) }));
-  const offered = others.filter((agent) => (config.agents ? agent.listed : agent.program !== undefined));
-  const missing = offered.filter((agent) => agent.program === undefined);
-  const parts = others.map((agent) =>
-    offered.includes(agent) ? `${agent.name} (${agent.program ?? `not found: set ${AGENT_PROGRAMS[agent.name].setting}`})` : `${agent.name} not offered${agent.program ? "" : " (not found)"}`,
-  );
-  const how = config.agents ? "CLAUDE_DISPATCH_AGENTS" : "found on PATH";
-  return { name: "agents", status: missing.length > 0 ? "fail" : "ok", detail: `claude, and by ${how}: ${parts.join("; ")}` };
-}
-
-function hasDirectory(bin: string): boolean {
-  return bin.includes("/") || bin.includes("\\");
-}
-
 
 /* ------------------------------------------------------------------ *
  * The state directory
@@ -120,14 +127,8 @@ function hasDirectory(bin: string): boolean {
 
 const STATE_DIRECTORY = "state directory";
 
-function checkStateDirectory(io: CliIo, config: Config | undefined): Check[] {
+function checkStateDirectory(io: CliIo, root: string): Check[] {
   const name = STATE_DIRECTORY;
-  let root: string;
-  try {
-    root = config?.stateDir ?? stateDirectory(io.env, io.host?.platform ?? "linux", io.host?.home ?? "");
-  } catch (error) {
-    return [{ name, status: "fail", detail: (error as Error).message }];
-  }
   const store = new StateStore(root, { uid: io.uid, randomName: () => io.randomName() });
   try {
     store.check();
@@ -276,11 +277,13 @@ function onExitCheck(config: Config): Check {
 
 /** Each host of CLAUDE_DISPATCH_HOSTS (§21.5): reached in BatchMode, claude-dispatch there, its state directory, the agents' programs. */
 async function hostChecks(io: CliIo, config: Config): Promise<Check[]> {
-  const hosts = (await io.sshHosts?.()) ?? [];
+  const reached = (await io.sshHosts?.()) ?? [];
   return Promise.all(
-    hosts.map(async (host): Promise<Check> => {
-      const name = `host ${host.name}`;
-      const destination = config.hosts?.find((entry) => entry.name === host.name)?.destination ?? host.name;
+    (config.hosts ?? []).map(async ({ name: hostName, destination }): Promise<Check> => {
+      const name = `host ${hostName}`;
+      const host = reached.find((each) => each.name === hostName);
+      // The command line builds its hosts only from a valid configuration.
+      if (!host) return { name, status: "warn", detail: `${destination}: not checked until every setting is valid` };
       const found = await host.check();
       if (!found.ok) return { name, status: "fail", detail: `${destination}: ${found.problem}; jobs there cannot start` };
       const missing = Object.entries(found.programs).filter(([, program]) => program === null).map(([agent]) => agent);

@@ -47,9 +47,27 @@ export function mcpServersEntry(install: Install, env: Env): { mcpServers: Recor
  * 2.1.332) it takes the name too and the command fails; `--` ends them.
  */
 export function claudeMcpAddLine(install: Install, env: Env): string {
+  return claudeMcpAddWords(install, env).join(" ");
+}
+
+/**
+ * The same command in lines of at most `width` columns where it is longer: on POSIX each option on a line of its
+ * own, every line but the last ending in a backslash; on Windows one line, as no shell there reads a backslash so.
+ * A single word longer than the width (a long path) stays whole.
+ */
+export function claudeMcpAddLines(install: Install, env: Env, width: number): string[] {
+  const words = claudeMcpAddWords(install, env);
+  const line = words.join(" ");
+  if (line.length <= width || isWindowsPlatform(install.platform)) return [line];
+  return words.map((word, index) => `${index === 0 ? "" : "  "}${word}${index < words.length - 1 ? " \\" : ""}`);
+}
+
+/** The command, the --env options and the program after `--`, each quoted for the platform's shell. */
+function claudeMcpAddWords(install: Install, env: Env): string[] {
   const quote = isWindowsPlatform(install.platform) ? quoteForWindows : quoteForPosix;
-  const variables = Object.entries(hostEnvironment(env)).map(([name, value]) => ` --env ${quote(`${name}=${value}`)}`);
-  return `claude mcp add -s user ${SERVER_NAME}${variables.join("")} -- ${quote(install.nodePath)} ${quote(install.mainPath)}`;
+  const variables = Object.entries(hostEnvironment(env)).map(([name, value]) => `--env ${quote(`${name}=${value}`)}`);
+  const program = `-- ${quote(install.nodePath)} ${quote(install.mainPath)}`;
+  return [`claude mcp add -s user ${SERVER_NAME}`, ...variables, program];
 }
 
 /** The one line on stderr when the server is started from a terminal: it is meant for a host, and how to add it to one. */

@@ -66,7 +66,8 @@ function jobFolderNames(store: StateStore): string[] {
   return names.filter(isJobId).sort();
 }
 
-export function matchTable(matches: readonly JobMatch[]): string[] {
+/** The jobs a prefix matches, within `width` columns when given: the prompt is cut, never an id (§17). */
+export function matchTable(matches: readonly JobMatch[], width?: number): string[] {
   const cells = matches.map((match) => [match.id, match.status ?? "-", clip(printable(match.prompt_preview ?? "(no record)"), PREVIEW_COLUMN_CHARS)]);
-  return table(["ID", "STATUS", "PROMPT"], cells, new Set());
+  return table(["ID", "STATUS", "PROMPT"], cells, new Set(), { width, elide: { PROMPT: "end" } });
 }

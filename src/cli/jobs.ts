@@ -13,8 +13,20 @@ import { valueForReading } from "../core/text.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { LoadedRecords } from "../store/state-store.js";
 import { pendingRequests, requestText, shownStatus, waitingForApproval, type ShownStatus } from "./approve.js";
-import { emit, INTERRUPTED_EXIT, type Context } from "./context.js";
-import { clip, formatAge, formatCost, isoTime, PREVIEW_COLUMN_CHARS, printable, shortenHome, table } from "./format.js";
+import { DEFAULT_TERMINAL_COLUMNS, emit, INTERRUPTED_EXIT, outputWidth, type Context } from "./context.js";
+import {
+  clip,
+  elideEnd,
+  fitTable,
+  formatAge,
+  formatCost,
+  isoTime,
+  PREVIEW_COLUMN_CHARS,
+  printable,
+  shortenHome,
+  wrap,
+} from "./format.js";
+import { openScreen } from "./terminal.js";
 import { progressOf } from "./job-output.js";
 import { carriersText, carry, type Carriers } from "./carried.js";
 
@@ -24,8 +36,12 @@ export const RECENT_FINISHED = 20;
 /** How often `jobs --watch` redraws. */
 export const WATCH_INTERVAL_MS = 1000;
 
-/** Cursor to the top left, then erase the screen: each redraw replaces the last. */
-const CLEAR_SCREEN = "\u001b[H\u001b[2J";
+/** A terminal that does not say how tall it is. */
+const DEFAULT_TERMINAL_ROWS = 24;
+/** When the width is short (§17): the directory cut in its middle, the prompt at its end. */
+const CUT_COLUMNS = { CWD: "middle", PROMPT: "end" } as const;
+/** Then these go, in this order; the id and the status stay. */
+const LEFT_OUT_FIRST = ["SESSION", "TURNS", "COST", "AGENT", "CWD"];
 
 interface JobRow {
   id: string;
@@ -55,29 +71,71 @@ interface PendingApproval {
 }
 
 export function listJobs(context: Context, all: boolean, carriers: Carriers = { carriedBy: [], waiting: 0 }): number {
-  const { document, text } = jobsListing(context, all, carriers);
-  emit(context, valueForReading(document), text);
+  const listing = jobsListing(context, all, carriers, outputWidth(context.io));
+  emit(context, valueForReading(listing.document), `${[...listing.table, ...listing.notes].join("\n")}\n`);
   return 0;
 }
 
 /**
- * Redraws the table every WATCH_INTERVAL_MS on the injected clock until
- * io.interrupted aborts (without one, until the process is interrupted).
+ * Redraws the table every WATCH_INTERVAL_MS on the injected clock, in place on the terminal, until q (exit 0),
+ * Ctrl-C or io.interrupted (130); the terminal is given back however it ends.
  */
 export async function watchJobs(context: Context, all: boolean): Promise<number> {
   const { io } = context;
-  const interrupted = io.interrupted;
-  while (!interrupted?.aborted) {
-    const carriers = await carry(context);
-    const now = io.clock.now();
-    const { text } = jobsListing({ ...context, now }, all, carriers);
-    io.stdout.write(`${CLEAR_SCREEN}Every ${WATCH_INTERVAL_MS / 1000}s: claude-dispatch jobs${all ? " --all" : ""}  ${isoTime(now)}  (Ctrl-C to stop)\n\n${text}`);
-    await sleep(io.clock, WATCH_INTERVAL_MS, interrupted);
+  const stop = new AbortController();
+  let exitCode = INTERRUPTED_EXIT;
+  const quit = (code: number): void => {
+    if (stop.signal.aborted) return;
+    exitCode = code;
+    stop.abort();
+  };
+  const interrupted = (): void => quit(INTERRUPTED_EXIT);
+  io.interrupted?.addEventListener("abort", interrupted);
+  if (io.interrupted?.aborted) interrupted();
+  const screen = openScreen(io, quit);
+  try {
+    while (!stop.signal.aborted) {
+      const carriers = await carry(context);
+      const now = io.clock.now();
+      const size = io.terminalSize?.();
+      const width = outputWidth(io) ?? DEFAULT_TERMINAL_COLUMNS;
+      const listing = jobsListing({ ...context, now }, all, carriers, width);
+      const every = `every ${WATCH_INTERVAL_MS / 1000}s`;
+      const title = `claude-dispatch jobs${all ? " --all" : ""} · ${every} · ${isoTime(now)} · q to quit`;
+      screen.draw(withinRows(elideEnd(title, width), listing, size?.rows || DEFAULT_TERMINAL_ROWS, width));
+      await sleep(io.clock, WATCH_INTERVAL_MS, stop.signal);
+    }
+  } finally {
+    io.interrupted?.removeEventListener("abort", interrupted);
+    screen.close();
   }
-  return INTERRUPTED_EXIT;
+  return exitCode;
 }
 
-function jobsListing(context: Context, all: boolean, carriers: Carriers): { document: unknown; text: string } {
+/**
+ * A screen of at most `rows` lines: the title and the table's header always, then as many of the newest jobs
+ * as fit (a line says how many earlier ones are not), then the notes.
+ */
+function withinRows(title: string, listing: Listing, rows: number, width: number): string[] {
+  const [header, ...jobRows] = listing.table;
+  const top = [title, "", ...(header === undefined ? [] : [header])];
+  const room = rows - top.length - listing.notes.length;
+  if (jobRows.length <= room) return [...top, ...jobRows, ...listing.notes];
+  // One row's room goes to the line that says what is not shown.
+  const shown = room > 1 ? jobRows.slice(jobRows.length - (room - 1)) : [];
+  const hidden = jobRows.length - shown.length;
+  const notShown = `(${hidden} earlier job${hidden === 1 ? "" : "s"} not shown: a taller terminal shows them)`;
+  return [...top, elideEnd(notShown, width), ...shown, ...listing.notes].slice(0, rows);
+}
+
+/** What `jobs` says: the document for --json; for text, the table and the notes under it, fitted to the width. */
+interface Listing {
+  document: unknown;
+  table: string[];
+  notes: string[];
+}
+
+function jobsListing(context: Context, all: boolean, carriers: Carriers, width: number | undefined): Listing {
   const { records, skipped } = context.store.loadAll();
   const shown = all ? records : unfinishedAndRecent(records);
   const rows = shown.map((record) => jobRow(context, record));
@@ -92,8 +150,15 @@ function jobsListing(context: Context, all: boolean, carriers: Carriers): { docu
     carried_by: carriers.carriedBy,
     ...(carriers.waiting > 0 ? { not_carried: { jobs: carriers.waiting, why: carriers.why ?? null } } : {}),
   };
+  const { lines, leftOut } = jobsTable(context, rows, width);
+  const said = [
+    ...(rows.length === 0 ? [`No jobs in ${context.store.root}.`] : []),
+    ...(leftOut.length > 0 ? [`(not shown at ${width} columns: ${leftOut.join(", ")}; --json has them)`] : []),
+    ...notesText(rows, hidden, skipped),
+    ...`${carriersText(carriers)}${keptText(kept)}`.split("\n").filter((line) => line !== ""),
+  ];
   // Read from the state directory, which anything running as the user can write: cleaned for the terminal (§10).
-  return { document, text: printable(jobsText(context, rows, hidden, skipped) + carriersText(carriers) + keptText(kept)) };
+  return { document, table: lines, notes: said.flatMap((line) => wrap(printable(line), width)) };
 }
 
 /** Worktrees retention kept for their unmerged changes after their jobs were pruned (§19). */
@@ -109,33 +174,35 @@ function keptText(kept: readonly KeptWorktree[]): string {
     .join("");
 }
 
-function jobsText(context: Context, rows: readonly JobRow[], hidden: number, skipped: LoadedRecords["skipped"]): string {
+/** The table of jobs, fitted to the width: ids, statuses and numbers whole, the directory and prompt cut (§17). */
+function jobsTable(context: Context, rows: readonly JobRow[], width: number | undefined): ReturnType<typeof fitTable> {
+  if (rows.length === 0) return { lines: [], leftOut: [] };
   const home = context.io.host?.home;
-  const lines: string[] = [];
-  if (rows.length === 0) lines.push(`No jobs in ${context.store.root}.`);
-  else {
-    // The AGENT column only once another agent than Claude Code ran a job listed.
-    const agents = rows.some((row) => row.agent !== "claude");
-    const cells = rows.map((row) => [
-      row.id,
-      ...(agents ? [printable(row.agent)] : []),
-      row.status,
-      formatAge(row.age_s * 1000),
-      // A job on another machine shows where, as scp writes it: host:/path.
-      printable(row.host ? `${row.host}:${row.cwd}` : shortenHome(row.cwd, home)),
-      String(row.turns),
-      row.cost_usd === undefined ? "-" : formatCost(row.cost_usd),
-      row.session_id === undefined ? "-" : printable(row.session_id),
-      clip(printable(row.prompt_preview), PREVIEW_COLUMN_CHARS),
-    ]);
-    const headers = ["ID", ...(agents ? ["AGENT"] : []), "STATUS", "AGE", "CWD", "TURNS", "COST", "SESSION", "PROMPT"];
-    lines.push(...table(headers, cells, agents ? new Set([5, 6]) : new Set([4, 5])));
-  }
-  const waiting = rows.filter((row) => row.status === "input_required");
-  lines.push(...waitingText(waiting));
+  // The AGENT column only once another agent than Claude Code ran a job listed.
+  const agents = rows.some((row) => row.agent !== "claude");
+  const cells = rows.map((row) => [
+    row.id,
+    ...(agents ? [printable(row.agent)] : []),
+    row.status,
+    formatAge(row.age_s * 1000),
+    // A job on another machine shows where, as scp writes it: host:/path.
+    printable(row.host ? `${row.host}:${row.cwd}` : shortenHome(row.cwd, home)),
+    String(row.turns),
+    row.cost_usd === undefined ? "-" : formatCost(row.cost_usd),
+    row.session_id === undefined ? "-" : printable(row.session_id),
+    clip(printable(row.prompt_preview), PREVIEW_COLUMN_CHARS),
+  ]);
+  const headers = ["ID", ...(agents ? ["AGENT"] : []), "STATUS", "AGE", "CWD", "TURNS", "COST", "SESSION", "PROMPT"];
+  const numbers = agents ? new Set([5, 6]) : new Set([4, 5]);
+  return fitTable(headers, cells, numbers, { width, elide: CUT_COLUMNS, leaveOut: LEFT_OUT_FIRST });
+}
+
+/** Under the table: who waits for an answer, how many finished jobs are not listed, which records were skipped. */
+function notesText(rows: readonly JobRow[], hidden: number, skipped: LoadedRecords["skipped"]): string[] {
+  const lines = waitingText(rows.filter((row) => row.status === "input_required"));
   if (hidden > 0) lines.push(`(${hidden} older finished job${hidden === 1 ? "" : "s"} not shown; --all lists every job)`);
   for (const { id, reason } of skipped) lines.push(`(skipped ${id}: ${reason})`);
-  return `${lines.join("\n")}\n`;
+  return lines;
 }
 
 /** Under the table: each request waiting for an answer, and how to give it. */

@@ -1,17 +1,23 @@
 /**
- * `prune [--older-than AGE]` (PROTOCOL.md §17): deletes the folders of
+ * `prune --all | --older-than AGE` (PROTOCOL.md §17): deletes the folders of
  * finished jobs, all or those finished more than AGE ago, and says how much
- * disk that freed. Queued and running jobs are never touched. A pruned job's
- * worktree goes with it unless it holds changes nobody merged or discarded
- * (§19): those are kept, and said.
+ * disk that freed; a bare `prune` asks first, on a terminal. Queued and
+ * running jobs are never touched. A pruned job's worktree goes with it unless
+ * it holds changes nobody merged or discarded (§19): those are kept, and said.
  */
 import type { WorktreeHold, WorktreeRecord } from "../agent/worktree.js";
 import { retireWorktree } from "../worktrees/retire.js";
-import { choosePrunable, isFinishedStatus } from "../store/records.js";
+import { choosePrunable, isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
 import { emit, type Context } from "./context.js";
 import { holdWorktree, worktreesFor } from "./worktree.js";
 import { formatAge, formatBytes } from "./format.js";
+import { readLine } from "./terminal.js";
+
+interface JobSize {
+  id: string;
+  bytes: number;
+}
 
 interface Removal {
   removed: string[];
@@ -19,7 +25,8 @@ interface Removal {
   bytesFreed: number;
 }
 
-export async function prune(context: Context, olderThanMs: number | undefined): Promise<number> {
+/** A bare `prune` (no age, no --all): on a terminal it asks first; without one run.ts refuses it (§17). */
+export async function prune(context: Context, olderThanMs: number | undefined, ask = false): Promise<number> {
   const { store } = context;
   const { records } = store.loadAll();
   const sizes = records.map((record) => ({
@@ -30,6 +37,11 @@ export async function prune(context: Context, olderThanMs: number | undefined): 
     bytes: isFinishedStatus(record.status) ? store.size(record.id) : 0,
   }));
   const prunable = choosePrunable(sizes, context.now, olderThanMs ?? 0, Number.POSITIVE_INFINITY);
+  if (ask && prunable.length > 0 && !(await confirmed(context, prunable, sizes))) {
+    const document = { state_dir: store.root, removed: [], bytes_freed: 0, kept: records.length, failed: [] };
+    emit(context, { ...document, kept_worktrees: [] }, "Deleted nothing.\n");
+    return 0;
+  }
   // A job whose worktree a merge or discard holds now is left alone (§19.1); the others' holds end with their folders.
   const busy: { id: string; reason: string }[] = [];
   const chosen: string[] = [];
@@ -47,8 +59,29 @@ export async function prune(context: Context, olderThanMs: number | undefined): 
   const keptWorktrees = await retireWorktrees(context, worktrees);
   const removal = removeJobs(store, chosen, sizes);
   for (const hold of holds) hold.release();
-  const { removed, bytesFreed } = removal;
   const failed = [...busy, ...removal.failed];
+  report(context, records, olderThanMs, { ...removal, failed }, keptWorktrees);
+  return failed.length > 0 ? 1 : 0;
+}
+
+/** Asks the person at the terminal, on stderr, whether every finished job goes: only y or yes is a yes. */
+async function confirmed(context: Context, prunable: readonly string[], sizes: readonly JobSize[]): Promise<boolean> {
+  const bytes = sizes.filter((job) => prunable.includes(job.id)).reduce((total, job) => total + job.bytes, 0);
+  const what = prunable.length === 1 ? "the 1 finished job" : `all ${prunable.length} finished jobs`;
+  context.io.stderr.write(`Delete ${what} (${formatBytes(bytes)})? [y/N] `);
+  const answer = context.io.stdin ? await readLine(context.io.stdin) : "";
+  return /^y(es)?$/i.test(answer.trim());
+}
+
+function report(
+  context: Context,
+  records: readonly JobRecord[],
+  olderThanMs: number | undefined,
+  removal: Removal,
+  keptWorktrees: readonly WorktreeRecord[],
+): void {
+  const { store } = context;
+  const { removed, bytesFreed, failed } = removal;
   const unfinished = records.filter((record) => !isFinishedStatus(record.status)).length;
   const kept = records.length - removed.length;
   const lines = [
@@ -59,11 +92,10 @@ export async function prune(context: Context, olderThanMs: number | undefined): 
   ];
   const keptJson = keptWorktrees.map(({ path, branch }) => ({ path, branch }));
   emit(context, { state_dir: store.root, removed, bytes_freed: bytesFreed, kept, failed, kept_worktrees: keptJson }, `${lines.join("\n")}\n`);
-  return failed.length > 0 ? 1 : 0;
 }
 
 /** Removes each chosen job's folder; one that cannot be removed is reported, and the rest still go. */
-function removeJobs(store: StateStore, chosen: readonly string[], sizes: readonly { id: string; bytes: number }[]): Removal {
+function removeJobs(store: StateStore, chosen: readonly string[], sizes: readonly JobSize[]): Removal {
   const removal: Removal = { removed: [], failed: [], bytesFreed: 0 };
   for (const id of chosen) {
     try {

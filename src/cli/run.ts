@@ -9,7 +9,8 @@
  *
  * Exit codes: 0 ok, 1 failure (no such job, a kill that left survivors, a
  * request that is not pending, a failed doctor check, a job `logs -f`
- * followed that did not complete), 2 usage error. `--json` prints one JSON
+ * followed that did not complete), 2 usage error; main.ts exits 141 when
+ * the reader of stdout or stderr has gone (§17). `--json` prints one JSON
  * document on stdout instead of text; `logs -f --json` prints JSON Lines.
  */
 import path from "node:path";
@@ -20,7 +21,7 @@ import { DEFAULT_SESSION_LIMIT, MAX_SESSION_LIMIT } from "../runtimes/claude/ind
 import { isRequestId } from "../store/records.js";
 import { LIMITS } from "../tools/validation.js";
 import { answerJob } from "./approve.js";
-import { openContext, toJson, type CliIo } from "./context.js";
+import { openContext, outputWidth, toJson, type CliIo } from "./context.js";
 import { carry } from "./carried.js";
 import { doctor } from "./doctor.js";
 import { echo, indent } from "./format.js";
@@ -36,42 +37,58 @@ import { worktreeCommand } from "./worktree.js";
 const COMMANDS = ["jobs", "show", "logs", "kill", "approve", "deny", "diff", "merge", "discard", "prune", "sessions", "doctor", "help"] as const;
 type Command = (typeof COMMANDS)[number];
 
+/** At most 80 columns a line, as every line the command line prints for a person on a terminal of unknown width. */
 const USAGE = `Usage: claude-dispatch [COMMAND] [--json]
 
-Without a command, claude-dispatch is an MCP server on stdio, started by an MCP host.
+Without a command, claude-dispatch is an MCP server on stdio, for an MCP host.
 
 Commands:
-  jobs [--all] [--watch]        unfinished jobs and the ${RECENT_FINISHED} most recently finished (--all: every job),
-                                with the session to resume each in (--watch: redraw every second on a terminal)
-  show ID                       one job: its record, permission requests, prompt, result and the tail of its output
-  logs ID [-f|--follow]         a job's transcript: the agent's text, its tool calls and their results, and what it asks permission for
-                                (-f: follow it until the job finishes, then its outcome; exit 1 unless it completed)
-  kill ID                       kill a job's whole process tree
-                                (ID: a job id, or a unique prefix of one, at least ${MIN_ID_PREFIX_HEX} hex digits)
-  approve ID [REQUEST]          let a job's agent use the tool it asks permission for (show lists its requests;
-                                REQUEST: a request number, needed only when several are pending)
+  jobs [--all] [--watch]   unfinished jobs and the ${RECENT_FINISHED} most recently finished
+                           (--all: every job), with the session of each;
+                           --watch: redraw every second (q or Ctrl-C quits)
+  show ID                  one job: record, requests, prompt, result, output
+  logs ID [-f|--follow]    a job's transcript: text, tool calls and results
+                           (-f: follow it to its end, then its outcome;
+                           exit 1 unless it completed)
+  kill ID                  kill a job's whole process tree
+  approve ID [REQUEST]     let the agent use the tool it asks permission for
+                           (REQUEST: its number, when several are pending)
   deny ID [REQUEST] [--message M]
-                                refuse it instead; M is what the agent is told
-  diff ID                       the changes of a job started with worktree: true, against the commit it started from
-  merge ID                      bring them into the branch checked out in the repository (only if it is clean and
-                                nothing conflicts: otherwise nothing changes, and the conflicting files are listed)
-  discard ID                    remove the job's worktree and its branch
-  prune [--older-than AGE]      delete finished jobs (all, or those finished more than AGE ago: 30m, 12h, 7d)
-  sessions [DIR] [--limit N]    Claude Code's own sessions of DIR (default: the current directory), most recently
-                                active first, with the jobs that ran in each: pass one's id as session_id to claude_start
-                                to resume it (N: at most ${MAX_SESSION_LIMIT}, default ${DEFAULT_SESSION_LIMIT}; read from CLAUDE_CONFIG_DIR, else ~/.claude)
-  doctor                        check claude, the state directory and the configuration; print the host config
-  help, --help, -h              this text
-  --version, -V                 the version
+                           refuse it instead; M is what the agent is told
+  diff ID                  a worktree job's changes against its first commit
+  merge ID                 bring them into the repository's checked-out branch
+                           (only if clean and nothing conflicts; otherwise
+                           nothing changes and the conflicts are listed)
+  discard ID               remove the job's worktree and its branch
+  prune --all              delete every finished job (prune alone asks first,
+                           on a terminal)
+  prune --older-than AGE   delete the jobs finished more than AGE ago
+                           (30m, 12h, 7d)
+  sessions [DIR] [--limit N]
+                           Claude Code's sessions of DIR (default: here), the
+                           most recently active first, with the jobs of each;
+                           resume one with its id as claude_start's session_id
+                           (N: 1 to ${MAX_SESSION_LIMIT}, default ${DEFAULT_SESSION_LIMIT}); read from
+                           CLAUDE_CONFIG_DIR, else ~/.claude
+  doctor                   check the agents, the state directory and the
+                           settings; print the host configuration
+  help, --help, -h         this text
+  --version, -V            the version
 
+ID: a job id, or a unique prefix of one (at least ${MIN_ID_PREFIX_HEX} hex digits).
 Every command takes --json: one JSON document on stdout instead of text
-(logs -f --json: one JSON object per line, the last one the outcome; jobs --watch takes none).
-Jobs are read from CLAUDE_DISPATCH_STATE_DIR, else $XDG_STATE_HOME/claude-dispatch,
-else ~/.local/state/claude-dispatch (%LOCALAPPDATA%\\claude-dispatch on Windows).
+(logs -f --json: one JSON object per line, the last the outcome; jobs --watch
+takes none). Tables fit COLUMNS, else the terminal; piped, nothing is cut.
+Jobs are read from CLAUDE_DISPATCH_STATE_DIR, else
+$XDG_STATE_HOME/claude-dispatch, else ~/.local/state/claude-dispatch
+(%LOCALAPPDATA%\\claude-dispatch on Windows).
 `;
 
-const SHORT_USAGE =
-  "Usage: claude-dispatch jobs|show ID|logs ID [-f]|kill ID|approve ID [REQUEST]|deny ID [REQUEST] [--message M]|diff|merge|discard ID|prune|sessions [DIR]|doctor [--json]; see claude-dispatch --help\n";
+const SHORT_USAGE = `Usage: claude-dispatch jobs|show ID|logs ID [-f]|kill ID|diff|merge|discard ID
+         |approve ID [REQUEST]|deny ID [REQUEST] [--message M]|sessions [DIR]
+         |prune --all|prune --older-than AGE|doctor [--json]
+See claude-dispatch --help.
+`;
 
 /** A command line we cannot act on: exit 2. */
 class UsageError extends Error {}
@@ -118,6 +135,7 @@ export async function runCli(args: string[], io: RunIo): Promise<number> {
   try {
     invocation = parseInvocation(args);
     checkWatch(invocation, io);
+    checkPrune(invocation, io);
     if (invocation.command === "sessions" && !invocation.help) sessionsDir = resolveSessionsDir(invocation.dir, io.cwd);
   } catch (error) {
     if (error instanceof UsageError) return usageError(io, error.message);
@@ -139,6 +157,16 @@ function checkWatch(invocation: Invocation, io: CliIo): void {
   if (!invocation.watch || invocation.help) return;
   if (invocation.json) throw new UsageError("jobs --watch redraws a table for a terminal and takes no --json");
   if (io.stdoutIsTerminal !== true) throw new UsageError("jobs --watch needs a terminal on stdout; without --watch, jobs prints the table once");
+}
+
+/** Deleting every finished job is said, with --all, or agreed to at a terminal: never the default of a script. */
+function checkPrune(invocation: Invocation, io: CliIo): void {
+  if (invocation.command !== "prune" || invocation.help) return;
+  const { all, olderThanMs } = invocation;
+  if (all && olderThanMs !== undefined) throw new UsageError("prune takes --all or --older-than, not both");
+  if (all || olderThanMs !== undefined || io.stdin?.isTTY === true) return;
+  const needs = "--all (every finished job) or --older-than AGE (30m, 12h, 7d)";
+  throw new UsageError(`without a terminal to ask on, prune needs ${needs}`);
 }
 
 /** DIR made absolute against the command's directory; without one, only an absolute DIR will do. */
@@ -163,7 +191,12 @@ function reportFailure(io: CliIo, json: boolean, error: unknown, jsonLines: bool
   const document = { error: { code: failure.code, message: failure.message, ...(matches ? { matches } : {}) } };
   // After JSON Lines (logs -f --json) the error is one more line.
   if (json) io.stdout.write(jsonLines ? `${JSON.stringify(document)}\n` : toJson(document));
-  else if (failure instanceof AmbiguousJobId) io.stderr.write(`claude-dispatch: ${failure.summary}:\n${indent(matchTable(failure.matches).join("\n"))}\n`);
+  else if (failure instanceof AmbiguousJobId) {
+    // Indented by two columns under the message.
+    const width = outputWidth(io);
+    const matches = matchTable(failure.matches, width === undefined ? undefined : width - 2);
+    io.stderr.write(`claude-dispatch: ${failure.summary}:\n${indent(matches.join("\n"))}\n`);
+  }
   else io.stderr.write(`claude-dispatch: ${failure.message}\n`);
   return 1;
 }
@@ -214,7 +247,7 @@ function parseInvocation(args: readonly string[]): Invocation {
     if (inline !== undefined) throw new UsageError(`${echo(flag)} takes no value`);
     if (flag === "--json") invocation.json = true;
     else if (flag === "--help" || flag === "-h") invocation.help = true;
-    else if (flag === "--all" && command === "jobs") invocation.all = true;
+    else if (flag === "--all" && (command === "jobs" || command === "prune")) invocation.all = true;
     else if (flag === "--watch" && command === "jobs") invocation.watch = true;
     else if ((flag === "-f" || flag === "--follow") && command === "logs") invocation.follow = true;
     else if (flag.startsWith("-") && flag !== "-") throw new UsageError(`unknown option ${echo(flag)} for ${command}`);
@@ -312,7 +345,7 @@ async function runCommand(invocation: Invocation, io: CliIo, sessionsDir: string
     case "discard":
       return worktreeCommand(context, invocation.command, resolveJobId(context, invocation.id as string));
     case "prune":
-      return prune(context, invocation.olderThanMs);
+      return prune(context, invocation.olderThanMs, !invocation.all && invocation.olderThanMs === undefined);
     case "sessions":
       return listSessions(context, { dir: sessionsDir as string, limit: invocation.limit });
     default:

@@ -6,11 +6,12 @@
  */
 import path from "node:path";
 
-import type { MergeOutcome, WorktreeHold } from "../agent/worktree.js";
+import type { MergeOutcome, WorktreeHold, WorktreeRecord } from "../agent/worktree.js";
 import { DispatchError } from "../core/errors.js";
 import { createGitRunner } from "../hosts/local/git.js";
 import { isFinishedStatus, type JobRecord, type ProcessIdentity } from "../store/records.js";
 import { lockWorktree } from "../store/worktree-lock.js";
+import { checkUndecided, discardedText, mergedText, mergeMessage, refusedMerge } from "../tools/worktree-results.js";
 import { GitWorktrees } from "../worktrees/git-worktrees.js";
 import { emit, loadProcessControl, notFound, type Context } from "./context.js";
 import { printable } from "./format.js";
@@ -34,12 +35,15 @@ export async function worktreeCommand(context: Context, command: WorktreeCommand
   if (!record) throw notFound(context, id);
   const worktree = record.worktree;
   if (!worktree) throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no worktree: it was not started with "worktree" true`);
-  if (worktree.state) throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree was ${worktree.state} already`);
+  checkUndecided(id, worktree, worktree.state, command);
   if (record.host !== undefined && record.host !== "local") {
     throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree is on host ${record.host}: use claude_worktree through the server, or claude-dispatch ${command} ${id} on that machine`);
   }
   const git = worktreesFor(context);
-  if (!git.exists(worktree)) throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree ${worktree.path} is gone`);
+  // A discard removes whatever is left: a merge removed the folder already.
+  if (command !== "discard" && !git.exists(worktree)) {
+    throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree ${worktree.path} is gone`);
+  }
   if (command === "diff") {
     const diff = await git.diff(worktree);
     emit(context, { id, branch: worktree.branch, base: worktree.base, path: worktree.path, diff }, diff === "" ? `Job ${id} changed nothing in its worktree.\n` : printable(diff));
@@ -52,23 +56,34 @@ export async function worktreeCommand(context: Context, command: WorktreeCommand
   const hold = await holdWorktree(context, id);
   let outcome: MergeOutcome;
   try {
-    if (hold.state) throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree was ${hold.state} already`);
+    checkUndecided(id, worktree, hold.state, command);
     if (command === "discard") {
+      const wasMerged = hold.state === "merged";
       await git.discard(worktree);
-      markWorktree(context, record, "discarded");
-      emit(context, { id, discarded: true, path: worktree.path, branch: worktree.branch }, `Discarded job ${id}'s worktree ${worktree.path} and its branch ${worktree.branch}.\n`);
+      // Work that reached the checkout stays "merged" in the record.
+      if (!wasMerged) markWorktree(context, record, "discarded");
+      const document = { id, discarded: true, was_merged: wasMerged, path: worktree.path, branch: worktree.branch };
+      emit(context, document, printable(`${discardedText(id, worktree, wasMerged)}\n`));
       return 0;
     }
-    outcome = await git.merge(worktree, `claude-dispatch job ${id}: ${record.prompt_preview}`);
+    outcome = await git.merge(worktree, mergeMessage(id, context.store.readPrompt(id) ?? record.prompt_preview));
     if (outcome.merged) markWorktree(context, record, "merged");
   } finally {
     hold.release();
   }
-  const text = outcome.merged
-    ? `Merged job ${id}'s branch ${worktree.branch} into ${outcome.into} (now at ${outcome.commit.slice(0, 12)}).\nRan: ${outcome.operations.join("; ")}\n`
-    : `Not merged: ${outcome.reason}${outcome.conflicts.length ? `: ${outcome.conflicts.join(", ")}` : ""}. Nothing changed.\n`;
-  emit(context, { id, ...outcome }, printable(text));
-  return outcome.merged ? 0 : 1;
+  return printMerge(context, id, worktree, outcome);
+}
+
+/** What a merge did, as claude_worktree says it (§19.1); exit 1 when it was refused. */
+function printMerge(context: Context, id: string, worktree: WorktreeRecord, outcome: MergeOutcome): number {
+  if (outcome.merged) {
+    emit(context, { id, ...outcome, branch: worktree.branch }, printable(`${mergedText(id, worktree, outcome)}\n`));
+    return 0;
+  }
+  const refused = refusedMerge(id, worktree, outcome);
+  const document = { id, ...outcome, conflicts: refused.conflicts, conflicts_total: refused.total, next: refused.next };
+  emit(context, document, printable(`${refused.text}\n${refused.next}\n`));
+  return 1;
 }
 
 /** Holds the job's worktree for a merge, discard or retirement (§19.1), in this process's name. */

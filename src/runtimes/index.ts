@@ -5,9 +5,10 @@
  * BENCHMARKS.md (a)).
  */
 import type { RuntimeTraits } from "../agent/runtime.js";
-import { CLAUDE_TRAITS, DEFAULT_CLAUDE_BIN } from "./claude/args.js";
-import { CODEX_TRAITS, DEFAULT_CODEX_BIN } from "./codex/args.js";
-import { DEFAULT_GEMINI_BIN, GEMINI_TRAITS } from "./gemini/args.js";
+import type { AgentProgram } from "../agent/start-failure.js";
+import { CLAUDE_PROGRAM, CLAUDE_TRAITS } from "./claude/args.js";
+import { CODEX_PROGRAM, CODEX_TRAITS } from "./codex/args.js";
+import { GEMINI_PROGRAM, GEMINI_TRAITS } from "./gemini/args.js";
 
 export const AGENT_NAMES = ["claude", "codex", "gemini"] as const;
 export type AgentName = (typeof AGENT_NAMES)[number];
@@ -16,11 +17,11 @@ export function isAgentName(name: string): name is AgentName {
   return (AGENT_NAMES as readonly string[]).includes(name);
 }
 
-/** Each agent's program when no setting names one, and the setting that does. */
-export const AGENT_PROGRAMS: Readonly<Record<AgentName, { bin: string; setting: string }>> = {
-  claude: { bin: DEFAULT_CLAUDE_BIN, setting: "CLAUDE_DISPATCH_CLAUDE_BIN" },
-  codex: { bin: DEFAULT_CODEX_BIN, setting: "CLAUDE_DISPATCH_CODEX_BIN" },
-  gemini: { bin: DEFAULT_GEMINI_BIN, setting: "CLAUDE_DISPATCH_GEMINI_BIN" },
+/** Each agent's program when no setting names one, the setting that does, and how to install it. */
+export const AGENT_PROGRAMS: Readonly<Record<AgentName, Omit<AgentProgram, "bin">>> = {
+  claude: CLAUDE_PROGRAM,
+  codex: CODEX_PROGRAM,
+  gemini: GEMINI_PROGRAM,
 };
 
 /** The setting that lists the permission modes a call may ask of each agent (§5.6). */

@@ -50,16 +50,13 @@ import { isToolName, toolDefinitions, type ToolDefinition, type ToolSettings } f
 export const SUPPORTED_PROTOCOL_VERSIONS = LEGACY_PROTOCOL_VERSIONS;
 export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
 
-/** For the model, in initialize and server/discover alike. */
+/** For the model, in initialize and server/discover alike: how the tools fit together, which no description says (§5). */
 export const SERVER_INSTRUCTIONS =
-  "claude-dispatch runs Claude Code headless in a project directory. Use claude_run for a question or a small edit " +
-  "that finishes within about two minutes: it waits and returns the answer. For longer work use claude_start, then " +
-  "call claude_wait with the job_id until the job is no longer queued or running. claude_kill stops a job and its " +
-  "whole process tree, claude_list finds a job_id again, and claude_output pages a long result or shows what a job " +
-  "did. When a job is input_required, its agent asks permission for a tool call: ask the user, then answer with " +
-  "claude_respond. To run several jobs on one git repository, pass worktree: true, then use claude_worktree to diff, merge or " +
-  "discard each job's changes. Every result carries a session_id: pass it back to continue the same conversation with its context; " +
-  "claude_sessions lists a directory's earlier sessions.";
+  "claude-dispatch runs coding agents headless as jobs. claude_run waits for a short task; for longer work, " +
+  "claude_start, then claude_wait until the job is neither queued nor running. Pass a result's session_id back to " +
+  "continue its conversation (claude_sessions finds older ones). claude_kill stops a job, claude_list finds jobs, " +
+  "claude_output pages a long result or a transcript. A job input_required asks permission: ask the user, then " +
+  "claude_respond. worktree: true gives a job its own git worktree for claude_worktree to diff, merge or discard.";
 
 /** server/discover and tools/list never change while the process lives; an hour bounds trust across a reconfigured restart (§16.2). */
 export const LISTING_TTL_MS = 3_600_000;
@@ -99,7 +96,8 @@ export interface HandlerDeps {
   sessions?(cwd: string, limit: number): Promise<AgentSession[]>;
   /** Worktrees (§19): the operator's policy, and git; without them, "worktree" is refused. */
   /** `hold` takes a job's worktree for a merge or discard (§19.1); it throws JOB_NOT_FOUND or INVALID_ARGUMENT. */
-  worktrees?: { policy: "off" | "on" | "required"; git: Worktrees; hold(jobId: string): Promise<WorktreeHold> };
+  /** `readPrompt` is the job's whole prompt, for its merge commit's subject; undefined when its prompt.txt is gone. */
+  worktrees?: { policy: "off" | "on" | "required"; git: Worktrees; hold(jobId: string): Promise<WorktreeHold>; readPrompt(jobId: string): string | undefined };
   /** The worktrees of another machine (§21.3), made and worked on there. */
   hostWorktrees?(host: string): Worktrees | undefined;
 }

@@ -13,7 +13,6 @@ import {
   renderDiscarded,
   renderJob,
   renderKill,
-  renderList,
   renderMerge,
   renderOutputPage,
   renderResponded,
@@ -25,6 +24,9 @@ import {
   type RenderOptions,
 } from "../tools/results.js";
 import type { ToolName } from "../tools/definitions.js";
+import { checkUndecided, mergeMessage } from "../tools/worktree-results.js";
+import { findSessions, type SessionJob } from "../tools/session-results.js";
+import { renderList } from "../tools/listing.js";
 import {
   parseKillInput,
   parseListInput,
@@ -78,11 +80,12 @@ export class ToolCalls {
         const { killed, survivors } = await deps.jobs.kill(job.id, "claude_kill");
         return renderKill(job, now(), killed, survivors, deps.maxResultChars);
       }
-      case "claude_list":
-        parseListInput(args);
+      case "claude_list": {
+        const input = parseListInput(args);
         // Every job of the state directory, whichever server started it (§15.6).
         await deps.jobs.discover();
-        return renderList(deps.jobs.list(), now());
+        return renderList(deps.jobs.list(), now(), input, deps.maxResultChars);
+      }
       case "claude_output": {
         const input = parseOutputInput(args, this.settings);
         return renderOutputPage(await this.requireJob(input.jobId), input.view, input.offset, input.limit);
@@ -175,8 +178,8 @@ export class ToolCalls {
   }
 
   /**
-   * claude_sessions (§20): the directory's sessions from the agent CLI's store, with those of the worktrees this
-   * server's jobs of that directory ran in, each naming the jobs that used it.
+   * claude_sessions (§20): the directory's sessions from the agent CLI's store, with those of the worktrees the
+   * state directory's jobs of that directory ran in, each naming the jobs that used it.
    */
   private async sessions(args: Record<string, unknown>): Promise<CallToolResult<unknown>> {
     const input = parseSessionsInput(args);
@@ -184,24 +187,19 @@ export class ToolCalls {
     if (!checked.ok) throw new DispatchError(checked.code, `"cwd" ${checked.problem}`);
     const list = this.deps.sessions;
     if (!list) throw new DispatchError("INVALID_ARGUMENT", "sessions are not available on this server");
-    const jobs = this.deps.jobs.list();
-    // This machine's store holds this machine's sessions only: a job on another host is not looked for here (§21).
-    const worktreeDirs = [...new Set(jobs.flatMap((job) => (job.worktree && job.hostName === "local" && this.isRepoOf(job.worktree.repo, checked.path) ? [job.cwd] : [])))];
-    const inWorktrees = await Promise.all(
-      worktreeDirs.map(async (dir) => {
-        try {
-          return (await list(dir, input.limit)).map((session) => ({ session, worktree: dir as string | undefined }));
-        } catch {
-          // A worktree discarded meanwhile has no sessions left to list.
-          return [];
-        }
+    // Every job of the state directory, whichever server started it (§15.6), as `claude-dispatch sessions` reads them.
+    await this.deps.jobs.discover();
+    const jobs = this.deps.jobs.list().map(
+      (job): SessionJob => ({
+        id: job.id,
+        cwd: job.cwd,
+        submittedAt: job.submittedAt,
+        ...(job.worktree && job.hostName === "local" ? { worktreeRepo: job.worktree.repo } : {}),
+        sessionIds: [sessionIdOf(job), job.resumeSessionId],
       }),
     );
-    const found = [...(await list(checked.path, input.limit)).map((session) => ({ session, worktree: undefined as string | undefined })), ...inWorktrees.flat()]
-      .sort((a, b) => b.session.last_active_at - a.session.last_active_at)
-      .slice(0, input.limit);
-    const jobsOf = (sessionId: string): string[] => jobs.filter((job) => sessionIdOf(job) === sessionId || job.resumeSessionId === sessionId).map((job) => job.id);
-    const listed = found.map(({ session, worktree }): ListedSession => ({
+    const found = await findSessions(list, checked.path, input.limit, jobs);
+    const listed = found.map(({ session, worktree, job_ids }): ListedSession => ({
       session_id: session.session_id,
       started_at: new Date(session.started_at).toISOString(),
       last_active_at: new Date(session.last_active_at).toISOString(),
@@ -209,14 +207,9 @@ export class ToolCalls {
       prompts: session.turns,
       prompts_exact: session.turns_exact,
       ...(worktree ? { worktree } : {}),
-      job_ids: jobsOf(session.session_id),
+      job_ids,
     }));
     return renderSessions(checked.path, listed);
-  }
-
-  /** The directory is the repository's top, or inside it. */
-  private isRepoOf(repo: string, dir: string): boolean {
-    return dir === repo || dir.startsWith(`${repo}/`) || dir.startsWith(`${repo}\\`);
   }
 
   private async worktreeAction(args: Record<string, unknown>): Promise<CallToolResult<unknown>> {
@@ -225,8 +218,9 @@ export class ToolCalls {
     const worktree = job.worktree;
     if (!worktree) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has no worktree: it was not started with "worktree" true`);
     const git = this.git(job.hostName);
-    if (worktree.state) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree was ${worktree.state} already`);
-    if (!git.exists(worktree)) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree ${quoted(worktree.path)} is gone`);
+    checkUndecided(job.id, worktree, worktree.state, input.action);
+    // A discard removes whatever is left: a merge removed the folder already.
+    if (input.action !== "discard" && !git.exists(worktree)) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree ${quoted(worktree.path)} is gone`);
     if (input.action === "diff") return renderWorktreeDiff(job, worktree, await git.diff(worktree), input.offset, input.limit);
     if (isUnfinished(job)) {
       throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} is still ${job.status}: its worktree is merged or discarded only once it has finished (claude_wait for it, or claude_kill it)`);
@@ -234,13 +228,16 @@ export class ToolCalls {
     // One merge or discard at a time across every server and the CLI; the record, read under the hold, decides.
     const hold = await this.holdWorktree(job.id);
     try {
-      if (hold.state) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree was ${hold.state} already`);
+      checkUndecided(job.id, worktree, hold.state, input.action);
       if (input.action === "discard") {
+        const wasMerged = hold.state === "merged";
         await git.discard(worktree);
-        this.deps.jobs.setWorktreeState(job.id, "discarded");
-        return renderDiscarded(job, worktree);
+        // Work that reached the checkout stays "merged" in the record, which this server's memory learns too.
+        this.deps.jobs.setWorktreeState(job.id, wasMerged ? "merged" : "discarded");
+        return renderDiscarded(job, job.worktree ?? worktree, wasMerged);
       }
-      const outcome = await git.merge(worktree, `claude-dispatch job ${job.id}: ${job.promptPreview}`);
+      const prompt = this.deps.worktrees?.readPrompt(job.id) ?? job.promptPreview;
+      const outcome = await git.merge(worktree, mergeMessage(job.id, prompt));
       if (outcome.merged) this.deps.jobs.setWorktreeState(job.id, "merged");
       return renderMerge(job, job.worktree ?? worktree, outcome);
     } finally {
@@ -284,6 +281,10 @@ export class ToolCalls {
     const roots = host === undefined ? undefined : this.deps.policy.hosts?.find((offer) => offer.name === host)?.roots ?? [];
     const check = roots ? async (dir: string) => checkRemoteDirectory(dir, roots) : this.deps.checkDirectory;
     const admitted = await admitAgent(cwd, requested, this.deps.policy, check, agent);
+    // Its program missing here, the job could only fail: say so now, with the fix, and make none (§7.5).
+    const offer = host === undefined ? this.deps.policy.agents?.find((candidate) => candidate.name === agent) : undefined;
+    const missing = offer?.missingProgram?.();
+    if (missing !== undefined) throw new DispatchError("SPAWN_FAILED", missing);
     if (signal.aborted) throw new DispatchError("INVALID_ARGUMENT", "the request was cancelled before the job started");
     return admitted;
   }

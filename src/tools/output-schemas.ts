@@ -4,6 +4,7 @@
  */
 import { ERROR_CODES } from "../core/errors.js";
 import { OUTPUT_VIEWS, WORKTREE_ACTIONS } from "./validation.js";
+import { LIST_STATUSES } from "./list-cursor.js";
 
 export const JOB_STATUSES = ["queued", "running", "input_required", "completed", "failed", "killed", "lost", "error"] as const;
 export type ReportStatus = (typeof JOB_STATUSES)[number];
@@ -102,12 +103,14 @@ export const JOB_REPORT_SCHEMA = {
   required: ["status"],
 } as const;
 
+/** A page of claude_list (§5.7). */
 export const LIST_SCHEMA = {
   type: "object",
   properties: {
     status: { type: "string", enum: ["listed", "error"] },
     jobs: {
       type: "array",
+      description: "The active jobs first, oldest first, then the finished ones, newest first.",
       items: {
         type: "object",
         properties: {
@@ -115,8 +118,8 @@ export const LIST_SCHEMA = {
           kind: { type: "string", enum: ["run", "start"] },
           agent: { type: "string", description: "The coding agent that runs it: claude, codex or gemini." },
           host: { type: "string", description: "The other machine it runs on, as the operator named it; absent for this machine." },
-          status: { type: "string", enum: ["queued", "running", "input_required", "completed", "failed", "killed", "lost"] },
-          cwd: { type: "string" },
+          status: { type: "string", enum: [...LIST_STATUSES] },
+          cwd: { type: "string", description: "Cut in its middle only when its job alone would not fit in a page." },
           elapsed_s: { type: "integer" },
           num_turns: { type: "integer" },
           prompt_preview: { type: "string" },
@@ -126,6 +129,8 @@ export const LIST_SCHEMA = {
         required: ["job_id", "kind", "status", "cwd", "elapsed_s", "num_turns", "prompt_preview"],
       },
     },
+    total: { type: "integer", description: "How many jobs match the status filter, on this page and others." },
+    next_cursor: { type: "string", description: "Pass as cursor for the next page; absent on the last." },
     error: ERROR_SCHEMA,
     next: NEXT,
   },
@@ -180,8 +185,10 @@ export const WORKTREE_SCHEMA = {
     next_offset: { type: "integer", description: "diff: pass as offset to read on; absent at the end." },
     into: { type: "string", description: "merge: the branch the changes went into." },
     commit: { type: "string", description: "merge: the repository's HEAD after the merge." },
+    branch: { type: "string", description: "merge: the job's branch, kept until the job is pruned; its worktree is removed." },
     reason: { type: "string", description: "not_merged: why nothing changed." },
-    conflicts: { type: "array", items: { type: "string" }, description: "not_merged: the files that would conflict, or that are not clean." },
+    conflicts: { type: "array", items: { type: "string" }, description: "not_merged: the first 20 files that would conflict, or that are not clean." },
+    conflicts_total: { type: "integer", description: "not_merged: how many in all, when conflicts lists only the first 20." },
     operations: { type: "array", items: { type: "string" }, description: "merge: the git commands that ran, in order." },
     error: ERROR_SCHEMA,
     next: NEXT,

@@ -7,7 +7,7 @@
 import type { AgentResult, LiveSummary } from "../agent/types.js";
 import type { WorktreeChanges } from "../agent/worktree.js";
 import { formatError, type DispatchError, type ErrorCode } from "../core/errors.js";
-import { KILL_REASON_TEXT, sessionIdOf, shownStatus, type Job } from "../jobs/registry.js";
+import { KILL_REASON_TEXT, shownStatus, type Job } from "../jobs/registry.js";
 import { isJobId } from "../store/records.js";
 import { approvalsText, pendingLines, pendingReport, respondHint, unaskedHint, type PendingApproval } from "./approval-results.js";
 import type { ReportStatus } from "./definitions.js";
@@ -47,7 +47,7 @@ export interface Report {
 }
 
 /** Seconds since start; frozen at the finish so a finished job's age does not grow on every call. */
-function elapsedSeconds(job: Job, now: number): number {
+export function elapsedSeconds(job: Job, now: number): number {
   return Math.max(0, Math.round(((job.finishedAt ?? now) - job.startedAt) / 1000));
 }
 
@@ -279,51 +279,6 @@ export function renderFailure(error: DispatchError, jobId?: string): CallToolRes
   // Only a well-formed id is echoed: a caller's megabyte of garbage is not worth repeating.
   if (jobId !== undefined && isJobId(jobId)) report.job_id = jobId;
   return toolResult(formatError(error.code, error.message), withNext(report, failureHint(error)), true);
-}
-
-export interface ListedJob {
-  job_id: string;
-  kind: "run" | "start";
-  /** The coding agent that runs it (§7). */
-  agent: string;
-  /** The other machine it runs on (§21); absent for this one. */
-  host?: string;
-  status: ReturnType<typeof shownStatus>;
-  cwd: string;
-  elapsed_s: number;
-  num_turns: number;
-  prompt_preview: string;
-  /** The conversation to continue, once the agent has said it. */
-  session_id?: string;
-  /** Set for a job another live server on the state directory started and still follows (§15.6). */
-  other_server?: true;
-}
-
-export function renderList(jobs: readonly Job[], now: number): CallToolResult<{ status: "listed"; jobs: ListedJob[] }> {
-  const listed = jobs.map((job): ListedJob => {
-    const live = job.live();
-    const sessionId = sessionIdOf(job);
-    return {
-      job_id: job.id,
-      kind: job.kind,
-      agent: job.agentName,
-      ...(job.hostName === "local" ? {} : { host: job.hostName }),
-      status: shownStatus(job),
-      cwd: job.cwd,
-      elapsed_s: elapsedSeconds(job, now),
-      num_turns: Math.round(job.outcome?.result?.numTurns ?? live.turns),
-      prompt_preview: job.promptPreview,
-      ...(sessionId ? { session_id: sessionId } : {}),
-      ...(job.elsewhere ? { other_server: true as const } : {}),
-    };
-  });
-  const lines = listed.map(
-    (job) =>
-      `${job.job_id}  ${job.status}${job.agent === "claude" ? "" : ` (${job.agent})`}${job.host ? ` on ${job.host}` : ""}  ${job.elapsed_s}s  ${job.num_turns} turns  ${job.cwd}  "${job.prompt_preview}"` +
-      `${job.session_id ? `  session ${job.session_id}` : ""}${job.other_server ? "  (another server's)" : ""}`,
-  );
-  const text = listed.length === 0 ? "No jobs." : `${listed.length} job${listed.length === 1 ? "" : "s"}, oldest first:\n${lines.join("\n")}`;
-  return toolResult(text, { status: "listed", jobs: listed }, false);
 }
 
 export interface OutputPage {

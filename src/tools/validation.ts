@@ -6,6 +6,7 @@
  */
 import { DEFAULT_AGENT, OPTION_ARGUMENTS, PERMISSION_MODES, type AgentOffer, type AgentOptions, type HostOffer } from "../agent/options.js";
 import { DispatchError, quoted } from "../core/errors.js";
+import { LISTED, LIST_STATUSES, decodeCursor, type ListInput, type ListStatus } from "./list-cursor.js";
 
 export const LIMITS = {
   minTimeoutMs: 1_000,
@@ -103,10 +104,23 @@ function invalid(detail: string): DispatchError {
   return new DispatchError("INVALID_ARGUMENT", detail);
 }
 
-function checkKnown(args: Record<string, unknown>, allowed: readonly string[]): void {
+/** `shown`: the arguments the message lists, when some accepted ones are not offered here (agent, host). */
+function checkKnown(args: Record<string, unknown>, allowed: readonly string[], shown: readonly string[] = allowed): void {
   for (const key of Object.keys(args)) {
-    if (!allowed.includes(key)) throw invalid(`unknown argument ${quoted(key)}; expected only ${allowed.join(", ")}`);
+    if (!allowed.includes(key)) throw invalid(`unknown argument ${quoted(key)}; expected only ${shown.join(", ")}`);
   }
+}
+
+/** A required argument that is absent (or null) is said to be so, not described as the wrong type. */
+function required(args: Record<string, unknown>, key: string): void {
+  if (!present(args, key)) throw invalid(`${quoted(key)} is required`);
+}
+
+/** run's and start's arguments: agent and host are accepted always, and listed only where this server offers a choice. */
+function checkRunArguments(args: Record<string, unknown>, settings: ToolSettings, own: readonly string[]): void {
+  const choices = [...(offeredAgents(settings).length > 1 ? ["agent"] : []), ...((settings.hosts ?? []).length > 0 ? ["host"] : [])];
+  const named = ["prompt", "cwd", "session_id", ...own, ...AGENT_OPTION_NAMES, "worktree"];
+  checkKnown(args, [...named, "agent", "host"], [...named, ...choices]);
 }
 
 /** Optional arguments may be omitted or null: models often send null for "not given". */
@@ -115,6 +129,7 @@ function present(args: Record<string, unknown>, key: string): boolean {
 }
 
 function requirePrompt(args: Record<string, unknown>): string {
+  required(args, "prompt");
   const prompt = args.prompt;
   if (typeof prompt !== "string") throw invalid(`"prompt" must be a string, got ${describeType(prompt)}`);
   if (prompt.trim() === "") throw invalid(`"prompt" must not be empty`);
@@ -123,6 +138,7 @@ function requirePrompt(args: Record<string, unknown>): string {
 
 /** Shape only; that the directory exists is checked by the handler through its injected file check. */
 function requireCwd(args: Record<string, unknown>): string {
+  required(args, "cwd");
   const cwd = args.cwd;
   if (typeof cwd !== "string") throw invalid(`"cwd" must be a string, got ${describeType(cwd)}`);
   if (cwd.trim() === "") throw invalid(`"cwd" must not be empty`);
@@ -141,6 +157,7 @@ function optionalSessionId(args: Record<string, unknown>): string | undefined {
 }
 
 function requireJobId(args: Record<string, unknown>): string {
+  required(args, "job_id");
   const value = args.job_id;
   if (typeof value !== "string" || value.trim() === "") throw invalid(`"job_id" must be a non-empty string, got ${preview(value)}`);
   return value;
@@ -271,7 +288,7 @@ function parseAgentOptions(args: Record<string, unknown>, agent: AgentOffer): Ag
 }
 
 export function parseRunInput(args: Record<string, unknown>, settings: ToolSettings): RunInput {
-  checkKnown(args, ["prompt", "cwd", "session_id", "timeout_ms", ...AGENT_OPTION_NAMES, "worktree", "agent", "host"]);
+  checkRunArguments(args, settings, ["timeout_ms"]);
   const prompt = requirePrompt(args);
   const cwd = requireCwd(args);
   const sessionId = optionalSessionId(args);
@@ -283,7 +300,7 @@ export function parseRunInput(args: Record<string, unknown>, settings: ToolSetti
 }
 
 export function parseStartInput(args: Record<string, unknown>, settings: ToolSettings): StartInput {
-  checkKnown(args, ["prompt", "cwd", "session_id", ...AGENT_OPTION_NAMES, "worktree", "agent", "host"]);
+  checkRunArguments(args, settings, []);
   const prompt = requirePrompt(args);
   const cwd = requireCwd(args);
   const sessionId = optionalSessionId(args);
@@ -328,9 +345,24 @@ export function parseKillInput(args: Record<string, unknown>): KillInput {
   return { jobId: requireJobId(args) };
 }
 
-export function parseListInput(args: Record<string, unknown>): Record<string, never> {
-  checkKnown(args, []);
-  return {};
+export function parseListInput(args: Record<string, unknown>): ListInput {
+  checkKnown(args, ["status", "limit", "cursor"]);
+  const statuses = present(args, "status") ? listStatuses(args.status) : undefined;
+  const limit = present(args, "limit") ? integerIn(args, "limit", 1, LISTED.max, "number of jobs") : undefined;
+  if (!present(args, "cursor")) return { statuses, limit: limit ?? LISTED.default, after: undefined };
+  const cursor = typeof args.cursor === "string" ? decodeCursor(args.cursor) : undefined;
+  if (!cursor) throw invalid(`"cursor" must be the next_cursor of an earlier claude_list page, got ${preview(args.cursor)}`);
+  // The next page keeps the filter and limit of the one before, unless the call names its own (§5.7).
+  return { statuses: statuses ?? cursor.statuses, limit: limit ?? cursor.limit, after: cursor.after };
+}
+
+/** One status or several: models send either. */
+function listStatuses(value: unknown): ListStatus[] {
+  const values = typeof value === "string" ? [value] : value;
+  if (!Array.isArray(values) || values.length === 0 || !values.every((status) => (LIST_STATUSES as readonly unknown[]).includes(status))) {
+    throw invalid(`"status" must be one of ${LIST_STATUSES.join(", ")}, or a non-empty array of them, got ${preview(value)}`);
+  }
+  return [...new Set(values as ListStatus[])];
 }
 
 export function parseOutputInput(args: Record<string, unknown>, settings: ToolSettings): OutputInput {
@@ -353,6 +385,8 @@ export function parseOutputInput(args: Record<string, unknown>, settings: ToolSe
 export function parseRespondInput(args: Record<string, unknown>): RespondInput {
   checkKnown(args, ["job_id", "request_id", "decision", "message"]);
   const jobId = requireJobId(args);
+  required(args, "request_id");
+  required(args, "decision");
   const requestId = args.request_id;
   // A number is taken as the string it would be: models send 1 for "1".
   const request = typeof requestId === "number" && Number.isSafeInteger(requestId) ? String(requestId) : requestId;
@@ -374,6 +408,7 @@ export function parseRespondInput(args: Record<string, unknown>): RespondInput {
 export function parseWorktreeInput(args: Record<string, unknown>, settings: ToolSettings): WorktreeInput {
   checkKnown(args, ["job_id", "action", "offset", "limit"]);
   const jobId = requireJobId(args);
+  required(args, "action");
   if (!(WORKTREE_ACTIONS as readonly unknown[]).includes(args.action)) throw invalid(`"action" must be "diff", "merge" or "discard", got ${preview(args.action)}`);
   return {
     jobId,

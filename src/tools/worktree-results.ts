@@ -3,8 +3,15 @@
  * as claude_worktree's diff, merge and discard answer.
  */
 import type { MergeOutcome, WorktreeChanges, WorktreeRecord } from "../agent/worktree.js";
+import { DispatchError } from "../core/errors.js";
+import { forReadingOnOneLine } from "../core/text.js";
 import type { Job } from "../jobs/registry.js";
 import { toolResult, withNext, type CallToolResult } from "./tool-result.js";
+
+/** How many paths a refused merge names; the rest are counted (§19.1). */
+export const LISTED_CONFLICTS = 20;
+/** A merge commit's subject from the prompt is cut here: git's tools show about that much of a line. */
+const SUBJECT_CHARS = 60;
 
 /** A job's worktree as reports show it (§19); what it changed only when that was read for this report. */
 export interface WorktreeReport {
@@ -54,8 +61,10 @@ export interface WorktreeResult {
   next_offset?: number;
   into?: string;
   commit?: string;
+  branch?: string;
   reason?: string;
   conflicts?: string[];
+  conflicts_total?: number;
   operations?: string[];
   next?: string;
 }
@@ -72,19 +81,98 @@ export function renderWorktreeDiff(job: Job, worktree: WorktreeRecord, diff: str
   return toolResult(`${header}\n${text}${readOn ? `\n[${readOn}]` : diff === "" ? "" : "\n[End.]"}`, result, false);
 }
 
+type Merged = Extract<MergeOutcome, { merged: true }>;
+type Refused = Extract<MergeOutcome, { merged: false }>;
+
+/**
+ * Refuses an action on a worktree that was decided on already (§19.1): a merged one's folder is gone, and only a
+ * discard of what is left of it remains; a discarded one takes nothing.
+ */
+export function checkUndecided(jobId: string, worktree: WorktreeRecord, state: WorktreeRecord["state"], action: WorktreeResult["action"]): void {
+  if (state === undefined || (state === "merged" && action === "discard")) return;
+  const kept = state === "merged" ? ` (its worktree is removed; its branch ${worktree.branch} is kept until the job is pruned)` : "";
+  throw new DispatchError("INVALID_ARGUMENT", `job ${jobId}'s worktree was ${state} already${kept}`);
+}
+
+/**
+ * The message of the commit a merge makes of the job's work (§19.1): a short subject from the prompt's first line,
+ * cleaned onto one line, with the job's id; the whole id in the body.
+ */
+export function mergeMessage(jobId: string, prompt: string): string {
+  const firstLine = forReadingOnOneLine(prompt.slice(0, 4096).split("\n").find((line) => line.trim() !== "") ?? "");
+  const characters = Array.from(firstLine);
+  const cut = characters.length > SUBJECT_CHARS;
+  const subject = cut ? `${characters.slice(0, SUBJECT_CHARS).join("").trimEnd()}…` : firstLine;
+  return `claude-dispatch: ${subject || "a job's work"} (job ${jobId.slice(0, 8)}…)\n\nclaude-dispatch job ${jobId}.`;
+}
+
+/** A merged job's worktree, for a person or a model: where its work went, and what is kept. */
+export function mergedText(jobId: string, worktree: WorktreeRecord, outcome: Merged): string {
+  const { path: folder, branch } = worktree;
+  // An older claude-dispatch on a host (§21) does not say.
+  const removed =
+    outcome.removed === undefined
+      ? ""
+      : outcome.removed
+        ? `; its worktree ${folder} is removed; its branch ${branch} is kept until the job is pruned`
+        : `; its worktree ${folder} could not be removed (discard removes it and the branch)`;
+  const now = `now at ${outcome.commit.slice(0, 12)}`;
+  return `Merged job ${jobId}'s branch ${branch} into ${outcome.into} (${now}) in ${worktree.repo}${removed}.\nRan: ${outcome.operations.join("; ")}`;
+}
+
+export interface RefusedMerge {
+  text: string;
+  next: string;
+  /** The first LISTED_CONFLICTS paths, cleaned. */
+  conflicts: string[];
+  total: number;
+}
+
+/** A refused merge, for a person or a model (§19.1): the paths cleaned (§10) and bounded, and what to do next. */
+export function refusedMerge(jobId: string, worktree: WorktreeRecord, outcome: Refused, host?: string): RefusedMerge {
+  const conflicts = outcome.conflicts.slice(0, LISTED_CONFLICTS).map(forReadingOnOneLine);
+  const more = outcome.conflicts.length - conflicts.length;
+  const named = conflicts.length === 0 ? "" : `: ${conflicts.join(", ")}${more > 0 ? ` and ${more} more` : ""}`;
+  const text = `Not merged: ${forReadingOnOneLine(outcome.reason)}${named}. Nothing changed.`;
+  const discard = `\`claude-dispatch discard ${jobId}\` (or claude_worktree action "discard")`;
+  const next =
+    outcome.work === undefined
+      ? `Once that is dealt with, merge again (\`claude-dispatch merge ${jobId}\`, or claude_worktree action "merge"); ` +
+        `or drop the job's work: ${discard}.`
+      : `${byHand(worktree, forReadingOnOneLine(outcome.work), host)} Then, or to drop the job's work instead, ${discard} ` +
+        "removes its worktree and branch.";
+  return { text, next, conflicts, total: outcome.conflicts.length };
+}
+
+/** The commands that resolve a conflict by hand, in the user's checkout: a merge of all the job's work. */
+function byHand(worktree: WorktreeRecord, work: string, host: string | undefined): string {
+  const where = host === undefined || host === "local" ? worktree.repo : `${worktree.repo} on host ${host}`;
+  const all = work === worktree.branch ? "" : ` (the job's work with its uncommitted changes; its branch ${worktree.branch} has only its commits)`;
+  return `To resolve it by hand, in ${where}: \`git merge ${work}\`${all}, resolve the conflicts, \`git commit\`.`;
+}
+
+/** A discarded worktree; one merged already keeps its work in the checkout, and loses what was left of it. */
+export function discardedText(jobId: string, worktree: WorktreeRecord, wasMerged: boolean): string {
+  const { path: folder, branch } = worktree;
+  if (!wasMerged) return `Discarded job ${jobId}'s worktree ${folder} and its branch ${branch}.`;
+  const left = `the folder ${folder}, if it was still there, and its branch ${branch}`;
+  return `Job ${jobId}'s worktree was merged already, so its work stays in ${worktree.repo}; removed what was left of it: ${left}.`;
+}
+
 export function renderMerge(job: Job, worktree: WorktreeRecord, outcome: MergeOutcome): CallToolResult<WorktreeResult> {
+  const report = { job_id: job.id, action: "merge" as const, worktree: worktreeReport(worktree) };
   if (outcome.merged) {
-    const result: WorktreeResult = { status: "merged", job_id: job.id, action: "merge", worktree: worktreeReport(worktree), into: outcome.into, commit: outcome.commit, operations: outcome.operations };
-    return toolResult(`Merged job ${job.id}'s branch ${worktree.branch} into ${outcome.into} (now at ${outcome.commit.slice(0, 12)}) in ${worktree.repo}.\nRan: ${outcome.operations.join("; ")}`, result, false);
+    const { into, commit, operations } = outcome;
+    const result: WorktreeResult = { status: "merged", ...report, into, commit, branch: worktree.branch, operations };
+    return toolResult(mergedText(job.id, worktree, outcome), result, false);
   }
-  const result: WorktreeResult = { status: "not_merged", job_id: job.id, action: "merge", worktree: worktreeReport(worktree), reason: outcome.reason, conflicts: outcome.conflicts, operations: outcome.operations };
-  const files = outcome.conflicts.length ? `: ${outcome.conflicts.join(", ")}` : "";
-  const next = `Nothing changed. Resolve it (or call claude_worktree with job_id "${job.id}" and action "diff" to see the job's changes), then call merge again, or discard.`;
-  return toolResult(`Not merged: ${outcome.reason}${files}. ${next}`, withNext(result, next), false);
+  const refused = refusedMerge(job.id, worktree, outcome, job.hostName);
+  const result: WorktreeResult = { status: "not_merged", ...report, reason: outcome.reason, conflicts: refused.conflicts, operations: outcome.operations };
+  if (refused.total > refused.conflicts.length) result.conflicts_total = refused.total;
+  return toolResult(`${refused.text} ${refused.next}`, withNext(result, refused.next), false);
 }
 
-export function renderDiscarded(job: Job, worktree: WorktreeRecord): CallToolResult<WorktreeResult> {
+export function renderDiscarded(job: Job, worktree: WorktreeRecord, wasMerged: boolean): CallToolResult<WorktreeResult> {
   const result: WorktreeResult = { status: "discarded", job_id: job.id, action: "discard", worktree: worktreeReport(worktree) };
-  return toolResult(`Discarded job ${job.id}'s worktree ${worktree.path} and its branch ${worktree.branch}.`, result, false);
+  return toolResult(discardedText(job.id, worktree, wasMerged), result, false);
 }
-

@@ -35,6 +35,8 @@ export interface GitWorktreeOptions {
 /** git in one place, failing with GIT_FAILED unless it exits 0; env is added to git's own. */
 type GitIn = (args: readonly string[], env?: Readonly<Record<string, string>>) => Promise<string>;
 
+type MergeRefused = Extract<MergeOutcome, { merged: false }>;
+
 /** Who commits a job's uncommitted work when git has no identity configured. */
 const FALLBACK_IDENTITY = {
   GIT_AUTHOR_NAME: "claude-dispatch",
@@ -43,13 +45,13 @@ const FALLBACK_IDENTITY = {
   GIT_COMMITTER_EMAIL: "claude-dispatch@localhost",
 };
 
-/** git's own message, on one line, for an error. */
 /** The git command an argv runs, for an error: its first word after the options. */
 function commandName(args: readonly string[]): string {
   const words = args.filter((arg, index) => !arg.startsWith("-") && args[index - 1] !== "-C");
   return words[0] === "worktree" ? words.slice(0, 2).join(" ") : (words[0] ?? "");
 }
 
+/** git's own message, on one line, for an error. */
 function gitMessage(run: GitRun): string {
   const text = (run.spawnError ?? run.stderr.trim()) || run.stdout.trim() || `exit code ${String(run.code)}`;
   return text.replace(/\s+/g, " ").slice(0, 500);
@@ -138,7 +140,7 @@ export class GitWorktrees implements Worktrees {
   async merge(worktree: WorktreeRecord, message: string): Promise<MergeOutcome> {
     const repo = ["-C", worktree.repo];
     const operations: string[] = [];
-    const refused = (reason: string, conflicts: string[] = []): MergeOutcome => ({ merged: false, reason, conflicts, operations });
+    const refused = (reason: string, conflicts: string[] = []): MergeRefused => ({ merged: false, reason, conflicts, operations });
     const into = (await this.options.git([...repo, "symbolic-ref", "--quiet", "--short", "HEAD"])).stdout.trim();
     if (into === "") return refused("the repository's checkout is not on a branch (detached HEAD)");
     // "XY path" entries; -z keeps a path's own spaces and leading blanks intact.
@@ -158,7 +160,11 @@ export class GitWorktrees implements Worktrees {
     if (tip === worktree.base) return refused("the job changed nothing");
     operations.push(`git -C ${worktree.repo} merge-tree --write-tree --name-only HEAD <the job's changes>`);
     const check = await this.options.git([...repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", tip]);
-    if (check.code === 1) return refused(`merging would conflict with ${into}`, check.stdout.split("\n").slice(1).filter(Boolean));
+    if (check.code === 1) {
+      // Merged by hand, the branch would miss the uncommitted work: the commit made above holds all of it.
+      const work = tip === head ? worktree.branch : tip;
+      return { ...refused(`merging would conflict with ${into}`, check.stdout.split("\n").slice(1).filter(Boolean)), work };
+    }
     if (check.code !== 0) throw new DispatchError("GIT_FAILED", `git merge-tree: ${gitMessage(check)}`);
     const blocked = await this.inTheWay(worktree.repo, check.stdout.split("\n", 1)[0] ?? "");
     if (blocked) return refused(blocked.reason, blocked.paths);
@@ -176,7 +182,13 @@ export class GitWorktrees implements Worktrees {
     operations.push(`git -C ${worktree.repo} merge --no-edit ${worktree.branch}`);
     await this.git([...repo, "merge", "--quiet", "--no-edit", worktree.branch], await this.identity((args) => this.git([...repo, ...args])));
     const commit = (await this.git([...repo, "rev-parse", "HEAD"])).trim();
-    return { merged: true, into, commit, operations };
+    // The work is in the checkout: the folder has nothing left to give (§19.1); the branch stays until retention.
+    operations.push(`git -C ${worktree.repo} worktree remove --force --force ${worktree.path}`);
+    const removed = await this.removeFolder(worktree).then(
+      () => true,
+      () => false,
+    );
+    return { merged: true, into, commit, operations, removed };
   }
 
   /**
@@ -200,6 +212,13 @@ export class GitWorktrees implements Worktrees {
   }
 
   async discard(worktree: WorktreeRecord): Promise<void> {
+    await this.removeFolder(worktree);
+    const branch = await this.options.git(["-C", worktree.repo, "rev-parse", "--verify", "--quiet", `refs/heads/${worktree.branch}`]);
+    if (branch.code === 0) await this.git(["-C", worktree.repo, "branch", "-D", "--quiet", worktree.branch]);
+  }
+
+  /** The worktree's folder, and git's note of it; a merged job's is gone already. */
+  private async removeFolder(worktree: WorktreeRecord): Promise<void> {
     let intact = existsSync(worktree.path);
     if (intact) {
       intact = await worktreeGit(this.options.git, worktree).then(
@@ -208,13 +227,12 @@ export class GitWorktrees implements Worktrees {
       );
     }
     // A worktree whose git link was changed is removed as a folder (no link in it followed, nothing in it run).
-    if (intact) await this.git(["-C", worktree.repo, "worktree", "remove", "--force", worktree.path]);
+    // Twice forced: a worktree the agent locked (`git worktree lock`) goes too.
+    if (intact) await this.git(["-C", worktree.repo, "worktree", "remove", "--force", "--force", worktree.path]);
     else {
       rmSync(worktree.path, { recursive: true, force: true });
       await this.options.git(["-C", worktree.repo, "worktree", "prune"]);
     }
-    const branch = await this.options.git(["-C", worktree.repo, "rev-parse", "--verify", "--quiet", `refs/heads/${worktree.branch}`]);
-    if (branch.code === 0) await this.git(["-C", worktree.repo, "branch", "-D", "--quiet", worktree.branch]);
   }
 
   exists(worktree: WorktreeRecord): boolean {

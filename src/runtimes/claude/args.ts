@@ -9,6 +9,13 @@ import { approverArgs } from "./permission-prompt.js";
 
 export const DEFAULT_CLAUDE_BIN = "claude";
 
+/** Its program unless CLAUDE_DISPATCH_CLAUDE_BIN names another, and how to install it: what a missing program says. */
+export const CLAUDE_PROGRAM = {
+  defaultBin: DEFAULT_CLAUDE_BIN,
+  setting: "CLAUDE_DISPATCH_CLAUDE_BIN",
+  install: "install Claude Code",
+} as const;
+
 /** Every option of §5.6 is one of its flags; bypassPermissions drops every check. */
 export const CLAUDE_TRAITS: RuntimeTraits = {
   name: "claude",

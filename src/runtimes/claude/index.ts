@@ -7,6 +7,7 @@ import type { Runtime } from "../../agent/runtime.js";
 import { CLAUDE_TRAITS, agentEnvironment, claudeArgs } from "./args.js";
 import { interpretExit } from "./outcome.js";
 import { ClaudeStream } from "./stream.js";
+import { claudeReadiness } from "./readiness.js";
 
 export { CLAUDE_TRAITS, DEFAULT_CLAUDE_BIN, agentEnvironment, claudeArgs } from "./args.js";
 export { DISK_FULL_BYTES, interpretExit } from "./outcome.js";
@@ -32,5 +33,6 @@ export function claudeRuntime(bin: string): Runtime<ClaudeStream> {
     environment: agentEnvironment,
     createReader: (options) => new ClaudeStream(options),
     outcome: (exit, reader, disk) => interpretExit(exit, reader, bin, disk),
+    readiness: claudeReadiness,
   };
 }

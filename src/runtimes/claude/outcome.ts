@@ -5,7 +5,7 @@ import type { ChildExit } from "../../agent/host.js";
 import { OUTPUT_TOO_LARGE, startFailure } from "../../agent/start-failure.js";
 import type { StateDisk } from "../../agent/runtime.js";
 import type { AgentOutcome } from "../../agent/types.js";
-import { DEFAULT_CLAUDE_BIN } from "./args.js";
+import { CLAUDE_PROGRAM } from "./args.js";
 import { errorMessage, toAgentResult } from "./result.js";
 import type { ClaudeStream } from "./stream.js";
 import { clip } from "./text.js";
@@ -37,7 +37,7 @@ export function interpretExit(
   bin: string,
   disk?: StateDisk,
 ): AgentOutcome {
-  const unstarted = startFailure(exit, { bin, defaultBin: DEFAULT_CLAUDE_BIN, setting: "CLAUDE_DISPATCH_CLAUDE_BIN", install: "install Claude Code" });
+  const unstarted = startFailure(exit, { bin, ...CLAUDE_PROGRAM });
   if (unstarted) return unstarted;
   if (stream.overflow) return OUTPUT_TOO_LARGE;
 

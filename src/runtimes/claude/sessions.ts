@@ -115,7 +115,8 @@ export function listClaudeSessions(options: ListSessionsOptions): ClaudeSession[
   return sessions.sort((a, b) => b.last_active_at - a.last_active_at || a.session_id.localeCompare(b.session_id));
 }
 
-function realDirectory(cwd: string): string {
+/** The directory's real path, as Claude Code files its sessions; as given (resolved) when it no longer exists. */
+export function realDirectory(cwd: string): string {
   try {
     return realpathSync.native(cwd);
   } catch {

@@ -9,6 +9,13 @@ import type { AgentSpec } from "../../agent/types.js";
 
 export const DEFAULT_CODEX_BIN = "codex";
 
+/** Its program unless CLAUDE_DISPATCH_CODEX_BIN names another, and how to install it: what a missing program says. */
+export const CODEX_PROGRAM = {
+  defaultBin: DEFAULT_CODEX_BIN,
+  setting: "CLAUDE_DISPATCH_CODEX_BIN",
+  install: "install Codex (@openai/codex)",
+} as const;
+
 /** The options `codex exec` has a flag for. It has none for turn or budget limits, tool rules or system prompts. */
 export const CODEX_OPTIONS = ["model", "permissionMode", "addDirs"] as const satisfies readonly (keyof AgentOptions)[];
 

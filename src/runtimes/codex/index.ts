@@ -7,6 +7,7 @@ import type { Runtime } from "../../agent/runtime.js";
 import { CODEX_TRAITS, codexArgs, codexEnvironment } from "./args.js";
 import { interpretCodexExit } from "./outcome.js";
 import { CodexReader } from "./reader.js";
+import { codexReadiness } from "./readiness.js";
 
 export {
   CODEX_DANGEROUS_MODES,
@@ -30,5 +31,6 @@ export function codexRuntime(bin: string): Runtime<CodexReader> {
     environment: codexEnvironment,
     createReader: (options) => new CodexReader(options),
     outcome: (exit, reader, disk) => interpretCodexExit(exit, reader, bin, disk),
+    readiness: codexReadiness,
   };
 }

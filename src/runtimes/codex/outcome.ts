@@ -7,7 +7,7 @@ import { OUTPUT_TOO_LARGE, startFailure } from "../../agent/start-failure.js";
 import type { ChildExit } from "../../agent/host.js";
 import type { StateDisk } from "../../agent/runtime.js";
 import type { AgentOutcome, AgentResult } from "../../agent/types.js";
-import { DEFAULT_CODEX_BIN } from "./args.js";
+import { CODEX_PROGRAM } from "./args.js";
 import type { CodexReader } from "./reader.js";
 import { clip } from "./text.js";
 
@@ -27,7 +27,7 @@ export const DISK_FULL_BYTES = 1024 * 1024;
 type ReadOutput = Pick<CodexReader, "overflow" | "turnEnd" | "errorMessage" | "completedTurns" | "threadId" | "printedStart">;
 
 export function interpretCodexExit(exit: ChildExit, reader: ReadOutput, bin: string, disk?: StateDisk): AgentOutcome {
-  const unstarted = startFailure(exit, { bin, defaultBin: DEFAULT_CODEX_BIN, setting: "CLAUDE_DISPATCH_CODEX_BIN", install: "install Codex (@openai/codex)" });
+  const unstarted = startFailure(exit, { bin, ...CODEX_PROGRAM });
   if (unstarted) return unstarted;
   if (reader.overflow) return OUTPUT_TOO_LARGE;
 

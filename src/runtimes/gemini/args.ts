@@ -8,6 +8,13 @@ import type { AgentSpec } from "../../agent/types.js";
 
 export const DEFAULT_GEMINI_BIN = "gemini";
 
+/** Its program unless CLAUDE_DISPATCH_GEMINI_BIN names another, and how to install it: what a missing program says. */
+export const GEMINI_PROGRAM = {
+  defaultBin: DEFAULT_GEMINI_BIN,
+  setting: "CLAUDE_DISPATCH_GEMINI_BIN",
+  install: "install Gemini CLI (@google/gemini-cli)",
+} as const;
+
 /**
  * `--approval-mode`, in the CLI's words. Headless, nobody can approve a call,
  * so what would ask is refused. `yolo` approves every call and is the only

@@ -7,6 +7,7 @@ import type { Runtime } from "../../agent/runtime.js";
 import { GEMINI_TRAITS, geminiArgs, geminiEnvironment } from "./args.js";
 import { interpretGeminiExit } from "./outcome.js";
 import { GeminiReader } from "./reader.js";
+import { geminiReadiness } from "./readiness.js";
 
 export {
   DEFAULT_GEMINI_BIN,
@@ -30,5 +31,6 @@ export function geminiRuntime(bin: string): Runtime<GeminiReader> {
     environment: geminiEnvironment,
     createReader: (options) => new GeminiReader(options),
     outcome: (exit, reader, disk) => interpretGeminiExit(exit, reader, bin, disk),
+    readiness: geminiReadiness,
   };
 }

@@ -9,7 +9,7 @@ import type { ChildExit } from "../../agent/host.js";
 import type { StateDisk } from "../../agent/runtime.js";
 import type { AgentOutcome, AgentResult } from "../../agent/types.js";
 import { isRecord } from "../../core/values.js";
-import { DEFAULT_GEMINI_BIN } from "./args.js";
+import { GEMINI_PROGRAM } from "./args.js";
 import type { GeminiReader } from "./reader.js";
 import { clip, oneLine, withoutAnsi } from "./text.js";
 
@@ -40,7 +40,7 @@ export type GeminiReading = Pick<GeminiReader, "overflow" | "resultEvent" | "ans
  * its HTTP status (modulo 256) after printing a result of status "error".
  */
 export function interpretGeminiExit(exit: ChildExit, stream: GeminiReading, bin: string, disk?: StateDisk): AgentOutcome {
-  const unstarted = startFailure(exit, { bin, defaultBin: DEFAULT_GEMINI_BIN, setting: "CLAUDE_DISPATCH_GEMINI_BIN", install: "install Gemini CLI (@google/gemini-cli)" });
+  const unstarted = startFailure(exit, { bin, ...GEMINI_PROGRAM });
   if (unstarted) return unstarted;
   if (stream.overflow) {
     return {

@@ -1,0 +1,82 @@
+/**
+ * `doctor`'s look at the agents (PROTOCOL.md §7.5, §17): which are offered, and for each that its program is
+ * there and runs (`--version`), then, where its CLI can say so without spending tokens, that it is logged in
+ * or has a key. What each CLI can tell is its runtime's knowledge (Runtime.readiness); doctor only looks.
+ */
+import { existsSync } from "node:fs";
+
+import { missingProgram, offeredAgents, programOf, unofferedAgents, type Config } from "../config.js";
+import { forReadingOnOneLine } from "../core/text.js";
+import { findProgram } from "../hosts/local/find-program.js";
+import { isWindowsPlatform } from "../hosts/local/self.js";
+import { runtimeFor } from "../runtimes/all.js";
+import { isAgentName, type AgentName } from "../runtimes/index.js";
+import type { CliIo } from "./context.js";
+import { firstLine } from "./format.js";
+
+/** What `--version` and a status query may take; neither talks to a model. */
+const QUERY_TIMEOUT_MS = 10_000;
+
+export interface Check {
+  name: string;
+  status: "ok" | "warn" | "fail";
+  detail: string;
+}
+
+/** The agents line, then each offered agent's program and login. */
+export async function agentChecks(io: CliIo, config: Config): Promise<Check[]> {
+  const offers = offeredAgents(config, io.env, io.host?.platform ?? "linux");
+  const names = offers.map((offer) => offer.name).filter(isAgentName);
+  const each = await Promise.all(names.map((name) => agentCheck(io, config, name)));
+  return [offeredCheck(names, config), ...each.flat()];
+}
+
+function offeredCheck(names: readonly AgentName[], config: Config): Check {
+  const offered = `${andList(names)} ${isOrAre(names)} offered`;
+  if (config.agents) return { name: "agents", status: "ok", detail: `${offered}, as CLAUDE_DISPATCH_AGENTS lists` };
+  const unfound = unofferedAgents(names, config);
+  const why = "Claude Code always, the others when found (CLAUDE_DISPATCH_AGENTS is unset)";
+  const rest = unfound.length === 0 ? "" : `; ${andList(unfound)} ${isOrAre(unfound)} not found, so not offered`;
+  return { name: "agents", status: "ok", detail: `${offered}: ${why}${rest}` };
+}
+
+/** Its program, by the server's own resolver, and what `--version` printed; then its login, if it runs. */
+async function agentCheck(io: CliIo, config: Config, name: AgentName): Promise<Check[]> {
+  const platform = io.host?.platform ?? "linux";
+  const program = findProgram(programOf(config, name), io.env, { platform });
+  if (program === undefined) {
+    // The words a call for it gets (§7.5): the same fix, whoever reads it.
+    const detail = missingProgram(config, name, io.env, platform) ?? `${programOf(config, name)} not found`;
+    return [{ name, status: "fail", detail }];
+  }
+  // execFile cannot run a .cmd or .bat without a shell, and a shell is what we never start.
+  if (isWindowsPlatform(platform) && /\.(cmd|bat)$/i.test(program)) {
+    const detail = `${program} is an npm shim: running it would need a shell, so its version and login are not checked`;
+    return [{ name, status: "warn", detail }];
+  }
+  const run = await io.runFile(program, ["--version"], QUERY_TIMEOUT_MS);
+  if (!run.ok) {
+    const why = firstLine(run.stderr) || run.error || "no reason given";
+    return [{ name, status: "fail", detail: `${program} --version failed: ${forReadingOnOneLine(why)}` }];
+  }
+  const version = firstLine(run.stdout);
+  const printed = version ? forReadingOnOneLine(version) : "which printed no version";
+  return [{ name, status: "ok", detail: `${program}, ${printed}` }, await loginCheck(io, name, program, version)];
+}
+
+async function loginCheck(io: CliIo, name: AgentName, program: string, version: string): Promise<Check> {
+  const probe = runtimeFor(name, program).readiness?.(io.env, io.host?.home ?? "", version);
+  if (!probe) return { name: `${name} login`, status: "warn", detail: "cannot tell: this agent has no way to say" };
+  const answer = probe.args ? await io.runFile(program, [...probe.args], QUERY_TIMEOUT_MS) : undefined;
+  const run = answer && { ok: answer.ok, stdout: answer.stdout, stderr: answer.stderr || answer.error || "" };
+  const present = (probe.files ?? []).filter((file) => existsSync(file));
+  const verdict = probe.read({ ...(run ? { run } : {}), present });
+  return { name: `${name} login`, status: verdict.status, detail: forReadingOnOneLine(verdict.detail) };
+}
+
+const isOrAre = (items: readonly unknown[]): string => (items.length === 1 ? "is" : "are");
+
+/** "a", "a and b", "a, b and c". */
+export function andList(items: readonly string[]): string {
+  return items.length <= 1 ? (items[0] ?? "none") : `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`;
+}
