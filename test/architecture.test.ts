@@ -7,7 +7,8 @@
  *      imports a Node builtin;
  *   3. Claude Code's flags and stream-json vocabulary stay in runtimes/claude/;
  *   4. platform checks stay in hosts/local/;
- *   5. imports follow the layer table below (type imports count).
+ *   5. imports follow the layer table below (type imports count);
+ *   6. no import circle, type-only imports and dynamic imports included.
  * Plus one sanity rule the others rely on: every import resolves, to a file in
  * src/ or to a Node builtin (a hole in the graph would hide violations).
  *
@@ -664,6 +665,34 @@ function checkImportsResolve(files: Files): Violation[] {
   return byPlace(found);
 }
 
+/**
+ * Rule 6: no circle in the import graph, type-only and dynamic imports included: a circle is two modules that
+ * can only be understood together. Each circle is reported once, at the import that closes it.
+ */
+function checkCircles(files: Files): Violation[] {
+  const graph = modules(files);
+  const found: Violation[] = [];
+  const state = new Map<string, "open" | "done">();
+  const trail: string[] = [];
+  const visit = (file: string): void => {
+    state.set(file, "open");
+    trail.push(file);
+    const module = graph.get(file) as Module;
+    for (const ref of module.imports) {
+      if (ref.target.kind !== "file") continue;
+      const next = ref.target.file;
+      if (state.get(next) === "open") {
+        const circle = [...trail.slice(trail.indexOf(next)), next].map((name) => `src/${name}`).join(" -> ");
+        found.push(violation("6", module, ref.line, `an import circle: ${circle}`));
+      } else if (!state.has(next)) visit(next);
+    }
+    trail.pop();
+    state.set(file, "done");
+  };
+  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
+  return byPlace(found);
+}
+
 function format(found: readonly Violation[]): string[] {
   return found.map((v) => `src/${v.file}:${v.line}: ${v.message}\n    ${v.text}`);
 }
@@ -982,6 +1011,25 @@ describe("rule 5: imports follow the layer table", () => {
   });
 });
 
+describe("rule 6: no import circle", () => {
+  test("fails on a circle of type imports and on one closed by a dynamic import; a chain passes", () => {
+    const found = checkCircles(
+      virtual({
+        "server/a.ts": 'import type { B } from "./b.js";',
+        "server/b.ts": 'import type { A } from "./a.js";',
+        "tools/x.ts": 'import { y } from "./y.js";',
+        "tools/y.ts": 'export const y = () => import("./x.js");',
+        "core/p.ts": 'import { q } from "./q.js";',
+        "core/q.ts": "export const q = 1;",
+      }),
+    );
+    assert.deepEqual(format(found), [
+      'src/server/b.ts:1: an import circle: src/server/a.ts -> src/server/b.ts -> src/server/a.ts\n    import type { A } from "./a.js";',
+      'src/tools/y.ts:1: an import circle: src/tools/x.ts -> src/tools/y.ts -> src/tools/x.ts\n    export const y = () => import("./x.js");',
+    ]);
+  });
+});
+
 describe("every import resolves", () => {
   test("fails on a missing file, a package, and a computed dynamic import", () => {
     const found = checkImportsResolve(virtual({ "jobs/zz.ts": 'import "./missing.js";\nimport x from "left-pad";\nawait import(name);\nimport "../../test/helpers.js";' }));
@@ -1029,6 +1077,7 @@ describe("src/", () => {
   test("rule 3: Claude Code's flags and stream-json vocabulary stay in src/runtimes/claude/", () => assertNone(checkClaudeVocabulary(files), "rule 3"));
   test("rule 4: platform checks stay in src/hosts/local/", () => assertNone(checkPlatform(files), "rule 4"));
   test("rule 5: imports follow the layer table", () => assertNone(checkLayers(files), "rule 5"));
+  test("rule 6: no import circle", () => assertNone(checkCircles(files), "rule 6"));
 
   test("each runtime's flag list covers every flag its folder passes", () => {
     const missing = new Set<string>();

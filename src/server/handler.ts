@@ -4,10 +4,6 @@
  * notification (PROTOCOL.md §1–§5). It never throws and imports no node:
  * module; processes, files and time come in through deps.
  */
-import type { Clock } from "../core/clock.js";
-import type { DirectoryCheck } from "../agent/policy.js";
-import type { WorktreeHold, Worktrees } from "../agent/worktree.js";
-import type { AgentSession } from "../agent/types.js";
 import {
   LEGACY_PROTOCOL_VERSIONS,
   MODERN_PROTOCOL_VERSIONS,
@@ -19,7 +15,7 @@ import {
   type ModernResultType,
 } from "./eras.js";
 import { DispatchError, describeThrown, quoted, toDispatchError } from "../core/errors.js";
-import type { Job, JobRegistry } from "../jobs/registry.js";
+import type { Job } from "../jobs/registry.js";
 import {
   INTERNAL_ERROR,
   INVALID_PARAMS,
@@ -31,17 +27,16 @@ import {
   isRequestId,
   respond,
   serializedOnce,
-  type JsonRpcNotification,
-  type JsonRpcRequest,
   type JsonRpcResponse,
   type RequestId,
 } from "./jsonrpc.js";
-import type { Logger } from "../core/log.js";
-import type { Policy } from "../agent/policy.js";
 import { ApprovalAsker } from "./approvals.js";
 import { describeActivity, followProgress, type ProgressToken } from "./progress.js";
 import { TASK_TOOLS, createTaskMethods, type TaskTool } from "./tasks.js";
 import { ToolCalls } from "./tool-calls.js";
+import type { HandlerDeps } from "./deps.js";
+
+export type { HandlerDeps } from "./deps.js";
 import { becomesTask, createTaskExtension, type TaskExtensionMethod } from "./tasks-extension.js";
 import { renderFailure, renderJob, type CallToolResult } from "../tools/results.js";
 import { isToolName, toolDefinitions, type ToolDefinition, type ToolSettings } from "../tools/definitions.js";
@@ -72,35 +67,6 @@ const CACHEABLE = { ttlMs: LISTING_TTL_MS, cacheScope: "public" } as const;
 /** The methods that start, follow or read jobs: they wait for HandlerDeps.ready. */
 const JOB_METHODS: ReadonlySet<string> = new Set(["tools/call", "tasks/get", "tasks/list", "tasks/result", "tasks/cancel", "tasks/update"]);
 
-export interface HandlerDeps {
-  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "approvals" | "running" | "newJobId" | "setWorktreeState" | "idsStartingWith">;
-  /** Checks a cwd or add_dirs entry (§5): absolute, existing, inside the operator's roots. */
-  checkDirectory(dir: string): Promise<DirectoryCheck>;
-  /** Sends a notification (or, for elicitation, a request) frame through the one serialized writer. */
-  notify(frame: JsonRpcNotification | JsonRpcRequest): void;
-  policy: Policy;
-  /** Inline result text is cut here (§5.7). */
-  maxResultChars: number;
-  /** Longest quiet spell between progress notifications (§5.8). */
-  heartbeatMs: number;
-  clock: Clock;
-  logger: Logger;
-  server: { name: string; version: string };
-  /** Recursion guard (§7.4): at or above max, no tool is listed or runs. */
-  depth: { current: number; max: number };
-  /** Only for the JOB_NOT_FOUND message. */
-  jobRetentionMs: number;
-  /** Resolves once jobs can be started and followed: what that takes loads after `initialize` (BENCHMARKS.md (a)). */
-  ready?(): Promise<void>;
-  /** The agent CLI's own sessions of a directory, newest first (§20): its store is read, never written. */
-  sessions?(cwd: string, limit: number): Promise<AgentSession[]>;
-  /** Worktrees (§19): the operator's policy, and git; without them, "worktree" is refused. */
-  /** `hold` takes a job's worktree for a merge or discard (§19.1); it throws JOB_NOT_FOUND or INVALID_ARGUMENT. */
-  /** `readPrompt` is the job's whole prompt, for its merge commit's subject; undefined when its prompt.txt is gone. */
-  worktrees?: { policy: "off" | "on" | "required"; git: Worktrees; hold(jobId: string): Promise<WorktreeHold>; readPrompt(jobId: string): string | undefined };
-  /** The worktrees of another machine (§21.3), made and worked on there. */
-  hostWorktrees?(host: string): Worktrees | undefined;
-}
 
 export type RequestHandler = (message: unknown) => Promise<JsonRpcResponse | null>;
 

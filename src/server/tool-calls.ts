@@ -39,7 +39,7 @@ import {
   parseWaitInput,
   type ToolSettings,
 } from "../tools/validation.js";
-import type { HandlerDeps } from "./handler.js";
+import type { HandlerDeps } from "./deps.js";
 import { hold, withProgress, type ProgressToken } from "./progress.js";
 import type { TaskTool } from "./tasks.js";
 

@@ -11,10 +11,11 @@ import { KILL_REASON_TEXT, shownStatus, type Job } from "../jobs/registry.js";
 import { isJobId } from "../store/records.js";
 import { approvalsText, pendingLines, pendingReport, respondHint, unaskedHint, type PendingApproval } from "./approval-results.js";
 import type { ReportStatus } from "./definitions.js";
-import { toolResult, withNext, type CallToolResult } from "./tool-result.js";
+import { toolResult, withNext, type CallToolResult as ToolResult } from "./tool-result.js";
 import { worktreeHint, worktreeReport, worktreeText, type WorktreeReport } from "./worktree-results.js";
 
-export type { CallToolResult } from "./tool-result.js";
+/** A tool's answer; a job's report unless it says otherwise (PROTOCOL.md §5.5). */
+export type CallToolResult<Structured = Report> = ToolResult<Structured>;
 export type { PendingApproval } from "./approval-results.js";
 export { renderResponded } from "./approval-results.js";
 export { renderDiscarded, renderMerge, renderWorktreeDiff, worktreeReport, type WorktreeReport, type WorktreeResult } from "./worktree-results.js";

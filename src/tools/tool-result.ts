@@ -3,9 +3,7 @@
  * structuredContent, isError on failures, and `next` set from the hints that
  * apply. Shared by the renderers of each tool.
  */
-import type { Report } from "./results.js";
-
-export interface CallToolResult<Structured = Report> {
+export interface CallToolResult<Structured = unknown> {
   content: Array<{ type: "text"; text: string }>;
   structuredContent: Structured;
   isError?: true;

@@ -11,18 +11,9 @@ import path from "node:path";
 import type { MergeOutcome, WorktreeChanges, WorktreeRecord, Worktrees } from "../agent/worktree.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { untrackedInTheWay } from "./checkout.js";
-import { worktreeGit } from "./worktree-git.js";
+import { worktreeGit, type GitRun, type RunGit } from "./worktree-git.js";
 
-export interface GitRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** Why git could not be run at all (not found, not executable). */
-  spawnError?: string;
-}
-
-/** Runs git with these arguments; env is added to git's own environment. */
-export type RunGit = (args: readonly string[], env?: Readonly<Record<string, string>>) => Promise<GitRun>;
+export type { GitRun, RunGit } from "./worktree-git.js";
 
 export interface GitWorktreeOptions {
   git: RunGit;

@@ -11,7 +11,17 @@ import path from "node:path";
 
 import { DispatchError, quoted } from "../core/errors.js";
 import type { WorktreeRecord } from "../agent/worktree.js";
-import type { RunGit } from "./git-worktrees.js";
+
+export interface GitRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** Why git could not be run at all (not found, not executable). */
+  spawnError?: string;
+}
+
+/** Runs git with these arguments; env is added to git's own environment. */
+export type RunGit = (args: readonly string[], env?: Readonly<Record<string, string>>) => Promise<GitRun>;
 
 /**
  * Settings that run a program (or reach one) when git works in a folder, each set to do nothing. They come
