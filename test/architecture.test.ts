@@ -32,8 +32,6 @@ const PROCESS_READERS: readonly string[] = ["main.ts"];
 /** Rule 2: folders whose modules, and everything those reach through run-time imports, import no Node builtin. */
 const NODE_FREE: readonly string[] = ["server/", "tools/", "jobs/", "agent/", "core/"];
 
-/** Rule 3: the one folder that knows Claude Code. */
-const CLAUDE_HOME = "runtimes/claude/";
 /** Rule 3: Claude Code's flags: forbidden elsewhere in code and in strings (not in comments). */
 const CLAUDE_FLAGS: readonly string[] = [
   "--output-format",

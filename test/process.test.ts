@@ -10,7 +10,6 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 import { agentEnvironment } from "../src/runtimes/claude/index.js";

@@ -105,7 +105,7 @@ describe("takeover guards through the real server", { skip: process.platform !==
   });
 
   test("a record naming the server's own pid is never followed, and its kill answers at once", async () => {
-    const { stateDir, pids, id } = await orphanedJob("self");
+    const { stateDir, id } = await orphanedJob("self");
 
     // The next server's pid and start time are planted as the agent's before it starts: it must not follow itself.
     const second = new ServerProcess({ CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "keep", CLAUDE_DISPATCH_LOG_LEVEL: "debug" });

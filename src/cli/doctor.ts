@@ -197,10 +197,6 @@ function jobsCheck(store: StateStore): Check {
  * Policy, roots, depth, shutdown
  * ------------------------------------------------------------------ */
 
-async function policyChecks(config: Config): Promise<Check[]> {
-  return [permissionCheck(config), approvalsCheck(config), worktreesCheck(config), agentDefaultsCheck(config), await rootsCheck(config), depthCheck(config), onExitCheck(config)];
-}
-
 /** The default for "worktree", and the worktrees retention kept for their unmerged changes after their jobs were pruned (§19). */
 function worktreesCheck(config: Config): Check {
   const root = config.worktreeDir ?? path.join(config.stateDir, "worktrees");
