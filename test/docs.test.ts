@@ -315,6 +315,32 @@ test("README.md's settings table lists only variables of §11, with the defaults
   }
 });
 
+/** GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces as dashes, repeats numbered. */
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  for (const [, heading = ""] of markdown.matchAll(/^#+ (.+)$/gm)) {
+    const slug = heading.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-");
+    let anchor = slug;
+    for (let n = 1; anchors.has(anchor); n++) anchor = `${slug}-${n}`;
+    anchors.add(anchor);
+  }
+  return anchors;
+}
+
+test("README.md stays under 14 KB, and its links lead to pages and headings that exist", () => {
+  const readme = read("README.md");
+  const bytes = Buffer.byteLength(readme);
+  assert.ok(bytes < 14 * 1024, `README.md is ${bytes} bytes; the bound is 14 KB`);
+  const links = [...readme.matchAll(/\]\(([^)]+)\)/g)].map((match) => match[1] ?? "");
+  assert.ok(links.length > 0);
+  for (const link of links.filter((target) => !/^[a-z]+:/.test(target))) {
+    const [path = "", anchor] = link.split("#");
+    const page = path === "" ? readme : read(path); // read throws, naming the path, when the page is missing
+    if (anchor === undefined) continue;
+    assert.ok(anchorsOf(page).has(anchor), `README.md links to ${link}, a heading ${path} does not have`);
+  }
+});
+
 test("serverInfo.version matches package.json", () => {
   assert.equal(SERVER_VERSION, JSON.parse(read("package.json")).version);
 });
