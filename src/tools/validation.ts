@@ -386,13 +386,14 @@ export function parseRespondInput(args: Record<string, unknown>): RespondInput {
   checkKnown(args, ["job_id", "request_id", "decision", "message"]);
   const jobId = requireJobId(args);
   required(args, "request_id");
-  required(args, "decision");
   const requestId = args.request_id;
   // A number is taken as the string it would be: models send 1 for "1".
   const request = typeof requestId === "number" && Number.isSafeInteger(requestId) ? String(requestId) : requestId;
   if (typeof request !== "string" || !/^[1-9][0-9]{0,8}$/.test(request)) {
     throw invalid(`"request_id" must be the request_id claude_wait reported, such as "1", got ${preview(requestId)}`);
   }
+  // In the order of §5, each argument checked whole before the next: a bad request_id is named before a missing decision.
+  required(args, "decision");
   const decision = args.decision;
   if (decision !== "allow" && decision !== "deny") throw invalid(`"decision" must be "allow" or "deny", got ${preview(decision)}`);
   let message: string | undefined;
