@@ -222,7 +222,8 @@ describe("the built server over stdio", { skip: !isLinux && "end-to-end process 
       _meta: { progressToken: "run-progress" },
     });
     assert.equal(response.result.structuredContent.status, "completed");
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // One round trip through the serialized writer: whatever the run wrote after its response is in before the pong.
+    await server.request("ping");
     const messages = server.lines.map((line) => JSON.parse(line));
     const progress = messages.filter((message) => message.method === "notifications/progress");
     assert.ok(progress.length >= 4, `only ${progress.length} progress notifications`);

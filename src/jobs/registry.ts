@@ -219,10 +219,18 @@ export class JobRegistry {
 
   /** Every job folder of the state directory this server does not know yet, looked up (§15.6): for listings. */
   async discover(): Promise<void> {
-    const unknown = this.options.persistence.store.jobIds().filter((id) => !this.jobs.has(id) && !this.finished.isUnread(id));
-    // A folder that cannot be read is left out of a listing; a call naming its job is told why (§15.1).
+    await this.lookUp(this.unknownIds());
+  }
+
+  /** The job folders of the state directory this server knows neither in memory nor from the index. */
+  private unknownIds(): string[] {
+    return this.options.persistence.store.jobIds().filter((id) => !this.jobs.has(id) && !this.finished.isUnread(id));
+  }
+
+  /** Looks these jobs up (recover); a folder that cannot be read is left out, and a call naming its job told why (§15.1). */
+  private async lookUp(ids: readonly string[]): Promise<void> {
     const warn = (id: string) => (error: unknown) => this.options.logger.warn(`job ${id}: ${(error as Error).message}`);
-    await Promise.all(unknown.map((id) => this.recover(id).catch(warn(id))));
+    await Promise.all(ids.map((id) => this.recover(id).catch(warn(id))));
   }
 
   /**
@@ -231,8 +239,8 @@ export class JobRegistry {
    */
   findOrphans(isCarried: (owner: JobRecord["owner"]) => boolean): JobRecord[] {
     const { persistence } = this.options;
-    return persistence.store.jobIds().flatMap((id) => {
-      if (this.jobs.has(id) || this.finished.isUnread(id) || this.recovering.has(id)) return [];
+    return this.unknownIds().flatMap((id) => {
+      if (this.recovering.has(id)) return [];
       const record = persistence.store.read(id);
       if (!record || isFinishedStatus(record.status) || isCarried(record.owner)) return [];
       // One of a runtime or host this process has not got waits for a server that has (§15.3): not an orphan of ours.
@@ -243,8 +251,7 @@ export class JobRegistry {
   /** Carries the orphans findOrphans finds: each taken over (its owner is gone) or watched until its owner goes. */
   async carryOrphans(isCarried: (owner: JobRecord["owner"]) => boolean): Promise<number> {
     const orphans = this.findOrphans(isCarried);
-    const warn = (id: string) => (error: unknown) => this.options.logger.warn(`job ${id}: ${(error as Error).message}`);
-    await Promise.all(orphans.map(({ id }) => this.recover(id).catch(warn(id))));
+    await this.lookUp(orphans.map(({ id }) => id));
     return orphans.length;
   }
 
