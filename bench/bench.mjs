@@ -6,7 +6,7 @@
  * host would, speaking raw JSON-RPC lines on stdin/stdout, with
  * CLAUDE_DISPATCH_CLAUDE_BIN pointing at test/fixtures/fake-claude.mjs.
  *
- *   node bench/bench.mjs [--rounds N] [--only a,b,...] [--out FILE]
+ *   node bench/bench.mjs [--rounds N] [--only a,b,...] [--out FILE] [--table]
  *
  * Sections (each figure is the median over --rounds rounds, default 5):
  *   a cold     spawn -> initialize result, next to `node -e ""` spawn -> exit
@@ -48,19 +48,20 @@
  *              on a fresh server (the handshake), and a job printing about
  *              8 MB over ssh next to here (wall time, the server's CPU);
  *              skipped, saying why, without sshd
- *   n approvalscale  the server's CPU for 100 and 400 permission requests of one job, one by one
- *   o carrier  with no server (its host closed stdin): agent exit -> final record, p99;
- *              last record -> the headless carrier's exit
  *   n approvalscale one job's permission requests as they add up (PROTOCOL.md
  *              §18): 100, then 400 requests filed through its approver (as
  *              in k), each seen by claude_wait and answered by claude_respond
  *              in turn; the server's CPU time for each size and the 400/100
  *              ratio (about 4 if each request costs the same, 16 if quadratic)
+ *   o carrier  with no server (its host closed stdin): agent exit -> final record, p99;
+ *              last record -> the headless carrier's exit
  *
  * Every process it starts carries BENCH_RUN_ID=<uuid> in its environment (the
  * server passes its environment on to agents), so leftovers are found by that
  * tag and never confused with processes of a test run going on next to it.
- * Prints a table and writes bench/results.json.
+ * Prints a table and writes bench/results.json. --table (which `npm run bench`
+ * passes) then rewrites the current table of BENCHMARKS.md from it
+ * (bench/table.mjs); it refuses a run that lacks a figure.
  *
  * NODE_EXTRA_CA_CERTS is left out of every child's environment (DROPPED_ENV).
  *
@@ -69,10 +70,13 @@
  *
  * BENCH_SERVER_MAIN runs another build of the server instead of dist/main.js,
  * e.g. BENCH_SERVER_MAIN=/tmp/old/dist/main.js to measure an older commit's
- * build next to this one (results.json records which one ran).
+ * build next to this one (results.json records which one ran). Copy the
+ * package.json above dist/ with it: without its "type": "module", node parses
+ * the bundle twice (as CommonJS first), and (a) and (d) grow (the bench refuses).
  *
- * Layout: this file parses the arguments and runs the sections; sections/*.mjs
- * hold one section each (or a closely related pair); shared.mjs holds what they
+ * Layout: this file parses the arguments and runs the sections, in the order of
+ * sections/list.mjs; sections/*.mjs hold one section each (or a closely related
+ * pair); table.mjs writes BENCHMARKS.md's table; shared.mjs holds what they
  * share (paths, sizes, environment, reaping, statistics, /proc readers, the
  * table) and client.mjs the Server class that speaks to the built server.
  */
@@ -90,6 +94,8 @@ import { benchWorktrees } from "./sections/worktrees.mjs";
 import { benchSsh } from "./sections/ssh.mjs";
 import { benchStartupWithJobs } from "./sections/startup.mjs";
 import { benchCarrier } from "./sections/carrier.mjs";
+import { SECTION_LIST } from "./sections/list.mjs";
+import { DOCUMENT, writeTable } from "./table.mjs";
 import {
   ROOT,
   SERVER_MAIN,
@@ -109,27 +115,29 @@ import {
 } from "./shared.mjs";
 
 /* ------------------------------------------------------------------ *
- * Sections, one module each (or a closely related pair) under sections/.
- * Each returns { rows, data }: table rows and raw figures.
+ * Sections, one module each (or a closely related pair) under sections/,
+ * in the order of sections/list.mjs. Each returns { rows, data }: table
+ * rows and raw figures.
  * ------------------------------------------------------------------ */
 
-const SECTIONS = [
-  { key: "a", name: "cold", run: benchColdStart },
-  { key: "b", name: "latency", run: benchLatency },
-  { key: "c", name: "pipeline", run: benchPipeline },
-  { key: "d", name: "rss", run: benchRss },
-  { key: "e", name: "jobs", run: benchConcurrentJobs },
-  { key: "f", name: "big", run: benchBigOutput },
-  { key: "g", name: "wait", run: benchWaitLatency },
-  { key: "h", name: "startup", run: benchStartupWithJobs },
-  { key: "i", name: "jobcost", run: benchJobCost },
-  { key: "j", name: "shared", run: (rounds) => benchWaitLatency(rounds, true) },
-  { key: "k", name: "approvals", run: benchApprovals },
-  { key: "l", name: "worktrees", run: benchWorktrees },
-  { key: "m", name: "ssh", run: benchSsh },
-  { key: "n", name: "approvalscale", run: benchApprovalScale },
-  { key: "o", name: "carrier", run: benchCarrier },
-];
+const RUNS = {
+  cold: benchColdStart,
+  latency: benchLatency,
+  pipeline: benchPipeline,
+  rss: benchRss,
+  jobs: benchConcurrentJobs,
+  big: benchBigOutput,
+  wait: benchWaitLatency,
+  startup: benchStartupWithJobs,
+  jobcost: benchJobCost,
+  shared: (rounds) => benchWaitLatency(rounds, true),
+  approvals: benchApprovals,
+  worktrees: benchWorktrees,
+  ssh: benchSsh,
+  approvalscale: benchApprovalScale,
+  carrier: benchCarrier,
+};
+const SECTIONS = SECTION_LIST.map((section) => ({ ...section, run: RUNS[section.name] }));
 
 /* ------------------------------------------------------------------ *
  * Main
@@ -159,14 +167,26 @@ function parseArgs(argv) {
         });
     } else if (arg === "--out" || arg.startsWith("--out=")) {
       options.out = path.resolve(value());
+    } else if (arg === "--table") {
+      options.table = true;
     } else if (arg === "--help" || arg === "-h") {
-      process.stdout.write("usage: node bench/bench.mjs [--rounds N] [--only a,b,...|cold,latency,pipeline,rss,jobs,big,wait,startup,jobcost,shared,approvals,worktrees,ssh,approvalscale,carrier] [--out FILE]\n");
+      const names = SECTIONS.map((s) => s.name).join(",");
+      process.stdout.write(`usage: node bench/bench.mjs [--rounds N] [--only a,b,...|${names}] [--out FILE] [--table]\n`);
       process.exit(0);
     } else {
       throw new Error(`unknown argument ${arg}`);
     }
   }
   return options;
+}
+
+/** True when the package.json nearest to file (the one node reads) says "type": "module". */
+function declaredModule(file) {
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    const manifest = path.join(dir, "package.json");
+    if (fs.existsSync(manifest)) return JSON.parse(fs.readFileSync(manifest, "utf8")).type === "module";
+    if (path.dirname(dir) === dir) return false;
+  }
 }
 
 /** The newest modification time among dist/*.js: a rebuild during the run makes its figures mixed. */
@@ -202,6 +222,7 @@ async function main() {
     process.exit(2);
   }
   if (!fs.existsSync(SERVER_MAIN)) throw new Error(`${SERVER_MAIN} is missing: run npm run build first`);
+  if (!declaredModule(SERVER_MAIN)) throw new Error(`no package.json with "type": "module" above ${SERVER_MAIN}`);
   if (process.platform !== "linux") throw new Error("the benchmark reads /proc: Linux only");
   const info = machine();
   const distBuilt = distStamp();
@@ -217,17 +238,19 @@ async function main() {
   let failed = false;
   for (const section of SECTIONS.filter((s) => options.only.includes(s.key))) {
     const loadBefore = loadAverage();
+    const startedAt = new Date().toISOString();
     const t0 = now();
     log(`${section.key} ${section.name} ...`);
     try {
       const { rows: sectionRows, data } = await section.run(options.rounds);
       rows.push(...sectionRows);
-      results.sections[section.name] = { ...data, seconds: round2((now() - t0) / 1000), loadBefore, loadAfter: loadAverage() };
+      const seconds = round2((now() - t0) / 1000);
+      results.sections[section.name] = { ...data, startedAt, seconds, loadBefore, loadAfter: loadAverage() };
     } catch (error) {
       failed = true;
       log(`${section.key} ${section.name} FAILED: ${error?.stack ?? error}`);
       rows.push({ metric: `${section.key}  ${section.name}`, value: "ERROR", target: "", pass: false, detail: String(error?.message ?? error).split("\n")[0] });
-      results.sections[section.name] = { error: String(error?.message ?? error) };
+      results.sections[section.name] = { error: String(error?.message ?? error), startedAt, loadBefore };
       for (const child of liveChildren) child.kill("SIGTERM");
       await sleep(500);
     }
@@ -257,7 +280,20 @@ async function main() {
       `${killedLeftovers.length > 0 ? ` (the bench had to kill ${killedLeftovers.length} along the way)` : " (none had to be killed)"}\n` +
       `total ${results.totalSeconds} s; results written to ${path.relative(process.cwd(), options.out) || options.out}\n`,
   );
+  if (options.table) failed = !updateTable(results) || failed;
   if (failed || remaining.length > 0 || killedLeftovers.length > 0) process.exitCode = 1;
+}
+
+/** --table: BENCHMARKS.md's current table from this run's results; false, saying why, if it cannot be. */
+function updateTable(results) {
+  try {
+    writeTable(results, DOCUMENT);
+    log(`the table of ${path.relative(process.cwd(), DOCUMENT) || DOCUMENT} is rewritten from this run`);
+    return true;
+  } catch (error) {
+    log(`the table of BENCHMARKS.md is left as it was: ${error?.message ?? error}`);
+    return false;
+  }
 }
 
 for (const signal of ["SIGINT", "SIGTERM"]) {

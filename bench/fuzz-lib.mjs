@@ -20,9 +20,11 @@
  *         which would not fit under 64 KiB.
  *
  * The pieces live in bench/fuzz/: constants, random (the PRNG), oracle (the
- * expected answer to a line), checks (a frame against its expectation),
- * generators, modern-lines and kinds (the lines), blocks (a block's lines and
- * write mode), server and session (the server process), run and report. This
+ * expected answer to a line), checks (a response against its expectation),
+ * generators, modern-lines, kinds and kinds-calls, kinds-envelope, kinds-sizes
+ * (the lines), blocks (a block's lines and write mode), server (around the
+ * server process), session (one server process, block by block), writes (how
+ * bytes reach it), frames (what it writes, checked), run and report. This
  * module re-exports what bench/fuzz.mjs and test/fuzz.test.ts use.
  */
 export {

@@ -3,29 +3,37 @@
  * is set but invalid is a startup error, never a silent fallback; every
  * invalid one is named, and doctor (§17) checks the rest with the valid ones.
  */
-import { PERMISSION_MODES, type PermissionMode } from "./agent/options.js";
-import { AGENT_NAMES, AGENT_PROGRAMS, MODES_SETTINGS, isAgentName, traitsOf, type AgentName } from "./runtimes/index.js";
+import { DEFAULT_AGENT, type AgentOffer } from "./agent/options.js";
+import type { RuntimeTraits } from "./agent/runtime.js";
+import { RUNTIMES, traitsOf } from "./runtimes/index.js";
 import { findProgram, isRegularFile } from "./hosts/local/find-program.js";
 import { DEFAULT_SSH_TIMEOUT_MS, parseHostsSetting, type SshHostConfig } from "./hosts/ssh/config.js";
-import type { AgentOffer } from "./agent/options.js";
-import { programNotFound } from "./agent/start-failure.js";
-import { quoted } from "./core/errors.js";
+import { programNotFound } from "./agent/ending.js";
+import { ConfigError, Settings, type ConfigProblem } from "./core/settings.js";
 import { clip } from "./core/text.js";
 import { LOG_LEVELS, type LogLevel } from "./core/log.js";
-import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "./agent/policy.js";
+import type { Policy } from "./agent/policy.js";
 import { MODEL_NAME } from "./tools/validation.js";
 import { stateDirectory } from "./hosts/local/state-location.js";
 import { StateError } from "./store/records.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./server/stdio.js";
 
+/** One agent's settings (§5.6, §7.5, §11), by the names its runtime declares. */
+export interface AgentSettings {
+  /** Its program: as its setting names it, else its name on PATH. */
+  program: string;
+  /** The permission modes a call may ask for: as its setting lists, else all but the dangerous ones. */
+  allowedModes: readonly string[];
+  /** What a call that names no mode or model gets, for an agent whose runtime has such a setting. */
+  defaultMode?: string | undefined;
+  defaultModel?: string | undefined;
+}
+
 export interface Config {
-  claudeBin: string;
-  /** CLAUDE_DISPATCH_AGENTS as listed; unset: Claude Code, and the other agents whose program is found at startup (§7). */
-  agents: readonly AgentName[] | undefined;
-  /** The other agents' programs, and the permission modes a call may ask of each (§5.6, §7). */
-  codexBin: string;
-  geminiBin: string;
-  agentModes: Readonly<Record<"codex" | "gemini", readonly string[]>>;
+  /** CLAUDE_DISPATCH_AGENTS as listed; unset: the default agent, and the others found at startup (§7). */
+  agents: readonly string[] | undefined;
+  /** Every agent this build can run, by name, as its settings make it (§7): offered or not. */
+  agentSettings: Readonly<Record<string, AgentSettings>>;
   /** How many claude-dispatch servers sit above this one (0 for a host's own). */
   depth: number;
   maxDepth: number;
@@ -38,8 +46,8 @@ export interface Config {
   maxResultChars: number;
   /** Longest quiet spell between progress notifications (§5.8). */
   heartbeatMs: number;
-  /** The policy, except roots, which main resolves on disk. */
-  policy: Omit<Policy, "roots">;
+  /** The policy, except roots, which main resolves on disk, and the agents and hosts, which main offers. */
+  policy: Omit<Policy, "roots" | "agents" | "hosts">;
   /** CLAUDE_DISPATCH_ROOTS as written, split on the platform's path delimiter. */
   roots: string[] | undefined;
   /** Agents running at once; later jobs queue (§8). */
@@ -66,7 +74,7 @@ export interface Config {
   hosts: readonly SshHostConfig[] | undefined;
   /** ssh's program. */
   sshBin: string;
-  /** How long an SSH host may keep silent: up to a session's first frame, and mid-session through ssh's keep-alives (§21.2). */
+  /** How long an SSH host may keep silent: until a session's first frame, and mid-session (§21.2). */
   sshTimeoutMs: number;
 }
 
@@ -83,102 +91,49 @@ export const DEPTH_VARIABLE = "CLAUDE_DISPATCH_DEPTH";
 
 const DAY_MS = 86_400_000;
 
-/** A setting set but invalid: its name, its value as set, and what it must be ("must be one of keep, kill"). */
-export interface ConfigProblem {
-  setting: string;
-  value: string;
-  problem: string;
-}
-
-/** The configuration is invalid: the server refuses to start (§11), naming every invalid setting. */
-export class ConfigError extends Error {
-  constructor(readonly problems: readonly ConfigProblem[]) {
-    const each = problems.map((problem) => `  ${describeProblem(problem)}`);
-    const only = problems.length === 1 ? problems[0] : undefined;
-    super(only ? describeProblem(only) : [`${problems.length} settings are invalid:`, ...each].join("\n"));
-  }
-}
-
-/** "CLAUDE_DISPATCH_ON_EXIT must be one of keep, kill, got "detach"": the value echoed as §10 echoes values. */
-export function describeProblem({ setting, value, problem }: ConfigProblem): string {
-  return value === "" ? `${setting} ${problem}` : `${setting} ${problem}, got ${quoted(value)}`;
-}
+export { ConfigError, describeProblem, type ConfigProblem } from "./core/settings.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
+/** The agents this build has (runtimes/index.ts); a test may declare another. */
+type Runtimes = readonly RuntimeTraits[];
 
-/** Reads settings from the environment: each invalid one recorded and read as its default, so that all are checked. */
-class Settings {
-  readonly problems: ConfigProblem[] = [];
-
-  constructor(readonly env: Env) {}
-
-  /** Trimmed; unset, empty or only whitespace is undefined. */
-  optional(name: string): string | undefined {
-    const raw = this.env[name]?.trim();
-    return raw === undefined || raw === "" ? undefined : raw;
-  }
-
-  /** Records the problem and gives the fallback in the invalid value's place. */
-  refuse<T>(setting: string, value: string, problem: string, fallback: T): T {
-    this.problems.push({ setting, value, problem });
-    return fallback;
-  }
-
-  isInvalid(name: string): boolean {
-    return this.problems.some((problem) => problem.setting === name);
-  }
-
-  /** Plain decimal digits within the range (§11). */
-  integer<T extends number | undefined>(name: string, fallback: T, min: number, max: number): number | T {
-    const raw = this.env[name];
-    if (raw === undefined || raw.trim() === "") return fallback;
-    const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
-    if (Number.isSafeInteger(value) && value >= min && value <= max) return value;
-    return this.refuse(name, raw, `must be an integer from ${min} to ${max}`, fallback);
-  }
-
-  oneOf<T extends string>(name: string, values: readonly T[], fallback: T): T {
-    const value = this.optional(name) ?? fallback;
-    if ((values as readonly string[]).includes(value)) return value as T;
-    return this.refuse(name, value, `must be one of ${values.join(", ")}`, fallback);
-  }
-
-  /** A comma-separated list of names among `known`; undefined when unset or invalid. */
-  list(name: string, known: readonly string[], what: string): string[] | undefined {
-    const raw = this.optional(name);
-    if (raw === undefined) return undefined;
-    const names = raw.split(",").map((entry) => entry.trim()).filter(Boolean);
-    if (names.length > 0 && names.every((entry) => known.includes(entry))) return names;
-    return this.refuse(name, raw, `must list, comma-separated, ${what} among ${known.join(", ")}`, undefined);
-  }
-}
-
-function loadPolicy(settings: Settings): Omit<Policy, "roots"> {
-  const { defaultTimeoutMs } = DEFAULT_POLICY;
-  const modesSetting = "CLAUDE_DISPATCH_PERMISSION_MODES";
-  const listed = settings.list(modesSetting, PERMISSION_MODES, "permission modes") as PermissionMode[] | undefined;
-  const permissionModes = listed ?? [...DEFAULT_PERMISSION_MODES];
-  const defaultSetting = "CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE";
-  let defaultPermissionMode = settings.optional(defaultSetting) as PermissionMode | undefined;
-  // Against the modes as listed: when the list itself is invalid, its own problem says so.
-  const unlisted = defaultPermissionMode !== undefined && !permissionModes.includes(defaultPermissionMode);
-  if (defaultPermissionMode !== undefined && unlisted && !settings.isInvalid(modesSetting)) {
-    const allowed = `must be one of the modes ${modesSetting} allows (${permissionModes.join(", ")})`;
-    defaultPermissionMode = settings.refuse(defaultSetting, defaultPermissionMode, allowed, undefined);
-  }
-  let defaultModel = settings.optional("CLAUDE_DISPATCH_DEFAULT_MODEL");
-  if (defaultModel !== undefined && !MODEL_NAME.test(defaultModel)) {
-    const name = "a model name: up to 200 letters, digits and . _ : / @ [ ] -, starting with a letter or digit";
-    defaultModel = settings.refuse("CLAUDE_DISPATCH_DEFAULT_MODEL", defaultModel, `must be ${name}`, undefined);
-  }
+function loadPolicy(settings: Settings): Config["policy"] {
   return {
-    permissionModes,
-    defaultPermissionMode,
-    defaultModel,
     maxTurns: settings.integer("CLAUDE_DISPATCH_MAX_TURNS", undefined, 1, 10_000),
     maxBudgetUsd: loadBudget(settings),
-    defaultTimeoutMs: settings.integer("CLAUDE_DISPATCH_DEFAULT_TIMEOUT_MS", defaultTimeoutMs, 1000, DAY_MS),
+    defaultTimeoutMs: settings.integer("CLAUDE_DISPATCH_DEFAULT_TIMEOUT_MS", 120_000, 1000, DAY_MS),
   };
+}
+
+/** Each runtime's settings, read under the names it declares: a runtime added to the list needs nothing here. */
+function loadAgentSettings(settings: Settings, runtimes: Runtimes): Record<string, AgentSettings> {
+  return Object.fromEntries(runtimes.map((runtime) => [runtime.name, loadAgent(settings, runtime)]));
+}
+
+function loadAgent(settings: Settings, runtime: RuntimeTraits): AgentSettings {
+  const names = runtime.policySettings;
+  const listed = settings.list(names.modes, runtime.permissionModes, "permission modes");
+  const allowedModes = listed ?? runtime.permissionModes.filter((mode) => !runtime.dangerousModes.includes(mode));
+  const program = settings.optional(runtime.program.setting) ?? runtime.program.defaultBin;
+  const agent: AgentSettings = { program, allowedModes };
+  if (names.defaultMode !== undefined) {
+    let mode = settings.optional(names.defaultMode);
+    // Against the modes as listed: when the list itself is invalid, its own problem says so.
+    if (mode !== undefined && !allowedModes.includes(mode) && !settings.isInvalid(names.modes)) {
+      const allowed = `must be one of the modes ${names.modes} allows (${allowedModes.join(", ")})`;
+      mode = settings.refuse(names.defaultMode, mode, allowed, undefined);
+    }
+    agent.defaultMode = mode;
+  }
+  if (names.defaultModel !== undefined) {
+    let model = settings.optional(names.defaultModel);
+    if (model !== undefined && !MODEL_NAME.test(model)) {
+      const name = "a model name: up to 200 letters, digits and . _ : / @ [ ] -, starting with a letter or digit";
+      model = settings.refuse(names.defaultModel, model, `must be ${name}`, undefined);
+    }
+    agent.defaultModel = model;
+  }
+  return agent;
 }
 
 function loadBudget(settings: Settings): number | undefined {
@@ -210,9 +165,12 @@ const DEFAULT_HOST: Host = {
   },
 };
 
+/** Every setting read, and those that are invalid. */
+type Checked = { config: Config; problems: ConfigProblem[] };
+
 /** The configuration, or a ConfigError naming every invalid setting (§11). */
-export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
-  const { config, problems } = checkConfig(env, host);
+export function loadConfig(env: Env, host: Partial<Host> = {}, runtimes: Runtimes = RUNTIMES): Config {
+  const { config, problems } = checkConfig(env, host, runtimes);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
@@ -221,15 +179,13 @@ export function loadConfig(env: Env, host: Partial<Host> = {}): Config {
  * Every setting checked (doctor, §17): each invalid one named, and read as its default in the configuration
  * returned, which holds every valid setting as it is set.
  */
-export function checkConfig(env: Env, host: Partial<Host> = {}): { config: Config; problems: ConfigProblem[] } {
+export function checkConfig(env: Env, host: Partial<Host> = {}, runtimes: Runtimes = RUNTIMES): Checked {
   const { pathDelimiter, cpus, platform, home, readTextFile } = { ...DEFAULT_HOST, ...host };
   const settings = new Settings(env);
+  const names = runtimes.map((runtime) => runtime.name);
   const config: Config = {
-    claudeBin: settings.optional("CLAUDE_DISPATCH_CLAUDE_BIN") ?? AGENT_PROGRAMS.claude.defaultBin,
-    agents: unique(settings.list("CLAUDE_DISPATCH_AGENTS", AGENT_NAMES, "agents")?.filter(isAgentName)),
-    codexBin: settings.optional("CLAUDE_DISPATCH_CODEX_BIN") ?? AGENT_PROGRAMS.codex.defaultBin,
-    geminiBin: settings.optional("CLAUDE_DISPATCH_GEMINI_BIN") ?? AGENT_PROGRAMS.gemini.defaultBin,
-    agentModes: { codex: loadAgentModes(settings, "codex"), gemini: loadAgentModes(settings, "gemini") },
+    agents: unique(settings.list("CLAUDE_DISPATCH_AGENTS", names, "agents")),
+    agentSettings: loadAgentSettings(settings, runtimes),
     depth: settings.integer(DEPTH_VARIABLE, 0, 0, 1000),
     maxDepth: settings.integer("CLAUDE_DISPATCH_MAX_DEPTH", 1, 0, 1000),
     maxLineBytes: settings.integer("CLAUDE_DISPATCH_MAX_LINE_BYTES", DEFAULT_MAX_LINE_BYTES, 1024, 1024 ** 3),
@@ -250,7 +206,7 @@ export function checkConfig(env: Env, host: Partial<Host> = {}): { config: Confi
     approvalTimeoutMs: settings.integer("CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS", 600_000, 1000, DAY_MS),
     worktree: settings.oneOf("CLAUDE_DISPATCH_WORKTREE", WORKTREE_POLICIES, "off"),
     worktreeDir: loadWorktreeDir(settings),
-    hosts: loadHosts(settings, readTextFile),
+    hosts: loadHosts(settings, readTextFile, names),
     sshBin: settings.optional("CLAUDE_DISPATCH_SSH_BIN") ?? "ssh",
     sshTimeoutMs: settings.integer("CLAUDE_DISPATCH_SSH_TIMEOUT_MS", DEFAULT_SSH_TIMEOUT_MS, 1000, 600_000),
     policy: loadPolicy(settings),
@@ -272,13 +228,6 @@ function loadStateDir(settings: Settings, platform: string, home: string): strin
   }
 }
 
-/** The modes a call may ask of another agent: as listed, else all but those that drop its safety checks. */
-function loadAgentModes(settings: Settings, agent: "codex" | "gemini"): string[] {
-  const runtime = traitsOf(agent);
-  const listed = settings.list(MODES_SETTINGS[agent], runtime.permissionModes, "permission modes");
-  return listed ?? runtime.permissionModes.filter((mode) => !runtime.dangerousModes.includes(mode));
-}
-
 /** An absolute path, or unset; never relative, which would depend on where a host starts the server. */
 function loadWorktreeDir(settings: Settings): string | undefined {
   const value = settings.optional("CLAUDE_DISPATCH_WORKTREE_DIR");
@@ -288,12 +237,14 @@ function loadWorktreeDir(settings: Settings): string | undefined {
   return settings.refuse("CLAUDE_DISPATCH_WORKTREE_DIR", value, "must be an absolute path", undefined);
 }
 
-function loadHosts(settings: Settings, readTextFile: (file: string) => string): SshHostConfig[] | undefined {
+type HostsRead = SshHostConfig[] | undefined;
+
+function loadHosts(settings: Settings, readFile: Host["readTextFile"], agents: readonly string[]): HostsRead {
   const name = "CLAUDE_DISPATCH_HOSTS";
   const raw = settings.optional(name);
   if (raw === undefined) return undefined;
   try {
-    return parseHostsSetting(raw, readTextFile, AGENT_NAMES);
+    return parseHostsSetting(raw, readFile, agents);
   } catch (error) {
     // The parser's reason starts with the setting's name; here it follows what the setting must be.
     const reason = clip((error as Error).message.replace(/^CLAUDE_DISPATCH_HOSTS:? /, ""), 300);
@@ -351,41 +302,66 @@ function loadRoots(settings: Settings, pathDelimiter: string): string[] | undefi
   return settings.refuse("CLAUDE_DISPATCH_ROOTS", raw, range, undefined);
 }
 
-/** The program an agent runs as: its setting, else its name on PATH. */
+/** The program an agent runs as: its setting, else its name on PATH; an agent this build lacks, its name. */
 export function programOf(config: Config, agent: string): string {
-  return agent === "codex" ? config.codexBin : agent === "gemini" ? config.geminiBin : config.claudeBin;
+  return config.agentSettings[agent]?.program ?? agent;
 }
 
 /**
- * The agents this server offers (§7), each with what a call may ask of it: CLAUDE_DISPATCH_AGENTS, else Claude Code and
- * the others whose program is found on PATH now. Claude Code is always the default, found or not: a GUI host's short
- * PATH must give SPAWN_FAILED with its fix, not an agent quietly missing. A call for an agent whose program is not
- * there now fails at once with that fix (missingProgram), before any job is made.
+ * The agents this server offers (§7), each with what a call may ask of it: CLAUDE_DISPATCH_AGENTS, else the
+ * default agent and the others whose program is found on PATH now. The default agent is offered found or not: a
+ * GUI host's short PATH must give SPAWN_FAILED with its fix, not an agent quietly missing. A call for an agent
+ * whose program is not there now fails at once with that fix (missingProgram), before any job is made.
  */
-export function offeredAgents(config: Config, env: Env, platform: string): AgentOffer[] {
-  const found = (name: AgentName): boolean => findProgram(programOf(config, name), env, { platform }) !== undefined;
-  const names = config.agents ?? ["claude", ...(["codex", "gemini"] as const).filter(found)];
-  return names.map((name) => {
-    const runtime = traitsOf(name);
-    return {
-      name,
-      modes: runtime.permissionModes,
-      allowedModes: name === "claude" ? config.policy.permissionModes : config.agentModes[name],
-      supportedOptions: runtime.supportedOptions,
-      modesSetting: MODES_SETTINGS[name],
-      ...(runtime.optionProblem ? { optionProblem: runtime.optionProblem } : {}),
-      missingProgram: () => missingProgram(config, name, env, platform),
-    };
+export function offeredAgents(config: Config, env: Env, platform: string, runtimes: Runtimes = RUNTIMES): AgentOffer[] {
+  const found = (name: string): boolean => findProgram(programOf(config, name), env, { platform }) !== undefined;
+  const known = runtimes.map((runtime) => runtime.name);
+  const names = config.agents ?? known.filter((name) => name === DEFAULT_AGENT || found(name));
+  return names.flatMap((name) => {
+    const runtime = traitsOf(name, runtimes);
+    const agent = config.agentSettings[name];
+    const missing = (): string | undefined => missingProgram(config, name, env, platform, runtimes);
+    return runtime && agent ? [offerOf(runtime, agent, missing)] : [];
   });
 }
 
+/** What a call may ask of one agent, from what its runtime declares and what the operator set. */
+function offerOf(runtime: RuntimeTraits, agent: AgentSettings, missing?: () => string | undefined): AgentOffer {
+  const { name, label, permissionModes: modes, dangerousModes, supportedOptions, optionProblem } = runtime;
+  const { allowedModes, defaultMode, defaultModel } = agent;
+  const modesSetting = runtime.policySettings.modes;
+  const offer: AgentOffer = { name, label, modes, dangerousModes, allowedModes, supportedOptions, modesSetting };
+  if (defaultMode !== undefined) offer.defaultMode = defaultMode;
+  if (defaultModel !== undefined) offer.defaultModel = defaultModel;
+  if (optionProblem) offer.optionProblem = optionProblem;
+  if (missing) offer.missingProgram = missing;
+  return offer;
+}
+
+/**
+ * The policy of an unset environment (§11): no caps, no roots, and the default agent offered with the modes its
+ * unset setting allows; its program is not looked for.
+ */
+export const DEFAULT_POLICY: Policy = {
+  ...loadPolicy(new Settings({})),
+  roots: undefined,
+  agents: RUNTIMES.filter((runtime) => runtime.name === DEFAULT_AGENT).map((runtime) =>
+    offerOf(runtime, loadAgent(new Settings({}), runtime)),
+  ),
+};
+
+/** Why an agent's program cannot be started here: undefined when it can. */
+type Missing = string | undefined;
+
 /** Why the agent's program cannot be started here, as its spawn would say (§7.3); undefined when it is there. */
-export function missingProgram(config: Config, name: AgentName, env: Env, platform: string): string | undefined {
+export function missingProgram(config: Config, name: string, env: Env, platform: string, runtimes?: Runtimes): Missing {
   const bin = programOf(config, name);
   if (findProgram(bin, env, { platform }) !== undefined) return undefined;
-  const { defaultBin, setting, install } = AGENT_PROGRAMS[name];
+  const program = traitsOf(name, runtimes ?? RUNTIMES)?.program;
+  if (!program) return `${bin} not found`;
+  const { defaultBin, setting } = program;
   if (bin !== defaultBin && isRegularFile(bin)) return `${bin} is not executable (${setting}); check its mode`;
-  return programNotFound({ bin, defaultBin, setting, install });
+  return programNotFound({ bin, ...program });
 }
 
 /** What the server says once at its start (§7.5): the agents it offers, any it cannot start, and those not found. */
@@ -402,6 +378,6 @@ export function agentsAtStart(offers: readonly AgentOffer[], config: Config): { 
 }
 
 /** The agents left out because their program was not found: none when CLAUDE_DISPATCH_AGENTS lists them (§7.5). */
-export function unofferedAgents(offered: readonly string[], config: Config): AgentName[] {
-  return config.agents === undefined ? AGENT_NAMES.filter((name) => !offered.includes(name)) : [];
+export function unofferedAgents(offered: readonly string[], config: Config): string[] {
+  return config.agents === undefined ? Object.keys(config.agentSettings).filter((name) => !offered.includes(name)) : [];
 }

@@ -12,7 +12,7 @@ import path from "node:path";
 import { ownLinuxStartTime } from "./hosts/local/self.js";
 import { systemClock } from "./core/clock.js";
 import { agentsAtStart, checkConfig, loadConfig, offeredAgents, programOf, type Config } from "./config.js";
-import { checkDirectory, resolveRoots } from "./hosts/local/directory.js";
+import { resolveRoots } from "./hosts/local/directory.js";
 import { createRequestHandler } from "./server/handler.js";
 import type { JobRegistry } from "./jobs/registry.js";
 import { createLogger, type Logger } from "./core/log.js";
@@ -20,10 +20,12 @@ import { StateStore } from "./store/state-store.js";
 import { StateError } from "./store/records.js";
 import { createMessageWriter, serveStdio } from "./server/stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./core/version.js";
-import { createJobs, lazyLocalHost, lazyRuntimes, loadProcessControl, localWorktrees, ownIdentity, worktreeHolds, type LocalHost, type Machine } from "./wiring/jobs.js";
+import { createJobs, lazyRuntimes, worktreeHolds } from "./wiring/jobs.js";
+import { createHosts, HostSet, loadProcessControl, localHost, ownIdentity } from "./wiring/hosts.js";
+import type { Loaders } from "./wiring/loaders.js";
+import type { Machine } from "./wiring/machine.js";
 import { Carrying } from "./wiring/carrying.js";
 import { CarrierSlot, PresenceFiles, settingsOf } from "./store/presence.js";
-import type { SshHost } from "./hosts/ssh/ssh-host.js";
 
 /** After the kill grace, this long for responses to be written before we exit anyway. */
 const SHUTDOWN_SLACK_MS = 2000;
@@ -52,6 +54,14 @@ function machine(): Machine {
     kill: (pid, signal) => void process.kill(pid, signal),
   };
 }
+
+/** The modules loaded on first use: the one place that imports them dynamically (BENCHMARKS.md (a)). */
+const loaders: Loaders = {
+  processes: () => import("./hosts/local/index.js"),
+  git: () => import("./hosts/local/git.js"),
+  runtimes: () => import("./runtimes/all.js"),
+  sshHosts: () => import("./wiring/ssh-hosts.js"),
+};
 
 /** The command line reads the kill grace like the server, but an invalid configuration must not stop a kill. */
 function cliKillGraceMs(): number {
@@ -129,13 +139,13 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
   const store = openState(config);
   const logger = createLogger(process.stderr, "warn");
   const [{ serveRemote }, { remoteSide }] = await Promise.all([import("./hosts/ssh/remote.js"), import("./wiring/remote.js")]);
-  const host = lazyLocalHost(machine(), config, logger);
-  const runtimes = lazyRuntimes();
+  // This machine only, anywhere: the roots are the ones each request names (§21.3).
+  const hosts = new HostSet(localHost({ machine: machine(), config, roots: undefined, loaders, logger }));
+  const runtimes = lazyRuntimes(loaders);
   await runtimes.load();
-  const worktrees = localWorktrees(machine(), config);
   const side = remoteSide({
     store,
-    git: worktrees,
+    git: hosts.home.worktrees,
     worktreeRoot: config.worktreeDir ?? path.join(config.stateDir, "worktrees"),
     env: process.env,
     platform: process.platform,
@@ -144,12 +154,9 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
       const jobs = await createJobs({
         machine: machine(),
         config,
-        policy: { ...config.policy, roots: undefined },
-        roots: undefined,
+        policy: { ...config.policy, roots: undefined, agents: offeredAgents(config, process.env, process.platform) },
         store,
-        host,
-        sshHosts: new Map(),
-        worktrees,
+        hosts,
         logger,
         runtimes,
         ...(start ? { remoteStart: { jobId: start.job_id, command: start.command, args: start.args, env: start.env } } : {}),
@@ -201,7 +208,7 @@ async function main(): Promise<void> {
       // What `sessions` lists without a DIR.
       cwd: process.cwd(),
       clock: systemClock,
-      processControl: (logger) => loadProcessControl(machine(), { clock: systemClock, logger, killGraceMs: cliKillGraceMs() }),
+      processControl: (logger) => loadProcessControl(machine(), loaders, { clock: systemClock, logger, killGraceMs: cliKillGraceMs() }),
       // For the host configuration snippet `doctor` prints.
       nodePath: process.execPath,
       mainPath: entryPoint(),
@@ -213,12 +220,12 @@ async function main(): Promise<void> {
           );
         });
       },
-      sshHosts: async () => {
+      hosts: async (processes) => {
         // The valid settings, as doctor checks them: another invalid one must not hide the hosts (§21.5).
         const { config } = checkConfig(process.env, hostFacts());
-        if (!config.hosts) return [];
-        const { createSshHosts } = await import("./wiring/ssh-hosts.js");
-        return [...createSshHosts(config, machine(), process.getuid?.(), createLogger(process.stderr, "warn"), false).values()];
+        const logger = createLogger(process.stderr, "warn");
+        const roots = config.roots ? await resolveRoots(config.roots).catch(() => undefined) : undefined;
+        return createHosts({ machine: machine(), config, roots, loaders, logger, shareConnections: false, uid: process.getuid?.(), processes });
       },
       startCarrier: async (stateDir, env) => (await import("./hosts/local/detached.js")).startCarrierProcess({ ...machine(), stateDir, env }),
       // Names the CLI in a claim file when `kill` finishes the record of a dead server.
@@ -253,39 +260,31 @@ async function readConfig(env: NodeJS.ProcessEnv = process.env): Promise<{ confi
   }
 }
 
-/** The hosts reached over ssh (§21); their code loads only when some are configured. */
-async function sshHostsOf(config: Config, logger: Logger, store: StateStore | undefined): Promise<Map<string, SshHost>> {
-  if (!config.hosts) return new Map();
-  const { createSshHosts } = await import("./wiring/ssh-hosts.js");
-  return createSshHosts(config, machine(), process.getuid?.(), logger, true, store);
-}
-
 /** What a server and the carrier both run: the job registry on the state directory, and everything it needs. */
 async function startJobs(config: Config, roots: string[] | undefined, env: NodeJS.ProcessEnv, restore = true) {
-  const hosts = (config.hosts ?? []).map((host) => ({ name: host.name, roots: host.roots, agents: host.agents }));
-  const policy = { ...config.policy, roots, agents: offeredAgents(config, env, process.platform), ...(hosts.length > 0 ? { hosts } : {}) };
+  const offers = (config.hosts ?? []).map((host) => ({ name: host.name, roots: host.roots, agents: host.agents }));
+  const policy = { ...config.policy, roots, agents: offeredAgents(config, env, process.platform), ...(offers.length > 0 ? { hosts: offers } : {}) };
   // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of
   // this server inside a dispatched agent must never restore, adopt, claim or write its parent's jobs.
   const gated = config.depth >= config.maxDepth;
   const store = gated ? undefined : openState(config);
   const logger = createLogger(process.stderr, config.logLevel);
-  const host = lazyLocalHost(machine(), config, logger);
-  const worktrees = localWorktrees(machine(), config);
-  const sshHosts = await sshHostsOf(config, logger, store);
-  const runtimes = lazyRuntimes();
-  const jobs = await createJobs({ machine: machine(), config, policy, roots, store, host, sshHosts, worktrees, logger, runtimes });
+  const hosts = await createHosts({ machine: machine(), config, roots, loaders, logger, store, uid: process.getuid?.() });
+  const runtimes = lazyRuntimes(loaders);
+  const jobs = await createJobs({ machine: machine(), config, policy, store, hosts, logger, runtimes });
   if (store && restore) await restoreJobs(store, jobs, logger);
-  return { policy, gated, store, logger, host, worktrees, sshHosts, runtimes, jobs };
+  return { policy, gated, store, logger, hosts, runtimes, jobs };
 }
 
 /** This process's part in carrying the state directory's work (§15.8). */
-async function carryingOf(store: StateStore, jobs: JobRegistry, host: LocalHost, env: NodeJS.ProcessEnv, logger: Logger): Promise<Carrying> {
+async function carryingOf(store: StateStore, jobs: JobRegistry, hosts: HostSet, env: NodeJS.ProcessEnv, logger: Logger): Promise<Carrying> {
+  const processes = () => hosts.home.processes();
   return new Carrying({
     presence: new PresenceFiles(store.root, () => crypto.randomUUID()),
     jobs,
-    self: await ownIdentity(machine(), host.processControl),
+    self: await ownIdentity(machine(), processes),
     settings: settingsOf(env),
-    isAlive: async (named) => (await host.processControl()).isAlive(named.pid, named.start_time),
+    isAlive: async (named) => (await processes()).isAlive(named.pid, named.start_time),
     clock: systemClock,
     logger,
   });
@@ -293,12 +292,12 @@ async function carryingOf(store: StateStore, jobs: JobRegistry, host: LocalHost,
 
 async function serve(): Promise<void> {
   const { config, roots } = await readConfig();
-  const { policy, gated, store, logger, host, worktrees, sshHosts, runtimes, jobs } = await startJobs(config, roots, process.env);
-  const carrying = store ? await carryingOf(store, jobs, host, process.env, logger) : undefined;
+  const { policy, gated, store, logger, hosts, runtimes, jobs } = await startJobs(config, roots, process.env);
+  const carrying = store ? await carryingOf(store, jobs, hosts, process.env, logger) : undefined;
   const writer = createMessageWriter(process.stdout, logger);
   const handle = createRequestHandler({
     jobs,
-    checkDirectory: (dir) => checkDirectory(dir, roots),
+    checkDirectory: (dir) => hosts.home.checkDirectory(dir),
     notify: (notification) => void writer.write(notification),
     policy,
     maxResultChars: config.maxResultChars,
@@ -308,12 +307,10 @@ async function serve(): Promise<void> {
     server: { name: SERVER_NAME, version: SERVER_VERSION },
     depth: { current: config.depth, max: config.maxDepth },
     jobRetentionMs: config.jobRetentionMs,
-    ...(store ? { worktrees: { policy: config.worktree, git: worktrees, hold: worktreeHolds(store, machine(), host), readPrompt: (id: string) => store.readPrompt(id) }, hostWorktrees: (name: string) => sshHosts.get(name)?.worktrees } : {}),
-    // Claude Code's own store of sessions, where the agents this server starts keep theirs (§20).
-    sessions: async (cwd: string, limit: number) => {
-      const { claudeConfigDir, listClaudeSessions } = await import("./runtimes/claude/sessions.js");
-      return listClaudeSessions({ configDir: claudeConfigDir(process.env, homedir()), cwd, limit });
-    },
+    hosts,
+    ...(store ? { worktrees: { policy: config.worktree, hold: worktreeHolds(store, machine(), hosts), readPrompt: (id: string) => store.readPrompt(id) } } : {}),
+    // The store of sessions of the agent that keeps one, where the agents this server starts keep theirs (§20).
+    sessions: async (cwd: string, limit: number) => (await loaders.runtimes()).listSessions(process.env, homedir(), cwd, limit),
     ready: runtimes.load,
   });
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
@@ -322,7 +319,7 @@ async function serve(): Promise<void> {
   if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
   const agents = agentsAtStart(policy.agents, config);
   logger[agents.level](`${SERVER_NAME} ${SERVER_VERSION} ready (${agents.text})`);
-  installShutdown({ config, jobs, host, sshHosts, server, writer, logger, carrying, stateDir: store?.root });
+  installShutdown({ config, jobs, hosts, server, writer, logger, carrying, stateDir: store?.root });
 }
 
 /**
@@ -340,15 +337,16 @@ async function serveCarrier(args: string[]): Promise<void> {
   const { config, roots } = await readConfig(env);
   if (config.depth >= config.maxDepth) process.exit(0);
   const early = createLogger(process.stderr, config.logLevel);
-  const host = lazyLocalHost(machine(), config, early);
-  const slot = new CarrierSlot(config.stateDir, await ownIdentity(machine(), host.processControl));
-  if (!(await slot.take(async (named) => (await host.processControl()).isAlive(named.pid, named.start_time)))) {
+  const here = localHost({ machine: machine(), config, roots, loaders, logger: early });
+  const processes = () => here.processes();
+  const slot = new CarrierSlot(config.stateDir, await ownIdentity(machine(), processes));
+  if (!(await slot.take(async (named) => (await processes()).isAlive(named.pid, named.start_time)))) {
     early.info("another carrier carries this state directory; exiting");
     process.exit(0);
   }
-  const { store, logger, jobs, sshHosts } = await startJobs(config, roots, env, false);
+  const { store, logger, jobs, hosts } = await startJobs(config, roots, env, false);
   if (!store) process.exit(0);
-  const carrying = await carryingOf(store, jobs, host, env, logger);
+  const carrying = await carryingOf(store, jobs, hosts, env, logger);
   // Present before it takes anything over: killed at any point after this, it is replaced (§15.8).
   const present = carrying.present("carrier");
   let leaving = false;
@@ -361,7 +359,7 @@ async function serveCarrier(args: string[]): Promise<void> {
     slot.release();
     // Whatever still runs is left on disk, to the next server or carrier (§15.3).
     await jobs.leave();
-    await Promise.all([...sshHosts.values()].map((remote) => remote.close().catch(() => undefined)));
+    await hosts.close();
     process.exit(code);
   };
   for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => void leave(signal, 0));
@@ -384,15 +382,14 @@ async function serveCarrier(args: string[]): Promise<void> {
 function installShutdown(parts: {
   config: Config;
   jobs: JobRegistry;
-  host: LocalHost;
-  sshHosts: ReadonlyMap<string, SshHost>;
+  hosts: HostSet;
   server: ReturnType<typeof serveStdio>;
   writer: ReturnType<typeof createMessageWriter>;
   logger: Logger;
   carrying: Carrying | undefined;
   stateDir: string | undefined;
 }): void {
-  const { config, jobs, host, sshHosts, server, writer, logger, carrying } = parts;
+  const { config, jobs, hosts, server, writer, logger, carrying } = parts;
   let shuttingDown = false;
   let finalExitCode = 0;
   const shutdown = async (reason: string, exitCode = 0): Promise<void> => {
@@ -414,10 +411,10 @@ function installShutdown(parts: {
       await jobs.leave();
     } else {
       await jobs.shutdown();
-      await (await host.loaded())?.idle();
+      await hosts.home.idle();
     }
     // Agents elsewhere run on (or were killed above); this server's sessions and shared connections end (§21.4).
-    await Promise.all([...sshHosts.values()].map((remote) => remote.close().catch(() => undefined)));
+    await hosts.close();
     // Runs and waits on the killed jobs now answer; give their responses a moment to be written.
     let cancelSlack = (): void => undefined;
     await Promise.race([server.idle(), new Promise<void>((resolve) => (cancelSlack = systemClock.setTimer(resolve, SHUTDOWN_SLACK_MS)))]);

@@ -17,6 +17,7 @@ import { after, afterEach, before, describe, test } from "node:test";
 import { listLinuxProcesses } from "../src/hosts/local/index.js";
 import { commandLine, isAlive, waitFor } from "./processes.js";
 import { minimalEnvironment, ServerProcess, type RpcResponse } from "./server-process.js";
+import { fileWritten } from "./support/events.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
 import { codexMockConfig, startMockOpenAI } from "./fixtures/mock-openai.mjs";
 // @ts-expect-error: a plain ESM fixture without type declarations
@@ -153,16 +154,18 @@ for (const agent of AGENTS) {
     test("start, wait, and kill during a long shell call: no descendant is left", async () => {
       const server = startServer();
       await server.initialize();
-      const token = `long-${agent.name}-${Date.now()}`;
-      const started = report(await server.callTool("claude_start", { agent: agent.name, prompt: `MOCK:BASH sleep 300; echo ${token}`, cwd: project(), permission_mode: agent.shellMode }));
+      const cwd = project();
+      const token = `long-${agent.name}-${path.basename(cwd)}`;
+      // The shell call says it has started with a file in the folder the agent works in (its own pid may be
+      // another namespace's: Codex sandboxes it), and is then found by its command line.
+      const command = `echo started > shell-started; sleep 300; echo ${token}`;
+      const args = { agent: agent.name, prompt: `MOCK:BASH ${command}`, cwd, permission_mode: agent.shellMode };
+      const started = report(await server.callTool("claude_start", args));
       const jobId = started.job_id as string;
-      let toolPid: number | undefined;
-      const deadline = Date.now() + 30_000;
-      while (toolPid === undefined && Date.now() < deadline) {
-        toolPid = (await listLinuxProcesses()).find((info) => commandLine(info.pid).includes(token) && commandLine(info.pid).includes("sleep"))?.pid;
-        if (toolPid === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      assert.ok(toolPid, "the shell call started");
+      await fileWritten(path.join(cwd, "shell-started"));
+      const isTheCall = (pid: number): boolean => ["sleep", token].every((word) => commandLine(pid).includes(word));
+      const toolPid = (await listLinuxProcesses()).find((info) => isTheCall(info.pid))?.pid;
+      assert.ok(toolPid, "the shell call runs");
       const killed = report(await server.callTool("claude_kill", { job_id: jobId }));
       assert.equal(killed.status, "killed", JSON.stringify(killed));
       assert.equal(isAlive(toolPid), false, "the shell call is gone");

@@ -59,7 +59,7 @@ function runningJob(): { store: StateStore; id: string; dir: string; stateDir: s
   const { dir: stateDir, store } = newStateIn(scratch);
   const id = randomUUID();
   const owner = { pid: process.pid };
-  const base = { format: 1, id, kind: "start", cwd: scratch, prompt_preview: "x", options: {}, submitted_at: Date.now(), generation: 0 } as const;
+  const base = { format: 1, runtime: "claude", host: "local", id, kind: "start", cwd: scratch, prompt_preview: "x", options: {}, submitted_at: Date.now(), generation: 0 } as const;
   store.create({ ...base, status: "running", owner, agent: owner }, "x");
   return { store, id, dir: store.jobDir(id), stateDir };
 }

@@ -23,7 +23,7 @@ function jobInStore(): { store: StateStore; id: string; dir: string } {
   const store = new StateStore(dir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
   store.open();
   const id = `00000000-0000-4000-8000-${String((jobs += 1)).padStart(12, "0")}`;
-  const record: JobRecord = { format: 1, id, kind: "start", cwd: scratch, prompt_preview: "x", options: {}, status: "running", submitted_at: Date.now(), owner: { pid: process.pid }, generation: 0 };
+  const record: JobRecord = { format: 1, runtime: "claude", host: "local", id, kind: "start", cwd: scratch, prompt_preview: "x", options: {}, status: "running", submitted_at: Date.now(), owner: { pid: process.pid }, generation: 0 };
   store.create(record, "x");
   return { store, id, dir };
 }

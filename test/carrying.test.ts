@@ -39,7 +39,7 @@ class StubJobs {
 }
 
 function recordOwnedBy(id: string, owner: ProcessIdentity): JobRecord {
-  return { format: 1, id, kind: "start", cwd: "/w", prompt_preview: "", status: "queued", submitted_at: 1, owner, generation: 0 } as JobRecord;
+  return { format: 1, runtime: "claude", host: "local", id, kind: "start", cwd: "/w", prompt_preview: "", status: "queued", submitted_at: 1, owner, generation: 0 } as JobRecord;
 }
 
 function setup(self: ProcessIdentity, alive: Set<number>, clock = new FakeClock()) {

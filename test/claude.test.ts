@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { ClaudeStream, DISK_FULL_BYTES, agentEnvironment, claudeArgs, describeToolUse, findResultEvent, interpretExit, toAgentResult } from "../src/runtimes/claude/index.js";
+import { DISK_FULL_BYTES } from "../src/agent/ending.js";
+import { ClaudeStream, agentEnvironment, claudeArgs, describeToolUse, findResultEvent, interpretExit, toAgentResult } from "../src/runtimes/claude/index.js";
 import { createClaudeAgents, finishedChild } from "./helpers.js";
 import type { AgentOutcome } from "../src/agent/types.js";
 import type { StateDisk } from "../src/agent/runtime.js";

@@ -46,7 +46,7 @@ const newState = (): { dir: string; store: StateStore } => newStateIn(scratch);
 
 function running(now: number, overrides: Partial<JobRecord> = {}): JobRecord {
   return {
-    format: 1,
+    format: 1, runtime: "claude", host: "local",
     id: randomUUID(),
     kind: "start",
     cwd: `${HOME}/src/app`,

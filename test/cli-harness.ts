@@ -13,6 +13,7 @@ import { PassThrough } from "node:stream";
 import { runCli, type CliIo } from "../src/cli/index.js";
 import { systemClock, type Clock } from "../src/core/clock.js";
 import { StateStore } from "../src/store/state-store.js";
+import { localHosts } from "./host-fakes.js";
 
 export const HOME = "/home/tester";
 
@@ -54,6 +55,7 @@ export function startCli(args: string[], setup: CliSetup): StartedCli {
     trapInterrupts: setup.trapInterrupts,
     clock: setup.clock ?? { now: () => Date.parse("2025-06-01T12:00:00.000Z"), setTimer: systemClock.setTimer },
     processControl: setup.processControl ?? (async () => assert.fail("this command never loads the process layer")),
+    hosts: async (processes) => localHosts(processes, { pid: 31337 }),
     nodePath: "/usr/bin/node",
     mainPath: "/opt/claude-dispatch/dist/main.js",
     runFile: async () => assert.fail("no command here runs a program"),

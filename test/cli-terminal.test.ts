@@ -36,7 +36,7 @@ const LONG_PROMPT = "refactor the parser into modules, keeping the public API ex
 
 function job(overrides: Partial<JobRecord> = {}): JobRecord {
   return {
-    format: 1,
+    format: 1, runtime: "claude", host: "local",
     id: randomUUID(),
     kind: "start",
     cwd: WORKTREE_CWD,

@@ -5,7 +5,7 @@
  * built binary for `jobs --json`, `--version` and `--help`.
  */
 import assert from "node:assert/strict";
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,6 +32,7 @@ import { FakeTerminal } from "./cli-harness.js";
 import { formatBytes } from "../src/cli/format.js";
 import { isAlive, LINUX_PLATFORM, waitFor } from "./processes.js";
 import { SERVER_MAIN } from "./server-process.js";
+import { localHosts } from "./host-fakes.js";
 
 const isLinux = process.platform === "linux";
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-cli-"));
@@ -127,6 +128,7 @@ async function cli(args: string[], setup: Setup): Promise<Run> {
     stderr: { write: (text: string) => (stderr += text) },
     clock: setup.clock ?? fixedClock,
     processControl: async () => setup.processes ?? new FakeProcesses(),
+    hosts: async (processes) => localHosts(processes, CLI_IDENTITY),
     nodePath: "/usr/bin/node",
     mainPath: "/opt/claude dispatch/dist/main.js",
     runFile: setup.runFile ?? (async () => ({ ok: true, stdout: "2.1.332 (Claude Code)\n", stderr: "" })),
@@ -147,7 +149,7 @@ function newState(): { dir: string; store: StateStore } {
 
 function record(overrides: Partial<JobRecord> = {}): JobRecord {
   return {
-    format: 1,
+    format: 1, runtime: "claude", host: "local",
     id: randomUUID(),
     kind: "start",
     cwd: `${HOME}/src/app`,
@@ -321,6 +323,7 @@ describe("jobs", () => {
       id: active.id,
       kind: "start",
       agent: "claude",
+      host: "local",
       status: "running",
       cwd: `${HOME}/src/app`,
       submitted_at: NOW - 2 * HOUR,
@@ -664,27 +667,60 @@ describe("kill", () => {
 });
 
 describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => {
-  const children: ChildProcess[] = [];
+  const orphans: number[] = [];
   after(() => {
-    for (const child of children) child.kill("SIGKILL");
+    for (const pid of orphans) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Gone already: the test killed it.
+      }
+    }
   });
 
-  /** An "agent" in a session of its own, with a child in yet another session, as Claude Code's Bash tool makes. */
+  /**
+   * An "agent" in a session of its own, with a child in yet another session, as Claude Code's Bash tool makes. It is
+   * started by a process that exits at once, as a server that left it would: never this process's descendant, which
+   * a kill would refuse to take for an agent (§15.3).
+   */
   async function startAgent(marker: string): Promise<{ agentPid: number; startTime: string; grandchildPid: number }> {
     const pidFile = path.join(scratch, `grandchild-${randomUUID()}`);
+    const agentPidFile = path.join(scratch, `agent-${randomUUID()}`);
     const script = `
       const { spawn } = require("node:child_process");
       const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { detached: true, stdio: "ignore" });
       require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(child.pid));
       setInterval(() => {}, 1000);`;
-    const agent = spawn(process.execPath, ["-e", script], { detached: true, stdio: "ignore", env: { ...process.env, CLAUDE_DISPATCH_TREE: marker } });
-    children.push(agent);
-    const agentPid = agent.pid ?? assert.fail("the agent did not start");
+    const starter = `
+      const { spawn } = require("node:child_process");
+      const agent = spawn(process.execPath, ["-e", ${JSON.stringify(script)}], { detached: true, stdio: "ignore" });
+      require("node:fs").writeFileSync(${JSON.stringify(agentPidFile)}, String(agent.pid));
+      agent.unref();`;
+    const env = { PATH: process.env.PATH ?? "", CLAUDE_DISPATCH_TREE: marker };
+    const started = spawn(process.execPath, ["-e", starter], { stdio: "ignore", env });
+    await new Promise((resolve) => started.once("exit", resolve));
+    const agentPid = Number(readFileSync(agentPidFile, "utf8"));
+    assert.ok(agentPid > 1, "the agent did not start");
+    orphans.push(agentPid);
     const startTime = parseProcStat(readFileSync(`/proc/${agentPid}/stat`, "latin1"))?.startTime ?? assert.fail("no start time");
     await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8") !== "", "the agent's child");
     const grandchildPid = Number(readFileSync(pidFile, "utf8"));
+    orphans.push(grandchildPid);
     assert.ok(isAlive(agentPid) && isAlive(grandchildPid));
     return { agentPid, startTime, grandchildPid };
+  }
+
+  /** The real process layer, with a short grace. */
+  function realProcesses(): ReturnType<typeof createProcessControl> {
+    return createProcessControl({
+      platform: LINUX_PLATFORM,
+      clock: systemClock,
+      logger: new RecordingLogger(),
+      newMarker: () => randomUUID(),
+      defer: (fn) => void setImmediate(fn),
+      killGraceMs: 500,
+      killPollMs: 50,
+    });
   }
 
   // This test process, with a start time it never had: an owner that is certainly gone.
@@ -696,15 +732,7 @@ describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => 
     const { agentPid, startTime, grandchildPid } = await startAgent(marker);
     const job = add(store, running({ owner: deadOwner, agent: { pid: agentPid, start_time: startTime, tree_marker: marker } }));
     writeJobFile(store, job.id, "stdout.jsonl", TOOLS_STREAM_SO_FAR);
-    const processes = createProcessControl({
-      platform: LINUX_PLATFORM,
-      clock: systemClock,
-      logger: new RecordingLogger(),
-      newMarker: () => randomUUID(),
-      defer: (fn) => void setImmediate(fn),
-      killGraceMs: 500,
-      killPollMs: 50,
-    });
+    const processes = realProcesses();
     const run = await cli(["kill", job.id], { stateDir: dir, processes, clock: systemClock });
     assert.equal(run.code, 0, run.stdout + run.stderr);
     assert.match(run.stdout, /^Killed job .*'s process tree: \d+ processes signalled, none left\.\n/);
@@ -714,6 +742,18 @@ describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => 
     assert.equal(final?.kill_reason, "cli");
     assert.equal(final?.turns, 3);
     assert.deepEqual(final?.outcome, { ok: false, code: "KILLED", detail: "killed from the command line (claude-dispatch kill)" });
+  });
+
+  test("a record naming the command's own process is never signalled, whatever its start time says (§15.3)", async () => {
+    const { dir, store } = newState();
+    // A hostile agent can read /proc and write its record: here it names this process, which runs the command.
+    const ownStart = parseProcStat(readFileSync(`/proc/${process.pid}/stat`, "latin1"))?.startTime ?? assert.fail("no start time");
+    const job = add(store, running({ owner: deadOwner, agent: { pid: process.pid, start_time: ownStart } }));
+    const processes = realProcesses();
+    const run = await cli(["kill", job.id], { stateDir: dir, processes, clock: systemClock });
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /agent is not running \(pid \d+\): there was nothing to signal/);
+    assert.equal(store.read(job.id)?.status, "killed", "the record is finished, as its server is gone");
   });
 
   test("the built binary kills the tree and exits", async () => {

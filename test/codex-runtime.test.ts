@@ -21,7 +21,8 @@ import type { AgentOptions } from "../src/agent/options.js";
 import type { StateDisk } from "../src/agent/runtime.js";
 import type { AgentOutcome, AgentSpec } from "../src/agent/types.js";
 import { DispatchError } from "../src/core/errors.js";
-import { CodexReader, DISK_FULL_BYTES, codexArgs, codexEnvironment, codexRuntime, interpretCodexExit, shellScript } from "../src/runtimes/codex/index.js";
+import { DISK_FULL_BYTES } from "../src/agent/ending.js";
+import { CodexReader, codexArgs, codexEnvironment, codexRuntime, interpretCodexExit, shellScript } from "../src/runtimes/codex/index.js";
 import { minimalEnvironment } from "./server-process.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
 import { codexMockConfig, startMockOpenAI } from "./fixtures/mock-openai.mjs";

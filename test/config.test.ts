@@ -1,12 +1,19 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ConfigError, checkConfig, loadConfig } from "../src/config.js";
-import { DEFAULT_PERMISSION_MODES } from "../src/agent/policy.js";
+import type { RuntimeTraits } from "../src/agent/runtime.js";
+import { ConfigError, checkConfig, loadConfig, offeredAgents, programOf, unofferedAgents } from "../src/config.js";
+import { RUNTIMES } from "../src/runtimes/index.js";
+
+const DEFAULT_PERMISSION_MODES = ["default", "acceptEdits", "plan", "auto", "dontAsk"];
 
 test("defaults", () => {
   assert.deepEqual(loadConfig({}), {
-    claudeBin: "claude",
+    agentSettings: {
+      claude: { program: "claude", allowedModes: DEFAULT_PERMISSION_MODES, defaultMode: undefined, defaultModel: undefined },
+      codex: { program: "codex", allowedModes: ["read-only", "workspace-write"] },
+      gemini: { program: "gemini", allowedModes: ["default", "auto_edit", "plan"] },
+    },
     depth: 0,
     maxDepth: 1,
     maxLineBytes: 16 * 1024 * 1024,
@@ -17,9 +24,6 @@ test("defaults", () => {
     maxResultChars: 20_000,
     heartbeatMs: 15_000,
     policy: {
-      permissionModes: [...DEFAULT_PERMISSION_MODES],
-      defaultPermissionMode: undefined,
-      defaultModel: undefined,
       maxTurns: undefined,
       maxBudgetUsd: undefined,
       defaultTimeoutMs: 120_000,
@@ -36,9 +40,6 @@ test("defaults", () => {
     worktree: "off",
     worktreeDir: undefined,
     agents: undefined,
-    codexBin: "codex",
-    geminiBin: "gemini",
-    agentModes: { codex: ["read-only", "workspace-write"], gemini: ["default", "auto_edit", "plan"] },
     hosts: undefined,
     sshBin: "ssh",
     sshTimeoutMs: 30_000,
@@ -64,13 +65,12 @@ test("the operator policy is read, and roots split on the platform's delimiter",
     },
     { pathDelimiter: ";" },
   );
-  assert.deepEqual(config.policy, {
-    permissionModes: ["default", "acceptEdits", "bypassPermissions"],
-    defaultPermissionMode: "acceptEdits",
+  assert.deepEqual(config.policy, { maxTurns: 40, maxBudgetUsd: 2.5, defaultTimeoutMs: 300_000 });
+  assert.deepEqual(config.agentSettings.claude, {
+    program: "claude",
+    allowedModes: ["default", "acceptEdits", "bypassPermissions"],
+    defaultMode: "acceptEdits",
     defaultModel: "sonnet",
-    maxTurns: 40,
-    maxBudgetUsd: 2.5,
-    defaultTimeoutMs: 300_000,
   });
   assert.deepEqual(config.roots, ["C:\\work", "D:\\src"]);
   assert.equal(config.maxResultChars, 5000);
@@ -86,7 +86,8 @@ test("values are read and trimmed; empty means default", () => {
     CLAUDE_DISPATCH_JOB_RETENTION_MS: "",
     CLAUDE_DISPATCH_LOG_LEVEL: "debug",
   });
-  assert.equal(config.claudeBin, "/opt/claude");
+  assert.equal(config.agentSettings.claude?.program, "/opt/claude");
+  assert.equal(programOf(config, "claude"), "/opt/claude");
   assert.equal(config.depth, 2);
   assert.equal(config.maxDepth, 3);
   assert.equal(config.killGraceMs, 0);
@@ -177,7 +178,7 @@ test("CLAUDE_DISPATCH_WORKTREE and CLAUDE_DISPATCH_WORKTREE_DIR", () => {
 test("CLAUDE_DISPATCH_AGENTS and each agent's permission modes", () => {
   assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude, codex,codex" }).agents, ["claude", "codex"]);
   assert.throws(() => loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude,aider" }), /CLAUDE_DISPATCH_AGENTS must list, comma-separated, agents among claude, codex, gemini, got "claude,aider"/);
-  assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_GEMINI_PERMISSION_MODES: "yolo" }).agentModes.gemini, ["yolo"]);
+  assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_GEMINI_PERMISSION_MODES: "yolo" }).agentSettings.gemini?.allowedModes, ["yolo"]);
   assert.throws(() => loadConfig({ CLAUDE_DISPATCH_CODEX_PERMISSION_MODES: "yolo" }), /CLAUDE_DISPATCH_CODEX_PERMISSION_MODES must list, comma-separated, permission modes among read-only, .*, got "yolo"/);
 });
 
@@ -234,7 +235,7 @@ test("every invalid setting is named, with its value cut as echoes are (§10), a
     ["CLAUDE_DISPATCH_ON_DONE", "notify-send done"],
     ["CLAUDE_DISPATCH_WORKTREE", "sometimes"],
   ]);
-  assert.equal(config.claudeBin, "/opt/claude");
+  assert.equal(config.agentSettings.claude?.program, "/opt/claude");
   assert.equal(config.maxJobs, 3);
   assert.equal(config.worktree, "off", "an invalid setting reads as its default");
   assert.equal(config.policy.maxTurns, undefined);
@@ -267,4 +268,42 @@ test("the default permission mode is checked against the modes as listed, unless
   assert.match(refused[0]?.problem ?? "", /^must be one of the modes CLAUDE_DISPATCH_PERMISSION_MODES allows \(default, acceptEdits, plan, auto, dontAsk\)$/);
   const both = checkConfig({ CLAUDE_DISPATCH_PERMISSION_MODES: "default,yolo", CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE: "yolo" }).problems;
   assert.deepEqual(both.map((problem) => problem.setting), ["CLAUDE_DISPATCH_PERMISSION_MODES"], "one mistake, named once");
+});
+
+/** An agent a test declares: config reads its settings by the names it gives, with no edit to config.ts. */
+const FOURTH: RuntimeTraits = {
+  name: "fourth",
+  label: "Fourth CLI",
+  program: { setting: "CLAUDE_DISPATCH_FOURTH_BIN", defaultBin: "fourth", install: "install Fourth" },
+  supportedOptions: ["model", "permissionMode"],
+  permissionModes: ["careful", "reckless"],
+  dangerousModes: ["reckless"],
+  policySettings: { modes: "CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES", defaultMode: "CLAUDE_DISPATCH_FOURTH_DEFAULT_MODE" },
+};
+
+test("a fourth runtime in the list is configured and offered by what it declares", () => {
+  const runtimes = [...RUNTIMES, FOURTH];
+  const unset = loadConfig({}, {}, runtimes);
+  assert.deepEqual(unset.agentSettings.fourth, { program: "fourth", allowedModes: ["careful"], defaultMode: undefined });
+  const env = {
+    CLAUDE_DISPATCH_AGENTS: "claude,fourth",
+    CLAUDE_DISPATCH_FOURTH_BIN: "/opt/fourth",
+    CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES: "careful,reckless",
+    CLAUDE_DISPATCH_FOURTH_DEFAULT_MODE: "reckless",
+  };
+  const config = loadConfig(env, {}, runtimes);
+  assert.deepEqual(config.agents, ["claude", "fourth"]);
+  assert.equal(programOf(config, "fourth"), "/opt/fourth");
+  const [, fourth] = offeredAgents(config, {}, "linux", runtimes);
+  assert.equal(fourth?.name, "fourth");
+  assert.deepEqual(fourth?.allowedModes, ["careful", "reckless"]);
+  assert.equal(fourth?.defaultMode, "reckless");
+  assert.equal(fourth?.modesSetting, "CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES");
+  assert.equal(fourth?.missingProgram?.(), "/opt/fourth not found (CLAUDE_DISPATCH_FOURTH_BIN); check the path");
+  assert.deepEqual(unofferedAgents(["claude"], unset), ["codex", "gemini", "fourth"]);
+  assert.throws(
+    () => loadConfig({ CLAUDE_DISPATCH_FOURTH_DEFAULT_MODE: "reckless" }, {}, runtimes),
+    /CLAUDE_DISPATCH_FOURTH_DEFAULT_MODE must be one of the modes CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES allows \(careful\)/,
+  );
+  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_AGENTS: "fourth" }), /agents among claude, codex, gemini, got "fourth"/, "not without it in the list");
 });

@@ -327,18 +327,31 @@ function anchorsOf(markdown: string): Set<string> {
   return anchors;
 }
 
-test("README.md stays under 14000 bytes, and its links lead to pages and headings that exist", () => {
-  const readme = read("README.md");
-  const bytes = Buffer.byteLength(readme);
-  assert.ok(bytes < 14_000, `README.md is ${bytes} bytes; the bound is 14000`);
-  const links = [...readme.matchAll(/\]\(([^)]+)\)/g)].map((match) => match[1] ?? "");
-  assert.ok(links.length > 0);
+/** Every relative link of a page leads to a page, and a heading of it, that exist. */
+function checkLinks(name: string): void {
+  const markdown = read(name);
+  const folder = name.includes("/") ? name.slice(0, name.lastIndexOf("/") + 1) : "";
+  const links = [...markdown.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1] ?? "");
   for (const link of links.filter((target) => !/^[a-z]+:/.test(target))) {
     const [path = "", anchor] = link.split("#");
-    const page = path === "" ? readme : read(path); // read throws, naming the path, when the page is missing
+    const target = path === "" ? name : new URL(path, `file:///${folder}`).pathname.slice(1);
+    const page = path === "" ? markdown : read(target); // read throws, naming the path, when the page is missing
     if (anchor === undefined) continue;
-    assert.ok(anchorsOf(page).has(anchor), `README.md links to ${link}, a heading ${path} does not have`);
+    assert.ok(anchorsOf(page).has(anchor), `${name} links to ${link}, a heading ${target} does not have`);
   }
+}
+
+test("README.md stays under 14000 bytes, and its links lead to pages and headings that exist", () => {
+  const bytes = Buffer.byteLength(read("README.md"));
+  assert.ok(bytes < 14_000, `README.md is ${bytes} bytes; the bound is 14000`);
+  assert.match(read("README.md"), /\]\(PROTOCOL\.md#/);
+  checkLinks("README.md");
+});
+
+test("PROTOCOL.md stays under 55000 bytes; its links and those of docs/ lead to pages and headings", () => {
+  const bytes = Buffer.byteLength(read("PROTOCOL.md"));
+  assert.ok(bytes < 55_000, `PROTOCOL.md is ${bytes} bytes; the bound is 55000`);
+  for (const name of ["PROTOCOL.md", ...docPages()]) checkLinks(name);
 });
 
 test("serverInfo.version matches package.json", () => {

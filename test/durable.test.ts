@@ -11,8 +11,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { agentRecorded, isAlive, readPids, waitFor } from "./processes.js";
+import { agentRecorded, isAlive, readPids, readRecordFile, waitFor } from "./processes.js";
 import { FAKE_CLAUDE, minimalEnvironment, ServerProcess } from "./server-process.js";
+import { startJob } from "./support/tool-calls.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-durable-"));
 
@@ -51,22 +52,10 @@ async function startServer(stateDir: string, env: Record<string, string> = {}): 
   return server;
 }
 
-function readRecord(stateDir: string, id: string): Record<string, any> {
-  return JSON.parse(readFileSync(path.join(stateDir, "jobs", id, "record.json"), "utf8")) as Record<string, any>;
-}
-
-async function startJob(server: ServerProcess, prompt: string, cwd: string): Promise<string> {
-  const started = await server.callTool("claude_start", { prompt, cwd });
-  const id = started.result?.structuredContent?.job_id as string | undefined;
-  assert.ok(id, JSON.stringify(started));
-  return id;
-}
-
 async function crash(server: ServerProcess): Promise<void> {
   server.child.kill("SIGKILL");
   await server.exited;
 }
-
 
 async function waitResult(server: ServerProcess, id: string): Promise<Record<string, any>> {
   const waited = await server.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
@@ -98,11 +87,11 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
   test("SIGKILL the server mid-job: a new server follows the agent and claude_wait gets the result; nothing is duplicated or orphaned", async () => {
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir);
-    const id = await startJob(first, `@pid ${pids}\n@tools 2\n@wait-file ${gate}\nsurvive a crash`, cwd);
+    const id = await startJob(first, { prompt: `@pid ${pids}\n@tools 2\n@wait-file ${gate}\nsurvive a crash`, cwd });
     await waitFor(() => readPids(pids).length === 1, "the agent to start");
     await agentRecorded(stateDir, id);
     const [agent] = readPids(pids) as [number];
-    const recorded = readRecord(stateDir, id);
+    const recorded = readRecordFile(stateDir, id);
     assert.deepEqual([recorded.status, recorded.agent.pid, recorded.agent.pgid], ["running", agent, agent], "the agent leads its own process group");
     assert.match(recorded.agent.tree_marker, /^[0-9a-f-]{36}$/);
     await crash(first);
@@ -119,7 +108,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     assert.ok(report.session_id, "the session id is known, so the conversation can be resumed");
     assert.deepEqual(readPids(pids), [agent], "the agent was never started twice");
     await waitFor(() => !isAlive(agent), "the agent to be gone");
-    assert.equal(readRecord(stateDir, id).status, "completed");
+    assert.equal(readRecordFile(stateDir, id).status, "completed");
 
     const listed = await second.callTool("claude_list", {});
     assert.equal(listed.result?.structuredContent?.jobs.filter((job: { job_id: string }) => job.job_id === id).length, 1);
@@ -130,7 +119,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
   test("the agent finishes while no server runs: the next server finishes the job from its output file", async () => {
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir);
-    const id = await startJob(first, `@pid ${pids}\n@wait-file ${gate}\nfinish alone`, cwd);
+    const id = await startJob(first, { prompt: `@pid ${pids}\n@wait-file ${gate}\nfinish alone`, cwd });
     await waitFor(() => readPids(pids).length === 1, "the agent to start");
     await agentRecorded(stateDir, id);
     await crash(first);
@@ -151,7 +140,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
   test("an agent that died with no result while no server ran is lost, with a clear code", async () => {
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir);
-    const id = await startJob(first, `@pid ${pids}\n@wait-file ${gate}\nnever answers`, cwd);
+    const id = await startJob(first, { prompt: `@pid ${pids}\n@wait-file ${gate}\nnever answers`, cwd });
     await waitFor(() => readPids(pids).length === 1, "the agent to start");
     await agentRecorded(stateDir, id);
     await crash(first);
@@ -164,7 +153,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     assert.equal(waited.result?.structuredContent?.status, "lost");
     assert.equal(waited.result?.structuredContent?.error?.code, "AGENT_LOST");
     assert.equal(waited.result?.isError, true);
-    assert.equal(readRecord(stateDir, id).status, "lost");
+    assert.equal(readRecordFile(stateDir, id).status, "lost");
     second.endInput();
     await second.exited;
   });
@@ -215,11 +204,13 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir, { CLAUDE_DISPATCH_MAX_JOBS: "1" });
     const ids: string[] = [];
-    for (const name of ["one", "two", "three"]) ids.push(await startJob(first, `@pid ${pids}\n@wait-file ${gate}\njob ${name}`, cwd));
+    for (const name of ["one", "two", "three"]) {
+      ids.push(await startJob(first, { prompt: `@pid ${pids}\n@wait-file ${gate}\njob ${name}`, cwd }));
+    }
     await waitFor(() => readPids(pids).length === 1, "the first agent to start");
     await agentRecorded(stateDir, ids[0] as string);
     assert.deepEqual(
-      ids.map((id) => readRecord(stateDir, id).status),
+      ids.map((id) => readRecordFile(stateDir, id).status),
       ["running", "queued", "queued"],
     );
     await crash(first);
@@ -235,8 +226,9 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
       assert.match(String(report.result), new RegExp(`job ${["one", "two", "three"][index]}`));
     }
     assert.equal(readPids(pids).length, 3, "each job ran exactly once");
-    assert.equal(readRecord(stateDir, ids[0] as string).outcome.exit, undefined, "followed after the restart: its exit status is unknown");
-    assert.deepEqual(readRecord(stateDir, ids[1] as string).outcome.exit, { code: 0, signal: null }, "started by this server: its exit is recorded");
+    const exitOf = (id: string | undefined): unknown => readRecordFile(stateDir, id as string).outcome.exit;
+    assert.equal(exitOf(ids[0]), undefined, "followed after the restart: its exit status is unknown");
+    assert.deepEqual(exitOf(ids[1]), { code: 0, signal: null }, "started by this server: its exit is recorded");
     second.endInput();
     await second.exited;
   });
@@ -244,7 +236,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
   test("CLAUDE_DISPATCH_ON_EXIT=keep: closing stdin leaves the agent running for the next server; kill stops it", async () => {
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir);
-    const id = await startJob(first, `@pid ${pids}\n@wait-file ${gate}\nkeep me`, cwd);
+    const id = await startJob(first, { prompt: `@pid ${pids}\n@wait-file ${gate}\nkeep me`, cwd });
     await waitFor(() => readPids(pids).length === 1, "the agent to start");
     await agentRecorded(stateDir, id);
     first.endInput();
@@ -256,7 +248,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     const killed = await second.callTool("claude_kill", { job_id: id });
     assert.equal(killed.result?.structuredContent?.status, "killed", JSON.stringify(killed));
     assert.ok(!isAlive(agent), "the adopted agent's tree is killed like any other");
-    assert.equal(readRecord(stateDir, id).status, "killed");
+    assert.equal(readRecordFile(stateDir, id).status, "killed");
     second.endInput();
     await second.exited;
   });
@@ -264,11 +256,12 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
   test("a burst of starts, then stdin closed at once (keep): every agent is on record with its start time, and the next server finishes them all", async () => {
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir, { CLAUDE_DISPATCH_MAX_JOBS: "3" });
-    const ids = await Promise.all([1, 2, 3].map((n) => startJob(first, `@pid ${pids}\n@wait-file ${gate}\nburst ${n}`, cwd)));
+    const burst = (n: number) => startJob(first, { prompt: `@pid ${pids}\n@wait-file ${gate}\nburst ${n}`, cwd });
+    const ids = await Promise.all([1, 2, 3].map(burst));
     first.endInput();
     assert.equal((await first.exited).code, 0);
     for (const id of ids) {
-      const agent = readRecord(stateDir, id).agent;
+      const agent = readRecordFile(stateDir, id).agent;
       assert.ok(agent?.pid && agent.start_time && agent.tree_marker, `job ${id} was left without its agent's identity: ${JSON.stringify(agent)}`);
     }
     const second = await startServer(stateDir);
@@ -322,7 +315,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     const server = await startServer(stateDir);
     const following = await server.callTool("claude_wait", { job_id: id, hold_ms: 300 });
     assert.equal(following.result?.structuredContent?.status, "running", JSON.stringify(following));
-    assert.equal(readRecord(stateDir, id).agent.pid, readPids(pids)[0], "the pid found by the marker is recorded");
+    assert.equal(readRecordFile(stateDir, id).agent.pid, readPids(pids)[0], "the pid found by the marker is recorded");
     writeFileSync(gate, "");
     const report = await waitResult(server, id);
     assert.equal(report.status, "completed");
@@ -335,7 +328,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir);
     const second = await startServer(stateDir);
-    const id = await startJob(first, `@pid ${pids}\n@wait-file ${gate}\nserved by the survivor`, cwd);
+    const id = await startJob(first, { prompt: `@pid ${pids}\n@wait-file ${gate}\nserved by the survivor`, cwd });
     await waitFor(() => readPids(pids).length === 1, "the agent to start");
     await agentRecorded(stateDir, id);
     const whileAlive = await second.callTool("claude_wait", { job_id: id, hold_ms: 0 });
@@ -348,7 +341,8 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     assert.equal(report.status, "completed");
     assert.match(String(report.result), /served by the survivor/);
     assert.equal(readPids(pids).length, 1);
-    assert.equal(readRecord(stateDir, id).owner.pid, second.child.pid, "taken over by the survivor, which wrote the final record");
+    const owner = readRecordFile(stateDir, id).owner.pid;
+    assert.equal(owner, second.child.pid, "taken over by the survivor, which wrote the final record");
     second.endInput();
     await second.exited;
   });
@@ -435,7 +429,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     assert.equal(readPids(pids).length, 15, "every job ran once");
     assert.ok(most >= 1 && most <= 2, `at most 2 agents at once across the three servers, saw ${most}`);
     for (const mine of ids) {
-      const started = mine.map((id) => readRecord(stateDir, id).started_at as number);
+      const started = mine.map((id) => readRecordFile(stateDir, id).started_at as number);
       assert.deepEqual([...started].sort((x, y) => x - y), started, "each server starts its own jobs in submission order");
     }
   });
@@ -476,7 +470,7 @@ describe("durable jobs through the real server", { skip: process.platform !== "l
     for (const pid of tree) await waitFor(() => !isAlive(pid), `process ${pid} to be gone`);
     const onA = await structured(a, "claude_wait", { job_id: id });
     assert.equal(onA.status, "killed");
-    assert.match(String(readRecord(stateDir, id).outcome?.detail), /killed by claude_kill/);
-    assert.equal(readRecord(stateDir, id).kill_reason, "claude_kill");
+    assert.match(String(readRecordFile(stateDir, id).outcome?.detail), /killed by claude_kill/);
+    assert.equal(readRecordFile(stateDir, id).kill_reason, "claude_kill");
   });
 });

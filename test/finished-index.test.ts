@@ -15,6 +15,7 @@ import { StateStore } from "../src/store/state-store.js";
 import { type JobRecord } from "../src/store/records.js";
 import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger } from "./helpers.js";
+import { homeOnly } from "./host-fakes.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-index-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -39,7 +40,7 @@ const NOW = 1_000_000;
 
 function finishedRecord(overrides: Partial<JobRecord> = {}): JobRecord {
   return {
-    format: 1,
+    format: 1, runtime: "claude", host: "local",
     id: nextId(),
     kind: "start",
     cwd: "/w",
@@ -86,6 +87,7 @@ function registry(store: StateStore, options: { retentionMs?: number; maxBytes?:
     finishedTranscriptChars: 1_000_000,
     maxRunning: 10,
     persistence: {
+      ...homeOnly({}, { pid: 88, start_time: "2" }),
       store,
       owner: { pid: 88, start_time: "2" },
       attach: () => new FakeAgent({ prompt: "", cwd: "/" }),

@@ -19,8 +19,8 @@ import { fileURLToPath } from "node:url";
 import type { ChildExit } from "../src/agent/host.js";
 import type { StateDisk } from "../src/agent/runtime.js";
 import type { AgentOutcome, AgentSpec } from "../src/agent/types.js";
+import { DISK_FULL_BYTES } from "../src/agent/ending.js";
 import {
-  DISK_FULL_BYTES,
   GeminiReader,
   apiError,
   describeToolCall,

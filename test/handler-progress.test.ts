@@ -8,83 +8,31 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import type { AgentOptions } from "../src/agent/options.js";
-import type { JsonRpcNotification, JsonRpcResponse, RequestId } from "../src/server/jsonrpc.js";
-import { DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "../src/agent/policy.js";
+import type { JsonRpcNotification } from "../src/server/jsonrpc.js";
+import type { AgentOffer } from "../src/agent/options.js";
+import type { Policy } from "../src/agent/policy.js";
+import { DEFAULT_POLICY } from "../src/config.js";
 import { LIMITS, type ToolDefinition } from "../src/tools/definitions.js";
-import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
+import { cancel, handlerHarness, jobFinished, settle, track, type HandlerHarness } from "./helpers.js";
+import { bounded } from "./support/events.js";
+import {
+  assertError,
+  assertNotError,
+  callTool,
+  request,
+  startJob,
+  textOf,
+  tool,
+  toolResultOf,
+} from "./support/tool-calls.js";
 
 /* ------------------------------------------------------------------ *
- * Helpers (small copies of handler.test.ts's, plus progress tokens)
+ * Helpers: progress notifications and tool definitions
  * ------------------------------------------------------------------ */
 
 const CWD = "/work/project";
 const SESSION = "8f01635f-202a-449c-ab8a-05f75520788e";
 const RUN_ARGS = { prompt: "What does this repo do?", cwd: CWD };
-
-interface ToolResult {
-  content: Array<{ type: string; text: string }>;
-  // The report, list or page: each test reads the fields it knows.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  structuredContent: Record<string, any>;
-  isError?: boolean;
-}
-
-let nextRequestId = 5000;
-const freshId = (): number => (nextRequestId += 1);
-
-function request(method: string, params?: unknown, id: RequestId = freshId()): Record<string, unknown> {
-  return params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params };
-}
-
-interface CallOptions {
-  id?: RequestId;
-  token?: string | number;
-}
-
-function callTool(h: HandlerHarness, name: string, args?: unknown, { id = freshId(), token }: CallOptions = {}): Promise<JsonRpcResponse | null> {
-  const params: Record<string, unknown> = { name };
-  if (args !== undefined) params.arguments = args;
-  if (token !== undefined) params._meta = { progressToken: token };
-  return h.handle(request("tools/call", params, id));
-}
-
-function toolResultOf(response: JsonRpcResponse | null): ToolResult {
-  assert.ok(response, "expected a response");
-  assert.ok("result" in response, `expected a result, got ${JSON.stringify(response)}`);
-  const result = response.result as ToolResult;
-  assert.equal(result.content.length, 1);
-  assert.equal(result.content[0]?.type, "text");
-  return result;
-}
-
-async function tool(h: HandlerHarness, name: string, args?: unknown, options?: CallOptions): Promise<ToolResult> {
-  return toolResultOf(await callTool(h, name, args, options));
-}
-
-function textOf(result: ToolResult): string {
-  return (result.content[0] as { text: string }).text;
-}
-
-function assertError(result: ToolResult, code: string): string {
-  assert.equal(result.isError, true, `expected ${code}, got ${textOf(result)}`);
-  const text = textOf(result);
-  assert.ok(text.startsWith(`${code}: `), `expected ${code}, got ${JSON.stringify(text)}`);
-  assert.equal(result.structuredContent.status, "error");
-  assert.equal(result.structuredContent.error?.code, code);
-  return text;
-}
-
-function assertNotError(result: ToolResult): void {
-  assert.ok(!("isError" in result), `unexpected isError: ${textOf(result)}`);
-}
-
-async function startJob(h: HandlerHarness, args: Record<string, unknown> = RUN_ARGS): Promise<string> {
-  const started = await tool(h, "claude_start", args);
-  assertNotError(started);
-  const jobId = started.structuredContent.job_id as string | undefined;
-  assert.ok(jobId);
-  return jobId;
-}
 
 interface Progress {
   progressToken: string | number;
@@ -142,7 +90,7 @@ for (const token of ["run-token-1", 7, 0] as const) {
   test(`claude_run with progress token ${JSON.stringify(token)}: at once, then on activity, same token, increasing progress`, async () => {
     const h = handlerHarness();
     const run = track(callTool(h, "claude_run", RUN_ARGS, { token }));
-    await settle();
+    await h.notified(1);
     assert.equal(run.done, false);
 
     let sent = progressOf(h);
@@ -178,7 +126,7 @@ for (const token of ["run-token-1", 7, 0] as const) {
 test("coalescing: a burst at the instant of the last notification waits 500 ms and sends once, with the latest activity", async () => {
   const h = handlerHarness();
   const run = track(callTool(h, "claude_run", RUN_ARGS, { token: "burst" }));
-  await settle();
+  await h.notified(1);
   assert.equal(progressOf(h).length, 1);
   const agent = h.launcher.last;
 
@@ -204,7 +152,7 @@ test("coalescing: a burst at the instant of the last notification waits 500 ms a
 test("coalescing: three reports in one instant give at most one notification now and exactly one more after 500 ms", async () => {
   const h = handlerHarness();
   const run = track(callTool(h, "claude_run", RUN_ARGS, { token: "burst-2" }));
-  await settle();
+  await h.notified(1);
   const agent = h.launcher.last;
   await h.clock.advance(3_000);
   assert.equal(progressOf(h).length, 1);
@@ -249,7 +197,7 @@ test("coalescing: three reports in one instant give at most one notification now
 test("heartbeat: with no activity a notification every heartbeatMs; activity resets the timer", async () => {
   const h = handlerHarness({ heartbeatMs: 15_000 });
   const run = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 3_600_000 }, { token: "hb" }));
-  await settle();
+  await h.notified(1);
   assert.equal(progressOf(h).length, 1);
 
   await h.clock.advance(14_999);
@@ -294,7 +242,7 @@ test("heartbeat: with no activity a notification every heartbeatMs; activity res
 test("heartbeat: another heartbeatMs is honoured", async () => {
   const h = handlerHarness({ heartbeatMs: 2_000 });
   const run = track(callTool(h, "claude_run", RUN_ARGS, { token: "hb2" }));
-  await settle();
+  await h.notified(1);
   await h.clock.advance(1_999);
   assert.equal(progressOf(h).length, 1);
   await h.clock.advance(1);
@@ -325,9 +273,9 @@ test("no progress for claude_run without a token; it does not even listen", asyn
 
 test("no progress for claude_wait without a token", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 60_000 }));
-  await settle();
+  await h.clock.pending(1);
   assert.equal(h.launcher.last.activityListeners, 0);
   await h.clock.advance(20_000);
   h.launcher.last.report(BASH_REPORT);
@@ -359,7 +307,7 @@ test("none after the response: listeners unsubscribed, timers back to before", a
   const h = handlerHarness();
   const timersBefore = h.clock.pendingTimers;
   const run = track(callTool(h, "claude_run", RUN_ARGS, { token: "after" }));
-  await settle();
+  await h.notified(1);
   const agent = h.launcher.last;
   assert.equal(agent.activityListeners, 1, "the run follows its job while it waits");
   await h.clock.advance(16_000);
@@ -383,7 +331,7 @@ test("none after the response: listeners unsubscribed, timers back to before", a
 test("none after the response, even with a coalesced notification pending at the finish", async () => {
   const h = handlerHarness();
   const run = track(callTool(h, "claude_run", RUN_ARGS, { token: "pending" }));
-  await settle();
+  await h.notified(1);
   const agent = h.launcher.last;
   agent.report(BASH_REPORT); // same instant as the first: a send is scheduled at +500 ms
   agent.finish({ ok: false, code: "AGENT_ERROR", detail: "boom" });
@@ -401,7 +349,7 @@ test("none after the response, even with a coalesced notification pending at the
 test("a run stopped by its timeout sends nothing after its response", async () => {
   const h = handlerHarness();
   const run = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 20_000 }, { token: "to" }));
-  await settle();
+  await h.notified(1);
   await h.clock.advance(20_000);
   assert.equal(run.done, true);
   const result = toolResultOf(run.value ?? null);
@@ -418,11 +366,9 @@ test("a run stopped by its timeout sends nothing after its response", async () =
 test("a cancelled claude_run sends no more progress", async () => {
   const h = handlerHarness();
   const run = track(callTool(h, "claude_run", RUN_ARGS, { id: 4242, token: "cx" }));
-  await settle();
+  await h.notified(1);
   await cancel(h, 4242);
-  await settle();
-  assert.equal(run.done, true);
-  assert.equal(run.value, null);
+  assert.equal(await bounded("the cancelled run to end", run.promise), null);
   assert.equal(h.launcher.last.activityListeners, 0);
   await h.clock.advance(10 * 60_000);
   assert.equal(progressOf(h).length, 1);
@@ -434,12 +380,12 @@ test("a cancelled claude_run sends no more progress", async () => {
 
 test("claude_wait with a token sends progress while it holds, and none after", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const agent = h.launcher.last;
   await h.clock.advance(4_000);
   const timersBefore = h.clock.pendingTimers;
   const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 20_000 }, { token: "w" }));
-  await settle();
+  await h.notified(1);
   assert.deepEqual(progressOf(h).map((p) => [p.progressToken, p.message]), [["w", "4s · starting"]]);
   assert.equal(agent.activityListeners, 1);
 
@@ -472,17 +418,15 @@ test("claude_wait with a token sends progress while it holds, and none after", a
 
 test("claude_wait with a token: heartbeats while holding; stops when the job finishes", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 60_000 }, { token: 99 }));
-  await settle();
+  await h.notified(1);
   await h.clock.advance(15_000);
   await h.clock.advance(15_000);
   assert.deepEqual(messages(h), ["0s · starting", "15s · starting", "30s · starting"]);
   await h.clock.advance(5_000);
   h.launcher.last.succeed("finished");
-  await settle();
-  assert.equal(wait.done, true);
-  assert.equal(toolResultOf(wait.value ?? null).structuredContent.status, "completed");
+  assert.equal(toolResultOf(await bounded("the wait to answer", wait.promise)).structuredContent.status, "completed");
   await h.clock.advance(10 * 60_000);
   assert.equal(progressOf(h).length, 3);
   for (const p of progressOf(h)) assert.equal(p.progressToken, 99);
@@ -490,9 +434,9 @@ test("claude_wait with a token: heartbeats while holding; stops when the job fin
 
 test("claude_wait with a token sends nothing when the job already finished", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   h.launcher.last.succeed();
-  await settle();
+  await jobFinished(h, jobId);
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 60_000 }, { token: "done" });
   assert.equal(result.structuredContent.status, "completed");
   await h.clock.advance(60_000);
@@ -501,7 +445,7 @@ test("claude_wait with a token sends nothing when the job already finished", asy
 
 test("claude_wait with a token and hold_ms 0 sends nothing", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 }, { token: "zero" });
   assert.equal(result.structuredContent.status, "running");
   assert.equal(h.launcher.last.activityListeners, 0);
@@ -512,17 +456,15 @@ test("claude_wait with a token and hold_ms 0 sends nothing", async () => {
 
 test("a cancelled claude_wait stops its progress", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const agent = h.launcher.last;
   const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 60_000 }, { id: "wait-c", token: "wc" }));
-  await settle();
+  await h.notified(1);
   await h.clock.advance(15_000);
   assert.equal(progressOf(h).length, 2);
 
   assert.equal(await cancel(h, "wait-c"), null);
-  await settle();
-  assert.equal(wait.done, true);
-  assert.equal(wait.value, null, "a cancelled request gets no response");
+  assert.equal(await bounded("the cancelled wait to end", wait.promise), null, "a cancelled request gets no response");
   assert.equal(agent.activityListeners, 0);
   assert.equal(h.clock.pendingTimers, 0);
 
@@ -534,11 +476,11 @@ test("a cancelled claude_wait stops its progress", async () => {
 
 test("two waits on one job each follow it with their own token", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const first = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 10_000 }, { token: "a" }));
   await h.clock.advance(2_000);
   const second = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 30_000 }, { token: "b" }));
-  await settle();
+  await h.notified(2);
   assert.equal(h.launcher.last.activityListeners, 2);
   await h.clock.advance(8_000);
   assert.equal(first.done, true);
@@ -556,7 +498,7 @@ test("two waits on one job each follow it with their own token", async () => {
 
 test("a running claude_wait report shows turns, session, latest activity and the tail of the text", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   await h.clock.advance(12_000);
   const longText = `${"x".repeat(400)}THE END`;
   h.launcher.last.report({ sessionId: SESSION, turns: 3, lastTool: "Edit · src/app.ts", lastActivity: "tool", lastText: longText });
@@ -583,7 +525,7 @@ test("a running claude_wait report shows turns, session, latest activity and the
 
 test("recent_text is whole up to 300 characters and cut from 301", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   for (const [length, expected] of [
     [1, 1],
     [300, 300],
@@ -607,9 +549,8 @@ test("recent_text is whole up to 300 characters and cut from 301", async () => {
 test("maxResultChars 1000: a 2500-character result is cut at 1000 and points to claude_output", async () => {
   const h = handlerHarness({ maxResultChars: 1000 });
   const run = callTool(h, "claude_run", RUN_ARGS);
-  await settle();
   const whole = "a".repeat(1000) + "Z".repeat(1500);
-  h.launcher.last.succeed(whole);
+  (await h.launcher.launched(1)).succeed(whole);
   const result = toolResultOf(await run);
   assertNotError(result);
   const report = result.structuredContent;
@@ -635,8 +576,7 @@ test("maxResultChars 1000: a 2500-character result is cut at 1000 and points to 
 test("maxResultChars 1000: a result of exactly 1000 characters is not truncated; 1001 is", async () => {
   const h = handlerHarness({ maxResultChars: 1000 });
   const exact = callTool(h, "claude_run", RUN_ARGS);
-  await settle();
-  h.launcher.last.succeed("c".repeat(1000));
+  (await h.launcher.launched(1)).succeed("c".repeat(1000));
   const result = toolResultOf(await exact);
   assert.equal(result.structuredContent.result, "c".repeat(1000));
   assert.ok(!("truncated" in result.structuredContent));
@@ -644,8 +584,7 @@ test("maxResultChars 1000: a result of exactly 1000 characters is not truncated;
   assert.doesNotMatch(textOf(result), /Truncated|claude_output/);
 
   const over = callTool(h, "claude_run", RUN_ARGS);
-  await settle();
-  h.launcher.last.succeed("d".repeat(1001));
+  (await h.launcher.launched(2)).succeed("d".repeat(1001));
   const cut = toolResultOf(await over).structuredContent;
   assert.equal(cut.result.length, 1000);
   assert.equal(cut.truncated, true);
@@ -669,9 +608,9 @@ test("claude_list with no jobs says so", async () => {
 test("claude_list lists a run and a start, the running one first, with previews", async () => {
   const h = handlerHarness();
   const run = callTool(h, "claude_run", { prompt: "  Fix   the\n\tfailing\r\n  build  ", cwd: CWD });
-  await settle();
+  const agent = await h.launcher.launched(1);
   await h.clock.advance(3_000);
-  h.launcher.last.succeed("fixed");
+  agent.succeed("fixed");
   assertNotError(toolResultOf(await run));
 
   await h.clock.advance(2_000);
@@ -719,10 +658,10 @@ test("claude_list refuses unknown arguments", async () => {
 
 test("claude_list forgets reaped jobs and keeps running ones", async () => {
   const h = handlerHarness();
-  const finished = await startJob(h);
+  const finished = await startJob(h, RUN_ARGS);
   h.launcher.last.succeed();
-  await settle();
-  const running = await startJob(h);
+  await jobFinished(h, finished);
+  const running = await startJob(h, RUN_ARGS);
   assert.deepEqual(
     (await tool(h, "claude_list", {})).structuredContent.jobs.map((job: { job_id: string }) => job.job_id),
     [running, finished],
@@ -749,9 +688,9 @@ function distinctText(length: number): string {
 }
 
 async function completedJob(h: HandlerHarness, text: string): Promise<string> {
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   h.launcher.last.succeed(text);
-  await settle();
+  await jobFinished(h, jobId);
   return jobId;
 }
 
@@ -860,7 +799,7 @@ test("claude_output of an unknown job is JOB_NOT_FOUND, echoing the job_id", asy
 
 test("claude_output view result of a running job is empty and points to the transcript", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const result = await tool(h, "claude_output", { job_id: jobId });
   assertNotError(result);
   const { next, ...page } = result.structuredContent;
@@ -873,7 +812,7 @@ test("claude_output view result of a running job is empty and points to the tran
 
 test("claude_output view transcript reads what the agent reported, while running and after", async () => {
   const h = handlerHarness({ maxResultChars: 1000 });
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const agent = h.launcher.last;
   const lines = ["I will look at the tests.", "Bash · npm test", "→ 3 failing", "Edit · src/app.ts"];
   for (const [index, line] of lines.entries()) agent.report({ turns: index + 1, lastActivity: "text", lastText: line }, line);
@@ -902,7 +841,7 @@ test("claude_output view transcript reads what the agent reported, while running
   assert.equal(read, more);
 
   agent.succeed("final answer");
-  await settle();
+  await jobFinished(h, jobId);
   const after = await tool(h, "claude_output", { job_id: jobId, view: "transcript" });
   assert.equal(after.structuredContent.status, "completed");
   assert.equal(after.structuredContent.text, more);
@@ -917,7 +856,7 @@ test("claude_output view transcript reads what the agent reported, while running
 
 test("claude_output view transcript says when its start was dropped", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const agent = h.launcher.last;
   agent.report({}, "a".repeat(600_000));
   agent.report({}, "b".repeat(600_000)); // the FakeAgent's transcript keeps 1_000_000 characters
@@ -961,7 +900,7 @@ for (const name of ["claude_run", "claude_start"] as const) {
   test(`${name}: every agent option reaches the launcher exactly`, async () => {
     const h = handlerHarness();
     const call = track(callTool(h, name, { ...RUN_ARGS, ...ALL_OPTIONS }));
-    await settle();
+    await h.launcher.launched(1);
     assert.equal(h.launcher.agents.length, 1);
     assert.deepEqual(h.launcher.last.spec.options, ALL_AGENT_OPTIONS);
     assert.deepEqual(h.checkedDirectories, [CWD, "/work/lib", "/work/shared"]);
@@ -1069,8 +1008,10 @@ for (const name of ["claude_run", "claude_start"] as const) {
  * Policy through the handler
  * ------------------------------------------------------------------ */
 
-function withPolicy(overrides: Partial<Policy>): HandlerHarness {
-  return handlerHarness({ policy: { ...DEFAULT_POLICY, ...overrides } });
+/** The default policy with these overrides, and these of Claude Code's offer (its modes, its defaults). */
+function withPolicy(overrides: Partial<Policy>, claude: Partial<AgentOffer> = {}): HandlerHarness {
+  const agents = DEFAULT_POLICY.agents.map((offer) => ({ ...offer, ...claude }));
+  return handlerHarness({ policy: { ...DEFAULT_POLICY, agents, ...overrides } });
 }
 
 for (const name of ["claude_run", "claude_start"] as const) {
@@ -1086,7 +1027,7 @@ for (const name of ["claude_run", "claude_start"] as const) {
 }
 
 test("an operator who allows bypassPermissions gets it", async () => {
-  const h = withPolicy({ permissionModes: ["default", "bypassPermissions"] });
+  const h = withPolicy({}, { allowedModes: ["default", "bypassPermissions"] });
   await startJob(h, { ...RUN_ARGS, permission_mode: "bypassPermissions" });
   assert.deepEqual(h.launcher.last.spec.options, { permissionMode: "bypassPermissions" });
   const text = assertError(await tool(h, "claude_start", { ...RUN_ARGS, permission_mode: "plan" }), "POLICY_DENIED");
@@ -1103,7 +1044,7 @@ test("caps: asking above max_turns or max_budget_usd is POLICY_DENIED; no limit 
   }
   assert.equal(h.launcher.agents.length, 0);
 
-  await startJob(h);
+  await startJob(h, RUN_ARGS);
   assert.deepEqual(h.launcher.last.spec.options, { maxTurns: 10, maxBudgetUsd: 2 });
   await startJob(h, { ...RUN_ARGS, max_turns: 4, max_budget_usd: 0.5 });
   assert.deepEqual(h.launcher.last.spec.options, { maxTurns: 4, maxBudgetUsd: 0.5 });
@@ -1111,15 +1052,15 @@ test("caps: asking above max_turns or max_budget_usd is POLICY_DENIED; no limit 
   assert.deepEqual(h.launcher.last.spec.options, { maxTurns: 10, maxBudgetUsd: 2 });
 
   const run = callTool(h, "claude_run", RUN_ARGS);
-  await settle();
-  assert.deepEqual(h.launcher.last.spec.options, { maxTurns: 10, maxBudgetUsd: 2 });
-  h.launcher.last.succeed();
+  const agent = await h.launcher.launched(4);
+  assert.deepEqual(agent.spec.options, { maxTurns: 10, maxBudgetUsd: 2 });
+  agent.succeed();
   await run;
 });
 
 test("defaultModel and defaultPermissionMode fill in, but never over the call's own values", async () => {
-  const h = withPolicy({ defaultModel: "haiku", defaultPermissionMode: "plan" });
-  await startJob(h);
+  const h = withPolicy({}, { defaultModel: "haiku", defaultMode: "plan" });
+  await startJob(h, RUN_ARGS);
   assert.deepEqual(h.launcher.last.spec.options, { model: "haiku", permissionMode: "plan" });
   await startJob(h, { ...RUN_ARGS, model: "opus" });
   assert.deepEqual(h.launcher.last.spec.options, { model: "opus", permissionMode: "plan" });
@@ -1132,7 +1073,7 @@ test("defaultModel and defaultPermissionMode fill in, but never over the call's 
 test("defaultTimeoutMs sets claude_run's default timeout and its description", async () => {
   const h = withPolicy({ defaultTimeoutMs: 5_000 });
   const run = track(callTool(h, "claude_run", RUN_ARGS));
-  await settle();
+  await h.launcher.launched(1);
   assert.equal(h.jobs.get("job-1")?.timeoutMs, 5_000);
   await h.clock.advance(4_999);
   assert.equal(run.done, false);
@@ -1141,12 +1082,12 @@ test("defaultTimeoutMs sets claude_run's default timeout and its description", a
   assert.equal(toolResultOf(run.value ?? null).structuredContent.error?.code, "TIMEOUT");
 
   const own = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 9_000 }));
-  await settle();
+  await h.launcher.launched(2);
   assert.equal(h.jobs.get("job-2")?.timeoutMs, 9_000, "the call's own timeout wins");
   h.launcher.last.succeed();
   await own.promise;
 
-  await startJob(h);
+  await startJob(h, RUN_ARGS);
   assert.equal(h.jobs.get("job-3")?.timeoutMs, undefined, "claude_start has no timeout");
 
   const timeout = propertyOf(await definitionOf(h, "claude_run"), "timeout_ms");
@@ -1155,7 +1096,7 @@ test("defaultTimeoutMs sets claude_run's default timeout and its description", a
   assert.match(String(standard.description), /\(default 120000\)/);
   const defaultRun = handlerHarness();
   const standardRun = callTool(defaultRun, "claude_run", RUN_ARGS);
-  await settle();
+  await defaultRun.launcher.launched(1);
   assert.equal(defaultRun.jobs.get("job-1")?.timeoutMs, 120_000);
   defaultRun.launcher.last.succeed();
   await standardRun;
@@ -1199,8 +1140,9 @@ test("the policy is checked before any directory", async () => {
 });
 
 test("tools/list: permission_mode's enum is the policy's modes", async () => {
-  for (const modes of [DEFAULT_PERMISSION_MODES, ["plan"], ["acceptEdits", "bypassPermissions", "default"]] as const) {
-    const h = withPolicy({ permissionModes: modes });
+  const defaults = DEFAULT_POLICY.agents[0]?.allowedModes ?? [];
+  for (const modes of [defaults, ["plan"], ["acceptEdits", "bypassPermissions", "default"]] as const) {
+    const h = withPolicy({}, { allowedModes: modes });
     for (const name of ["claude_run", "claude_start"]) {
       const property = propertyOf(await definitionOf(h, name), "permission_mode");
       assert.deepEqual(property.enum, [...modes], `${name} with ${modes.join(",")}`);
@@ -1211,7 +1153,7 @@ test("tools/list: permission_mode's enum is the policy's modes", async () => {
 });
 
 test("a known mode outside the policy is POLICY_DENIED; an unknown one is INVALID_ARGUMENT", async () => {
-  const h = withPolicy({ permissionModes: ["plan"] });
+  const h = withPolicy({}, { allowedModes: ["plan"] });
   const denied = assertError(await tool(h, "claude_start", { ...RUN_ARGS, permission_mode: "acceptEdits" }), "POLICY_DENIED");
   assert.match(denied, /allowed: plan/);
   assert.doesNotMatch(denied, /CLAUDE_DISPATCH_PERMISSION_MODES/);

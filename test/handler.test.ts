@@ -10,9 +10,20 @@ import { ERROR_CODES } from "../src/core/errors.js";
 import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS } from "../src/server/handler.js";
 import type { JsonRpcResponse, RequestId } from "../src/server/jsonrpc.js";
 import { JOB_REPORT_SCHEMA, JOB_STATUSES, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, RESPOND_SCHEMA, SESSIONS_SCHEMA, TOOL_NAMES, WORKTREE_SCHEMA, type ToolName } from "../src/tools/definitions.js";
-import type { Report } from "../src/tools/results.js";
 import { isJobId } from "../src/store/records.js";
-import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
+import { cancel, handlerHarness, jobFinished, settle, track, type HandlerHarness } from "./helpers.js";
+import { bounded } from "./support/events.js";
+import {
+  assertError,
+  assertNotError,
+  callTool,
+  request,
+  startJob,
+  textOf,
+  toolResultOf as anyToolResultOf,
+  type CallOptions,
+  type ToolResult,
+} from "./support/tool-calls.js";
 
 /* ------------------------------------------------------------------ *
  * Helpers
@@ -21,19 +32,6 @@ import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./he
 const CWD = "/work/project";
 const SESSION = "8f01635f-202a-449c-ab8a-05f75520788e";
 const RUN_ARGS = { prompt: "What does this repo do?", cwd: CWD };
-
-interface ToolResult {
-  content: Array<{ type: string; text: string }>;
-  structuredContent: Report;
-  isError?: boolean;
-}
-
-let nextRequestId = 100;
-const freshId = (): number => (nextRequestId += 1);
-
-function request(method: string, params?: unknown, id: RequestId = freshId()): Record<string, unknown> {
-  return params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params };
-}
 
 function notification(method: string, params?: unknown): Record<string, unknown> {
   return params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params };
@@ -101,43 +99,15 @@ function checkToolResult(result: ToolResult): void {
   }
 }
 
+/** A tool result with the invariants above checked. */
 function toolResultOf(response: JsonRpcResponse | null): ToolResult {
-  const result = resultOf(response) as unknown as ToolResult;
+  const result = anyToolResultOf(response);
   checkToolResult(result);
   return result;
 }
 
-function textOf(result: ToolResult): string {
-  return (result.content[0] as { text: string }).text;
-}
-
-function callTool(h: HandlerHarness, name: string, args?: unknown, id: RequestId = freshId()): Promise<JsonRpcResponse | null> {
-  return h.handle(request("tools/call", args === undefined ? { name } : { name, arguments: args }, id));
-}
-
-async function tool(h: HandlerHarness, name: string, args?: unknown, id?: RequestId): Promise<ToolResult> {
-  return toolResultOf(await callTool(h, name, args, id));
-}
-
-function assertError(result: ToolResult, code: string): string {
-  assert.equal(result.isError, true);
-  const text = textOf(result);
-  assert.ok(text.startsWith(`${code}: `), `expected ${code}, got ${JSON.stringify(text)}`);
-  assert.equal(result.structuredContent.error?.code, code);
-  return text;
-}
-
-function assertNotError(result: ToolResult): void {
-  assert.ok(!("isError" in result), `unexpected isError: ${textOf(result)}`);
-}
-
-/** Starts a background job and returns its id. */
-async function startJob(h: HandlerHarness, args: Record<string, unknown> = RUN_ARGS): Promise<string> {
-  const started = await tool(h, "claude_start", args);
-  assertNotError(started);
-  const jobId = started.structuredContent.job_id;
-  assert.ok(jobId);
-  return jobId;
+async function tool(h: HandlerHarness, name: string, args?: unknown, options?: CallOptions): Promise<ToolResult> {
+  return toolResultOf(await callTool(h, name, args, options));
 }
 
 /* ------------------------------------------------------------------ *
@@ -352,14 +322,14 @@ test("tools/call without a name is -32602", async () => {
 
 test("tools/call with arguments that are not an object is -32602", async () => {
   const h = handlerHarness();
-  errorOf(await callTool(h, "claude_run", ["hi", CWD], 23), -32602, 23);
-  errorOf(await callTool(h, "claude_run", "hi", 24), -32602, 24);
+  errorOf(await callTool(h, "claude_run", ["hi", CWD], { id: 23 }), -32602, 23);
+  errorOf(await callTool(h, "claude_run", "hi", { id: 24 }), -32602, 24);
   assert.equal(h.launcher.agents.length, 0);
 });
 
 test('tools/call of an unknown tool is -32602 "Unknown tool"', async () => {
   const h = handlerHarness();
-  const message = errorOf(await callTool(h, "claude_fly", {}, 25), -32602, 25);
+  const message = errorOf(await callTool(h, "claude_fly", {}, { id: 25 }), -32602, 25);
   assert.match(message, /^Unknown tool/);
   assert.match(message, /claude_fly/);
 });
@@ -454,7 +424,7 @@ test("a valid session_id in upper case is accepted and lower-cased into the spec
   assert.equal(h.jobs.get("job-1")?.resumeSessionId, SESSION);
 
   const run = track(callTool(h, "claude_run", { ...RUN_ARGS, session_id: SESSION.toUpperCase() }));
-  await settle();
+  await h.launcher.launched(2);
   assert.equal(h.launcher.agents.length, 2);
   assert.equal(h.launcher.last.spec.resumeSessionId, SESSION);
   h.launcher.last.succeed();
@@ -464,7 +434,7 @@ test("a valid session_id in upper case is accepted and lower-cased into the spec
 test("null for session_id, timeout_ms and hold_ms means not given", async () => {
   const h = handlerHarness();
   const run = track(callTool(h, "claude_run", { ...RUN_ARGS, session_id: null, timeout_ms: null }));
-  await settle();
+  await h.launcher.launched(1);
   assert.equal(h.launcher.agents.length, 1);
   assert.equal(h.launcher.last.spec.resumeSessionId, undefined);
   assert.equal(h.jobs.get("job-1")?.timeoutMs, 120_000, "the default timeout applies");
@@ -483,14 +453,14 @@ test("null for session_id, timeout_ms and hold_ms means not given", async () => 
 test("timeout_ms 1000 and 86_400_000 are accepted", async () => {
   const h = handlerHarness();
   const short = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 1000 }));
-  await settle();
+  await h.launcher.launched(1);
   assert.equal(h.jobs.get("job-1")?.timeoutMs, 1000);
   await h.clock.advance(1000);
   assert.equal(short.done, true);
   assertError(toolResultOf(short.value ?? null), "TIMEOUT");
 
   const long = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 86_400_000 }));
-  await settle();
+  await h.launcher.launched(2);
   assert.equal(h.jobs.get("job-2")?.timeoutMs, 86_400_000);
   assert.equal(h.clock.pendingTimers, 1);
   await h.clock.advance(86_399_999);
@@ -516,7 +486,7 @@ test("timeouts of 2^31 ms or more never reach a timer: they are rejected", async
 test("claude_run: the spec reaches the launcher and the result is reported", async () => {
   const h = handlerHarness();
   const run = track(callTool(h, "claude_run", { prompt: "Explain src/", cwd: CWD, session_id: SESSION }));
-  await settle();
+  await h.launcher.launched(1);
   assert.deepEqual(h.checkedDirectories, [CWD]);
   assert.equal(h.launcher.agents.length, 1);
   const agent = h.launcher.last;
@@ -551,8 +521,7 @@ test("claude_run: the spec reaches the launcher and the result is reported", asy
 test("claude_run: the default timeout of 120 s kills the agent and reports TIMEOUT", async () => {
   const h = handlerHarness();
   const run = track(callTool(h, "claude_run", RUN_ARGS));
-  await settle();
-  const agent = h.launcher.last;
+  const agent = await h.launcher.launched(1);
   await h.clock.advance(119_999);
   assert.equal(run.done, false);
   assert.equal(agent.killCalls, 0);
@@ -571,8 +540,7 @@ test("claude_run: the default timeout of 120 s kills the agent and reports TIMEO
 test("claude_run: a custom timeout_ms of 5000 kills at 5 s", async () => {
   const h = handlerHarness();
   const run = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 5000 }));
-  await settle();
-  const agent = h.launcher.last;
+  const agent = await h.launcher.launched(1);
   await h.clock.advance(4_999);
   assert.equal(run.done, false);
   await h.clock.advance(1);
@@ -591,8 +559,7 @@ for (const [code, detail] of [
   test(`claude_run: the outcome ${code} passes through unchanged`, async () => {
     const h = handlerHarness();
     const run = callTool(h, "claude_run", RUN_ARGS);
-    await settle();
-    h.launcher.last.finish({ ok: false, code, detail, result: { sessionId: SESSION } });
+    (await h.launcher.launched(1)).finish({ ok: false, code, detail, result: { sessionId: SESSION } });
     const result = toolResultOf(await run);
     const text = assertError(result, code);
     assert.ok(text.startsWith(`${code}: ${detail}`), text);
@@ -627,7 +594,7 @@ test("claude_start returns at once with status running and a job_id", async () =
 
 test("claude_wait with hold_ms 0 on a running job reports running and elapsed time", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   await h.clock.advance(45_000);
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
   assertNotError(result);
@@ -645,18 +612,17 @@ test("claude_wait with hold_ms 0 on a running job reports running and elapsed ti
 
 test("claude_wait answers as soon as the job finishes, leaving no timer", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const timersBefore = h.clock.pendingTimers;
   const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 30_000 }));
-  await settle();
+  await h.clock.pending(timersBefore + 1);
   assert.equal(h.clock.pendingTimers, timersBefore + 1, "one hold timer");
   await h.clock.advance(1_000);
   assert.equal(wait.done, false);
   const before = h.clock.now();
   h.launcher.last.succeed("finished early");
-  await settle();
-  assert.equal(wait.done, true, "answered without any more time passing");
-  assert.equal(h.clock.now(), before);
+  await bounded("the wait to answer", wait.promise);
+  assert.equal(h.clock.now(), before, "answered without any more time passing");
   const result = toolResultOf(wait.value ?? null);
   assertNotError(result);
   assert.equal(result.structuredContent.status, "completed");
@@ -667,7 +633,7 @@ test("claude_wait answers as soon as the job finishes, leaving no timer", async 
 
 test("claude_wait caps hold_ms at 60 s", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 90_000 }));
   await h.clock.advance(59_999);
   assert.equal(wait.done, false);
@@ -685,7 +651,7 @@ test("claude_wait caps hold_ms at 60 s", async () => {
 
 test("claude_wait holds 30 s by default", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const wait = track(callTool(h, "claude_wait", { job_id: jobId }));
   await h.clock.advance(29_999);
   assert.equal(wait.done, false);
@@ -696,9 +662,9 @@ test("claude_wait holds 30 s by default", async () => {
 
 test("claude_wait on a finished job answers at once, even with a hold", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   h.launcher.last.succeed();
-  await settle();
+  await jobFinished(h, jobId);
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 60_000 });
   assert.equal(result.structuredContent.status, "completed");
   assert.equal(h.clock.pendingTimers, 0);
@@ -706,10 +672,10 @@ test("claude_wait on a finished job answers at once, even with a hold", async ()
 
 test("elapsed time is frozen when the job finishes", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   await h.clock.advance(10_000);
   h.launcher.last.succeed();
-  await settle();
+  await jobFinished(h, jobId);
   await h.clock.advance(100_000);
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
   assert.equal(result.structuredContent.status, "completed");
@@ -719,7 +685,7 @@ test("elapsed time is frozen when the job finishes", async () => {
 
 test("claude_wait on a killed job reports killed without isError", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   await h.clock.advance(3_000);
   assertNotError(await tool(h, "claude_kill", { job_id: jobId }));
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
@@ -731,9 +697,9 @@ test("claude_wait on a killed job reports killed without isError", async () => {
 
 test("claude_wait on a failed job is isError with the agent's code", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   h.launcher.last.finish({ ok: false, code: "AGENT_EXITED", detail: "claude exited with code 3: boom" });
-  await settle();
+  await jobFinished(h, jobId);
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
   const text = assertError(result, "AGENT_EXITED");
   assert.ok(text.startsWith("AGENT_EXITED: claude exited with code 3: boom"), text);
@@ -747,7 +713,7 @@ test("claude_wait on a failed job is isError with the agent's code", async () =>
 
 test("claude_kill kills a running job once; a second kill says it already finished", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const agent = h.launcher.last;
   await h.clock.advance(7_000);
   const first = await tool(h, "claude_kill", { job_id: jobId });
@@ -768,10 +734,10 @@ test("claude_kill kills a running job once; a second kill says it already finish
 
 test("claude_kill of a completed job changes nothing and says so", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const agent = h.launcher.last;
   agent.succeed();
-  await settle();
+  await jobFinished(h, jobId);
   const result = await tool(h, "claude_kill", { job_id: jobId });
   assertNotError(result);
   assert.equal(result.structuredContent.already_finished, true);
@@ -782,9 +748,9 @@ test("claude_kill of a completed job changes nothing and says so", async () => {
 
 test("claude_kill of a failed job says already finished without an error", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   h.launcher.last.finish({ ok: false, code: "AGENT_ERROR", detail: "nope" });
-  await settle();
+  await jobFinished(h, jobId);
   const result = await tool(h, "claude_kill", { job_id: jobId });
   assertNotError(result);
   assert.equal(result.structuredContent.already_finished, true);
@@ -803,7 +769,7 @@ test("claude_kill of an unknown job is JOB_NOT_FOUND", async () => {
 
 test("claude_kill reports processes that survived as KILL_FAILED", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   h.launcher.last.survivors = [123];
   const result = await tool(h, "claude_kill", { job_id: jobId });
   const text = assertError(result, "KILL_FAILED");
@@ -814,29 +780,27 @@ test("claude_kill reports processes that survived as KILL_FAILED", async () => {
 
 test("claude_kill does not hang when the agent itself survives SIGKILL", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   const agent = h.launcher.last;
   agent.exitsOnKill = false;
   agent.survivors = [agent.pid];
-  const kill = track(callTool(h, "claude_kill", { job_id: jobId }));
-  await settle();
-  assert.equal(kill.done, true, "claude_kill must answer even though the job never finishes");
-  const text = assertError(toolResultOf(kill.value ?? null), "KILL_FAILED");
+  const answered = callTool(h, "claude_kill", { job_id: jobId });
+  const kill = await bounded("claude_kill to answer though the job never finishes", answered);
+  const text = assertError(toolResultOf(kill), "KILL_FAILED");
   assert.match(text, /4242/);
 });
 
 test("claude_kill racing the run's own timeout reports what really happened", async () => {
   const h = handlerHarness();
-  const run = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 5_000 }, 90));
-  await settle();
-  const agent = h.launcher.last;
+  const run = track(callTool(h, "claude_run", { ...RUN_ARGS, timeout_ms: 5_000 }, { id: 90 }));
+  const agent = await h.launcher.launched(1);
   agent.exitsOnKill = false;
   await h.clock.advance(5_000); // the timeout fires its kill, which has not finished yet
-  const kill = track(callTool(h, "claude_kill", { job_id: "job-1" }, 91));
+  const kill = track(callTool(h, "claude_kill", { job_id: "job-1" }, { id: 91 }));
+  // Nothing tells that the kill has joined the one under way: let it get there before the agent ends.
   await settle();
   agent.finish({ ok: false, code: "AGENT_EXITED", detail: "killed" });
-  await settle();
-  const killed = toolResultOf(kill.value ?? null);
+  const killed = toolResultOf(await bounded("claude_kill to answer", kill.promise));
   assertNotError(killed);
   assert.equal(killed.structuredContent.status, "failed");
   assert.match(textOf(killed), /ended as failed \(TIMEOUT\) while being killed/);
@@ -864,14 +828,12 @@ test("a failure report carries job_id only for tools that take one", async () =>
 
 test("a claude_run killed by claude_kill from another request answers KILLED", async () => {
   const h = handlerHarness();
-  const run = track(callTool(h, "claude_run", RUN_ARGS, 31));
-  await settle();
+  const run = callTool(h, "claude_run", RUN_ARGS, { id: 31 });
+  await h.launcher.launched(1);
   await h.clock.advance(4_000);
-  const kill = await tool(h, "claude_kill", { job_id: "job-1" }, 32);
+  const kill = await tool(h, "claude_kill", { job_id: "job-1" }, { id: 32 });
   assertNotError(kill);
-  await settle();
-  assert.equal(run.done, true);
-  const result = toolResultOf(run.value ?? null);
+  const result = toolResultOf(await bounded("the run to answer", run));
   const text = assertError(result, "KILLED");
   assert.match(text, /killed by claude_kill after 4s/);
   assert.equal(result.structuredContent.status, "killed");
@@ -886,14 +848,14 @@ test("a claude_run killed by claude_kill from another request answers KILLED", a
 
 test("a holding claude_wait does not delay a ping or a claude_kill sent after it", async () => {
   const h = handlerHarness();
-  const waited = await startJob(h);
-  const other = await startJob(h);
+  const waited = await startJob(h, RUN_ARGS);
+  const other = await startJob(h, RUN_ARGS);
   const order: string[] = [];
-  const wait = track(callTool(h, "claude_wait", { job_id: waited, hold_ms: 30_000 }, 40));
+  const wait = track(callTool(h, "claude_wait", { job_id: waited, hold_ms: 30_000 }, { id: 40 }));
   void wait.promise.then(() => order.push("wait"));
-  await settle();
+  await h.clock.pending(1);
   const ping = h.handle(request("ping", undefined, 41)).then((r) => (order.push("ping"), r));
-  const kill = callTool(h, "claude_kill", { job_id: other }, 42).then((r) => (order.push("kill"), r));
+  const kill = callTool(h, "claude_kill", { job_id: other }, { id: 42 }).then((r) => (order.push("kill"), r));
   assert.deepEqual(await ping, { jsonrpc: "2.0", id: 41, result: {} });
   assertNotError(toolResultOf(await kill));
   await settle();
@@ -906,14 +868,12 @@ test("a holding claude_wait does not delay a ping or a claude_kill sent after it
 
 test("cancelling a claude_run kills its agent and sends no response", async () => {
   const h = handlerHarness();
-  const run = track(callTool(h, "claude_run", RUN_ARGS, 7));
-  await settle();
-  const agent = h.launcher.last;
+  const run = callTool(h, "claude_run", RUN_ARGS, { id: 7 });
+  const agent = await h.launcher.launched(1);
   assert.equal(await cancel(h, 7), null);
-  await settle();
+  assert.equal(await bounded("the cancelled run to end", run), null);
+  await jobFinished(h, "job-1");
   assert.equal(agent.killCalls, 1);
-  assert.equal(run.done, true);
-  assert.equal(run.value, null);
   assert.equal(h.jobs.get("job-1")?.status, "killed");
   assert.equal(h.jobs.get("job-1")?.killReason, "cancelled");
   assert.equal(h.clock.pendingTimers, 0);
@@ -924,14 +884,14 @@ test("cancelling a claude_run kills its agent and sends no response", async () =
 
 test("cancelling a claude_wait answers nothing and leaves the job running", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
-  const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 60_000 }, 8));
-  await settle();
+  const jobId = await startJob(h, RUN_ARGS);
+  const wait = callTool(h, "claude_wait", { job_id: jobId, hold_ms: 60_000 }, { id: 8 });
+  await h.clock.pending(1);
   assert.equal(h.clock.pendingTimers, 1);
+  const now = h.clock.now();
   await cancel(h, 8);
-  await settle();
-  assert.equal(wait.done, true, "resolved without time passing");
-  assert.equal(wait.value, null);
+  assert.equal(await bounded("the cancelled wait to end", wait), null);
+  assert.equal(h.clock.now(), now, "resolved without time passing");
   assert.equal(h.launcher.last.killCalls, 0);
   assert.equal(h.jobs.get(jobId)?.status, "running");
   assert.equal(h.clock.pendingTimers, 0, "the hold timer was cancelled");
@@ -939,8 +899,8 @@ test("cancelling a claude_wait answers nothing and leaves the job running", asyn
 
 test("cancelling an unknown request id does nothing", async () => {
   const h = handlerHarness();
-  const run = track(callTool(h, "claude_run", RUN_ARGS, 50));
-  await settle();
+  const run = track(callTool(h, "claude_run", RUN_ARGS, { id: 50 }));
+  await h.launcher.launched(1);
   assert.equal(await cancel(h, 999), null);
   assert.equal(await cancel(h, "50x"), null);
   assert.equal(await cancel(h, undefined), null);
@@ -955,9 +915,8 @@ test("cancelling an unknown request id does nothing", async () => {
 
 test("cancelling a request that already finished does nothing", async () => {
   const h = handlerHarness();
-  const run = callTool(h, "claude_run", RUN_ARGS, 51);
-  await settle();
-  h.launcher.last.succeed();
+  const run = callTool(h, "claude_run", RUN_ARGS, { id: 51 });
+  (await h.launcher.launched(1)).succeed();
   assertNotError(toolResultOf(await run));
   await cancel(h, 51);
   await settle();
@@ -967,55 +926,53 @@ test("cancelling a request that already finished does nothing", async () => {
 
 test('request ids "7" and 7 are distinct for cancellation', async () => {
   const h = handlerHarness();
-  const byString = track(callTool(h, "claude_run", RUN_ARGS, "7"));
-  await settle();
-  const stringAgent = h.launcher.last;
-  const byNumber = track(callTool(h, "claude_run", RUN_ARGS, 7));
-  await settle();
-  const numberAgent = h.launcher.last;
+  const byString = track(callTool(h, "claude_run", RUN_ARGS, { id: "7" }));
+  const stringAgent = await h.launcher.launched(1);
+  const byNumber = callTool(h, "claude_run", RUN_ARGS, { id: 7 });
+  const numberAgent = await h.launcher.launched(2);
   assert.notEqual(stringAgent, numberAgent);
 
   await cancel(h, 7);
-  await settle();
+  assert.equal(await bounded("the run with id 7 to end", byNumber), null);
+  await jobFinished(h, "job-2");
   assert.equal(numberAgent.killCalls, 1);
   assert.equal(stringAgent.killCalls, 0);
-  assert.equal(byNumber.value, null);
   assert.equal(byString.done, false);
 
   await cancel(h, "7");
-  await settle();
+  assert.equal(await bounded('the run with id "7" to end', byString.promise), null);
+  await jobFinished(h, "job-1");
   assert.equal(stringAgent.killCalls, 1);
-  assert.equal(byString.done, true);
-  assert.equal(byString.value, null);
 });
 
 test("a claude_run cancelled while its cwd is being checked launches nothing", async () => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  const h = handlerHarness({ checkDirectory: async (dir) => (await gate, { ok: true, path: dir }) });
-  const run = track(callTool(h, "claude_run", RUN_ARGS, 60));
-  await settle();
+  let checking!: () => void;
+  const checked = new Promise<void>((resolve) => (checking = resolve));
+  const h = handlerHarness({ checkDirectory: async (dir) => (checking(), await gate, { ok: true, path: dir }) });
+  const run = callTool(h, "claude_run", RUN_ARGS, { id: 60 });
+  await checked;
   await cancel(h, 60);
   release();
-  await settle();
-  assert.ok(
-    h.launcher.agents.every((agent) => agent.killCalls > 0),
-    `agents launched after the cancel and left running: ${h.launcher.agents.filter((a) => a.killCalls === 0).length}`,
-  );
-  assert.equal(run.done, true, "the cancelled run resolves promptly");
-  assert.equal(run.value, null);
+  const answer = await bounded("the cancelled call to end", run);
+  assert.equal(h.launcher.agents.length, 0, "an agent was launched for a cancelled run");
+  assert.deepEqual(h.jobs.list(), [], "a job was made for a cancelled run");
+  assert.equal(answer, null);
 });
 
 test("a claude_start cancelled while its cwd is being checked starts no orphan job", async () => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  const h = handlerHarness({ checkDirectory: async (dir) => (await gate, { ok: true, path: dir }) });
-  const start = track(callTool(h, "claude_start", RUN_ARGS, 61));
-  await settle();
+  let checking!: () => void;
+  const checked = new Promise<void>((resolve) => (checking = resolve));
+  const h = handlerHarness({ checkDirectory: async (dir) => (checking(), await gate, { ok: true, path: dir }) });
+  const start = callTool(h, "claude_start", RUN_ARGS, { id: 61 });
+  await checked;
   await cancel(h, 61);
   release();
-  await settle();
-  assert.equal(start.value, null);
+  const answer = await bounded("the cancelled call to end", start);
+  assert.equal(answer, null);
   assert.deepEqual(h.jobs.running(), [], "no job is left running without anyone holding its id");
 });
 
@@ -1044,7 +1001,7 @@ async function assertGated(h: HandlerHarness, reason: RegExp): Promise<void> {
   assertError(await tool(h, "claude_run", { bogus: 1 }), "DEPTH_LIMIT");
   assert.equal(h.launcher.agents.length, 0);
   assert.deepEqual(h.checkedDirectories, []);
-  errorOf(await callTool(h, "claude_fly", {}, 70), -32602, 70);
+  errorOf(await callTool(h, "claude_fly", {}, { id: 70 }), -32602, 70);
   // The rest of the protocol still works.
   assert.deepEqual(await rpc(h, "ping", undefined, 71), { jsonrpc: "2.0", id: 71, result: {} });
 }
@@ -1065,7 +1022,7 @@ test("at depth 1 of 2 the tools are available", async () => {
   const h = handlerHarness({ depth: { current: 1, max: 2 } });
   const list = resultOf(await rpc(h, "tools/list"));
   assert.equal((list.tools as unknown[]).length, TOOL_NAMES.length);
-  await startJob(h);
+  await startJob(h, RUN_ARGS);
   assert.equal(h.launcher.agents.length, 1);
 });
 
@@ -1075,16 +1032,16 @@ test("at depth 1 of 2 the tools are available", async () => {
 
 test("a finished job is found until retention runs out, then JOB_NOT_FOUND", async () => {
   const h = handlerHarness();
-  const first = await startJob(h);
+  const first = await startJob(h, RUN_ARGS);
   h.launcher.last.succeed();
-  await settle();
+  await jobFinished(h, first);
   await h.clock.advance(599_999);
-  await startJob(h);
+  await startJob(h, RUN_ARGS);
   const still = await tool(h, "claude_wait", { job_id: first, hold_ms: 0 });
   assert.equal(still.structuredContent.status, "completed");
 
   await h.clock.advance(2);
-  await startJob(h);
+  await startJob(h, RUN_ARGS);
   const gone = await tool(h, "claude_wait", { job_id: first, hold_ms: 0 });
   const text = assertError(gone, "JOB_NOT_FOUND");
   assert.match(text, /forgotten 10 minutes after it ends/);
@@ -1094,9 +1051,9 @@ test("a finished job is found until retention runs out, then JOB_NOT_FOUND", asy
 
 test("a running job is never reaped", async () => {
   const h = handlerHarness();
-  const jobId = await startJob(h);
+  const jobId = await startJob(h, RUN_ARGS);
   await h.clock.advance(10 * 3_600_000);
-  await startJob(h);
+  await startJob(h, RUN_ARGS);
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
   assert.equal(result.structuredContent.status, "running");
   assert.equal(result.structuredContent.elapsed_s, 36_000);

@@ -13,8 +13,10 @@ import { JobRegistry } from "../src/jobs/registry.js";
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from "../src/server/jsonrpc.js";
 import { MemoryStore } from "../src/store/memory-store.js";
 import type { Logger } from "../src/core/log.js";
-import { DEFAULT_POLICY } from "../src/agent/policy.js";
+import { DEFAULT_POLICY } from "../src/config.js";
 import { Transcript } from "../src/core/transcript.js";
+import { bounded, Watch } from "./support/events.js";
+import { homeOnly, localHosts } from "./host-fakes.js";
 
 /** Lets pending promise reactions run (several hops deep). */
 export async function settle(rounds = 10): Promise<void> {
@@ -25,6 +27,7 @@ export class FakeClock implements Clock {
   private time = 1_000_000;
   private timers: Array<{ at: number; fn: () => void; id: number }> = [];
   private nextId = 0;
+  private readonly watch = new Watch();
 
   now(): number {
     return this.time;
@@ -33,6 +36,7 @@ export class FakeClock implements Clock {
   setTimer(fn: () => void, ms: number): CancelTimer {
     const id = (this.nextId += 1);
     this.timers.push({ at: this.time + Math.max(0, ms), fn, id });
+    this.watch.changed();
     return () => {
       this.timers = this.timers.filter((timer) => timer.id !== id);
     };
@@ -40,6 +44,11 @@ export class FakeClock implements Clock {
 
   get pendingTimers(): number {
     return this.timers.length;
+  }
+
+  /** Resolves once at least count timers are pending: the code under test has set the timer awaited. */
+  async pending(count: number): Promise<void> {
+    await this.watch.until(`${count} timers pending`, () => (this.timers.length >= count ? true : undefined));
   }
 
   /** Moves time forward, firing due timers in order and letting promises settle between them. */
@@ -120,11 +129,18 @@ export class FakeAgent implements AgentRun {
 
 export class FakeLauncher {
   readonly agents: FakeAgent[] = [];
+  private readonly watch = new Watch();
   readonly launch: AgentLauncher = (spec) => {
     const agent = new FakeAgent(spec);
     this.agents.push(agent);
+    this.watch.changed();
     return agent;
   };
+
+  /** The count-th agent (from 1) once that many have been launched: the launch itself, not some turns of the loop. */
+  launched(count: number): Promise<FakeAgent> {
+    return this.watch.until(`agent ${count} launched`, () => this.agents[count - 1]);
+  }
 
   get last(): FakeAgent {
     const agent = this.agents.at(-1);
@@ -161,6 +177,8 @@ export interface HandlerHarness {
   jobs: JobRegistry;
   logger: RecordingLogger;
   checkedDirectories: string[];
+  /** Resolves once count notifications have been sent. */
+  notified(count: number): Promise<void>;
 }
 
 /** A handler over a real JobRegistry with a fake clock and fake agents. */
@@ -180,11 +198,12 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
     finishedTranscriptChars: 10_000_000,
     maxRunning: registry.maxRunning ?? 1000,
     // Permission requests forwarded unless a test says otherwise; a fake agent files them in the store in memory.
-    persistence: memoryPersistence({ store, approvals: registry.approvals ?? true }),
+    persistence: memoryPersistence({ ...homeOnly(), store, approvals: registry.approvals ?? true }),
   });
   const checkedDirectories: string[] = [];
   const notifications: JsonRpcNotification[] = [];
   const requests: JsonRpcRequest[] = [];
+  const sent = new Watch();
   const handle = createRequestHandler({
     jobs,
     checkDirectory: async (dir) => {
@@ -193,7 +212,11 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
       if (dir.startsWith("/outside")) return { ok: false, code: "POLICY_DENIED", problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${dir}` };
       return { ok: true, path: dir };
     },
-    notify: (frame) => void ("id" in frame ? requests.push(frame) : notifications.push(frame)),
+    notify: (frame) => {
+      if ("id" in frame) requests.push(frame);
+      else notifications.push(frame);
+      sent.changed();
+    },
     policy: DEFAULT_POLICY,
     maxResultChars: 20_000,
     heartbeatMs: 15_000,
@@ -202,9 +225,16 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
     server: { name: "claude-dispatch", version: "0.0.0-test" },
     depth: { current: 0, max: 1 },
     jobRetentionMs: 600_000,
+    // This machine only: its name is the one a listing leaves out.
+    hosts: localHosts(async () => {
+      throw new Error("the handler's tests never load the process layer");
+    }),
     ...overrides,
   });
-  return { handle, notifications, requests, clock, launcher, jobs, logger, checkedDirectories, store };
+  const notified = async (count: number): Promise<void> => {
+    await sent.until(`${count} notifications`, () => (notifications.length >= count ? true : undefined));
+  };
+  return { handle, notifications, requests, clock, launcher, jobs, logger, checkedDirectories, store, notified };
 }
 
 export interface Tracked<T> {
@@ -221,6 +251,13 @@ export function track<T>(promise: Promise<T>): Tracked<T> {
     state.value = value;
   });
   return state;
+}
+
+/** Resolves once the job has finished (its record written, its waiters told). */
+export function jobFinished(h: Pick<HandlerHarness, "jobs">, id: string): Promise<void> {
+  const job = h.jobs.get(id);
+  if (!job) throw new Error(`no job ${id}`);
+  return bounded(`job ${id} finished`, job.done);
 }
 
 /** Sends notifications/cancelled for a request id; the handler answers notifications with null. */

@@ -5,6 +5,7 @@ import { test } from "node:test";
 
 import { JobRegistry } from "../src/jobs/registry.js";
 import { FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
+import { homeOnly } from "./host-fakes.js";
 
 function registry(overrides: { finishedTranscriptChars?: number; maxFinishedJobs?: number; maxRunning?: number } = {}): { jobs: JobRegistry; launcher: FakeLauncher; clock: FakeClock } {
   const clock = new FakeClock();
@@ -19,7 +20,7 @@ function registry(overrides: { finishedTranscriptChars?: number; maxFinishedJobs
     maxFinishedJobs: overrides.maxFinishedJobs ?? 1000,
     finishedTranscriptChars: overrides.finishedTranscriptChars ?? 1_000_000,
     maxRunning: overrides.maxRunning ?? 1000,
-    persistence: memoryPersistence(),
+    persistence: memoryPersistence(homeOnly()),
   });
   return { jobs, launcher, clock };
 }

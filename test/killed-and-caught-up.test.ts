@@ -26,8 +26,10 @@ import { StateStore } from "../src/store/state-store.js";
 import { type JobRecord } from "../src/store/records.js";
 import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle, track } from "./helpers.js";
-import { agentRecorded, isAlive, readPids, waitFor } from "./processes.js";
+import { agentRecorded, isAlive, readPids, readRecordFile, waitFor } from "./processes.js";
 import { minimalEnvironment, SERVER_MAIN, ServerProcess } from "./server-process.js";
+import { startJob } from "./support/tool-calls.js";
+import { homeOnly, tableOf } from "./host-fakes.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-killed-"));
 const pidFiles: string[] = [];
@@ -94,6 +96,7 @@ function registry(
     finishedTranscriptChars: 1_000_000,
     maxRunning: 1000,
     persistence: {
+      ...homeOnly(tableOf(onlyTheAgentLives), options.owner ?? NEW_OWNER),
       store,
       owner: options.owner ?? NEW_OWNER,
       attach: () => {
@@ -133,7 +136,7 @@ describe("a killed job's outcome is KILLED (registry)", () => {
     const store = freshStore();
     const id = await orphanedRunningJob(store);
     const fresh = registry(store);
-    await fresh.jobs.restore(store.loadAll().records, onlyTheAgentLives);
+    await fresh.jobs.restore(store.loadAll().records);
     assert.equal(fresh.jobs.get(id)?.status, "running", "the new server follows the agent");
     const result = await fresh.jobs.kill(id, "claude_kill");
     assert.deepEqual(result, { killed: true, survivors: [] });
@@ -154,7 +157,7 @@ describe("a killed job's outcome is KILLED (registry)", () => {
     // The dead server had recorded the reason, before any signal, and died before the agent did.
     store.write({ ...(store.read(id) as JobRecord), kill_reason: "cli" });
     const fresh = registry(store);
-    await fresh.jobs.restore(store.loadAll().records, onlyTheAgentLives);
+    await fresh.jobs.restore(store.loadAll().records);
     await fresh.jobs.get(id)?.done;
     assert.equal(fresh.adopted[0]?.killCalls, 1, "the kill is carried out at once");
     assert.equal(fresh.jobs.get(id)?.status, "killed");
@@ -223,7 +226,7 @@ describe("a killed job's outcome is KILLED (registry)", () => {
       maxFinishedJobs: 1000,
       finishedTranscriptChars: 1_000_000,
       maxRunning: 1,
-      persistence: memoryPersistence(),
+      persistence: memoryPersistence(homeOnly()),
     });
     limited.start({ prompt: "blocker", cwd: "/w" }, "start");
     const queued = limited.start({ prompt: "never runs", cwd: "/w" }, "start");
@@ -283,7 +286,7 @@ describe("an adopted running job is served once its output was read (registry)",
     const id = await orphanedRunningJob(store);
     const held = heldAgent();
     const fresh = registry(store, { adopted: held.make });
-    const restoring = track(fresh.jobs.restore(store.loadAll().records, onlyTheAgentLives));
+    const restoring = track(fresh.jobs.restore(store.loadAll().records));
     await settle();
     assert.equal(fresh.adopted.length, 1);
     assert.equal(restoring.done, false);
@@ -315,19 +318,7 @@ async function startServer(stateDir: string): Promise<ServerProcess> {
   return server;
 }
 
-function readRecord(stateDir: string, id: string): Record<string, any> {
-  return JSON.parse(readFileSync(path.join(stateDir, "jobs", id, "record.json"), "utf8")) as Record<string, any>;
-}
-
 const structured = (response: { result?: any }): Record<string, any> => response.result?.structuredContent as Record<string, any>;
-
-async function startJob(server: ServerProcess, prompt: string, cwd: string): Promise<string> {
-  const started = await server.callTool("claude_start", { prompt, cwd });
-  const id = structured(started)?.job_id as string | undefined;
-  assert.ok(id, JSON.stringify(started));
-  return id;
-}
-
 
 /** The tool results the agent has written to its stdout.jsonl so far, whole lines only. */
 function toolResultsWritten(stateDir: string, id: string): number {
@@ -354,7 +345,7 @@ describe("through the built server", { skip: process.platform !== "linux" && "th
   test("a job killed after a takeover is recorded killed with KILLED, and claude-dispatch show reports no AGENT_LOST", async () => {
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir);
-    const id = await startJob(first, `@pid ${pids}\n@wait-file ${gate}\nkill me after the takeover`, cwd);
+    const id = await startJob(first, { prompt: `@pid ${pids}\n@wait-file ${gate}\nkill me after the takeover`, cwd });
     await waitFor(() => readPids(pids).length === 1, "the agent to start");
     await agentRecorded(stateDir, id);
     await crash(first);
@@ -368,7 +359,7 @@ describe("through the built server", { skip: process.platform !== "linux" && "th
     assert.ok(!isAlive(agent), "the adopted agent's tree is gone");
     const waited = await second.callTool("claude_wait", { job_id: id, hold_ms: 0 });
     assert.equal(structured(waited)?.status, "killed");
-    const record = readRecord(stateDir, id);
+    const record = readRecordFile(stateDir, id);
     assert.equal(record.status, "killed");
     assert.equal(record.kill_reason, "claude_kill");
     assert.equal(record.outcome?.code, "KILLED", JSON.stringify(record.outcome));
@@ -387,7 +378,7 @@ describe("through the built server", { skip: process.platform !== "linux" && "th
   test("after a restart, the first claude_output of an adopted running job's transcript already shows what the agent did", async () => {
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir);
-    const id = await startJob(first, `@pid ${pids}\n@tools 3\n@wait-file ${gate}\ncaught up`, cwd);
+    const id = await startJob(first, { prompt: `@pid ${pids}\n@tools 3\n@wait-file ${gate}\ncaught up`, cwd });
     await agentRecorded(stateDir, id);
     await waitFor(() => toolResultsWritten(stateDir, id) === 3, "the three tool turns in stdout.jsonl");
     await crash(first);
@@ -412,7 +403,8 @@ describe("through the built server", { skip: process.platform !== "linux" && "th
     const { stateDir, cwd, gate, pids } = fixture();
     const first = await startServer(stateDir);
     const second = await startServer(stateDir);
-    const id = await startJob(first, `@pid ${pids}\n@tools 3\n@wait-file ${gate}\ncaught up on lookup`, cwd);
+    const prompt = `@pid ${pids}\n@tools 3\n@wait-file ${gate}\ncaught up on lookup`;
+    const id = await startJob(first, { prompt, cwd });
     await agentRecorded(stateDir, id);
     await waitFor(() => toolResultsWritten(stateDir, id) === 3, "the three tool turns in stdout.jsonl");
     await crash(first);

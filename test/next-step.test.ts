@@ -11,10 +11,20 @@ import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 
 import { JobRegistry } from "../src/jobs/registry.js";
-import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
 import { isJobId } from "../src/store/records.js";
 import { TOOL_NAMES, type ToolName } from "../src/tools/definitions.js";
-import { FakeClock, FakeLauncher, RecordingLogger, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
+import {
+  FakeClock,
+  FakeLauncher,
+  RecordingLogger,
+  handlerHarness,
+  jobFinished,
+  track,
+  type HandlerHarness,
+} from "./helpers.js";
+import { bounded } from "./support/events.js";
+import { callTool, request, startJob } from "./support/tool-calls.js";
+import { homeOnly } from "./host-fakes.js";
 
 const CWD = "/work/project";
 const SESSION = "8f01635f-202a-449c-ab8a-05f75520788e";
@@ -41,22 +51,17 @@ function uuidHarness(maxResultChars = 20_000, maxRunning = 1000): HandlerHarness
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 10_000_000,
     maxRunning,
-    persistence: memoryPersistence(),
+    persistence: memoryPersistence(homeOnly()),
   });
   return { ...handlerHarness({ jobs, clock, logger, maxResultChars }), jobs, clock, launcher, logger };
-}
-
-let nextRequestId = 1;
-
-function callTool(h: HandlerHarness, name: string, args: Structured): Promise<JsonRpcResponse | null> {
-  return h.handle({ jsonrpc: "2.0", id: (nextRequestId += 1), method: "tools/call", params: { name, arguments: args } });
 }
 
 const schemas = new Map<string, { properties: Record<string, { type?: string; enum?: unknown[] }>; required: string[] }>();
 
 async function outputSchema(h: HandlerHarness, name: string): Promise<{ properties: Record<string, { type?: string; enum?: unknown[] }>; required: string[] }> {
   if (schemas.size === 0) {
-    const listed = (await h.handle({ jsonrpc: "2.0", id: (nextRequestId += 1), method: "tools/list" })) as { result: { tools: Array<{ name: string; outputSchema: never }> } };
+    type Listed = { result: { tools: Array<{ name: string; outputSchema: never }> } };
+    const listed = (await h.handle(request("tools/list"))) as Listed;
     for (const definition of listed.result.tools) schemas.set(definition.name, definition.outputSchema);
   }
   const schema = schemas.get(name);
@@ -127,16 +132,18 @@ function follow(h: HandlerHarness, call: ParsedCall): Promise<ToolResult> {
   return tool(h, call.tool, call.tool === "claude_wait" ? { ...call.args, hold_ms: 0 } : call.args);
 }
 
-async function startJob(h: HandlerHarness, prompt = "Fix the tests"): Promise<{ id: string; started: ToolResult }> {
-  const started = await tool(h, "claude_start", { prompt, cwd: CWD });
-  const id = started.structured.job_id;
-  assert.ok(typeof id === "string" && isJobId(id), `job_id should be a UUID, got ${JSON.stringify(id)}`);
-  return { id, started };
+/** A started job's id, which is a UUID, as the server makes them. */
+async function startUuidJob(h: HandlerHarness, prompt = "Fix the tests"): Promise<string> {
+  const id = await startJob(h, { prompt, cwd: CWD });
+  assert.ok(isJobId(id), `job_id should be a UUID, got ${JSON.stringify(id)}`);
+  return id;
 }
 
 test("a running job: next names claude_wait with its job_id, from claude_start and from claude_wait", async () => {
   const h = uuidHarness();
-  const { id, started } = await startJob(h);
+  const started = await tool(h, "claude_start", { prompt: "Fix the tests", cwd: CWD });
+  const id = started.structured.job_id as string;
+  assert.ok(isJobId(id), `job_id should be a UUID, got ${JSON.stringify(id)}`);
   assert.equal(started.structured.status, "running");
   assert.deepEqual(firstCall(started.structured), { tool: "claude_wait", args: { job_id: id } });
 
@@ -155,8 +162,9 @@ test("a running job: next names claude_wait with its job_id, from claude_start a
 
 test("a queued job: next names claude_wait with its job_id", async () => {
   const h = uuidHarness(20_000, 1);
-  await startJob(h, "hog the only slot");
-  const { id, started } = await startJob(h, "wait your turn");
+  await startUuidJob(h, "hog the only slot");
+  const started = await tool(h, "claude_start", { prompt: "wait your turn", cwd: CWD });
+  const id = started.structured.job_id as string;
   assert.equal(started.structured.status, "queued");
   assert.deepEqual(firstCall(started.structured), { tool: "claude_wait", args: { job_id: id } });
 
@@ -172,10 +180,10 @@ test("a queued job: next names claude_wait with its job_id", async () => {
 
 test("a truncated result: next names claude_output with the job_id and the offset where it was cut, and following it reads the rest", async () => {
   const h = uuidHarness(100);
-  const { id } = await startJob(h);
+  const id = await startUuidJob(h);
   const whole = Array.from({ length: 250 }, (_, index) => String.fromCharCode(65 + (index % 26))).join("");
   h.launcher.last.succeed(whole, SESSION);
-  await settle();
+  await jobFinished(h, id);
 
   const waited = await tool(h, "claude_wait", { job_id: id, hold_ms: 0 });
   assert.equal(waited.structured.status, "completed");
@@ -202,7 +210,7 @@ test("a truncated result: next names claude_output with the job_id and the offse
 
 test("a transcript page with more to read: next keeps view transcript", async () => {
   const h = uuidHarness();
-  const { id } = await startJob(h);
+  const id = await startUuidJob(h);
   for (let turn = 1; turn <= 5; turn += 1) h.launcher.last.report({ turns: turn, lastActivity: "text" }, `assistant: turn ${turn} of the work`);
   const page = await tool(h, "claude_output", { job_id: id, view: "transcript", limit: 20 });
   assert.equal(typeof page.structured.next_offset, "number");
@@ -214,9 +222,9 @@ test("a transcript page with more to read: next keeps view transcript", async ()
 
 test("a completed job that fits needs no next step", async () => {
   const h = uuidHarness();
-  const { id } = await startJob(h);
+  const id = await startUuidJob(h);
   h.launcher.last.succeed("all done", SESSION);
-  await settle();
+  await jobFinished(h, id);
   const waited = await tool(h, "claude_wait", { job_id: id, hold_ms: 0 });
   assert.equal(waited.structured.status, "completed");
   assert.equal(waited.structured.next, undefined);
@@ -225,10 +233,10 @@ test("a completed job that fits needs no next step", async () => {
 
 test("a failed job: next names claude_output with its job_id and the transcript, then claude_start with its session_id", async () => {
   const h = uuidHarness();
-  const { id } = await startJob(h);
+  const id = await startUuidJob(h);
   h.launcher.last.report({ sessionId: SESSION, turns: 1, lastActivity: "text" }, "assistant: trying");
   h.launcher.last.finish({ ok: false, code: "AGENT_ERROR", detail: "API Error: 500", result: { text: "API Error: 500", sessionId: SESSION } });
-  await settle();
+  await jobFinished(h, id);
 
   const waited = await tool(h, "claude_wait", { job_id: id, hold_ms: 0 });
   assert.equal(waited.structured.status, "failed");
@@ -242,9 +250,9 @@ test("a failed job: next names claude_output with its job_id and the transcript,
 
 test("a lost job: next names claude_output with its job_id", async () => {
   const h = uuidHarness();
-  const { id } = await startJob(h);
+  const id = await startUuidJob(h);
   h.launcher.last.finish({ ok: false, code: "AGENT_LOST", detail: "the agent ended without a result" });
-  await settle();
+  await jobFinished(h, id);
   const waited = await tool(h, "claude_wait", { job_id: id, hold_ms: 0 });
   assert.equal(waited.structured.status, "lost");
   assert.deepEqual(firstCall(waited.structured), { tool: "claude_output", args: { job_id: id, view: "transcript" } });
@@ -253,8 +261,8 @@ test("a lost job: next names claude_output with its job_id", async () => {
 test("a claude_run that timed out: next says to go on with claude_start and the session it saw", async () => {
   const h = uuidHarness();
   const run = track(tool(h, "claude_run", { prompt: "slow", cwd: CWD, timeout_ms: 1000 }));
-  await settle();
-  h.launcher.last.report({ sessionId: SESSION, turns: 2, lastActivity: "tool", lastTool: "Bash · npm test" });
+  const agent = await h.launcher.launched(1);
+  agent.report({ sessionId: SESSION, turns: 2, lastActivity: "tool", lastTool: "Bash · npm test" });
   await h.clock.advance(1000);
   const result = await run.promise;
   assert.equal(result.structured.status, "failed");
@@ -268,20 +276,19 @@ test("a claude_run that timed out: next says to go on with claude_start and the 
 test("a claude_run killed from elsewhere is its failure, and says where to look", async () => {
   const h = uuidHarness();
   const run = track(tool(h, "claude_run", { prompt: "doomed", cwd: CWD }));
-  await settle();
+  await h.launcher.launched(1);
   const listed = (await tool(h, "claude_list", {})).structured.jobs as Array<{ job_id: string }>;
   const jobId = listed[0]?.job_id as string;
   const killed = await tool(h, "claude_kill", { job_id: jobId });
   assert.equal(killed.structured.status, "killed");
-  await settle();
-  const result = await run.promise;
+  const result = await bounded("the run to answer", run.promise);
   assert.equal((result.structured.error as { code: string }).code, "KILLED");
   assert.deepEqual(firstCall(result.structured), { tool: "claude_output", args: { job_id: jobId, view: "transcript" } });
 });
 
 test("JOB_NOT_FOUND: next names claude_list, and following it lists the jobs", async () => {
   const h = uuidHarness();
-  const { id } = await startJob(h);
+  const id = await startUuidJob(h);
   const missing = randomUUID();
   const result = await tool(h, "claude_wait", { job_id: missing, hold_ms: 0 });
   assert.equal(result.isError, true);
@@ -305,7 +312,7 @@ test("a failure echoes job_id only when it is a well-formed job id", async () =>
 
 test("INVALID_ARGUMENT: next names the argument to fix", async () => {
   const h = uuidHarness();
-  const { id } = await startJob(h);
+  const id = await startUuidJob(h);
   const result = await tool(h, "claude_wait", { job_id: id, hold_ms: -1 });
   assert.equal((result.structured.error as { code: string }).code, "INVALID_ARGUMENT");
   assert.equal(result.structured.job_id, id);

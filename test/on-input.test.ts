@@ -24,6 +24,7 @@ import { answerOf, Approver, frame } from "./approver-process.js";
 import { FakeAgent, FakeClock, FakeLauncher, finishedChild, RecordingLogger, settle } from "./helpers.js";
 import { waitFor } from "./processes.js";
 import { minimalEnvironment, SERVER_MAIN, ServerProcess } from "./server-process.js";
+import { homeOnly } from "./host-fakes.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-on-input-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -63,6 +64,7 @@ function owner() {
     finishedTranscriptChars: 1_000_000,
     maxRunning: 10,
     persistence: {
+      ...homeOnly({ isAlive: async () => true }, { pid: 1001, start_time: "100" }),
       store,
       owner: { pid: 1001, start_time: "100" },
       attach: () => new FakeAgent({ prompt: "", cwd: "/" }),

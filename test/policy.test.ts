@@ -1,23 +1,30 @@
 /**
- * The operator's policy (src/policy.ts) applied directly: each refusal and
- * its message, each default filled in, and that the request is left alone.
+ * The operator's policy (src/agent/policy.ts) applied directly: each refusal and
+ * its message, each default filled in, and that the request is left alone. One
+ * path serves every agent: Claude Code's offer here, and one a test declares.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { PERMISSION_MODES, type AgentOptions } from "../src/agent/options.js";
+import type { AgentOffer, AgentOptions } from "../src/agent/options.js";
 import { DispatchError } from "../src/core/errors.js";
-import { applyPolicy, DEFAULT_PERMISSION_MODES, DEFAULT_POLICY, type Policy } from "../src/agent/policy.js";
+import { applyPolicy, type Policy } from "../src/agent/policy.js";
+import { DEFAULT_POLICY } from "../src/config.js";
+import { CLAUDE_PERMISSION_MODES } from "../src/runtimes/claude/index.js";
 
-function policy(overrides: Partial<Policy> = {}): Policy {
-  return { ...DEFAULT_POLICY, ...overrides };
+/** The default policy with these overrides, and these of Claude Code's offer (its allowed modes, its defaults). */
+function policy(overrides: Partial<Policy> = {}, claude: Partial<AgentOffer> = {}): Policy {
+  return { ...DEFAULT_POLICY, agents: DEFAULT_POLICY.agents.map((offer) => ({ ...offer, ...claude })), ...overrides };
 }
 
+/** Claude Code's modes that an unset CLAUDE_DISPATCH_PERMISSION_MODES allows. */
+const DEFAULT_PERMISSION_MODES = DEFAULT_POLICY.agents.find((offer) => offer.name === "claude")?.allowedModes ?? [];
+
 /** Asserts applyPolicy refuses with POLICY_DENIED; returns the message. */
-function denial(requested: AgentOptions, p: Policy): string {
+function denial(requested: AgentOptions, p: Policy, agent?: string): string {
   let caught: unknown;
   try {
-    applyPolicy(requested, p);
+    applyPolicy(requested, p, agent);
   } catch (error) {
     caught = error;
   }
@@ -36,26 +43,23 @@ function frozen(options: AgentOptions): AgentOptions {
  * Defaults
  * ------------------------------------------------------------------ */
 
-test("DEFAULT_PERMISSION_MODES is every mode except bypassPermissions, in order", () => {
+test("Claude Code's default modes are every mode except bypassPermissions, in order", () => {
   assert.ok(!DEFAULT_PERMISSION_MODES.includes("bypassPermissions"));
   assert.deepEqual(
     DEFAULT_PERMISSION_MODES,
-    PERMISSION_MODES.filter((mode) => mode !== "bypassPermissions"),
+    CLAUDE_PERMISSION_MODES.filter((mode) => mode !== "bypassPermissions"),
   );
-  assert.equal(DEFAULT_PERMISSION_MODES.length, PERMISSION_MODES.length - 1);
-  assert.ok(PERMISSION_MODES.includes("bypassPermissions"), "the CLI mode itself still exists for operators");
+  assert.equal(DEFAULT_PERMISSION_MODES.length, CLAUDE_PERMISSION_MODES.length - 1);
+  assert.ok(CLAUDE_PERMISSION_MODES.includes("bypassPermissions"), "the CLI mode itself still exists for operators");
 });
 
-test("DEFAULT_POLICY allows the default modes and sets no defaults or caps", () => {
-  assert.deepEqual(DEFAULT_POLICY, {
-    permissionModes: DEFAULT_PERMISSION_MODES,
-    defaultPermissionMode: undefined,
-    defaultModel: undefined,
-    maxTurns: undefined,
-    maxBudgetUsd: undefined,
-    defaultTimeoutMs: 120_000,
-    roots: undefined,
-  });
+test("DEFAULT_POLICY offers Claude Code with the default modes and sets no defaults or caps", () => {
+  const { agents, ...rest } = DEFAULT_POLICY;
+  assert.deepEqual(rest, { maxTurns: undefined, maxBudgetUsd: undefined, defaultTimeoutMs: 120_000, roots: undefined });
+  assert.deepEqual(
+    agents.map(({ name, allowedModes, defaultMode, defaultModel }) => ({ name, allowedModes, defaultMode, defaultModel })),
+    [{ name: "claude", allowedModes: DEFAULT_PERMISSION_MODES, defaultMode: undefined, defaultModel: undefined }],
+  );
 });
 
 test("under DEFAULT_POLICY the options pass through unchanged", () => {
@@ -91,18 +95,18 @@ test("bypassPermissions is refused under the default modes, naming the variable 
 });
 
 test("another mode outside the allowed list is refused without the bypass hint", () => {
-  const message = denial({ permissionMode: "acceptEdits" }, policy({ permissionModes: ["plan", "default"] }));
+  const message = denial({ permissionMode: "acceptEdits" }, policy({}, { allowedModes: ["plan", "default"] }));
   assert.equal(message, 'permission_mode "acceptEdits" is not allowed here; allowed: plan, default');
   assert.doesNotMatch(message, /CLAUDE_DISPATCH_PERMISSION_MODES/);
 });
 
 test("with no modes allowed, the message says none", () => {
-  const message = denial({ permissionMode: "plan" }, policy({ permissionModes: [] }));
+  const message = denial({ permissionMode: "plan" }, policy({}, { allowedModes: [] }));
   assert.equal(message, 'permission_mode "plan" is not allowed here; allowed: none');
 });
 
 test("an operator may allow bypassPermissions", () => {
-  const result = applyPolicy({ permissionMode: "bypassPermissions" }, policy({ permissionModes: [...PERMISSION_MODES] }));
+  const result = applyPolicy({ permissionMode: "bypassPermissions" }, policy({}, { allowedModes: [...CLAUDE_PERMISSION_MODES] }));
   assert.equal(result.permissionMode, "bypassPermissions");
 });
 
@@ -144,25 +148,25 @@ test("a refused permission mode is reported before an exceeded cap", () => {
  * ------------------------------------------------------------------ */
 
 test("the operator's defaults and caps fill in what the call leaves out", () => {
-  const p = policy({ defaultPermissionMode: "acceptEdits", defaultModel: "sonnet", maxTurns: 10, maxBudgetUsd: 2 });
+  const p = policy({ maxTurns: 10, maxBudgetUsd: 2 }, { defaultMode: "acceptEdits", defaultModel: "sonnet" });
   assert.deepEqual(applyPolicy({}, p), { permissionMode: "acceptEdits", model: "sonnet", maxTurns: 10, maxBudgetUsd: 2 });
 });
 
 test("each default fills in on its own", () => {
-  assert.deepEqual(applyPolicy({}, policy({ defaultPermissionMode: "plan" })), { permissionMode: "plan" });
-  assert.deepEqual(applyPolicy({}, policy({ defaultModel: "opus" })), { model: "opus" });
+  assert.deepEqual(applyPolicy({}, policy({}, { defaultMode: "plan" })), { permissionMode: "plan" });
+  assert.deepEqual(applyPolicy({}, policy({}, { defaultModel: "opus" })), { model: "opus" });
   assert.deepEqual(applyPolicy({}, policy({ maxTurns: 7 })), { maxTurns: 7 });
   assert.deepEqual(applyPolicy({}, policy({ maxBudgetUsd: 1.5 })), { maxBudgetUsd: 1.5 });
 });
 
 test("defaults never override what the call asked for", () => {
-  const p = policy({ defaultPermissionMode: "acceptEdits", defaultModel: "sonnet", maxTurns: 10, maxBudgetUsd: 2 });
+  const p = policy({ maxTurns: 10, maxBudgetUsd: 2 }, { defaultMode: "acceptEdits", defaultModel: "sonnet" });
   const requested: AgentOptions = { permissionMode: "plan", model: "opus", maxTurns: 4, maxBudgetUsd: 0.5 };
   assert.deepEqual(applyPolicy(requested, p), requested);
 });
 
 test("options the policy does not govern are carried over", () => {
-  const p = policy({ defaultModel: "sonnet", maxTurns: 10 });
+  const p = policy({ maxTurns: 10 }, { defaultModel: "sonnet" });
   const requested: AgentOptions = {
     allowedTools: ["Edit"],
     disallowedTools: ["Bash"],
@@ -177,7 +181,7 @@ test("options the policy does not govern are carried over", () => {
  * ------------------------------------------------------------------ */
 
 test("applyPolicy returns a new object and never mutates the request", () => {
-  const p = policy({ defaultPermissionMode: "acceptEdits", defaultModel: "sonnet", maxTurns: 10, maxBudgetUsd: 2 });
+  const p = policy({ maxTurns: 10, maxBudgetUsd: 2 }, { defaultMode: "acceptEdits", defaultModel: "sonnet" });
   const requested = frozen({ allowedTools: ["Edit"], addDirs: ["/x"] });
   const snapshot = structuredClone(requested);
   const result = applyPolicy(requested, p); // a frozen object would throw on any write
@@ -198,10 +202,43 @@ test("a refused request is not mutated either", () => {
 });
 
 test("the policy object is not mutated", () => {
-  const p = Object.freeze(policy({ permissionModes: Object.freeze(["plan"] as const), maxTurns: 3, defaultModel: "haiku" }));
+  const claude = Object.freeze({ allowedModes: Object.freeze(["plan"] as const), defaultModel: "haiku" });
+  const p = Object.freeze(policy({ maxTurns: 3 }, claude));
+  for (const offer of p.agents) Object.freeze(offer);
   applyPolicy({ permissionMode: "plan" }, p);
   denial({ maxTurns: 4 }, p);
-  assert.deepEqual(p.permissionModes, ["plan"]);
+  assert.deepEqual(p.agents[0]?.allowedModes, ["plan"]);
   assert.equal(p.maxTurns, 3);
-  assert.equal(p.defaultModel, "haiku");
+  assert.equal(p.agents[0]?.defaultModel, "haiku");
+});
+
+/* ------------------------------------------------------------------ *
+ * One path for every agent
+ * ------------------------------------------------------------------ */
+
+/** An agent a test declares: its own modes and defaults, and flags for only some options. */
+const FOURTH: AgentOffer = {
+  name: "fourth",
+  label: "Fourth CLI",
+  modes: ["careful", "reckless"],
+  dangerousModes: ["reckless"],
+  allowedModes: ["careful"],
+  defaultMode: "careful",
+  defaultModel: "fourth-1",
+  supportedOptions: ["model", "permissionMode", "maxTurns"],
+  modesSetting: "CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES",
+};
+
+test("another agent takes the same path: its own modes, its defaults, and only the caps it has flags for", () => {
+  const p = policy({ maxTurns: 5, maxBudgetUsd: 2, agents: [...DEFAULT_POLICY.agents, FOURTH] });
+  assert.deepEqual(applyPolicy({}, p, "fourth"), { permissionMode: "careful", model: "fourth-1", maxTurns: 5 });
+  assert.deepEqual(applyPolicy({ model: "fourth-2", maxTurns: 2 }, p, "fourth"), { model: "fourth-2", maxTurns: 2, permissionMode: "careful" });
+  assert.equal(
+    denial({ permissionMode: "reckless" }, p, "fourth"),
+    'permission_mode "reckless" is not allowed for agent "fourth" (an operator can allow it with CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES); allowed: careful',
+  );
+  assert.equal(denial({ maxBudgetUsd: 1 }, p, "fourth"), 'max_budget_usd is not an option of agent "fourth"');
+  assert.equal(denial({ maxTurns: 6 }, p, "fourth"), "max_turns 6 is above the operator's cap of 5");
+  assert.equal(denial({}, p, "fifth"), 'agent "fifth" is not offered here');
+  assert.deepEqual(applyPolicy({}, p), { maxTurns: 5, maxBudgetUsd: 2 }, "the default agent's defaults are its own");
 });

@@ -16,10 +16,16 @@ import { agentEnvironment } from "../src/runtimes/claude/index.js";
 import { createClaudeAgents } from "./helpers.js";
 import type { AgentOutcome, AgentRun } from "../src/agent/types.js";
 import { systemClock } from "../src/core/clock.js";
-import { createProcessControl, type PosixPlatform, type ProcessControl } from "../src/hosts/local/index.js";
+import {
+  createProcessControl,
+  type PosixPlatform,
+  type ProcessControl,
+  type ProcessInfo,
+} from "../src/hosts/local/index.js";
 import { RecordingLogger } from "./helpers.js";
 import { isAlive, LINUX_PLATFORM, readPids, waitFor } from "./processes.js";
 import { minimalEnvironment } from "./server-process.js";
+import { observedPlatform } from "./support/events.js";
 
 const FAKE_CLAUDE = fileURLToPath(new URL("./fixtures/fake-claude.mjs", import.meta.url));
 const isLinux = process.platform === "linux";
@@ -38,10 +44,12 @@ function control(overrides: { killGraceMs?: number; maxLineBytes?: number } = {}
   processes: ProcessControl;
   run(prompt: string, options?: { resumeSessionId?: string; bin?: string; env?: Record<string, string> }): AgentRun;
   logger: RecordingLogger;
+  tableRead: ReturnType<typeof observedPlatform>["tableRead"];
 } {
   const logger = new RecordingLogger();
+  const observed = observedPlatform(platform);
   const processes = createProcessControl({
-    platform,
+    platform: observed.platform,
     clock: systemClock,
     logger,
     newMarker: () => randomUUID(),
@@ -54,6 +62,7 @@ function control(overrides: { killGraceMs?: number; maxLineBytes?: number } = {}
   return {
     processes,
     logger,
+    tableRead: observed.tableRead,
     run: (prompt, options = {}) =>
       createClaudeAgents({
         start: (request) => processes.start(request),
@@ -76,6 +85,29 @@ function expectFailure(outcome: AgentOutcome, code: string): Extract<AgentOutcom
   if (outcome.ok) assert.fail(`expected ${code}, got success`);
   assert.equal(outcome.code, code, outcome.detail);
   return outcome;
+}
+
+/**
+ * An agent whose tool call (the middle process) starts a child and exits after lifetimeMs: once a read of the
+ * table shows that child (the orphan) reparented away from the agent.
+ */
+async function orphaned(lifetimeMs: number): Promise<ReturnType<typeof control> & { agent: AgentRun; orphan: number }> {
+  const controlled = control();
+  const [orphanFile, agentFile] = [scratchFile("orphan"), scratchFile("orphan-agent")];
+  const agent = controlled.run([`@pid ${agentFile}`, `@orphan ${orphanFile} ${lifetimeMs}`, "@sleep 60000"].join("\n"));
+  await waitFor(() => readPids(orphanFile).length === 1 && readPids(agentFile).length === 1, "the two pids");
+  const [orphan] = readPids(orphanFile) as [number];
+  const [agentPid] = readPids(agentFile) as [number];
+  const reparented = (table: ReadonlyMap<number, ProcessInfo>): boolean =>
+    table.has(orphan) && grandparentOf(table, orphan) !== agentPid;
+  await controlled.tableRead("the orphan reparented", reparented);
+  return { ...controlled, agent, orphan };
+}
+
+/** The parent of pid's parent as one read of the table shows it. */
+function grandparentOf(table: ReadonlyMap<number, ProcessInfo>, pid: number): number | undefined {
+  const parent = table.get(pid)?.ppid;
+  return parent === undefined ? undefined : table.get(parent)?.ppid;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -180,10 +212,13 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
   test("output past the capture cap fails with OUTPUT_TOO_LARGE and stops the agent", async () => {
     const { run, processes } = control({ maxLineBytes: 64 * 1024 });
     const pidFile = scratchFile("big");
-    const failure = expectFailure(await run(`@pid ${pidFile}\n@big 200000`).outcome, "OUTPUT_TOO_LARGE");
+    const agent = run(`@pid ${pidFile}\n@spawn ${pidFile}\n@big 200000`);
+    const failure = expectFailure(await agent.outcome, "OUTPUT_TOO_LARGE");
     assert.match(failure.detail, /CLAUDE_DISPATCH_MAX_OUTPUT_BYTES/);
     await processes.idle();
-    assert.ok(readPids(pidFile).every((pid) => !isAlive(pid)));
+    const pids = readPids(pidFile);
+    assert.equal(pids.length, 2, "the agent and its child wrote their pids before the output");
+    for (const pid of pids) assert.equal(isAlive(pid), false, `pid ${pid} outlived OUTPUT_TOO_LARGE`);
   });
 
   test("large output under the cap arrives whole", async () => {
@@ -198,18 +233,18 @@ describe("completion and tree kill", { skip: !isLinux && "POSIX process tests ru
   test("a job completes when the agent exits even though a grandchild holds its stdout; the grandchild is then stopped", async () => {
     const { run, processes } = control();
     const pidFile = scratchFile("hold");
-    const started = Date.now();
     const outcome = expectOk(await run(`@hold-stdout ${pidFile}`).outcome);
     assert.match(outcome.result.text ?? "", /ECHO/);
-    assert.ok(Date.now() - started < 5000, "completion must not wait for the grandchild to close stdout");
     const [holder] = readPids(pidFile);
     assert.ok(holder);
+    // The cleanup starts only after the outcome is answered, and the holder never closes stdout on its own.
+    assert.equal(isAlive(holder), true, "completion must not wait for the grandchild to close stdout");
     await processes.idle();
     assert.equal(isAlive(holder), false, "the process left holding stdout is stopped after the agent exits");
   });
 
   test("kill leaves no survivors: children in the agent's session, in new sessions, and ones ignoring SIGTERM", async () => {
-    const { run, processes } = control({ killGraceMs: 400 });
+    const { run, processes, tableRead } = control({ killGraceMs: 400 });
     const pidFile = scratchFile("tree");
     const agent = run(
       [`@pid ${pidFile}`, "@ignore-term", `@spawn ${pidFile}`, `@spawn ${pidFile} detached`, `@spawn ${pidFile} detached ignore-term`, "@sleep 60000"].join("\n"),
@@ -217,8 +252,8 @@ describe("completion and tree kill", { skip: !isLinux && "POSIX process tests ru
     await waitFor(() => readPids(pidFile).length === 4, "the agent and its three children");
     const pids = readPids(pidFile);
     assert.ok(pids.every(isAlive));
-    // Wait for one tree refresh so the detached children are remembered, as Claude Code's tool calls would be.
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    // A read of the table that shows them all: the detached children are remembered, as Claude Code's tool calls are.
+    await tableRead("the agent and its children in one table", (table) => pids.every((pid) => table.has(pid)));
 
     const report = await agent.kill();
     assert.deepEqual(report.survivors, []);
@@ -230,11 +265,11 @@ describe("completion and tree kill", { skip: !isLinux && "POSIX process tests ru
 
   test("a process-group kill alone would miss the new-session child (the reference's defect)", async () => {
     const pidFile = scratchFile("group");
-    const { run, processes } = control();
+    const { run, processes, tableRead } = control();
     const agent = run([`@pid ${pidFile}`, `@spawn ${pidFile} detached`, "@sleep 60000"].join("\n"));
     await waitFor(() => readPids(pidFile).length === 2, "agent and detached child");
     const [agentPid, detachedPid] = readPids(pidFile) as [number, number];
-    await new Promise((resolve) => setTimeout(resolve, 250)); // one tree refresh
+    await tableRead("the agent and its child in one table", (table) => table.has(agentPid) && table.has(detachedPid));
     // What the reference did: SIGKILL the agent's process group.
     process.kill(-agentPid, "SIGKILL");
     // Checked synchronously: our own cleanup cannot have run yet.
@@ -246,13 +281,8 @@ describe("completion and tree kill", { skip: !isLinux && "POSIX process tests ru
   });
 
   test("a tool child whose parent already exited is still killed, because the periodic refresh remembered it", async () => {
-    const { run, processes } = control();
-    const pidFile = scratchFile("orphan");
-    const agent = run([`@orphan ${pidFile} 300`, "@sleep 60000"].join("\n"));
-    await waitFor(() => readPids(pidFile).length === 1, "the orphan's pid");
-    const [orphan] = readPids(pidFile) as [number];
-    // The middle process exits after 300 ms; the orphan is then reparented away from the agent.
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    // The middle process exits after 300 ms, refreshes having seen it meanwhile.
+    const { agent, orphan, processes } = await orphaned(300);
     assert.equal(isAlive(orphan), true);
     const report = await agent.kill();
     assert.deepEqual(report.survivors, []);
@@ -262,12 +292,7 @@ describe("completion and tree kill", { skip: !isLinux && "POSIX process tests ru
 
   test("a child whose shell exited before any refresh saw it is found by the agent's environment marker", async () => {
     // `server &` in a tool call that returns at once: the middle lives 30 ms, far less than a refresh.
-    const { run, processes } = control();
-    const pidFile = scratchFile("quick-orphan");
-    const agent = run([`@orphan ${pidFile} 30`, "@sleep 60000"].join("\n"));
-    await waitFor(() => readPids(pidFile).length === 1, "the orphan's pid");
-    const [orphan] = readPids(pidFile) as [number];
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    const { agent, orphan, processes } = await orphaned(30);
     assert.equal(isAlive(orphan), true);
     assert.deepEqual((await agent.kill()).survivors, []);
     await processes.idle();

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -16,6 +16,7 @@ import { StateStore } from "../src/store/state-store.js";
 import { type JobRecord } from "../src/store/records.js";
 import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
+import { homeOnly } from "./host-fakes.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-names-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -33,6 +34,9 @@ function registry(store: StateStore): { jobs: JobRegistry; launcher: FakeLaunche
     finishedTranscriptChars: 100_000,
     maxRunning: 10,
     persistence: {
+      ...homeOnly({}, { pid: 4321, start_time: "9" }),
+      // Only Claude Code is run here: another runtime's job is left to a process that has it (§15.3).
+      agents: { home: "claude", known: ["claude"] },
       store,
       owner: { pid: 4321, start_time: "9" },
       attach: () => new FakeAgent({ prompt: "", cwd: "/" }),
@@ -52,8 +56,10 @@ function freshStore(name: string): StateStore {
   return store;
 }
 
+/** A record as an earlier version wrote it: naming neither runtime nor host unless the test says. */
 function queuedRecord(overrides: Partial<JobRecord> = {}): JobRecord {
-  return { format: 1, id: randomUUID(), kind: "start", cwd: "/w", prompt_preview: "p", options: {}, status: "queued", submitted_at: 1, owner: { pid: 999_999 }, generation: 0, ...overrides };
+  const old = { format: 1, id: randomUUID(), kind: "start", cwd: "/w", prompt_preview: "p", options: {}, status: "queued", submitted_at: 1, owner: { pid: 999_999 }, generation: 0 };
+  return { ...old, ...overrides } as JobRecord;
 }
 
 test("a new job's record names its runtime and host", () => {
@@ -69,7 +75,10 @@ test("a record of an earlier version, naming neither, loads and is taken over as
   const store = freshStore("old");
   const old = queuedRecord();
   store.create(old, "from an earlier version");
-  assert.equal(store.read(old.id)?.runtime, undefined);
+  const onDisk = JSON.parse(readFileSync(path.join(store.jobDir(old.id), "record.json"), "utf8")) as Record<string, unknown>;
+  assert.equal(onDisk.runtime, undefined, "written as an earlier version writes it");
+  assert.equal(store.read(old.id)?.runtime, "claude", "read as Claude Code");
+  assert.equal(store.read(old.id)?.host, "local", "on this machine");
   const { jobs, launcher } = registry(store);
   await jobs.restore(store.loadAll().records);
   await settle();
@@ -87,7 +96,7 @@ test("a job of a runtime this server does not have is left alone, with a warning
   await settle();
   assert.equal(jobs.get(other.id), undefined);
   assert.equal(launcher.agents.length, 0);
-  assert.deepEqual(store.read(other.id), other, "its record is untouched");
+  assert.deepEqual(store.read(other.id), { ...other, host: "local" }, "its record is untouched");
   assert.ok(logger.lines.some((line) => /runs on codex at local, which this server does not have/.test(line)), logger.lines.join("\n"));
 });
 

@@ -30,6 +30,7 @@ import { newStateIn, runCliCaptured } from "./cli-harness.js";
 import { cliPath, mockedCliEnvironment, realCliVersion } from "./claude-cli.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
 import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
+import { localHosts } from "./host-fakes.js";
 
 const scratch = realpathSync(mkdtempSync(path.join(tmpdir(), "claude-dispatch-sessions-")));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -404,6 +405,7 @@ async function sessionsCli(args: string[], setup: SessionsSetup): Promise<{ code
     stderr: { write: (text: string) => (stderr += text) },
     clock: { now: () => setup.now ?? NOW, setTimer: systemClock.setTimer },
     processControl: async () => assert.fail("sessions never loads the process layer"),
+    hosts: async (processes) => localHosts(processes),
     nodePath: "/usr/bin/node",
     mainPath: "/opt/claude-dispatch/dist/main.js",
     runFile: async () => assert.fail("sessions runs no program"),
@@ -417,7 +419,7 @@ async function sessionsCli(args: string[], setup: SessionsSetup): Promise<{ code
 
 function jobRecord(overrides: Partial<JobRecord>): JobRecord {
   return {
-    format: 1,
+    format: 1, runtime: "claude", host: "local",
     id: randomUUID(),
     kind: "start",
     cwd: "/tmp/sxfix/project",

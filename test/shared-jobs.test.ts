@@ -18,6 +18,7 @@ import { StateStore } from "../src/store/state-store.js";
 import type { JobRecord } from "../src/store/records.js";
 import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle, track } from "./helpers.js";
+import { homeOnly, tableOf } from "./host-fakes.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-shared-"));
 const servers: Server[] = [];
@@ -81,6 +82,7 @@ function server(dir: string, owner: typeof OWNER_A, isAlive: IsAlive, options: S
     finishedTranscriptChars: 1_000_000,
     maxRunning: options.maxRunning ?? 1000,
     persistence: {
+      ...homeOnly(tableOf(isAlive), owner),
       store,
       owner,
       ...(options.sharedSlots ? { slots: store.slotPool(options.maxRunning ?? 1000, owner, isAlive) } : {}),
@@ -258,7 +260,7 @@ describe("a job another live server owns", { timeout: 20_000 }, () => {
     const { a, b } = world();
     const id = randomUUID();
     const record = {
-      format: 1,
+      format: 1, runtime: "claude", host: "local",
       id,
       kind: "start",
       cwd: "/w",

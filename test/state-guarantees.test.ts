@@ -23,6 +23,7 @@ import { StateError } from "../src/store/records.js";
 import { FakeAgent, FakeClock, RecordingLogger, handlerHarness, settle } from "./helpers.js";
 import { isAlive, procStartTime, readPids, readRecordFile, waitFor } from "./processes.js";
 import { ServerProcess, type RpcResponse } from "./server-process.js";
+import { homeOnly } from "./host-fakes.js";
 
 const linux = process.platform === "linux";
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-guarantees-"));
@@ -216,7 +217,7 @@ describe("a record naming a process of the server's own tree is never adopted (i
       const id = randomUUID();
       mkdirSync(path.join(stateDir, "jobs", id), { mode: 0o700 });
       const now = Date.now();
-      const record = { format: 1, id, kind: "start", cwd, prompt_preview: who, options: {}, status: "running", submitted_at: now, started_at: now, owner: { pid: gone, start_time: "1" }, generation: 0, agent };
+      const record = { format: 1, runtime: "claude", host: "local", id, kind: "start", cwd, prompt_preview: who, options: {}, status: "running", submitted_at: now, started_at: now, owner: { pid: gone, start_time: "1" }, generation: 0, agent };
       writeFileSync(jobFile(stateDir, id, "record.json"), JSON.stringify(record), { mode: 0o600 });
       const waited = structured(await call(server, "claude_wait", { job_id: id, hold_ms: 0 }));
       assert.equal(waited.status, "lost", `${who}: ${JSON.stringify(waited)}`);
@@ -357,7 +358,7 @@ describe("INTERNAL_ERROR carries no exception text to the model (item 13)", () =
       maxFinishedJobs: 10,
       finishedTranscriptChars: 1000,
       maxRunning: 1,
-      persistence: memoryPersistence(),
+      persistence: memoryPersistence(homeOnly()),
     });
     const job = jobs.start({ prompt: "p", cwd: "/work" }, "start");
     await job.done;

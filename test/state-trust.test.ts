@@ -36,7 +36,7 @@ function freshDir(): string {
 
 function record(id: string, overrides: Partial<JobRecord> = {}): JobRecord {
   return {
-    format: 1,
+    format: 1, runtime: "claude", host: "local",
     id,
     kind: "start",
     cwd: scratch,

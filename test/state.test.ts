@@ -21,6 +21,7 @@ import { StateStore } from "../src/store/state-store.js";
 import { isJobId, type JobRecord } from "../src/store/records.js";
 import { Transcript } from "../src/core/transcript.js";
 import { FakeAgent, FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
+import { homeOnly, tableOf } from "./host-fakes.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-state-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -42,6 +43,8 @@ function nextId(): string {
 
 interface Harness {
   jobs: JobRegistry;
+  /** Takes over the records with this process table: who is alive, servers and agents alike (restore's own, by default). */
+  restore(records: readonly JobRecord[], isAlive?: IsAlive): Promise<void>;
   launcher: FakeLauncher;
   attached: AgentToAttach[];
   attachedAgents: FakeAgent[];
@@ -69,6 +72,8 @@ function harness(
   const launcher = new FakeLauncher();
   const attached: AgentToAttach[] = [];
   const attachedAgents: FakeAgent[] = [];
+  let alive = options.isAlive ?? nobodyAlive;
+  const owner = options.owner ?? OWNER;
   const jobs = new JobRegistry({
     launch: (spec) => {
       options.onLaunch?.();
@@ -82,8 +87,9 @@ function harness(
     finishedTranscriptChars: 1_000_000,
     maxRunning: options.maxRunning ?? 1000,
     persistence: {
+      ...homeOnly(tableOf((named) => alive(named)), owner),
       store,
-      owner: options.owner ?? OWNER,
+      owner,
       attach: (agent) => {
         attached.push(agent);
         const run = new FakeAgent({ prompt: "", cwd: "/" });
@@ -97,11 +103,15 @@ function harness(
       maxBytes: options.maxBytes ?? 1024 ** 3,
       admit: options.admit ?? (async (spec) => spec),
       newMarker: () => "fake-marker",
-      isAlive: options.isAlive ?? nobodyAlive,
+      isAlive: (named) => alive(named),
       ...(options.beforeRemove ? { beforeRemove: options.beforeRemove } : {}),
     },
   });
-  return { jobs, launcher, attached, attachedAgents, clock, store };
+  const restore = (records: readonly JobRecord[], isAlive?: IsAlive): Promise<void> => {
+    if (isAlive) alive = isAlive;
+    return jobs.restore(records);
+  };
+  return { jobs, restore, launcher, attached, attachedAgents, clock, store };
 }
 
 const nobodyAlive: IsAlive = async () => false;
@@ -117,7 +127,7 @@ describe("StateStore", () => {
   test("a record is replaced atomically and no temporary file is left behind", () => {
     const store = freshStore();
     const record: JobRecord = {
-      format: 1,
+      format: 1, runtime: "claude", host: "local",
       id: nextId(),
       kind: "start",
       cwd: "/w",
@@ -142,7 +152,7 @@ describe("StateStore", () => {
   test("a torn temporary file, a garbage record and a record naming another job are ignored", () => {
     const store = freshStore();
     const good = nextId();
-    store.create({ format: 1, id: good, kind: "run", cwd: "/w", prompt_preview: "", options: {}, status: "completed", submitted_at: 1, owner: OWNER, generation: 0 }, "");
+    store.create({ format: 1, runtime: "claude", host: "local", id: good, kind: "run", cwd: "/w", prompt_preview: "", options: {}, status: "completed", submitted_at: 1, owner: OWNER, generation: 0 }, "");
     writeFileSync(`${store.file(good, "record.json")}.x1y2.tmp`, '{"format":1,"id":"');
     const garbage = nextId();
     mkdirSync(store.jobDir(garbage));
@@ -237,7 +247,7 @@ describe("the job registry with a state directory", () => {
     // The old server dies here: nothing more happens to its registry.
 
     const fresh = harness(store, { maxRunning: 1 });
-    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    await fresh.restore(store.loadAll().records, nobodyAlive);
     assert.equal(fresh.jobs.get(done.id)?.status, "completed");
     assert.equal(fresh.jobs.get(done.id)?.resultText(), "the old answer");
     assert.deepEqual(fresh.attached.map((agent) => [agent.pid, agent.startTime, agent.marker]), [[4242, "fake-start", "fake-marker"]]);
@@ -264,17 +274,17 @@ describe("the job registry with a state directory", () => {
     const job = old.jobs.start({ prompt: "mine", cwd: "/w" }, "start");
     await settle();
     const polite = harness(store);
-    await polite.jobs.restore(store.loadAll().records, async (owner) => owner.pid === 77);
+    await polite.restore(store.loadAll().records, async (owner) => owner.pid === 77);
     assert.equal(polite.jobs.get(job.id), undefined, "its owner is alive");
 
     const records = store.loadAll().records;
     const a = harness(store, { owner: { pid: 5, start_time: "5" } });
     const b = harness(store, { owner: { pid: 6, start_time: "6" } });
     const onlyTheyLive: IsAlive = async (owner) => owner.pid === 5 || owner.pid === 6;
-    await Promise.all([a.jobs.restore(records, onlyTheyLive), b.jobs.restore(records, onlyTheyLive)]);
+    await Promise.all([a.restore(records, onlyTheyLive), b.restore(records, onlyTheyLive)]);
     assert.equal(a.attached.length + b.attached.length, 1, "exactly one of them follows the agent");
     const late = harness(store, { owner: { pid: 8, start_time: "8" } });
-    await late.jobs.restore(records, async () => false);
+    await late.restore(records, async () => false);
     assert.equal(late.attached.length, 0, "its winner rewrote the record: a takeover from the old read is refused");
 
     const other = freshStore();
@@ -283,11 +293,11 @@ describe("the job registry with a state directory", () => {
     await settle();
     assert.ok(other.claim(orphan.id, 1, 0, { pid: 99, start_time: "9" }), "a claimer that died before rewriting the record");
     const next = harness(other, { owner: { pid: 8, start_time: "8" } });
-    await next.jobs.restore(other.loadAll().records, async () => false);
+    await next.restore(other.loadAll().records, async () => false);
     assert.equal(next.attached.length, 1, "its stale claim is passed: the next slot is taken");
     assert.deepEqual(other.claimHolder(orphan.id, 1, 1), { pid: 8, start_time: "8" });
     const again = harness(other, { owner: { pid: 9, start_time: "9" } });
-    await again.jobs.restore(other.loadAll().records, async () => false);
+    await again.restore(other.loadAll().records, async () => false);
     assert.deepEqual(readdirSync(other.jobDir(orphan.id)).filter((name) => name.startsWith("claim.")), ["claim.2"], "older claims are removed at each takeover");
   });
 
@@ -306,7 +316,7 @@ describe("the job registry with a state directory", () => {
     assert.equal(jobs.get(job.id)?.resultText(), "x".repeat(10_000), "kept in memory while this server lives");
     assert.equal(store.read(job.id)?.outcome?.result_chars, undefined);
     const fresh = harness(store);
-    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    await fresh.restore(store.loadAll().records, nobodyAlive);
     assert.equal(fresh.jobs.get(job.id)?.resultText(), undefined);
   });
 
@@ -317,7 +327,7 @@ describe("the job registry with a state directory", () => {
     const queued = old.jobs.start({ prompt: "precious", cwd: "/w" }, "start");
     rmSync(store.file(queued.id, "prompt.txt"));
     const fresh = harness(store, { maxRunning: 1 });
-    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    await fresh.restore(store.loadAll().records, nobodyAlive);
     const outcome = fresh.jobs.get(queued.id)?.outcome;
     assert.equal(fresh.jobs.get(queued.id)?.status, "failed");
     assert.equal(outcome?.ok === false ? outcome.code : "ok", "STATE_ERROR");
@@ -337,7 +347,7 @@ describe("the job registry with a state directory", () => {
         return { ...spec, cwd: "/real/w" };
       },
     });
-    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    await fresh.restore(store.loadAll().records, nobodyAlive);
     const outcome = fresh.jobs.get(risky.id)?.outcome;
     assert.equal(outcome?.ok === false ? outcome.code : "ok", "POLICY_DENIED");
     assert.match(outcome?.ok === false ? outcome.detail : "", /not started after the restart/);
@@ -352,7 +362,7 @@ describe("the job registry with a state directory", () => {
     const run = old.jobs.start({ prompt: "waits", cwd: "/w" }, "run", 5_000);
     const fresh = harness(store, { maxRunning: 1 });
     await fresh.clock.advance(6_000);
-    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    await fresh.restore(store.loadAll().records, nobodyAlive);
     await fresh.clock.advance(0);
     const outcome = fresh.jobs.get(run.id)?.outcome;
     assert.equal(fresh.jobs.get(run.id)?.status, "failed");
@@ -367,7 +377,7 @@ describe("the job registry with a state directory", () => {
     await settle();
     const fresh = harness(store);
     await fresh.clock.advance(3_600_000);
-    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    await fresh.restore(store.loadAll().records, nobodyAlive);
     await fresh.clock.advance(0);
     fresh.attachedAgents[0]?.succeed("answered in time");
     await settle();
@@ -385,7 +395,7 @@ describe("the job registry with a state directory", () => {
     await settle();
     assert.equal(store.read(job.id)?.kill_reason, "claude_kill", "recorded before any signal");
     const fresh = harness(store);
-    await fresh.jobs.restore(store.loadAll().records, async (named) => named.pid === 4242);
+    await fresh.restore(store.loadAll().records, async (named) => named.pid === 4242);
     await settle();
     assert.equal(fresh.attachedAgents[0]?.killCalls, 1, "the adopted agent is killed at once");
     assert.equal(fresh.jobs.get(job.id)?.status, "killed");
@@ -473,7 +483,7 @@ describe("the job registry with a state directory", () => {
     store.write(record);
     const restarted = harness(store, { retentionMs: 60_000 });
     await restarted.clock.advance(120_000);
-    await restarted.jobs.restore(store.loadAll().records, nobodyAlive);
+    await restarted.restore(store.loadAll().records, nobodyAlive);
     assert.equal(restarted.jobs.get(unrecorded.id)?.status, "lost", "it ends during the takeover");
     assert.equal(restarted.jobs.get(stale.id), undefined);
     assert.ok(!existsSync(store.jobDir(stale.id)), "a restart prunes what expired while no server ran, even behind a job that ended during the takeover");
@@ -580,7 +590,7 @@ describe("the takeover, against what a second review found", () => {
     }
     const replays: string[] = [];
     const fresh = harness(store, { replays });
-    await fresh.jobs.restore(store.loadAll().records, nobodyAlive);
+    await fresh.restore(store.loadAll().records, nobodyAlive);
     fresh.jobs.start({ prompt: "new", cwd: "/w" }, "start");
     fresh.launcher.last.succeed();
     await settle();
@@ -592,7 +602,7 @@ describe("the takeover, against what a second review found", () => {
     for (const agent of [null, { pid: 0 }, { pid: -1 }, { pid: 1 }, { pid: "42" }, { pid: 42, pgid: 0 }]) {
       const id = nextId();
       mkdirSync(store.jobDir(id));
-      const record = { format: 1, id, kind: "start", cwd: "/w", prompt_preview: "", options: {}, status: "running", submitted_at: 1, owner: OWNER, generation: 0, agent };
+      const record = { format: 1, runtime: "claude", host: "local", id, kind: "start", cwd: "/w", prompt_preview: "", options: {}, status: "running", submitted_at: 1, owner: OWNER, generation: 0, agent };
       writeFileSync(store.file(id, "record.json"), JSON.stringify(record));
     }
     const { records, skipped } = store.loadAll();
@@ -616,11 +626,11 @@ describe("the takeover, against what a second review found", () => {
     await settle();
     const stale = store.loadAll().records;
     const first = harness(store, { maxRunning: 2, owner: { pid: 5, start_time: "5" } });
-    await first.jobs.restore(store.loadAll().records, async (named) => named.pid === 5);
+    await first.restore(store.loadAll().records, async (named) => named.pid === 5);
     assert.equal(first.jobs.get(queued.id)?.status, "running");
     // Server 5 dies; a server that read the directory before 5 took over still holds the old records.
     const late = harness(store, { maxRunning: 2, owner: { pid: 6, start_time: "6" } });
-    await late.jobs.restore(stale, async (named) => named.pid === 6);
+    await late.restore(stale, async (named) => named.pid === 6);
     assert.equal(late.jobs.get(queued.id), undefined, "its generation moved on: not taken over from a stale read");
     assert.equal(late.launcher.agents.length, 0, "the queued job does not run twice");
   });
@@ -638,7 +648,7 @@ describe("the takeover, against what a second review found", () => {
     // Two running jobs are two agents (the fakes all report one identity): a record naming another job's agent is not adopted.
     store.write({ ...(store.read(runningY.id) as JobRecord), agent: { pid: 4243, start_time: "y-start", tree_marker: "y-marker" } });
     const fresh = harness(store, { maxRunning: 2 });
-    await fresh.jobs.restore(store.loadAll().records, async (named) => named.pid === 4242 || named.pid === 4243);
+    await fresh.restore(store.loadAll().records, async (named) => named.pid === 4242 || named.pid === 4243);
     assert.equal(fresh.attached.length, 2, "both running agents are followed");
     assert.equal(fresh.jobs.get(runningY.id)?.status, "running");
     assert.equal(fresh.jobs.get(queuedX.id)?.status, "queued", "no slot is left for it");
@@ -648,7 +658,7 @@ describe("the takeover, against what a second review found", () => {
   test("a server that is a container's init (pid 1) owns records like any other", () => {
     const store = freshStore();
     const id = nextId();
-    store.create({ format: 1, id, kind: "start", cwd: "/w", prompt_preview: "", options: {}, status: "queued", submitted_at: 1, owner: { pid: 1 }, generation: 0 }, "p");
+    store.create({ format: 1, runtime: "claude", host: "local", id, kind: "start", cwd: "/w", prompt_preview: "", options: {}, status: "queued", submitted_at: 1, owner: { pid: 1 }, generation: 0 }, "p");
     assert.deepEqual(store.loadAll().records.map((record) => record.id), [id]);
   });
 
@@ -668,7 +678,7 @@ describe("the takeover, against what a second review found", () => {
     delete recordB.agent;
     store.write(recordB);
     const fresh = harness(store, { maxRunning: 1 });
-    await fresh.jobs.restore(store.loadAll().records, async (named) => named.pid === 4242);
+    await fresh.restore(store.loadAll().records, async (named) => named.pid === 4242);
     await settle();
     assert.equal(fresh.jobs.get(b.id)?.status, "lost");
     assert.equal(fresh.jobs.get(c.id)?.status, "running");
@@ -682,7 +692,7 @@ describe("the takeover, against what a second review found", () => {
     const job = old.jobs.start({ prompt: "p", cwd: "/w" }, "start");
     await settle();
     const fresh = harness(store);
-    await fresh.jobs.restore(store.loadAll().records, async (named) => named.pid === 4242);
+    await fresh.restore(store.loadAll().records, async (named) => named.pid === 4242);
     const agent = fresh.attachedAgents[0] as FakeAgent;
     agent.kill = async () => ({ survivors: [4242], undetermined: true as const });
     await assert.rejects(fresh.jobs.kill(job.id, "claude_kill"), /KILL_FAILED|not signalled/);

@@ -11,7 +11,8 @@ import type { RequestHandler } from "../src/server/handler.js";
 import { fail, isRecord, respond, type OutgoingMessage, type RequestId } from "../src/server/jsonrpc.js";
 import { LineReader } from "../src/core/lines.js";
 import { createMessageWriter, serveStdio } from "../src/server/stdio.js";
-import { RecordingLogger, settle } from "./helpers.js";
+import { RecordingLogger, settle, track } from "./helpers.js";
+import { bounded, Watch } from "./support/events.js";
 
 /* ------------------------------------------------------------------ *
  * Helpers
@@ -33,15 +34,6 @@ function lineReader(maxLineBytes = 1024): Reader {
   return state;
 }
 
-/** Waits for a condition by letting the event loop turn; never sleeps on a timer. */
-async function waitFor(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200; i += 1) {
-    if (condition()) return;
-    await settle(1);
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
-
 interface Deferred {
   promise: Promise<void>;
   resolve(): void;
@@ -53,20 +45,28 @@ function deferred(): Deferred {
   return { promise, resolve };
 }
 
-function track<T>(promise: Promise<T>): { readonly done: boolean } {
-  const state = { done: false };
-  void promise.then(() => (state.done = true));
-  return state;
+interface Collected {
+  readonly raw: string;
+  frames(): Array<Record<string, unknown>>;
+  /** Resolves once count whole frames have arrived. */
+  written(count: number): Promise<void>;
 }
 
 /** Everything written to a stream, and the frames in it. */
-function collect(stream: PassThrough): { readonly raw: string; frames(): Array<Record<string, unknown>> } {
+function collect(stream: PassThrough): Collected {
   let raw = "";
+  const arrived = new Watch();
   stream.setEncoding("utf8");
-  stream.on("data", (chunk: string) => (raw += chunk));
+  stream.on("data", (chunk: string) => {
+    raw += chunk;
+    arrived.changed();
+  });
   return {
     get raw() {
       return raw;
+    },
+    async written(count: number): Promise<void> {
+      await arrived.until(`${count} frames`, () => (raw.split("\n").length - 1 >= count ? true : undefined));
     },
     frames() {
       if (raw === "") return [];
@@ -107,9 +107,12 @@ function serve(handle: RequestHandler, maxLineBytes?: number) {
   const server = serveStdio({ input, writer, handle, logger, ...(maxLineBytes === undefined ? {} : { maxLineBytes }) });
   const send = (message: unknown): void => void input.write(`${JSON.stringify(message)}\n`);
   const request = (id: RequestId, method = "ping"): void => send({ jsonrpc: "2.0", id, method });
-  /** Waits until every request so far is answered and every frame is handed to the stream. */
-  const drained = async (): Promise<void> => {
-    await settle();
+  /**
+   * Waits for the count frames expected, then until every request so far is answered and handed to the stream,
+   * and one more turn of the loop: a frame written by mistake would be in by then.
+   */
+  const drained = async (count: number): Promise<void> => {
+    await out.written(count);
     await server.idle();
     await writer.flush();
     await settle();
@@ -238,7 +241,7 @@ test("serveStdio answers malformed JSON with -32700 and keeps serving", async ()
   const s = serve(echoHandler());
   s.input.write("{not json\n");
   s.request(1);
-  await s.drained();
+  await s.drained(2);
   const frames = s.out.frames();
   assert.equal(frames.length, 2);
   const [parseError, answer] = frames;
@@ -254,7 +257,7 @@ test("serveStdio answers an over-long line with -32600 and then the next request
   s.input.write("x".repeat(100));
   s.input.write(`${"x".repeat(100)}"}\n`);
   s.request(2);
-  await s.drained();
+  await s.drained(2);
   const frames = s.out.frames();
   assert.equal(frames.length, 2);
   assert.equal(frames[0]?.id, null);
@@ -268,10 +271,10 @@ test("serveStdio does not let a slow request delay a fast one", async () => {
   const s = serve(echoHandler(new Map([[1, slow.promise]])));
   s.request(1, "slow");
   s.request(2, "fast");
-  await waitFor(() => s.out.frames().length === 1, "the fast response");
+  await s.out.written(1);
   assert.equal(s.out.frames()[0]?.id, 2);
   slow.resolve();
-  await s.drained();
+  await s.drained(2);
   assert.deepEqual(
     s.out.frames().map((frame) => frame.id),
     [2, 1],
@@ -282,10 +285,9 @@ test("serveStdio writes nothing for notifications", async () => {
   const s = serve(echoHandler());
   s.send({ jsonrpc: "2.0", method: "notifications/initialized" });
   s.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1 } });
-  await s.drained();
-  assert.equal(s.out.raw, "");
+  // Read in order: once the request after them is answered, they were handled.
   s.request("after");
-  await s.drained();
+  await s.drained(1);
   assert.deepEqual(s.out.frames(), [{ jsonrpc: "2.0", id: "after", result: { echo: "ping" } }]);
 });
 
@@ -303,9 +305,7 @@ test("serveStdio: ended resolves at end of input and idle() once in-flight reque
   assert.equal(idle.done, false, "a request is still in flight");
   assert.equal(s.out.raw, "");
   slow.resolve();
-  await s.server.idle();
-  await s.writer.flush();
-  await settle();
+  await s.drained(1);
   assert.deepEqual(s.out.frames(), [{ jsonrpc: "2.0", id: 1, result: { echo: "slow" } }]);
 });
 
@@ -313,7 +313,7 @@ test("serveStdio answers a final request that has no trailing newline", async ()
   const s = serve(echoHandler());
   s.input.end('{"jsonrpc":"2.0","id":3,"method":"last"}');
   await s.server.ended;
-  await s.drained();
+  await s.drained(1);
   assert.deepEqual(s.out.frames(), [{ jsonrpc: "2.0", id: 3, result: { echo: "last" } }]);
 });
 
@@ -321,7 +321,7 @@ test("serveStdio reads requests split across chunks, with CRLF and multi-byte te
   const s = serve(echoHandler());
   const bytes = Buffer.from('{"jsonrpc":"2.0","id":"é😀","method":"çava"}\r\n', "utf8");
   for (const byte of bytes) s.input.write(Buffer.from([byte]));
-  await s.drained();
+  await s.drained(1);
   assert.deepEqual(s.out.frames(), [{ jsonrpc: "2.0", id: "é😀", result: { echo: "çava" } }]);
 });
 
@@ -343,11 +343,12 @@ test("serveStdio writes each frame as one complete JSON object and a newline", a
     s.request(id);
   }
   s.input.write("garbage\n");
-  await settle();
+  // Its error is the first frame: every request has been read by then.
+  await s.out.written(1);
   // Release in an interleaved order so responses finish concurrently.
   for (let i = 19; i >= 0; i -= 2) release[i]?.resolve();
   for (let i = 0; i < 20; i += 2) release[i]?.resolve();
-  await s.drained();
+  await s.drained(21);
   assert.ok(s.out.raw.endsWith("\n"));
   const frames = s.out.frames();
   assert.equal(frames.length, 21);
@@ -371,7 +372,7 @@ test("a handler that rejects still produces exactly one -32603 for that id", asy
   s.request(5, "explode");
   s.send({ jsonrpc: "2.0", method: "explode" });
   s.request("s", "ok");
-  await s.drained();
+  await s.drained(2);
   const frames = s.out.frames();
   assert.equal(frames.length, 2);
   const failure = frames.find((frame) => frame.id === 5);
@@ -392,17 +393,23 @@ function frame(id: number): OutgoingMessage {
 }
 
 /** A Writable with highWaterMark 1 whose write callbacks the test releases by hand. */
+/** A stream that takes each frame only when the test calls its callback; took(n) resolves once n were handed to it. */
 function manualSink() {
   const callbacks: Array<(error?: Error | null) => void> = [];
   const received: string[] = [];
+  const handed = new Watch();
   const sink = new Writable({
     highWaterMark: 1,
     write(chunk: Buffer, _encoding, callback) {
       received.push(chunk.toString("utf8"));
       callbacks.push(callback);
+      handed.changed();
     },
   });
-  return { sink, callbacks, received };
+  const took = async (count: number): Promise<void> => {
+    await handed.until(`${count} frames handed to the stream`, () => (received.length >= count ? true : undefined));
+  };
+  return { sink, callbacks, received, took };
 }
 
 function epipe(): NodeJS.ErrnoException {
@@ -437,25 +444,24 @@ test("createMessageWriter keeps order under backpressure", async () => {
 });
 
 test("createMessageWriter write() resolves only once the stream took the frame", async () => {
-  const { sink, callbacks, received } = manualSink();
+  const { sink, callbacks, received, took } = manualSink();
   const writer = createMessageWriter(sink, new RecordingLogger());
   const first = track(writer.write(frame(0)));
   const second = track(writer.write(frame(1)));
+  await took(1);
   await settle();
   assert.equal(received.length, 1, "the second frame waits for drain");
   assert.equal(first.done, false);
   callbacks[0]?.();
-  await settle();
-  assert.equal(first.done, true);
-  assert.equal(received.length, 2);
+  await bounded("the first write", first.promise);
+  await took(2);
   assert.equal(second.done, false);
   callbacks[1]?.();
-  await settle();
-  assert.equal(second.done, true);
+  await bounded("the second write", second.promise);
 });
 
 test("createMessageWriter flush() resolves after the queued frames were handed over", async () => {
-  const { sink, callbacks, received } = manualSink();
+  const { sink, callbacks, received, took } = manualSink();
   const writer = createMessageWriter(sink, new RecordingLogger());
   await writer.flush();
   void writer.write(frame(0));
@@ -463,13 +469,12 @@ test("createMessageWriter flush() resolves after the queued frames were handed o
   void writer.write(frame(2));
   const flushed = track(writer.flush());
   for (let i = 0; i < 3; i += 1) {
-    await settle();
+    await took(i + 1);
     assert.equal(received.length, i + 1);
     assert.equal(flushed.done, false, `flush waits for frame ${i}`);
     callbacks[i]?.();
   }
-  await settle();
-  assert.equal(flushed.done, true);
+  await bounded("the flush", flushed.promise);
   assert.deepEqual(
     received.map((line) => (JSON.parse(line) as { id: number }).id),
     [0, 1, 2],
@@ -497,11 +502,11 @@ test("createMessageWriter drops frames quietly after the stream emits EPIPE", as
 });
 
 test("createMessageWriter resolves a write blocked on drain when EPIPE arrives", async () => {
-  const { sink, callbacks, received } = manualSink();
+  const { sink, callbacks, received, took } = manualSink();
   const logger = new RecordingLogger();
   const writer = createMessageWriter(sink, logger);
   const writes = [writer.write(frame(0)), writer.write(frame(1)), writer.write(frame(2))];
-  await settle();
+  await took(1);
   assert.equal(received.length, 1);
   callbacks[0]?.(epipe());
   await Promise.all(writes);
@@ -516,8 +521,10 @@ test("createMessageWriter resolves a write blocked on drain when EPIPE arrives",
 test("createMessageWriter resolves writes to a destroyed stream", async () => {
   const { sink, received } = manualSink();
   const writer = createMessageWriter(sink, new RecordingLogger());
+  // Not events.once: it would reject on the "error" that comes first.
+  const closed = new Promise((resolve) => sink.once("close", resolve));
   sink.destroy(epipe());
-  await settle();
+  await closed;
   await writer.write(frame(0));
   await writer.flush();
   assert.deepEqual(received, []);
@@ -530,7 +537,7 @@ test("createMessageWriter answers an unserializable response with -32603 for its
   const writer = createMessageWriter(output, logger);
   await writer.write(respond(9, { big: BigInt(1) }));
   await writer.write(fail(null, -32700, "Parse error"));
-  await settle();
+  await out.written(2);
   const frames = out.frames();
   assert.deepEqual(frames[0], { jsonrpc: "2.0", id: 9, error: { code: -32603, message: "Internal error: unserializable result" } });
   assert.equal(frames[1]?.id, null);

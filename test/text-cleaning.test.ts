@@ -278,6 +278,7 @@ describe("the built server and the command line", () => {
     const resultText = `answer ${HOSTILE}\r\n`.repeat(50);
     const record: JobRecord = {
       format: 1,
+      host: "local",
       id,
       kind: "start",
       runtime: `claude${HOSTILE}`,

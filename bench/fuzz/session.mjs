@@ -1,49 +1,84 @@
 /**
- * One server process (Session): writes blocks, reads and checks every frame it writes. Part of the
- * fuzzer: bench/fuzz-lib.mjs re-exports its public names.
+ * One server process (Session): writes blocks and waits until each is answered. What it reads back is
+ * checked in frames.mjs, how it writes in writes.mjs. Part of the fuzzer: bench/fuzz-lib.mjs re-exports
+ * its public names.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { checkKeyed, preview } from "./checks.mjs";
-import {
-  DEFAULT_LINE_LIMIT, FAKE_CLAUDE, INVALID_REQUEST, KNOWN_CODES, OVERSIZE_MESSAGE, PARSE_ERROR,
-} from "./constants.mjs";
-import { hasOwn, idKey, isRecord, isRequestId, keyedResult } from "./oracle.mjs";
+import { preview } from "./checks.mjs";
+import { DEFAULT_LINE_LIMIT, FAKE_CLAUDE } from "./constants.mjs";
+import { checkFrame, StdoutFrames } from "./frames.mjs";
+import { keyedResult } from "./oracle.mjs";
 import { Rng } from "./random.mjs";
 import { describeExpectation } from "./report.mjs";
-import { readHighWater, serverEnvironment, settlesWithin, sleep } from "./server.mjs";
+import { readHighWater, serverEnvironment, settlesWithin } from "./server.mjs";
+import { writeChunked } from "./writes.mjs";
+
+function emptyStats(phase) {
+  return {
+    phase,
+    lines: 0,
+    sentinels: 0,
+    bytes: 0,
+    blocks: 0,
+    requests: 0,
+    responses: 0,
+    notifications: 0,
+    codes: {},
+    toolCodes: {},
+    kinds: {},
+    writes: 0,
+    splitCharacters: 0,
+    peakRssBytes: undefined,
+    wallMs: 0,
+    exitCode: undefined,
+  };
+}
+
+/** The server's environment: the fake agent, a state directory of its own, agents killed as it exits. */
+function fuzzEnvironment({ baseEnv, stateDir, logLevel, maxLineBytes }) {
+  return serverEnvironment(baseEnv, {
+    CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE,
+    CLAUDE_DISPATCH_STATE_DIR: stateDir,
+    CLAUDE_DISPATCH_ON_EXIT: "kill",
+    CLAUDE_DISPATCH_KILL_GRACE_MS: "500",
+    CLAUDE_DISPATCH_LOG_LEVEL: logLevel,
+    CLAUDE_DISPATCH_DEPTH: "0",
+    CLAUDE_DISPATCH_MAX_DEPTH: "1",
+    ...(maxLineBytes === DEFAULT_LINE_LIMIT ? {} : { CLAUDE_DISPATCH_MAX_LINE_BYTES: String(maxLineBytes) }),
+  });
+}
+
+/** What a block expects before it is sent: its requests by id, its id-null errors by bucket. */
+function blockState(block) {
+  return {
+    block: block.block,
+    items: block.items,
+    keyed: new Map(),
+    nulls: new Map(),
+    nullLeft: 0,
+    requiredLeft: 0,
+    sentinelDone: !block.items.some((item) => item.sentinel),
+    oversizeSeen: 0,
+    barrier: undefined,
+  };
+}
 
 /** One server process: writes blocks, reads and checks every frame. */
 class Session {
-  constructor({ server, phase, maxLineBytes, seed, errorCodes, report, blockTimeoutMs, exitTimeoutMs, logLevel, baseEnv }) {
+  constructor(options) {
+    const { server, phase, seed, errorCodes, report, blockTimeoutMs, exitTimeoutMs, maxLineBytes } = options;
     this.phase = phase;
+    this.maxLineBytes = maxLineBytes;
     this.seed = seed;
     this.errorCodes = errorCodes;
     this.report = report;
     this.blockTimeoutMs = blockTimeoutMs;
     this.exitTimeoutMs = exitTimeoutMs;
-    this.stats = {
-      phase,
-      lines: 0,
-      sentinels: 0,
-      bytes: 0,
-      blocks: 0,
-      requests: 0,
-      responses: 0,
-      notifications: 0,
-      codes: {},
-      toolCodes: {},
-      kinds: {},
-      writes: 0,
-      splitCharacters: 0,
-      peakRssBytes: undefined,
-      wallMs: 0,
-      exitCode: undefined,
-    };
-    this.pending = [];
-    this.pendingSize = 0;
+    this.stats = emptyStats(phase);
+    this.frames = new StdoutFrames();
     this.decoder = new TextDecoder("utf-8", { fatal: true });
     this.current = undefined;
     this.lingering = new Map();
@@ -54,19 +89,10 @@ class Session {
     this.aborted = false;
     // A state directory of its own, removed when the server is gone; agents die with the server.
     this.stateDir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-fuzz-state-"));
-    const env = serverEnvironment(baseEnv, {
-      CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE,
-      CLAUDE_DISPATCH_STATE_DIR: this.stateDir,
-      CLAUDE_DISPATCH_ON_EXIT: "kill",
-      CLAUDE_DISPATCH_KILL_GRACE_MS: "500",
-      CLAUDE_DISPATCH_LOG_LEVEL: logLevel,
-      CLAUDE_DISPATCH_DEPTH: "0",
-      CLAUDE_DISPATCH_MAX_DEPTH: "1",
-      ...(maxLineBytes === DEFAULT_LINE_LIMIT ? {} : { CLAUDE_DISPATCH_MAX_LINE_BYTES: String(maxLineBytes) }),
-    });
+    const env = fuzzEnvironment({ ...options, stateDir: this.stateDir });
     this.child = spawn(process.execPath, [server], { env, stdio: ["pipe", "pipe", "pipe"] });
     this.pid = this.child.pid;
-    this.child.stdout.on("data", (chunk) => this.onStdout(chunk));
+    this.child.stdout.on("data", (chunk) => this.frames.push(chunk, (frame) => checkFrame(this, frame)));
     this.child.stderr.setEncoding("utf8");
     this.child.stderr.on("data", (chunk) => this.onStderr(chunk));
     this.child.stdin.on("error", () => undefined);
@@ -85,7 +111,11 @@ class Session {
       });
     });
     this.child.once("exit", (code, signal) => {
-      if (!this.inputEnded) this.violation("-", "-", `the server exited before stdin was closed (code ${code}, signal ${signal}); stderr: ${preview(this.stderrTail.slice(-1500), 1500)}`);
+      if (!this.inputEnded) {
+        const stderr = preview(this.stderrTail.slice(-1500), 1500);
+        const how = `code ${code}, signal ${signal}`;
+        this.violation("-", "-", `the server exited before stdin was closed (${how}); stderr: ${stderr}`);
+      }
       this.exitedEarly = !this.inputEnded;
       this.wake();
     });
@@ -109,152 +139,16 @@ class Session {
   onStderr(chunk) {
     this.stderrTail = (this.stderrTail + chunk).slice(-16384);
     if (chunk.includes(" error: ") && this.errorLogs.length < 20) {
-      for (const line of chunk.split("\n")) if (line.startsWith("claude-dispatch error:") && this.errorLogs.length < 20) this.errorLogs.push(line.slice(0, 500));
-    }
-  }
-
-  onStdout(chunk) {
-    let start = 0;
-    for (;;) {
-      const newline = chunk.indexOf(0x0a, start);
-      if (newline === -1) {
-        if (start < chunk.length) {
-          const rest = chunk.subarray(start);
-          this.pending.push(rest);
-          this.pendingSize += rest.length;
-        }
-        return;
+      for (const line of chunk.split("\n")) {
+        if (!line.startsWith("claude-dispatch error:") || this.errorLogs.length >= 20) continue;
+        this.errorLogs.push(line.slice(0, 500));
       }
-      const part = chunk.subarray(start, newline);
-      const frame = this.pending.length === 0 ? part : Buffer.concat([...this.pending, part]);
-      this.pending = [];
-      this.pendingSize = 0;
-      start = newline + 1;
-      this.onFrame(frame);
     }
   }
 
+  /** The block in flight, for a violation no line can be named for. */
   where() {
     return this.current ? this.current.block : "-";
-  }
-
-  onFrame(bytes) {
-    let text;
-    try {
-      text = this.decoder.decode(bytes);
-    } catch {
-      this.violation(this.where(), "-", `stdout line is not valid UTF-8: ${preview(bytes.toString("latin1"), 200)}`);
-      return;
-    }
-    let message;
-    try {
-      message = JSON.parse(text);
-    } catch {
-      this.violation(this.where(), "-", `stdout line is not a JSON frame: "${preview(text, 200)}"`);
-      return;
-    }
-    if (!isRecord(message) || message.jsonrpc !== "2.0") {
-      this.violation(this.where(), "-", `stdout frame is not a JSON-RPC 2.0 object: ${preview(text, 200)}`);
-      return;
-    }
-    // §1: every frame is one JSON.stringify value; anything else (pretty-printing, two values) does not round-trip.
-    if (JSON.stringify(message) !== text) this.violation(this.where(), "-", `stdout frame is not the JSON.stringify of one value: ${preview(text, 200)}`);
-    if (hasOwn(message, "method")) this.onNotification(message, text);
-    else if (hasOwn(message, "id")) this.onResponse(message, text);
-    else this.violation(this.where(), "-", `stdout frame is neither a response nor a notification: ${preview(text, 200)}`);
-    this.checkDone();
-  }
-
-  onNotification(message, text) {
-    this.stats.notifications += 1;
-    if (hasOwn(message, "id")) {
-      this.violation(this.where(), "-", `the server sent a request (it sends none): ${preview(text, 200)}`);
-      return;
-    }
-    if (message.method !== "notifications/progress" || !isRecord(message.params)) {
-      this.violation(this.where(), "-", `unexpected notification from the server: ${preview(text, 200)}`);
-      return;
-    }
-    const key = idKey(message.params.progressToken);
-    const token = this.tokens.get(key);
-    if (!token) this.violation(this.where(), "-", `progress for a token no request carried: ${preview(text, 200)}`);
-    else if (!token.allowed) this.violation(this.where(), "-", `progress for a request that waits on no job (§5.8) or got a task handle (§16.4): ${preview(text, 200)}`);
-    else if (token.done) this.violation(this.where(), "-", `progress after the response to its request (§5.8): ${preview(text, 200)}`);
-    else if (message.params.progress !== token.last + 1 || typeof message.params.message !== "string") {
-      this.violation(this.where(), "-", `progress must start at 1 and grow by 1, with a message (§5.8): ${token.last} then ${preview(text, 200)}`);
-    } else token.last = message.params.progress;
-  }
-
-  onResponse(message, text) {
-    this.stats.responses += 1;
-    const hasResult = hasOwn(message, "result");
-    const hasError = hasOwn(message, "error");
-    if (hasResult === hasError) {
-      this.violation(this.where(), "-", `a response must carry exactly one of result and error: ${preview(text, 200)}`);
-      return;
-    }
-    if (hasError && !(isRecord(message.error) && Number.isInteger(message.error.code) && typeof message.error.message === "string")) {
-      this.violation(this.where(), "-", `malformed error object: ${preview(text, 200)}`);
-      return;
-    }
-    const codeLabel = hasError ? String(message.error.code) : "result";
-    this.stats.codes[codeLabel] = (this.stats.codes[codeLabel] ?? 0) + 1;
-    if (hasResult && isRecord(message.result) && message.result.resultType === "task") this.stats.toolCodes.task = (this.stats.toolCodes.task ?? 0) + 1;
-    else if (hasResult && isRecord(message.result) && Array.isArray(message.result.content)) {
-      const first = message.result.content[0];
-      const toolCode = message.result.isError === true ? (/^([A-Z_]+):/.exec(first?.text ?? "")?.[1] ?? "?") : "ok";
-      this.stats.toolCodes[toolCode] = (this.stats.toolCodes[toolCode] ?? 0) + 1;
-    }
-    if (hasError && !KNOWN_CODES.has(message.error.code)) {
-      this.violation(this.where(), "-", `error code ${message.error.code} is not a JSON-RPC code of §9: ${preview(text, 200)}`);
-    }
-    const block = this.current;
-    if (message.id === null) {
-      if (!hasError) {
-        this.violation(this.where(), "-", `a result with id null: ${preview(text, 200)}`);
-        return;
-      }
-      const tag = message.error.code === INVALID_REQUEST && message.error.message === OVERSIZE_MESSAGE ? "oversize" : message.error.code === PARSE_ERROR ? "parse" : "other";
-      const bucket = `${message.error.code}|${tag}`;
-      if (block && (block.nulls.get(bucket) ?? 0) > 0) {
-        block.nulls.set(bucket, block.nulls.get(bucket) - 1);
-        block.nullLeft -= 1;
-        if (tag === "oversize") block.oversizeSeen += 1;
-        if (tag === "parse" && !message.error.message.startsWith("Parse error")) {
-          this.violation(block.block, "-", `-32700 message should read "Parse error: …", got "${preview(message.error.message, 100)}"`);
-        }
-      } else {
-        // It cannot name its line; the lines that expect no response at all are the likely senders.
-        const silent = block ? block.items.map((item, index) => (item.exp.t === "none" ? `${index}:${item.kind}` : undefined)).filter(Boolean) : [];
-        this.violation(this.where(), "-", `unexpected response with id null: ${message.error.code} "${preview(message.error.message, 200)}" (lines of this block that expect no response: ${silent.join(" ") || "none"})`);
-      }
-      return;
-    }
-    if (!isRequestId(message.id)) {
-      this.violation(this.where(), "-", `response id is neither a string, a number nor null: ${preview(text, 200)}`);
-      return;
-    }
-    const key = idKey(message.id);
-    let record = block ? block.keyed.get(key) : undefined;
-    if (record) block.keyed.delete(key);
-    else {
-      record = this.lingering.get(key);
-      if (record) this.lingering.delete(key);
-    }
-    if (!record) {
-      const duplicate = this.answered.some((set) => set.has(key));
-      this.violation(this.where(), "-", `${duplicate ? "a second response" : "a response to an id never sent (or not in flight)"} for id ${preview(key, 120)}: ${preview(text, 200)}`);
-      return;
-    }
-    this.answered[0].add(key);
-    if (!record.item.optional && block && record.block === block.block) block.requiredLeft -= 1;
-    if (record.item.sentinel && block) block.sentinelDone = true;
-    const check = record.item.exp.check;
-    if (check && check.token !== undefined) {
-      const token = this.tokens.get(check.token);
-      if (token) token.done = true;
-    }
-    for (const problem of checkKeyed(message, record.item.exp, this.errorCodes)) this.violation(record.block, record.index, problem, record.item);
   }
 
   wake() {
@@ -308,64 +202,23 @@ class Session {
     }
   }
 
-  /** Writes bytes in chunks of 1 B to 64 KiB, sometimes cutting a multi-byte character and pausing so the halves arrive apart. */
-  async writeChunked(buffer, writeMode, rng) {
-    let offset = 0;
-    let pauses = writeMode.pauses;
-    // In a split block, one cut is forced inside some multi-byte character, however big the chunks.
-    let forced = -1;
-    if (writeMode.split && buffer.length > 1) {
-      const from = rng.int(1, buffer.length - 1);
-      for (let j = from; j < Math.min(buffer.length, from + 4096); j += 1) {
-        if ((buffer[j] & 0xc0) === 0x80) {
-          forced = j;
-          break;
-        }
-      }
+  async runBlock(block, { endInput = false } = {}) {
+    const state = this.expect(block);
+    this.current = state;
+    this.answered.unshift(new Set());
+    this.answered.length = 2;
+    await this.send(block, state, endInput);
+    this.countSent(block);
+    if (endInput) {
+      this.inputEnded = true;
+      this.child.stdin.end();
     }
-    while (offset < buffer.length) {
-      let size;
-      if (writeMode.mode === "big") size = rng.int(16384, 65536);
-      else if (writeMode.mode === "tiny") size = rng.int(1, 16);
-      else size = rng.logInt(1, 65536);
-      let end = Math.min(buffer.length, offset + size);
-      let pause = false;
-      if (forced > offset && forced < end) {
-        end = forced;
-        pause = pauses > 0;
-      } else if (writeMode.split && end < buffer.length && rng.chance(0.8)) {
-        // Move the cut onto a UTF-8 continuation byte nearby, if there is one: the character is split across writes.
-        for (let j = end; j < Math.min(buffer.length, end + 256); j += 1) {
-          if ((buffer[j] & 0xc0) === 0x80 && j > offset) {
-            end = j;
-            pause = pauses > 0;
-            break;
-          }
-        }
-      }
-      await this.write(buffer.subarray(offset, end));
-      this.stats.writes += 1;
-      if (end < buffer.length && (buffer[end] & 0xc0) === 0x80) this.stats.splitCharacters += 1;
-      offset = end;
-      if (pause) {
-        pauses -= 1;
-        await sleep(1);
-      }
-    }
+    await this.settle(block, state, endInput);
   }
 
-  async runBlock(block, { endInput = false } = {}) {
-    const state = {
-      block: block.block,
-      items: block.items,
-      keyed: new Map(),
-      nulls: new Map(),
-      nullLeft: 0,
-      requiredLeft: 0,
-      sentinelDone: !block.items.some((item) => item.sentinel),
-      oversizeSeen: 0,
-      barrier: undefined,
-    };
+  /** Registers what each line of the block must get; progress tokens count only for a request that runs a job. */
+  expect(block) {
+    const state = blockState(block);
     for (const [index, item] of block.items.entries()) {
       const exp = item.exp;
       if (exp.t === "id") {
@@ -385,77 +238,94 @@ class Session {
         state.nullLeft += 1;
       }
     }
-    this.current = state;
-    this.answered.unshift(new Set());
-    this.answered.length = 2;
+    return state;
+  }
 
+  /** Writes the block's lines; an "early" over-long line is cut off past the limit until its -32600 has come. */
+  async send(block, state, endInput) {
     const rng = new Rng(block.writeMode.seed);
+    const writeAll = (buffer) => writeChunked((bytes) => this.write(bytes), this.stats, buffer, block.writeMode, rng);
     let segment = [];
     let oversizeSoFar = 0;
     for (const [index, item] of block.items.entries()) {
       const last = index === block.items.length - 1;
       const terminator = last && endInput && block.noFinalNewline ? Buffer.alloc(0) : Buffer.from("\n");
       if (item.exp.t === "null" && item.exp.tag === "oversize") oversizeSoFar += 1;
-      if (item.early) {
-        // §1: the -32600 must come as soon as the limit is passed, before the line's newline arrives.
-        const cut = Math.min(item.line.length, this.maxLineBytes + 1 + rng.int(0, 4096));
-        segment.push(item.line.subarray(0, cut));
-        await this.writeChunked(Buffer.concat(segment), block.writeMode, rng);
-        segment = [];
-        state.barrier = oversizeSoFar;
-        const reported = this.aborted || (await this.waitUntil(() => state.oversizeSeen >= oversizeSoFar, this.blockTimeoutMs));
-        state.barrier = undefined;
-        if (!reported) {
-          // Send the rest anyway, so the stream stays framed; stop after this block (each such wait costs a timeout).
-          this.violation(block.block, index, `an over-long line was not reported within ${this.blockTimeoutMs} ms, before its newline arrived (§1)`, item);
-          this.aborted = true;
-        }
-        segment.push(item.line.subarray(cut), terminator);
-      } else {
+      if (!item.early) {
         segment.push(item.line, terminator);
+        continue;
       }
-    }
-    await this.writeChunked(Buffer.concat(segment), block.writeMode, rng);
-    this.stats.lines += block.lines;
-    if (typeof block.block === "number") {
-      this.stats.sentinels += 1;
-      this.stats.blocks += 1;
-      for (const item of block.items) {
-        if (item.sentinel) continue;
-        const label = item.early ? `${item.kind}(early)` : item.kind;
-        this.stats.kinds[label] = (this.stats.kinds[label] ?? 0) + 1;
+      // §1: the -32600 must come as soon as the limit is passed, before the line's newline arrives.
+      const cut = Math.min(item.line.length, this.maxLineBytes + 1 + rng.int(0, 4096));
+      segment.push(item.line.subarray(0, cut));
+      await writeAll(Buffer.concat(segment));
+      segment = [];
+      state.barrier = oversizeSoFar;
+      const seen = oversizeSoFar;
+      const reported = this.aborted || (await this.waitUntil(() => state.oversizeSeen >= seen, this.blockTimeoutMs));
+      state.barrier = undefined;
+      if (!reported) {
+        // Send the rest anyway, so the stream stays framed; stop after this block (each such wait costs a timeout).
+        const within = `within ${this.blockTimeoutMs} ms`;
+        const problem = `an over-long line was not reported ${within}, before its newline arrived (§1)`;
+        this.violation(block.block, index, problem, item);
+        this.aborted = true;
       }
+      segment.push(item.line.subarray(cut), terminator);
     }
-    if (endInput) {
-      this.inputEnded = true;
-      this.child.stdin.end();
-    }
+    await writeAll(Buffer.concat(segment));
+  }
 
+  countSent(block) {
+    this.stats.lines += block.lines;
+    if (typeof block.block !== "number") return;
+    this.stats.sentinels += 1;
+    this.stats.blocks += 1;
+    for (const item of block.items) {
+      if (item.sentinel) continue;
+      const label = item.early ? `${item.kind}(early)` : item.kind;
+      this.stats.kinds[label] = (this.stats.kinds[label] ?? 0) + 1;
+    }
+  }
+
+  /** Waits for every answer the block must get; what never came is a violation, and ends the phase. */
+  async settle(block, state, endInput) {
     const complete = () => state.sentinelDone && state.requiredLeft === 0 && state.nullLeft === 0;
-    let done = await this.waitUntil(complete, endInput ? this.exitTimeoutMs : this.blockTimeoutMs);
+    const timeoutMs = endInput ? this.exitTimeoutMs : this.blockTimeoutMs;
+    let done = await this.waitUntil(complete, timeoutMs);
     if (!done && endInput) {
       await settlesWithin(this.closed, this.exitTimeoutMs);
       done = complete();
     }
     if (!done) {
       for (const record of state.keyed.values()) {
-        if (!record.item.optional) this.violation(block.block, record.item.sentinel ? "sentinel" : record.index, `no response for id ${preview(record.item.exp.key, 100)} (expected ${describeExpectation(record.item.exp)})`, record.item);
+        if (record.item.optional) continue;
+        const { exp, sentinel } = record.item;
+        const problem = `no response for id ${preview(exp.key, 100)} (expected ${describeExpectation(exp)})`;
+        this.violation(block.block, sentinel ? "sentinel" : record.index, problem, record.item);
       }
       for (const [bucket, left] of state.nulls) {
-        if (left > 0) this.violation(block.block, "-", `${left} expected response(s) with id null and code ${bucket.replace("|", " (")}) never came`);
+        if (left > 0) {
+          const code = `${bucket.replace("|", " (")})`;
+          this.violation(block.block, "-", `${left} expected response(s) with id null and code ${code} never came`);
+        }
       }
-      if (!this.exit) this.violation(block.block, "-", `block not complete after ${endInput ? this.exitTimeoutMs : this.blockTimeoutMs} ms; stopping this phase`);
+      if (!this.exit) this.violation(block.block, "-", `block not complete after ${timeoutMs} ms; stopping this phase`);
       this.aborted = true;
     }
-    // Optional answers (cancelled calls) may still come: they stay valid for a while, then are forgotten.
+    this.forgetOld(block, state);
+    if (this.stats.blocks % 64 === 0) this.sampleRss();
+  }
+
+  /** Optional answers (cancelled calls) may still come: they stay valid for a while, then are forgotten. */
+  forgetOld(block, state) {
     for (const [key, record] of state.keyed) {
       if (record.item.optional) this.lingering.set(key, record);
     }
-    if (this.lingering.size > 0) {
-      for (const [key, record] of this.lingering) if (record.block < block.block - 50) this.lingering.delete(key);
+    for (const [key, record] of this.lingering) if (record.block < block.block - 50) this.lingering.delete(key);
+    for (const [key, token] of this.tokens) {
+      if (token.done || !token.allowed || token.block < block.block - 50) this.tokens.delete(key);
     }
-    for (const [key, token] of this.tokens) if (token.done || !token.allowed || token.block < block.block - 50) this.tokens.delete(key);
-    if (this.stats.blocks % 64 === 0) this.sampleRss();
   }
 
   sampleRss() {
@@ -469,8 +339,13 @@ class Session {
     this.sampleRss();
     const id = `final-${this.phase}`;
     const text = `${JSON.stringify({ jsonrpc: "2.0", id, method: "ping" })}${this.finalCr ? "\r" : ""}`;
-    const item = { kind: "final-no-newline", line: Buffer.from(text), exp: keyedResult(id, { r: "ping" }, "ping"), sentinel: true };
-    if (!this.exit && !this.exitedEarly) await this.runBlock({ block: "final", items: [item], lines: 0, noFinalNewline: true, writeMode: { mode: "mixed", split: false, pauses: 0, seed: 7 } }, { endInput: true });
+    const exp = keyedResult(id, { r: "ping" }, "ping");
+    const item = { kind: "final-no-newline", line: Buffer.from(text), exp, sentinel: true };
+    const writeMode = { mode: "mixed", split: false, pauses: 0, seed: 7 };
+    if (!this.exit && !this.exitedEarly) {
+      const block = { block: "final", items: [item], lines: 0, noFinalNewline: true, writeMode };
+      await this.runBlock(block, { endInput: true });
+    }
     if (!this.inputEnded) {
       this.inputEnded = true;
       this.child.stdin.end();
@@ -481,12 +356,23 @@ class Session {
       this.child.kill("SIGKILL");
       await this.closed;
     }
+    this.checkExit(closedInTime);
+  }
+
+  checkExit(closedInTime) {
     this.stats.exitCode = this.exit.code;
-    if (this.exit.error) this.violation("final", "-", `could not run the server: ${this.exit.error.message}`);
-    else if (closedInTime && (this.exit.code !== 0 || this.exit.signal !== null)) {
-      this.violation("final", "-", `the server exited with code ${this.exit.code}, signal ${this.exit.signal} after stdin closed (expected 0); stderr: ${preview(this.stderrTail.slice(-1500), 1500)}`);
+    const { code, signal, error } = this.exit;
+    if (error) this.violation("final", "-", `could not run the server: ${error.message}`);
+    else if (closedInTime && (code !== 0 || signal !== null)) {
+      const stderr = preview(this.stderrTail.slice(-1500), 1500);
+      const how = `code ${code}, signal ${signal}`;
+      this.violation("final", "-", `the server exited with ${how} after stdin closed (expected 0); stderr: ${stderr}`);
     }
-    if (this.pendingSize > 0) this.violation("final", "-", `stdout ends with ${this.pendingSize} bytes of an unterminated frame: ${preview(Buffer.concat(this.pending).toString("utf8"), 200)}`);
+    const rest = this.frames.pendingSize;
+    if (rest > 0) {
+      const text = preview(this.frames.unterminated().toString("utf8"), 200);
+      this.violation("final", "-", `stdout ends with ${rest} bytes of an unterminated frame: ${text}`);
+    }
   }
 }
 

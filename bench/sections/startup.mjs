@@ -160,10 +160,10 @@ export async function benchStartupWithJobs(rounds) {
 
     const first = new Server({ CLAUDE_DISPATCH_STATE_DIR: fullDir });
     await first.initialize();
-    const listed = await first.callTool("claude_list", {});
+    // claude_list pages its jobs (§5.7): its total counts every completed one.
+    const listed = await first.callTool("claude_list", { status: "completed", limit: 1 });
     await first.close();
-    const jobs = listed.structured?.jobs;
-    const completed = Array.isArray(jobs) ? jobs.filter((job) => job.status === "completed").length : Number.NaN;
+    const completed = Number.isInteger(listed.structured?.total) ? listed.structured.total : Number.NaN;
     if (completed !== count) {
       throw new Error(`h: the first server lists ${completed} completed jobs of the ${count} made; its stderr ends:\n${first.stderrTail.slice(-2000)}`);
     }

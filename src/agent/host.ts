@@ -7,7 +7,16 @@
  */
 
 import type { ErrorCode } from "../core/errors.js";
-import type { WorktreeRecord } from "./worktree.js";
+import type { DirectoryCheck } from "./policy.js";
+import type { WorktreeRecord, Worktrees } from "./worktree.js";
+
+/** The approver of one job (§18): a small MCP server, run by the agent, that files each permission request and waits for its answer. */
+export interface ApproverLaunch {
+  command: string;
+  args: string[];
+  /** How long it waits for an answer before it denies the request. */
+  waitMs: number;
+}
 
 /** Where an agent's stdout and stderr go, and a long result (§15.4). */
 export interface OutputFiles {
@@ -124,11 +133,129 @@ export interface ChildHandle {
   readonly ready?: Promise<void>;
 }
 
-/** Where agents run: what the job layer and the launcher need of a host. */
-export interface Host {
-  /** Named in every record (§15.2): "local". */
-  readonly name: string;
+/**
+ * This machine's process layer (hosts/local/): its agents' starts and follows, and the liveness of the processes
+ * its records name (servers, claimants, agents). The command line reads it for the servers it asks after.
+ */
+export interface ProcessControl {
   start(request: SpawnRequest): ChildHandle;
   /** Follows an agent that an earlier server started; its exit is noticed by liveness polling. */
   attach(request: AttachRequest): ChildHandle;
+  /**
+   * Whether pid is still the process a record names: same start time, or,
+   * without one, carrying the tree marker (Linux). Windows has neither and
+   * goes by the pid alone. Undefined when the process table could not be
+   * read: callers must neither take the process for gone nor signal it.
+   */
+  isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean | undefined>;
+  /** A live process's start time as the process table shows it; undefined on Windows or when it is gone. */
+  startTimeOf(pid: number): Promise<string | undefined>;
+  /**
+   * The agent carrying this tree marker (the marked process whose parent is
+   * not marked), for a record that names no pid (§15.3): null when none does,
+   * undefined when it cannot be told (no process table, or no environments to read).
+   */
+  findMarked(marker: string): Promise<{ pid: number; startTime: string } | null | undefined>;
+  /**
+   * Whether pid (with this start time, when one is given) is this process, an ancestor, in its group or session,
+   * or a descendant: never an agent an earlier server started (§15.3). Undefined when it cannot be told (Windows,
+   * or no process table).
+   */
+  isOwnTree?(pid: number, startTime: string | undefined): Promise<boolean | undefined>;
+  /** Resolves when every child has settled. */
+  idle(): Promise<void>;
+}
+
+/** Starts and follows agents on a host: what a runtime's launcher needs of it (agent/launcher.ts). */
+export interface AgentHost {
+  start(request: SpawnRequest): ChildHandle;
+  /** Follows an agent that an earlier server started; its exit is noticed by liveness polling. */
+  attach(request: AttachRequest): ChildHandle;
+}
+
+/** Where a recorded agent is now, as a server taking its job over finds it (§15.3). */
+export type LocatedAgent =
+  | { state: "alive" | "gone"; pid: number | undefined; startTime: string | undefined }
+  | { state: "unrecorded" }
+  /** The record names a process that is not this job's agent: this server's own tree, or another job's agent. */
+  | { state: "not its agent"; pid: number };
+
+/** A process as a record names it (§15.2): its pid, start time and tree marker, as far as each is known. */
+export interface NamedProcess {
+  pid?: number | undefined;
+  start_time?: string | undefined;
+  tree_marker?: string | undefined;
+}
+
+/** The same process: the same tree marker, or the same pid with the same start time (or one not known). */
+export function isSameProcess(known: NamedProcess | undefined, named: NamedProcess): boolean {
+  if (!known) return false;
+  if (named.tree_marker !== undefined && known.tree_marker === named.tree_marker) return true;
+  const { start_time: started } = named;
+  const sameStart = started === undefined || known.start_time === undefined || started === known.start_time;
+  return named.pid !== undefined && known.pid === named.pid && sameStart;
+}
+
+/** A recorded agent, as a host is asked about it. */
+export interface RecordedAgent {
+  jobId: string;
+  /** Who its record says it is; undefined when the record names no process yet. */
+  agent: NamedProcess | undefined;
+}
+
+/** What `doctor` learns of a host (§21.5). */
+export type HostCheck =
+  | { ok: true; version: string; stateDir: string; programs: Record<string, string | null>; ms: number }
+  | { ok: false; problem: string };
+
+/**
+ * A host: all of "where" (§6, §21). Every record names its host; the job layer, the tools and the command line
+ * ask the host a record names and never look at which one it is.
+ */
+export interface Host {
+  /** Named in every record (§15.2) and by a call's `host`. */
+  readonly name: string;
+  /**
+   * Whether what its agents write (their sessions, their worktrees' files) is on this machine's disk, where this
+   * process reads it (§19, §20); a host on another machine answers for them over its own connection.
+   */
+  readonly sharesFiles: boolean;
+  /** An agent CLI's program there, when set for it; undefined: that machine's own setting, else the CLI's name (§21.3). */
+  programOf(agent: string): string | undefined;
+  /** What its agents' environment starts from: this process's own here; nothing of ours elsewhere (§7.2, §21.3). */
+  readonly agentEnvironment: Readonly<Record<string, string | undefined>>;
+  /** Starts and follows one agent CLI's processes there: a host may run another program for each (§21.3). */
+  forAgent(agent: string): AgentHost;
+  /**
+   * Where a recorded agent is now. `othersAgent` tells whether a process is another job's agent, which is never
+   * taken for this one's (§15.3).
+   */
+  locate(recorded: RecordedAgent, othersAgent: (agent: NamedProcess) => boolean): Promise<LocatedAgent>;
+  /** Whether an agent of this record can be followed now; one recorded before its pid is, a moment later (§15.2). */
+  canFollow(recorded: RecordedAgent): boolean;
+  /**
+   * Kills a recorded agent that no handle of ours follows (`claude-dispatch kill`, §17), with the same checks as a
+   * takeover: undefined when it is certainly not running. Pending and undetermined say so, as KillReport does.
+   */
+  killRecorded(recorded: RecordedAgent, output: OutputFiles | undefined, othersAgent?: (agent: NamedProcess) => boolean): Promise<KillReport | undefined>;
+  /** A directory checked against its roots, links resolved where they live (§4, §21.3). */
+  checkDirectory(dir: string): Promise<DirectoryCheck>;
+  /** A repository's folder and a path under it, joined as that host's paths join (§19). */
+  joinPath(repo: string, subdir: string): string;
+  /** Its worktrees, made and worked on where its agents run (§19, §21.3). */
+  readonly worktrees: Worktrees;
+  /** The approver its agents run for a job whose requests are forwarded (§18, §21.3). */
+  approver(jobId: string, waitMs: number): ApproverLaunch;
+  /** What doctor says of it (§17, §21.5). */
+  check(): Promise<HostCheck>;
+  /** This process is leaving: followers stop (agents run on), connections close, the process layer settles. */
+  close(): Promise<void>;
+}
+
+/** The hosts this process knows, by name: this machine's and those of CLAUDE_DISPATCH_HOSTS (§21). */
+export interface Hosts {
+  /** Where a job whose call names no host runs. */
+  readonly home: Host;
+  get(name: string): Host | undefined;
+  all(): readonly Host[];
 }

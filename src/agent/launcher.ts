@@ -3,10 +3,10 @@
  * host, its output read by the runtime's reader, and its end read as an
  * outcome (PROTOCOL.md §7.3), cleaned for reading (§10). Neither half knows the other.
  */
-import type { ChildHandle, Host, OutputFiles } from "./host.js";
+import type { AgentHost, ChildHandle, OutputFiles } from "./host.js";
 import { outcomeForReading } from "./reading.js";
 import type { AgentOutputReader, Runtime, StateDisk } from "./runtime.js";
-import type { AgentAttacher, AgentLauncher, AgentRun } from "./types.js";
+import type { AgentRun, AgentSpec, AgentToAttach } from "./types.js";
 
 export interface AgentFiles {
   readRange(file: string, offset: number, length: number): Buffer | undefined;
@@ -19,7 +19,7 @@ export interface AgentFiles {
 
 export interface LauncherOptions<Reader extends AgentOutputReader> {
   runtime: Runtime<Reader>;
-  host: Pick<Host, "start" | "attach">;
+  host: AgentHost;
   /** Reads the output files again, for a long result line (§15.4); without it, long lines are held in memory. */
   files?: AgentFiles;
   /** The agent's environment, as the runtime made it. */
@@ -30,9 +30,10 @@ export interface LauncherOptions<Reader extends AgentOutputReader> {
   onMalformedLine?(line: string): void;
 }
 
+/** One runtime's agents on one host: the job layer's launcher picks these by the names a spec carries. */
 export interface Agents {
-  launch: AgentLauncher;
-  attach: AgentAttacher;
+  launch(spec: AgentSpec): AgentRun;
+  attach(agent: Omit<AgentToAttach, "runtime" | "host" | "jobId"> & { jobId?: string }): AgentRun;
 }
 
 export function createAgents<Reader extends AgentOutputReader>(options: LauncherOptions<Reader>): Agents {

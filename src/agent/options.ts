@@ -1,16 +1,13 @@
 /**
  * How an agent may act (PROTOCOL.md §5.6): the tools' vocabulary, the same
- * for every runtime. Each runtime maps it to its own CLI's flags.
+ * for every runtime. Each runtime maps it to its own CLI's flags, and names
+ * its own permission modes (agent/runtime.ts).
  */
-
-/** The permission modes a call may ask for; a runtime without one of them refuses it. */
-export const PERMISSION_MODES = ["default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"] as const;
-export type PermissionMode = (typeof PERMISSION_MODES)[number];
 
 /** Every value is validated before it gets here (§5.6). */
 export interface AgentOptions {
   model?: string;
-  /** One of the chosen agent's own modes: Claude Code's above, Codex's sandbox modes, Gemini's approval modes. */
+  /** One of the chosen agent's own modes, as its runtime declares them (RuntimeTraits.permissionModes). */
   permissionMode?: string;
   allowedTools?: string[];
   disallowedTools?: string[];
@@ -24,10 +21,17 @@ export interface AgentOptions {
 export interface AgentOffer {
   /** "claude", "codex", "gemini": a call's `agent`. */
   name: string;
+  /** How people are told of it: "Claude Code". */
+  label: string;
   /** Every permission mode the agent has, in its own words. */
   modes: readonly string[];
+  /** Those that drop its own safety checks: a refusal of one says which setting allows it. */
+  dangerousModes: readonly string[];
   /** Those the operator allows (the dangerous ones only when said). */
   allowedModes: readonly string[];
+  /** What a call that names no mode or model gets, when the operator set it for this agent. */
+  defaultMode?: string;
+  defaultModel?: string;
   /** The options its CLI has a flag for. */
   supportedOptions: readonly (keyof AgentOptions)[];
   /** The setting that allows more modes, for the refusal's hint. */
@@ -38,6 +42,7 @@ export interface AgentOffer {
   missingProgram?(): string | undefined;
 }
 
+/** The agent a call that names none gets (§5), whenever it is offered. */
 export const DEFAULT_AGENT = "claude";
 
 /** A machine the operator named, as the tools see it (§21): a call's `host`, where its cwd may be, and its agents. */

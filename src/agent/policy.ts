@@ -3,27 +3,23 @@
  * agent. A call that breaks it is refused with POLICY_DENIED, never quietly
  * changed; what a call leaves out is filled from the operator's defaults.
  */
-import { DEFAULT_AGENT, OPTION_ARGUMENTS, PERMISSION_MODES, type AgentOffer, type AgentOptions, type HostOffer, type PermissionMode } from "./options.js";
+import { DispatchError } from "../core/errors.js";
+import { DEFAULT_AGENT, OPTION_ARGUMENTS, type AgentOffer, type AgentOptions, type HostOffer } from "./options.js";
 
 /** A cwd or add_dirs entry as the host checked it (§5): its resolved path, or why it cannot be used. */
 export type DirectoryCheck =
   | { ok: true; path: string }
   | { ok: false; code: "INVALID_ARGUMENT" | "POLICY_DENIED"; problem: string };
-import { DispatchError } from "../core/errors.js";
 
 export interface Policy {
-  /** Modes a call may ask for. */
-  permissionModes: readonly PermissionMode[];
-  defaultPermissionMode: PermissionMode | undefined;
-  defaultModel: string | undefined;
-  /** Caps; when set they also apply to calls that name no limit. */
+  /** Caps; when set they also apply to calls that name no limit, of an agent with a flag for it. */
   maxTurns: number | undefined;
   maxBudgetUsd: number | undefined;
   defaultTimeoutMs: number;
   /** Real paths every cwd and add_dirs entry must lie inside; undefined means anywhere. */
   roots: readonly string[] | undefined;
-  /** The agents offered, with the modes the operator allows each (§7); absent: Claude Code alone. */
-  agents?: readonly AgentOffer[];
+  /** The agents offered, each with what a call may ask of it and the operator's defaults for it (§5.6, §7). */
+  agents: readonly AgentOffer[];
   /** Other machines agents may run on (§21); absent: this one only. */
   hosts?: readonly HostOffer[];
 }
@@ -52,40 +48,37 @@ function normalizePosix(dir: string): string {
   return `/${parts.join("/")}`;
 }
 
-/** bypassPermissions lets the agent do anything without asking: only an operator can allow it. */
-export const DEFAULT_PERMISSION_MODES: readonly PermissionMode[] = PERMISSION_MODES.filter((mode) => mode !== "bypassPermissions");
-
-export const DEFAULT_POLICY: Policy = {
-  permissionModes: DEFAULT_PERMISSION_MODES,
-  defaultPermissionMode: undefined,
-  defaultModel: undefined,
-  maxTurns: undefined,
-  maxBudgetUsd: undefined,
-  defaultTimeoutMs: 120_000,
-  roots: undefined,
-};
-
 function denied(detail: string): DispatchError {
   return new DispatchError("POLICY_DENIED", detail);
 }
 
+/**
+ * One path for every agent: its options and mode checked against what it offers, the caps applied to the options
+ * it has, and the operator's defaults for it filled in where the call names none.
+ */
 export function applyPolicy(requested: AgentOptions, policy: Policy, agent: string = DEFAULT_AGENT): AgentOptions {
+  const offer = policy.agents.find((candidate) => candidate.name === agent);
+  if (!offer) throw denied(`agent "${agent}" is not offered here`);
   const options: AgentOptions = { ...requested };
-  if (agent !== DEFAULT_AGENT) return applyOtherAgentPolicy(options, policy, agent);
-  if (options.permissionMode !== undefined && !(policy.permissionModes as readonly string[]).includes(options.permissionMode)) {
-    const hint = options.permissionMode === "bypassPermissions" ? " (an operator can allow it with CLAUDE_DISPATCH_PERMISSION_MODES)" : "";
-    throw denied(`permission_mode "${options.permissionMode}" is not allowed here${hint}; allowed: ${policy.permissionModes.join(", ") || "none"}`);
+  for (const key of Object.keys(options) as (keyof AgentOptions)[]) {
+    if (offer.supportedOptions.includes(key)) continue;
+    throw denied(`${OPTION_ARGUMENTS[key]} is not an option of agent "${agent}"`);
+  }
+  if (options.permissionMode !== undefined && !offer.allowedModes.includes(options.permissionMode)) {
+    throw denied(modeRefusal(offer, options.permissionMode));
   }
   if (options.maxTurns !== undefined && policy.maxTurns !== undefined && options.maxTurns > policy.maxTurns) {
     throw denied(`max_turns ${options.maxTurns} is above the operator's cap of ${policy.maxTurns}`);
   }
-  if (options.maxBudgetUsd !== undefined && policy.maxBudgetUsd !== undefined && options.maxBudgetUsd > policy.maxBudgetUsd) {
-    throw denied(`max_budget_usd ${options.maxBudgetUsd} is above the operator's cap of ${policy.maxBudgetUsd}`);
+  const budget = options.maxBudgetUsd;
+  if (budget !== undefined && policy.maxBudgetUsd !== undefined && budget > policy.maxBudgetUsd) {
+    throw denied(`max_budget_usd ${budget} is above the operator's cap of ${policy.maxBudgetUsd}`);
   }
-  const permissionMode = options.permissionMode ?? policy.defaultPermissionMode;
-  const model = options.model ?? policy.defaultModel;
-  const maxTurns = options.maxTurns ?? policy.maxTurns;
-  const maxBudgetUsd = options.maxBudgetUsd ?? policy.maxBudgetUsd;
+  const has = (key: keyof AgentOptions): boolean => offer.supportedOptions.includes(key);
+  const permissionMode = options.permissionMode ?? offer.defaultMode;
+  const model = options.model ?? offer.defaultModel;
+  const maxTurns = options.maxTurns ?? (has("maxTurns") ? policy.maxTurns : undefined);
+  const maxBudgetUsd = options.maxBudgetUsd ?? (has("maxBudgetUsd") ? policy.maxBudgetUsd : undefined);
   if (permissionMode !== undefined) options.permissionMode = permissionMode;
   if (model !== undefined) options.model = model;
   if (maxTurns !== undefined) options.maxTurns = maxTurns;
@@ -93,22 +86,17 @@ export function applyPolicy(requested: AgentOptions, policy: Policy, agent: stri
   return options;
 }
 
-/** Another agent's call: its own allowed modes and the caps it has flags for; Claude Code's defaults do not apply. */
-function applyOtherAgentPolicy(options: AgentOptions, policy: Policy, agent: string): AgentOptions {
-  const offer = policy.agents?.find((candidate) => candidate.name === agent);
-  if (!offer) throw denied(`agent "${agent}" is not offered here`);
-  for (const key of Object.keys(options) as (keyof AgentOptions)[]) {
-    if (!offer.supportedOptions.includes(key)) throw denied(`${OPTION_ARGUMENTS[key]} is not an option of agent "${agent}"`);
-  }
-  if (options.permissionMode !== undefined && !offer.allowedModes.includes(options.permissionMode)) {
-    throw denied(`permission_mode "${options.permissionMode}" is not allowed for agent "${agent}" (an operator can allow it with ${offer.modesSetting}); allowed: ${offer.allowedModes.join(", ") || "none"}`);
-  }
-  if (options.maxTurns !== undefined && policy.maxTurns !== undefined && options.maxTurns > policy.maxTurns) {
-    throw denied(`max_turns ${options.maxTurns} is above the operator's cap of ${policy.maxTurns}`);
-  }
-  const maxTurns = options.maxTurns ?? (offer.supportedOptions.includes("maxTurns") ? policy.maxTurns : undefined);
-  if (maxTurns !== undefined) options.maxTurns = maxTurns;
-  return options;
+/**
+ * A mode the operator does not allow. The default agent's is refused "here", naming the setting only for a mode
+ * that drops its safety checks; another agent's names itself and the setting (§5.6, §7.5).
+ */
+function modeRefusal(offer: AgentOffer, mode: string): string {
+  const named = offer.name !== DEFAULT_AGENT;
+  const allowIt = ` (an operator can allow it with ${offer.modesSetting})`;
+  const hint = named || offer.dangerousModes.includes(mode) ? allowIt : "";
+  const where = named ? `for agent "${offer.name}"` : "here";
+  const allowed = offer.allowedModes.join(", ") || "none";
+  return `permission_mode "${mode}" is not allowed ${where}${hint}; allowed: ${allowed}`;
 }
 
 /**

@@ -1,14 +1,14 @@
 /**
- * The runtime seam: which agent CLI runs (PROTOCOL.md §7). A runtime knows
- * its CLI's flags, the environment it needs, the shape of what it prints, and
- * how its end reads as an outcome; nothing else in src/ does. `runtimes/claude/`
- * is Claude Code; Codex (`codex exec --json`) and Gemini (`gemini -p
- * --output-format stream-json`) print JSON lines too, and fit the same shape.
+ * The runtime seam: which agent CLI runs (PROTOCOL.md §7). A runtime is all of "which agent": its program and
+ * the setting that names it, its flags, its permission modes in its own words, the environment it needs, the
+ * shape of what it prints, how its end reads as an outcome, and what it can do beyond running (its sessions, its
+ * permission prompts). Each lives in its folder under `runtimes/`; `runtimes/index.ts` lists them, and nothing
+ * else in src/ knows one agent from another.
  */
 import type { Transcript } from "../core/transcript.js";
 import type { AgentOptions } from "./options.js";
 import type { ChildExit } from "./host.js";
-import type { AgentOutcome, AgentSpec, LiveSummary } from "./types.js";
+import type { AgentOutcome, AgentSession, AgentSpec, LiveSummary } from "./types.js";
 
 /** The agent's output file, read again, and where a long result's text is written (§15.4). */
 export interface OutputSource {
@@ -55,16 +55,69 @@ export interface StateDisk {
   freeBytes: number | undefined;
 }
 
-/** What a runtime's CLI accepts, known without loading its reader: the tools and the configuration need it at startup. */
+/** An agent's program: the setting that names it, the name found on PATH without one, and how to install it (§7.5). */
+export interface ProgramSetting {
+  /** "CLAUDE_DISPATCH_CODEX_BIN". */
+  setting: string;
+  /** "codex". */
+  defaultBin: string;
+  /** "install Codex (@openai/codex)". */
+  install: string;
+}
+
+/** The operator's settings of what a call may ask of one agent (§5.6, §11), by name. */
+export interface PolicySettings {
+  /** The permission modes a call may ask for; unset, all but the dangerous ones. */
+  modes: string;
+  /** The mode a call that names none gets; absent: this agent takes no default mode from the operator. */
+  defaultMode?: string;
+  /** The model a call that names none gets; absent: likewise. */
+  defaultModel?: string;
+}
+
+/** A permission request as an agent CLI sends it to the approver's tool (§18). */
+export interface PermissionRequest {
+  toolName: string;
+  input: unknown;
+  toolUseId?: string;
+}
+
+/**
+ * How an agent CLI asks a person's permission through an MCP tool of the approver (§18), and reads the answer.
+ * A runtime without it is never asked anything: what would prompt is refused, as its CLI does headless.
+ */
+export interface PermissionPrompts {
+  /** The approver's tool for this CLI, as tools/list gives it. */
+  readonly tool: { readonly name: string; readonly description: string; readonly inputSchema: object };
+  /** What a call of the tool must hold, for the refusal of one that does not: "{tool_name, input, tool_use_id}". */
+  readonly expected: string;
+  /** The call's arguments as a request; undefined when they are not one. */
+  read(args: unknown): PermissionRequest | undefined;
+  /** One line for a person deciding ("Bash · rm -rf build"), cleaned for reading (§10). */
+  preview(request: PermissionRequest): string;
+  /** The tool result's text the CLI reads its answer from. */
+  answerText(decision: "allow" | "deny", input: unknown, message: string): string;
+}
+
+/**
+ * What a runtime declares, known without loading its reader: the configuration, the policy, the tools and the
+ * approver need it at startup (BENCHMARKS.md (a)).
+ */
 export interface RuntimeTraits {
   /** Named in every record (§15.2) and chosen by a call's `agent`: "claude", "codex", "gemini". */
   readonly name: string;
+  /** How people are told of it: "Claude Code". */
+  readonly label: string;
+  readonly program: ProgramSetting;
   /** The agent options its CLI has a flag for (§5.6); a call naming another is refused, naming the agent. */
   readonly supportedOptions: readonly (keyof AgentOptions)[];
   /** The values `permission_mode` takes for this agent, in its CLI's own vocabulary. */
   readonly permissionModes: readonly string[];
   /** Those of permissionModes that drop the agent's own safety checks: refused unless the operator allows them. */
   readonly dangerousModes: readonly string[];
+  readonly policySettings: PolicySettings;
+  /** Its permission prompts, when it can forward them to the approver (§18). */
+  readonly permissionPrompts?: PermissionPrompts;
   /** Why a value its CLI would read as something else is refused (a comma it splits on); undefined when all is well. */
   optionProblem?(options: AgentOptions): string | undefined;
 }
@@ -94,14 +147,33 @@ export interface Readiness {
   detail: string;
 }
 
+/** An agent CLI's own store of conversations (§20): read, never written. */
+export interface SessionStore {
+  /** Whose conversations they are: the runtime's label, "Claude Code". */
+  readonly label: string;
+  /** The folder where it keeps a directory's conversations, named when it holds none. */
+  folderOf(dir: string): string;
+  /** The directory as the CLI files its conversations (links resolved), which jobs' worktrees are compared with. */
+  realPath(dir: string): string;
+  /** The directory's conversations, most recently active first, at most `limit`; throws when they cannot be read. */
+  list(dir: string, limit: number): AgentSession[];
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
 export interface Runtime<Reader extends AgentOutputReader = AgentOutputReader> extends RuntimeTraits {
   /** The program and its argv; the prompt always goes to stdin, never argv (§10). */
   invocation(spec: AgentSpec): { command: string; args: string[] };
   /** The agent's environment, from the server's own and the variables it adds (§7.2). */
-  environment(base: Readonly<Record<string, string | undefined>>, extra: Readonly<Record<string, string>>): Record<string, string | undefined>;
+  environment(base: Env, extra: Readonly<Record<string, string>>): Record<string, string | undefined>;
   createReader(options: ReaderOptions): Reader;
   /** How the agent's end reads as an outcome (§7.3). */
   outcome(exit: ChildExit, reader: Reader, disk: StateDisk | undefined): AgentOutcome;
   /** What doctor checks of its login or key, given the environment, the home directory and what `--version` printed. */
-  readiness?(env: Readonly<Record<string, string | undefined>>, home: string, version: string): ReadinessProbe;
+  readiness?(env: Env, home: string, version: string): ReadinessProbe;
+  /**
+   * Its store of conversations, where the environment and home directory put it (§20); absent when it keeps none
+   * this server can read. Throws INVALID_ARGUMENT, saying what to set, when it cannot tell where that is.
+   */
+  sessions?(env: Env, home: string | undefined): SessionStore;
 }

@@ -5,14 +5,16 @@
  */
 import type { ErrorCode } from "../core/errors.js";
 import type { Transcript } from "../core/transcript.js";
-import type { AgentIdentity, OutputFiles } from "./host.js";
+import type { AgentIdentity, ApproverLaunch, OutputFiles } from "./host.js";
+
+export type { ApproverLaunch };
 import type { AgentOptions } from "./options.js";
 import type { WorktreeRecord } from "./worktree.js";
 
 export interface AgentSpec {
-  /** The runtime that runs it (§7): "claude" when absent. */
+  /** The runtime that runs it (§7); the job layer names the server's own when a call names none. */
   agent?: string;
-  /** The host it runs on (§21): this machine when absent. */
+  /** The host it runs on (§21); the job layer names the server's own when a call names none. */
   host?: string;
   /** The job's id, set at the spawn: a remote host names the job by it (§21). */
   jobId?: string;
@@ -31,14 +33,6 @@ export interface AgentSpec {
   approver?: ApproverLaunch;
   /** The job's own worktree (§19), when it runs in one; cwd is then inside it. Runtimes do not read it. */
   worktree?: WorktreeRecord;
-}
-
-/** The approver of one job (§18): a small MCP server, run by the agent, that files each permission request and waits for its answer. */
-export interface ApproverLaunch {
-  command: string;
-  args: string[];
-  /** How long it waits for an answer before it denies the request. */
-  waitMs: number;
 }
 
 export interface PermissionDenial {
@@ -107,15 +101,18 @@ export interface AgentRun {
   readonly transcript: Transcript;
 }
 
-export type AgentLauncher = (spec: AgentSpec) => AgentRun;
+/** A spec as the job layer hands it on: it names its agent and its host, as its record does (§15.2). */
+export type NamedSpec = AgentSpec & { agent: string; host: string };
+
+export type AgentLauncher = (spec: NamedSpec) => AgentRun;
 
 /** An agent an earlier server started, as its record describes it (§15.3). */
 export interface AgentToAttach {
-  /** The runtime that reads its output: "claude" when absent. */
-  runtime?: string;
-  /** The host it runs on, and its job there (§21): this machine when absent. */
-  host?: string;
-  jobId?: string;
+  /** The runtime that reads its output, as its record names it. */
+  runtime: string;
+  /** The host it runs on, and its job there (§21), as its record names them. */
+  host: string;
+  jobId: string;
   /** Undefined for an agent known to be gone whose pid was never recorded. */
   pid: number | undefined;
   startTime: string | undefined;

@@ -15,13 +15,8 @@ import { LEGACY_PROTOCOL_VERSIONS } from "../server/eras.js";
 import { METHOD_NOT_FOUND, fail, isRequestId, respond, type JsonRpcResponse, type RequestId } from "../server/jsonrpc.js";
 import { answerToOwnRequest, type ApprovalAnswer, type ApprovalRequest, type OwnAnswer } from "../store/approvals.js";
 import type { StateStore } from "../store/state-store.js";
-import {
-  APPROVER_TOOL,
-  APPROVER_TOOL_DEFINITION,
-  permissionAnswerText,
-  permissionPreview,
-  readPermissionRequest,
-} from "../runtimes/claude/permission-prompt.js";
+import type { PermissionPrompts } from "../agent/runtime.js";
+import { PERMISSION_PROMPTS } from "../runtimes/index.js";
 
 /** Without file-system notifications the answer is looked for this often; with them, this is only a safety net. */
 const POLL_WITHOUT_WATCH_MS = 250;
@@ -46,6 +41,8 @@ export interface ApproverOptions {
   logger: Logger;
   /** How long a request waits for an answer before it is denied. */
   waitMs: number;
+  /** The agent CLIs' sides of the protocol, one tool each; default: every runtime's that forwards its prompts. */
+  prompts?: readonly PermissionPrompts[];
 }
 
 /** The approver's argv after `approver`: `--state-dir=DIR --wait-ms=N JOB_ID`; undefined when it is not that. */
@@ -77,7 +74,7 @@ export function denialText(answer: ApprovalAnswer, waitMs: number): string {
 
 /** The approver's request handler: one response per request, null for notifications and responses. */
 export function createApprover(options: ApproverOptions): (message: unknown) => Promise<JsonRpcResponse | null> {
-  const { files, clock, logger, waitMs } = options;
+  const { files, clock, logger, waitMs, prompts = PERMISSION_PROMPTS } = options;
   /** Filed requests of tool calls in flight, by JSON-RPC id, so a cancelled call withdraws its request. */
   const filedBy = new Map<string, string>();
   /** Where the next request is filed from: numbers below it are taken, so each filing tries one number (§18). */
@@ -128,9 +125,9 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
       poll();
     });
 
-  const ask = async (id: RequestId, args: unknown): Promise<JsonRpcResponse> => {
-    const asked = readPermissionRequest(args);
-    if (!asked) return respond(id, { content: [{ type: "text", text: "INVALID_ARGUMENT: expected {tool_name, input, tool_use_id}" }], isError: true });
+  const ask = async (id: RequestId, cli: PermissionPrompts, args: unknown): Promise<JsonRpcResponse> => {
+    const asked = cli.read(args);
+    if (!asked) return respond(id, { content: [{ type: "text", text: `INVALID_ARGUMENT: expected ${cli.expected}` }], isError: true });
     let answer: ApprovalAnswer;
     let filed: ApprovalRequest | undefined;
     if (!files.usable()) {
@@ -143,7 +140,7 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
             tool_name: asked.toolName,
             input: asked.input,
             ...(asked.toolUseId ? { tool_use_id: asked.toolUseId } : {}),
-            preview: permissionPreview(asked),
+            preview: cli.preview(asked),
             asked_at: now,
             expires_at: now + waitMs,
           },
@@ -159,7 +156,7 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
         filedBy.delete(String(id));
       }
     }
-    const text = permissionAnswerText(answer.decision, asked.input, answer.decision === "deny" ? denialText(answer, waitMs) : "");
+    const text = cli.answerText(answer.decision, asked.input, answer.decision === "deny" ? denialText(answer, waitMs) : "");
     if (filed) logger.info(`job ${options.jobId}: request ${filed.id}: ${answer.decision} (by ${answer.by})`);
     return respond(id, { content: [{ type: "text", text }] });
   };
@@ -187,10 +184,13 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
       case "ping":
         return respond(id, {});
       case "tools/list":
-        return respond(id, { tools: [APPROVER_TOOL_DEFINITION] });
-      case "tools/call":
-        if (params.name !== APPROVER_TOOL) return respond(id, { content: [{ type: "text", text: `INVALID_ARGUMENT: the approver has one tool, ${APPROVER_TOOL}` }], isError: true });
-        return ask(id, params.arguments);
+        return respond(id, { tools: prompts.map((cli) => cli.tool) });
+      case "tools/call": {
+        const cli = prompts.find((candidate) => candidate.tool.name === params.name);
+        if (cli) return ask(id, cli, params.arguments);
+        const tools = `${prompts.length === 1 ? "one tool" : "the tools"}, ${prompts.map((each) => each.tool.name).join(", ")}`;
+        return respond(id, { content: [{ type: "text", text: `INVALID_ARGUMENT: the approver has ${tools}` }], isError: true });
+      }
       default:
         // server/discover included: the CLI then falls back to initialize.
         return fail(id, METHOD_NOT_FOUND, `Method not found: ${method.slice(0, 60)}`);

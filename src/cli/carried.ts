@@ -5,7 +5,7 @@
  * would, so their records say how each ended.
  */
 import { sleep } from "../core/clock.js";
-import type { ProcessControl } from "../hosts/local/index.js";
+import type { ProcessControl } from "../agent/host.js";
 import { PresenceFiles, type Presence } from "../store/presence.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import { loadProcessControl, type Context } from "./context.js";

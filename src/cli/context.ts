@@ -5,11 +5,10 @@
  */
 import { sleep, type Clock } from "../core/clock.js";
 import type { Host } from "../config.js";
-import type { KillReport } from "../agent/host.js";
-import type { HostCheck } from "../hosts/ssh/ssh-host.js";
+import type { Hosts } from "../agent/host.js";
 import { DispatchError } from "../core/errors.js";
 import { createLogger, type Logger, type TextSink } from "../core/log.js";
-import type { ProcessControl } from "../hosts/local/index.js";
+import type { ProcessControl } from "../agent/host.js";
 import type { ProcessIdentity } from "../store/records.js";
 import { stateDirectory } from "../hosts/local/state-location.js";
 import { StateStore } from "../store/state-store.js";
@@ -34,8 +33,11 @@ export interface CliIo {
   randomName(): string;
   /** This user's uid, which the state directory must belong to; undefined on Windows (§15.1). */
   uid?: number | undefined;
-  /** The hosts of CLAUDE_DISPATCH_HOSTS, reached over ssh (§21), for `kill` and `doctor`; none when unset or invalid. */
-  sshHosts?(): Promise<readonly RemoteHostAccess[]>;
+  /**
+   * This machine, over the process layer given, and the hosts of CLAUDE_DISPATCH_HOSTS (§21), for `kill` and
+   * `doctor`; only this machine when those are unset or invalid. Absent: this command line reaches no host.
+   */
+  hosts?(processes: () => Promise<ProcessControl>): Promise<Hosts>;
   /** Whether stdout is a terminal: `jobs --watch` redraws only there. Absent: it is not. */
   stdoutIsTerminal?: boolean | undefined;
   /** The size of the terminal on stdout, read when drawn (it may change); a field it does not know is undefined. */
@@ -69,13 +71,6 @@ export interface TerminalInput {
   off(event: "data" | "end", listener: (chunk: string) => void): unknown;
   resume(): unknown;
   pause(): unknown;
-}
-
-/** A host over ssh, as the command line uses it. */
-export interface RemoteHostAccess {
-  readonly name: string;
-  kill(jobId: string): Promise<KillReport>;
-  check(): Promise<HostCheck>;
 }
 
 export interface RunFileResult {
@@ -140,6 +135,12 @@ export function notFound(context: Context, id: string): DispatchError {
 /** The process layer, for the commands that check liveness or kill: its warnings go to stderr. */
 export function loadProcessControl(io: CliIo): Promise<ProcessControl> {
   return io.processControl(createLogger(io.stderr, "warn"));
+}
+
+/** Whether a host's files are this machine's (§21): a job that ran elsewhere is shown with where it ran. */
+export async function filesHere(io: CliIo): Promise<(host: string) => boolean> {
+  const hosts = await io.hosts?.(() => loadProcessControl(io));
+  return (name) => hosts?.get(name)?.sharesFiles === true;
 }
 
 /** Waits for the process layer to stop following the killed tree, so no timer keeps this process alive. */

@@ -5,14 +5,16 @@
  */
 import { existsSync } from "node:fs";
 
+import { DEFAULT_AGENT } from "../agent/options.js";
+import type { RuntimeTraits } from "../agent/runtime.js";
 import { missingProgram, offeredAgents, programOf, unofferedAgents, type Config } from "../config.js";
 import { forReadingOnOneLine } from "../core/text.js";
 import { findProgram } from "../hosts/local/find-program.js";
 import { isWindowsPlatform } from "../hosts/local/self.js";
 import { runtimeFor } from "../runtimes/all.js";
-import { isAgentName, type AgentName } from "../runtimes/index.js";
+import { RUNTIMES, traitsOf } from "../runtimes/index.js";
 import type { CliIo } from "./context.js";
-import { firstLine } from "./format.js";
+import { firstLine, formatAge } from "./format.js";
 
 /** What `--version` and a status query may take; neither talks to a model. */
 const QUERY_TIMEOUT_MS = 10_000;
@@ -26,22 +28,23 @@ export interface Check {
 /** The agents line, then each offered agent's program and login. */
 export async function agentChecks(io: CliIo, config: Config): Promise<Check[]> {
   const offers = offeredAgents(config, io.env, io.host?.platform ?? "linux");
-  const names = offers.map((offer) => offer.name).filter(isAgentName);
+  const names = offers.map((offer) => offer.name);
   const each = await Promise.all(names.map((name) => agentCheck(io, config, name)));
   return [offeredCheck(names, config), ...each.flat()];
 }
 
-function offeredCheck(names: readonly AgentName[], config: Config): Check {
+function offeredCheck(names: readonly string[], config: Config): Check {
   const offered = `${andList(names)} ${isOrAre(names)} offered`;
   if (config.agents) return { name: "agents", status: "ok", detail: `${offered}, as CLAUDE_DISPATCH_AGENTS lists` };
   const unfound = unofferedAgents(names, config);
-  const why = "Claude Code always, the others when found (CLAUDE_DISPATCH_AGENTS is unset)";
+  const always = traitsOf(DEFAULT_AGENT)?.label ?? DEFAULT_AGENT;
+  const why = `${always} always, the others when found (CLAUDE_DISPATCH_AGENTS is unset)`;
   const rest = unfound.length === 0 ? "" : `; ${andList(unfound)} ${isOrAre(unfound)} not found, so not offered`;
   return { name: "agents", status: "ok", detail: `${offered}: ${why}${rest}` };
 }
 
 /** Its program, by the server's own resolver, and what `--version` printed; then its login, if it runs. */
-async function agentCheck(io: CliIo, config: Config, name: AgentName): Promise<Check[]> {
+async function agentCheck(io: CliIo, config: Config, name: string): Promise<Check[]> {
   const platform = io.host?.platform ?? "linux";
   const program = findProgram(programOf(config, name), io.env, { platform });
   if (program === undefined) {
@@ -64,7 +67,7 @@ async function agentCheck(io: CliIo, config: Config, name: AgentName): Promise<C
   return [{ name, status: "ok", detail: `${program}, ${printed}` }, await loginCheck(io, name, program, version)];
 }
 
-async function loginCheck(io: CliIo, name: AgentName, program: string, version: string): Promise<Check> {
+async function loginCheck(io: CliIo, name: string, program: string, version: string): Promise<Check> {
   const probe = runtimeFor(name, program).readiness?.(io.env, io.host?.home ?? "", version);
   if (!probe) return { name: `${name} login`, status: "warn", detail: "cannot tell: this agent has no way to say" };
   const answer = probe.args ? await io.runFile(program, [...probe.args], QUERY_TIMEOUT_MS) : undefined;
@@ -75,6 +78,46 @@ async function loginCheck(io: CliIo, name: AgentName, program: string, version: 
 }
 
 const isOrAre = (items: readonly unknown[]): string => (items.length === 1 ? "is" : "are");
+
+/** The default agent, as the operator set it, or undefined when this build lacks it. */
+function defaultAgent(config: Config, runtimes: readonly RuntimeTraits[]) {
+  const runtime = traitsOf(DEFAULT_AGENT, runtimes);
+  const agent = config.agentSettings[DEFAULT_AGENT];
+  return runtime && agent ? { runtime, agent } : undefined;
+}
+
+/** The default agent's modes a call may ask for (§5.6): a warning when one that drops its checks is among them. */
+export function permissionCheck(config: Config, runtimes: readonly RuntimeTraits[] = RUNTIMES): Check {
+  const found = defaultAgent(config, runtimes);
+  if (!found) return { name: "permission modes", status: "warn", detail: `this build has no agent ${DEFAULT_AGENT}` };
+  const { runtime, agent } = found;
+  const dangerous = agent.allowedModes.filter((mode) => runtime.dangerousModes.includes(mode));
+  const lets = dangerous.length === 1 ? "lets" : "let";
+  const warning = dangerous.length > 0 ? ` (${andList(dangerous)} ${lets} an agent do anything without asking)` : "";
+  const unset = `none (the user's ${runtime.label} settings)`;
+  return {
+    name: "permission modes",
+    status: dangerous.length > 0 ? "warn" : "ok",
+    detail: `${agent.allowedModes.join(", ") || "none"}${warning}; default: ${agent.defaultMode ?? unset}`,
+  };
+}
+
+/** The operator's defaults and caps for what a call leaves out (§5.6, §11). */
+export function agentDefaultsCheck(config: Config, runtimes: readonly RuntimeTraits[] = RUNTIMES): Check {
+  const { policy } = config;
+  const found = defaultAgent(config, runtimes);
+  const model = found?.agent.defaultModel ?? `${found?.runtime.label ?? DEFAULT_AGENT}'s default`;
+  return {
+    name: "agent defaults",
+    status: "ok",
+    detail: [
+      `model ${model}`,
+      `max turns ${policy.maxTurns ?? "no cap"}`,
+      `max budget ${policy.maxBudgetUsd === undefined ? "no cap" : `$${policy.maxBudgetUsd}`}`,
+      `claude_run timeout ${formatAge(policy.defaultTimeoutMs)}`,
+    ].join(", "),
+  };
+}
 
 /** "a", "a and b", "a, b and c". */
 export function andList(items: readonly string[]): string {

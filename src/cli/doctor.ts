@@ -10,12 +10,12 @@ import { checkConfig, describeProblem, type Config, type ConfigProblem } from ".
 import { resolveRoots } from "../hosts/local/directory.js";
 import type { JobRecord } from "../store/records.js";
 import { StateStore } from "../store/state-store.js";
-import { toJson, type CliIo } from "./context.js";
+import { filesHere, loadProcessControl, toJson, type CliIo } from "./context.js";
 import { formatAge, formatBytes, indent, printable, wrap } from "./format.js";
 import { isWindowsPlatform } from "../hosts/local/self.js";
 import { claudeMcpAddLine, claudeMcpAddLines, mcpServersEntry, type Install } from "./host-config.js";
 import { keptWorktrees } from "../worktrees/retire.js";
-import { agentChecks, andList, type Check } from "./doctor-agents.js";
+import { agentChecks, agentDefaultsCheck, andList, permissionCheck, type Check } from "./doctor-agents.js";
 
 /** What doctor prints fits a terminal of this many columns (§17); a check's detail wraps under its name. */
 const WIDTH = 80;
@@ -34,7 +34,7 @@ function plan(io: CliIo, config: Config): Planned[] {
   const one = (check: (config: Config) => Check): (() => Check[]) => () => [check(config)];
   return [
     { label: "agents", needs: setting("AGENTS"), run: () => agentChecks(io, config) },
-    { label: "state directory", needs: setting("STATE_DIR"), run: () => checkStateDirectory(io, config.stateDir) },
+    { label: "state directory", needs: setting("STATE_DIR"), run: async () => checkStateDirectory(io, config.stateDir, await filesHere(io)) },
     {
       label: "permission modes",
       needs: setting("PERMISSION_MODES", "DEFAULT_PERMISSION_MODE"),
@@ -127,7 +127,7 @@ function checkLines(check: Check): string[] {
 
 const STATE_DIRECTORY = "state directory";
 
-function checkStateDirectory(io: CliIo, root: string): Check[] {
+function checkStateDirectory(io: CliIo, root: string, here: (host: string) => boolean): Check[] {
   const name = STATE_DIRECTORY;
   const store = new StateStore(root, { uid: io.uid, randomName: () => io.randomName() });
   try {
@@ -137,7 +137,7 @@ function checkStateDirectory(io: CliIo, root: string): Check[] {
   }
   const found = statWritable(root, io.randomName());
   if ("check" in found) return [found.check];
-  return [modeCheck(io, root, found.info), jobsCheck(store)];
+  return [modeCheck(io, root, found.info), jobsCheck(store, here)];
 }
 
 /** The directory's stat once a probe file was written there; else the check that ends doctor's look at it. */
@@ -173,14 +173,14 @@ function modeCheck(io: CliIo, root: string, info: Stats): Check {
   return { name, status: "ok", detail: `${root} (writable${windows ? "" : ", mode 0700"})` };
 }
 
-function jobsCheck(store: StateStore): Check {
+function jobsCheck(store: StateStore, here: (host: string) => boolean): Check {
   const { records, skipped } = store.loadAll();
   const bytes = records.reduce((sum, record) => sum + store.size(record.id), 0);
   const count = (status: JobRecord["status"]): number => records.filter((record) => record.status === status).length;
   // Which agent runs each job, and where (§7, §21): "claude 3, codex on box 1".
   const where = new Map<string, number>();
   for (const record of records) {
-    const key = `${record.runtime ?? "claude"}${record.host && record.host !== "local" ? ` on ${record.host}` : ""}`;
+    const key = `${record.runtime}${here(record.host) ? "" : ` on ${record.host}`}`;
     where.set(key, (where.get(key) ?? 0) + 1);
   }
   const agents = [...where].map(([key, n]) => `${key} ${n}`).join(", ");
@@ -218,28 +218,6 @@ function approvalsCheck(config: Config): Check {
   };
 }
 
-function permissionCheck({ policy }: Config): Check {
-  const bypass = policy.permissionModes.includes("bypassPermissions");
-  return {
-    name: "permission modes",
-    status: bypass ? "warn" : "ok",
-    detail: `${policy.permissionModes.join(", ") || "none"}${bypass ? " (bypassPermissions lets an agent do anything without asking)" : ""}; default: ${policy.defaultPermissionMode ?? "none (the user's Claude Code settings)"}`,
-  };
-}
-
-function agentDefaultsCheck({ policy }: Config): Check {
-  return {
-    name: "agent defaults",
-    status: "ok",
-    detail: [
-      `model ${policy.defaultModel ?? "Claude Code's default"}`,
-      `max turns ${policy.maxTurns ?? "no cap"}`,
-      `max budget ${policy.maxBudgetUsd === undefined ? "no cap" : `$${policy.maxBudgetUsd}`}`,
-      `claude_run timeout ${formatAge(policy.defaultTimeoutMs)}`,
-    ].join(", "),
-  };
-}
-
 async function rootsCheck(config: Config): Promise<Check> {
   if (config.roots === undefined) {
     return { name: "roots", status: "warn", detail: "CLAUDE_DISPATCH_ROOTS is unset: agents may work in any directory" };
@@ -273,11 +251,12 @@ function onExitCheck(config: Config): Check {
 
 /** Each host of CLAUDE_DISPATCH_HOSTS (§21.5): reached in BatchMode, claude-dispatch there, its state directory, the agents' programs. */
 async function hostChecks(io: CliIo, config: Config): Promise<Check[]> {
-  const reached = (await io.sshHosts?.()) ?? [];
+  if (!config.hosts) return [];
+  const reached = await io.hosts?.(() => loadProcessControl(io));
   return Promise.all(
-    (config.hosts ?? []).map(async ({ name: hostName, destination }): Promise<Check> => {
+    config.hosts.map(async ({ name: hostName, destination }): Promise<Check> => {
       const name = `host ${hostName}`;
-      const host = reached.find((each) => each.name === hostName);
+      const host = reached?.get(hostName);
       // The command line builds its hosts only from a valid configuration.
       if (!host) return { name, status: "warn", detail: `${destination}: not checked until every setting is valid` };
       const found = await host.check();

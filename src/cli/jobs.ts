@@ -13,7 +13,7 @@ import { valueForReading } from "../core/text.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { LoadedRecords } from "../store/state-store.js";
 import { pendingRequests, requestText, shownStatus, waitingForApproval, type ShownStatus } from "./approve.js";
-import { DEFAULT_TERMINAL_COLUMNS, emit, INTERRUPTED_EXIT, outputWidth, type Context } from "./context.js";
+import { DEFAULT_TERMINAL_COLUMNS, emit, filesHere, INTERRUPTED_EXIT, outputWidth, type Context } from "./context.js";
 import {
   clip,
   elideEnd,
@@ -46,10 +46,10 @@ const LEFT_OUT_FIRST = ["SESSION", "TURNS", "COST", "AGENT", "CWD"];
 interface JobRow {
   id: string;
   kind: JobRecord["kind"];
-  /** The coding agent (§7): "claude" for records of earlier versions. */
+  /** The coding agent (§7), as the record names it. */
   agent: string;
   /** The other machine it runs on (§21); absent for this one. */
-  host?: string;
+  host: string;
   status: ShownStatus;
   cwd: string;
   submitted_at: number;
@@ -70,8 +70,8 @@ interface PendingApproval {
   preview: string;
 }
 
-export function listJobs(context: Context, all: boolean, carriers: Carriers = { carriedBy: [], waiting: 0 }): number {
-  const listing = jobsListing(context, all, carriers, outputWidth(context.io));
+export async function listJobs(context: Context, all: boolean, carriers: Carriers = { carriedBy: [], waiting: 0 }): Promise<number> {
+  const listing = jobsListing(context, all, carriers, outputWidth(context.io), await filesHere(context.io));
   emit(context, valueForReading(listing.document), `${[...listing.table, ...listing.notes].join("\n")}\n`);
   return 0;
 }
@@ -93,13 +93,14 @@ export async function watchJobs(context: Context, all: boolean): Promise<number>
   io.interrupted?.addEventListener("abort", interrupted);
   if (io.interrupted?.aborted) interrupted();
   const screen = openScreen(io, quit);
+  const here = await filesHere(context.io);
   try {
     while (!stop.signal.aborted) {
       const carriers = await carry(context);
       const now = io.clock.now();
       const size = io.terminalSize?.();
       const width = outputWidth(io) ?? DEFAULT_TERMINAL_COLUMNS;
-      const listing = jobsListing({ ...context, now }, all, carriers, width);
+      const listing = jobsListing({ ...context, now }, all, carriers, width, here);
       const every = `every ${WATCH_INTERVAL_MS / 1000}s`;
       const title = `claude-dispatch jobs${all ? " --all" : ""} · ${every} · ${isoTime(now)} · q to quit`;
       screen.draw(withinRows(elideEnd(title, width), listing, size?.rows || DEFAULT_TERMINAL_ROWS, width));
@@ -135,7 +136,7 @@ interface Listing {
   notes: string[];
 }
 
-function jobsListing(context: Context, all: boolean, carriers: Carriers, width: number | undefined): Listing {
+function jobsListing(context: Context, all: boolean, carriers: Carriers, width: number | undefined, here: (host: string) => boolean): Listing {
   const { records, skipped } = context.store.loadAll();
   const shown = all ? records : unfinishedAndRecent(records);
   const rows = shown.map((record) => jobRow(context, record));
@@ -150,7 +151,7 @@ function jobsListing(context: Context, all: boolean, carriers: Carriers, width: 
     carried_by: carriers.carriedBy,
     ...(carriers.waiting > 0 ? { not_carried: { jobs: carriers.waiting, why: carriers.why ?? null } } : {}),
   };
-  const { lines, leftOut } = jobsTable(context, rows, width);
+  const { lines, leftOut } = jobsTable(context, rows, width, here);
   const said = [
     ...(rows.length === 0 ? [`No jobs in ${context.store.root}.`] : []),
     ...(leftOut.length > 0 ? [`(not shown at ${width} columns: ${leftOut.join(", ")}; --json has them)`] : []),
@@ -175,18 +176,18 @@ function keptText(kept: readonly KeptWorktree[]): string {
 }
 
 /** The table of jobs, fitted to the width: ids, statuses and numbers whole, the directory and prompt cut (§17). */
-function jobsTable(context: Context, rows: readonly JobRow[], width: number | undefined): ReturnType<typeof fitTable> {
+function jobsTable(context: Context, rows: readonly JobRow[], width: number | undefined, here: (host: string) => boolean): ReturnType<typeof fitTable> {
   if (rows.length === 0) return { lines: [], leftOut: [] };
   const home = context.io.host?.home;
-  // The AGENT column only once another agent than Claude Code ran a job listed.
-  const agents = rows.some((row) => row.agent !== "claude");
+  // The AGENT column only once the jobs listed ran more than one agent.
+  const agents = new Set(rows.map((row) => row.agent)).size > 1;
   const cells = rows.map((row) => [
     row.id,
     ...(agents ? [printable(row.agent)] : []),
     row.status,
     formatAge(row.age_s * 1000),
     // A job on another machine shows where, as scp writes it: host:/path.
-    printable(row.host ? `${row.host}:${row.cwd}` : shortenHome(row.cwd, home)),
+    printable(here(row.host) ? shortenHome(row.cwd, home) : `${row.host}:${row.cwd}`),
     String(row.turns),
     row.cost_usd === undefined ? "-" : formatCost(row.cost_usd),
     row.session_id === undefined ? "-" : printable(row.session_id),
@@ -231,8 +232,8 @@ function jobRow(context: Context, record: JobRecord): JobRow {
   const row: JobRow = {
     id: record.id,
     kind: record.kind,
-    agent: record.runtime ?? "claude",
-    ...(record.host !== undefined && record.host !== "local" ? { host: record.host } : {}),
+    agent: record.runtime,
+    host: record.host,
     status,
     cwd: record.cwd,
     submitted_at: record.submitted_at,

@@ -5,9 +5,8 @@
  */
 import { DispatchError } from "../core/errors.js";
 import { finishAbandonedKill } from "../jobs/abandoned.js";
-import type { KillReport, ProcessControl } from "../hosts/local/index.js";
+import { isSameProcess, type KillReport, type NamedProcess, type ProcessControl } from "../agent/host.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
-import type { StateStore } from "../store/state-store.js";
 import { emit, loadProcessControl, notFound, settle, type Context } from "./context.js";
 import { replayOutput } from "./job-output.js";
 
@@ -51,13 +50,13 @@ function alreadyFinished(context: Context, id: string, record: JobRecord): numbe
 }
 
 async function killAndFinish(context: Context, record: JobRecord): Promise<KillOutcome> {
-  const { store, io } = context;
+  const { io } = context;
   const control = await loadProcessControl(io);
   let tree: KillReport | undefined;
   let finishedBy: FinishedBy;
   let status = record.status;
   try {
-    tree = record.host !== undefined && record.host !== "local" ? await killRemote(context, record) : await killAgent(control, store, record);
+    tree = await killAgent(context, record, control);
     // A server that may be alive (unknown counts) finishes its own record.
     if ((await control.isAlive(record.owner.pid, record.owner.start_time)) !== false) {
       finishedBy = "server";
@@ -87,41 +86,22 @@ function killText(id: string, record: JobRecord, { tree, finishedBy, status }: K
   return `${lines.join("\n")}\n`;
 }
 
-/** Kills a running job's whole tree, if its agent (the same process: pid and start time) is alive. */
-async function killAgent(control: ProcessControl, store: StateStore, record: JobRecord): Promise<KillReport | undefined> {
-  const agent = record.agent;
-  if (record.status !== "running" || !agent) return undefined;
-  let pid = agent.pid;
-  let startTime = agent.start_time;
-  if (pid === undefined) {
-    // Recorded just before the spawn, with the marker alone: the agent is the process carrying it (§15.2).
-    const found = agent.tree_marker === undefined ? undefined : await control.findMarked(agent.tree_marker);
-    if (!found) return undefined;
-    ({ pid, startTime } = found);
-  } else if ((await control.isAlive(pid, startTime, agent.tree_marker)) !== true) {
-    // Signalled only when it is certainly the agent: same start time, or its tree marker.
-    return undefined;
-  }
-  const handle = control.attach({
-    pid,
-    startTime,
-    marker: agent.tree_marker,
-    output: store.outputFiles(record.id),
-    onStdout: () => undefined,
-    stderrTailBytes: 0,
-  });
-  return handle.killTree();
-}
-
-/** A job on another machine is killed there, over ssh (§21); one that cannot be reached is not taken for killed. */
-async function killRemote(context: Context, record: JobRecord): Promise<KillReport | undefined> {
+/**
+ * Kills a running job's whole tree where it runs, by the same checks a server's takeover makes (§15.3): here, only
+ * a process that is certainly its agent, never this command's own tree or another job's agent; on another
+ * machine, there (§21). A host that cannot tell, or cannot be reached, is not taken for a kill that happened.
+ */
+async function killAgent(context: Context, record: JobRecord, control: ProcessControl): Promise<KillReport | undefined> {
+  const { store, io } = context;
   if (record.status !== "running") return undefined;
-  const host = (await context.io.sshHosts?.())?.find((candidate) => candidate.name === record.host);
+  const host = (await io.hosts?.(async () => control))?.get(record.host);
   if (!host) {
     throw new DispatchError("INVALID_ARGUMENT", `job ${record.id} runs on host ${record.host}, which CLAUDE_DISPATCH_HOSTS does not name here; run claude-dispatch kill ${record.id} on that machine`);
   }
-  const report = await host.kill(record.id);
-  if (report.undetermined) throw new DispatchError("KILL_FAILED", `${report.why ?? `host ${record.host} could not be reached`}; job ${record.id} is still running there`);
+  const others = store.loadAll().records.filter((other) => other.id !== record.id && other.status === "running" && other.agent);
+  const othersAgent = (named: NamedProcess): boolean => others.some(({ agent }) => isSameProcess(agent, named));
+  const report = await host.killRecorded({ jobId: record.id, agent: record.agent }, store.outputFiles(record.id), othersAgent);
+  if (report?.undetermined) throw new DispatchError("KILL_FAILED", `${report.why ?? `host ${record.host} could not tell whether it runs`}; job ${record.id} may still be running`);
   return report;
 }
 

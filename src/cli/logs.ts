@@ -15,7 +15,7 @@ import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
 import { answerText, messageText, requestState, requestText, shownStatus, waitingForApproval, type RequestState } from "./approve.js";
 import { INTERRUPTED_EXIT, loadProcessControl, notFound, type Context } from "./context.js";
-import type { ProcessControl } from "../hosts/local/index.js";
+import type { ProcessControl } from "../agent/host.js";
 import { whyNotCarried } from "./carried.js";
 import { clip, indent, oneLine, printable } from "./format.js";
 import { OutputFollower } from "./job-output.js";

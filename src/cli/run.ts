@@ -17,7 +17,6 @@ import path from "node:path";
 
 import { DispatchError, describeThrown, toDispatchError } from "../core/errors.js";
 import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
-import { DEFAULT_SESSION_LIMIT, MAX_SESSION_LIMIT } from "../runtimes/claude/index.js";
 import { isRequestId } from "../store/records.js";
 import { LIMITS } from "../tools/validation.js";
 import { answerJob } from "./approve.js";
@@ -68,7 +67,7 @@ Commands:
                            Claude Code's sessions of DIR (default: here), the
                            most recently active first, with the jobs of each;
                            resume one with its id as claude_start's session_id
-                           (N: 1 to ${MAX_SESSION_LIMIT}, default ${DEFAULT_SESSION_LIMIT}); read from
+                           (N: 1 to ${LIMITS.maxSessions}, default ${LIMITS.defaultSessions}); read from
                            CLAUDE_CONFIG_DIR, else ~/.claude
   doctor                   check the agents, the state directory and the
                            settings; print the host configuration
@@ -219,7 +218,7 @@ function parseInvocation(args: readonly string[]): Invocation {
     requestId: undefined,
     message: undefined,
     dir: undefined,
-    limit: DEFAULT_SESSION_LIMIT,
+    limit: LIMITS.defaultSessions,
   };
   const positional: string[] = [];
   for (let i = 0; i < rest.length; i += 1) {
@@ -272,8 +271,8 @@ function parseInvocation(args: readonly string[]): Invocation {
 
 function parseLimit(value: string | undefined): number {
   const limit = value !== undefined && /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN;
-  if (!(limit >= 1 && limit <= MAX_SESSION_LIMIT)) {
-    throw new UsageError(`--limit needs a number of sessions from 1 to ${MAX_SESSION_LIMIT}${value === undefined ? "" : `, got ${echo(value)}`}`);
+  if (!(limit >= 1 && limit <= LIMITS.maxSessions)) {
+    throw new UsageError(`--limit needs a number of sessions from 1 to ${LIMITS.maxSessions}${value === undefined ? "" : `, got ${echo(value)}`}`);
   }
   return limit;
 }

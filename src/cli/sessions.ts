@@ -1,18 +1,17 @@
 /**
- * `sessions [DIR] [--limit N]`: the Claude Code sessions of a directory, read
- * from Claude Code's own store (runtimes/claude/sessions.ts), most recently
- * active first, each with the jobs of the state directory that ran in it, so
- * yesterday's work can be resumed by passing its session_id to claude_start.
- * What claude_sessions lists (§20), found by the same code: the sessions of
- * jobs that ran in worktrees of DIR's repository too.
+ * `sessions [DIR] [--limit N]`: the sessions of a directory, read from the
+ * store of the agent CLI that keeps them (its runtime's sessions capability),
+ * most recently active first, each with the jobs of the state directory that
+ * ran in it, so yesterday's work can be resumed by passing its session_id to
+ * claude_start. What claude_sessions lists (§20), found by the same code: the
+ * sessions of jobs that ran in worktrees of DIR's repository too.
  */
-import { DispatchError } from "../core/errors.js";
+import type { AgentSession } from "../agent/types.js";
 import { valueForReading } from "../core/text.js";
-import { claudeConfigDir, claudeSessionFolder, listClaudeSessions, type ClaudeSession } from "../runtimes/claude/index.js";
-import { realDirectory } from "../runtimes/claude/sessions.js";
+import { sessionStore } from "../runtimes/all.js";
 import type { JobRecord } from "../store/records.js";
 import { findSessions, type SessionJob } from "../tools/session-results.js";
-import { emit, outputWidth, type Context } from "./context.js";
+import { emit, filesHere, outputWidth, type Context } from "./context.js";
 import { clip, formatAge, PREVIEW_COLUMN_CHARS, printable, table, wrap } from "./format.js";
 
 export interface SessionsRequest {
@@ -21,7 +20,7 @@ export interface SessionsRequest {
   limit: number;
 }
 
-interface SessionRow extends ClaudeSession {
+interface SessionRow extends AgentSession {
   /** The job's worktree folder it was found under, when not under DIR itself. */
   worktree?: string;
   /** Jobs of the state directory that resumed this session or ended in it, oldest first. */
@@ -30,32 +29,31 @@ interface SessionRow extends ClaudeSession {
 
 export async function listSessions(context: Context, request: SessionsRequest): Promise<number> {
   const { io } = context;
-  const home = io.host?.home;
-  if (!io.env.CLAUDE_CONFIG_DIR && !home) throw new DispatchError("INVALID_ARGUMENT", "no home directory to find ~/.claude in; set CLAUDE_CONFIG_DIR");
-  const configDir = claudeConfigDir(io.env, home ?? "");
-  const projectFolder = claudeSessionFolder(configDir, request.dir);
-  const list = (cwd: string, limit: number): ClaudeSession[] => listClaudeSessions({ configDir, cwd, limit });
-  const jobs = context.store.loadAll().records.map(sessionJob);
-  const found = await findSessions(list, realDirectory(request.dir), request.limit, jobs);
+  const store = sessionStore(io.env, io.host?.home);
+  const projectFolder = store.folderOf(request.dir);
+  const here = await filesHere(context.io);
+  const jobs = context.store.loadAll().records.map((record) => sessionJob(record, here));
+  const found = await findSessions(store.list, store.realPath(request.dir), request.limit, jobs);
   const sessions = found.map(({ session, worktree, job_ids }): SessionRow => ({ ...session, ...(worktree ? { worktree } : {}), job_ids }));
   const document = { dir: request.dir, project_folder: projectFolder, sessions };
-  emit(context, valueForReading(document), sessionsText(context, request.dir, projectFolder, sessions));
+  emit(context, valueForReading(document), sessionsText(context, request.dir, projectFolder, sessions, store.label));
   return 0;
 }
 
 /** A job as the listing needs it: a worktree's repository is compared with DIR's real path, as git names it. */
-function sessionJob(record: JobRecord): SessionJob {
+function sessionJob(record: JobRecord, here: (host: string) => boolean): SessionJob {
   return {
     id: record.id,
     cwd: record.cwd,
     submittedAt: record.submitted_at,
-    ...(record.worktree && (record.host ?? "local") === "local" ? { worktreeRepo: record.worktree.repo } : {}),
+    // Only a worktree on this machine's disk holds sessions read here (§20).
+    ...(record.worktree && here(record.host) ? { worktreeRepo: record.worktree.repo } : {}),
     sessionIds: [record.resume_session_id, record.outcome?.result?.sessionId],
   };
 }
 
-function sessionsText(context: Context, dir: string, projectFolder: string, sessions: readonly SessionRow[]): string {
-  if (sessions.length === 0) return `No Claude Code sessions of ${printable(dir)} (looked in ${printable(projectFolder)}).\n`;
+function sessionsText(context: Context, dir: string, folder: string, sessions: readonly SessionRow[], label: string): string {
+  if (sessions.length === 0) return `No ${label} sessions of ${printable(dir)} (looked in ${printable(folder)}).\n`;
   const lines: string[] = [];
   const width = outputWidth(context.io);
   const [header = "", ...rows] = table(

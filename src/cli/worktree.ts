@@ -36,10 +36,12 @@ export async function worktreeCommand(context: Context, command: WorktreeCommand
   const worktree = record.worktree;
   if (!worktree) throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no worktree: it was not started with "worktree" true`);
   checkUndecided(id, worktree, worktree.state, command);
-  if (record.host !== undefined && record.host !== "local") {
+  // The same worktrees as the server's, through the host the job ran on; one on another machine is worked on there.
+  const host = (await context.io.hosts?.(() => loadProcessControl(context.io)))?.get(record.host);
+  if (!host?.sharesFiles) {
     throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree is on host ${record.host}: use claude_worktree through the server, or claude-dispatch ${command} ${id} on that machine`);
   }
-  const git = worktreesFor(context);
+  const git = host.worktrees;
   // A discard removes whatever is left: a merge removed the folder already.
   if (command !== "discard" && !git.exists(worktree)) {
     throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree ${worktree.path} is gone`);

@@ -2,7 +2,7 @@
  * One job in memory (PROTOCOL.md §8): its state, its agent once it runs, and
  * the listeners waiting on it. The registry drives it; callers see it as a Job.
  */
-import type { AgentOutcome, AgentRun, AgentSpec, LiveSummary } from "../agent/types.js";
+import type { AgentOutcome, AgentRun, LiveSummary, NamedSpec } from "../agent/types.js";
 import type { WorktreeRecord } from "../agent/worktree.js";
 import type { CancelTimer } from "../core/clock.js";
 import { forReading, forReadingOnOneLine } from "../core/text.js";
@@ -70,7 +70,7 @@ export class JobEntry implements Job {
   constructor(
     readonly id: string,
     readonly kind: JobKind,
-    public spec: AgentSpec,
+    public spec: NamedSpec,
     public startedAt: number,
     readonly timeoutMs: number | undefined,
     private readonly positionOf: (job: JobEntry) => number | undefined,
@@ -130,10 +130,10 @@ export class JobEntry implements Job {
     return this.spec.worktree;
   }
   get agentName(): string {
-    return this.spec.agent ?? "claude";
+    return this.spec.agent;
   }
   get hostName(): string {
-    return this.spec.host ?? "local";
+    return this.spec.host;
   }
   get launched(): boolean {
     return this.run !== undefined || this.agent !== undefined;

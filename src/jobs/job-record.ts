@@ -4,7 +4,7 @@
  * becomes the job's final status and outcome.
  */
 import type { AgentOptions } from "../agent/options.js";
-import type { AgentOutcome, AgentSpec } from "../agent/types.js";
+import type { AgentOutcome, NamedSpec } from "../agent/types.js";
 import type { JobRecord } from "../store/records.js";
 import type { Logger } from "../core/log.js";
 import { forReadingOnOneLine } from "../core/text.js";
@@ -19,7 +19,7 @@ import { KILL_REASON_TEXT, type JobStatus, type JobStore, type KillReason, type 
 const RUNNING_RECORD_APPROVALS = 20;
 
 /** The record that says where the job is now. */
-export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" | "runtime" | "host">): JobRecord {
+export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner">): JobRecord {
   const live = job.live();
   const turns = job.outcome?.result?.numTurns ?? live.turns;
   const cost = job.outcome?.result?.costUsd ?? live.costUsd;
@@ -32,8 +32,8 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
     options: job.spec.options ?? ({} as AgentOptions),
     status: job.status,
     submitted_at: job.submittedAt,
-    runtime: job.spec.agent ?? persistence.runtime ?? "claude",
-    host: job.spec.host ?? persistence.host ?? "local",
+    runtime: job.agentName,
+    host: job.hostName,
     owner: persistence.owner,
     generation: job.generation,
   };
@@ -55,10 +55,10 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner" |
 }
 
 /** What a record says its job asked for; the prompt stays in prompt.txt, the agent's stdin. Names are shown: cleaned (§10). */
-export function specFromRecord(record: JobRecord): AgentSpec {
+export function specFromRecord(record: JobRecord): NamedSpec {
   return {
-    ...(record.runtime !== undefined && record.runtime !== "claude" ? { agent: forReadingOnOneLine(record.runtime) } : {}),
-    ...(record.host !== undefined && record.host !== "local" ? { host: forReadingOnOneLine(record.host) } : {}),
+    agent: forReadingOnOneLine(record.runtime),
+    host: forReadingOnOneLine(record.host),
     prompt: "",
     cwd: record.cwd,
     options: record.options,

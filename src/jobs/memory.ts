@@ -6,7 +6,7 @@ import { Transcript } from "../core/transcript.js";
 import { MemoryStore } from "../store/memory-store.js";
 import type { Persistence, Slot, SlotPool } from "./types.js";
 
-export function memoryPersistence(overrides: Partial<Persistence> = {}): Persistence {
+export function memoryPersistence(overrides: Pick<Persistence, "hosts" | "agents"> & Partial<Persistence>): Persistence {
   let markers = 0;
   return {
     store: new MemoryStore(),

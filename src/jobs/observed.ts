@@ -172,19 +172,17 @@ export class Observer {
     job.status = "running";
     job.startedAt = record.started_at ?? job.startedAt;
     const output = this.target.options.persistence.store.outputFiles(job.id);
-    // Followed once its pid is on record (a moment after the spawn): an agent without one would be taken for gone.
-    // One on another machine is followed there, by its job (§21.3).
-    const remote = job.spec.host !== undefined;
-    const reachable = !remote || (this.target.options.persistence.hosts ?? []).includes(job.spec.host ?? "");
-    if (!output || !reachable || (record.agent?.pid === undefined && !remote)) return;
+    // Followed once its host can follow it: here, once its pid is on record (a moment after the spawn) (§15.2).
+    const host = this.target.options.persistence.hosts.get(job.hostName);
+    if (!output || !host?.canFollow({ jobId: job.id, agent: record.agent })) return;
     const run = this.target.options.persistence.attach({
       pid: record.agent?.pid,
       startTime: record.agent?.start_time,
       marker: record.agent?.tree_marker,
       output,
       jobId: job.id,
-      ...(job.spec.agent ? { runtime: job.spec.agent } : {}),
-      ...(remote ? { host: job.spec.host } : {}),
+      runtime: job.agentName,
+      host: job.hostName,
     });
     job.attach(run);
     this.target.attached(job);

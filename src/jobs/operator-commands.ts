@@ -5,7 +5,7 @@
  * bound. Who runs it makes it run once: the server that finishes a job, the process that marks a request
  * told (jobs/approvals.ts). A failure is logged; the job is unchanged.
  */
-import type { Host } from "../agent/host.js";
+import type { AgentHost } from "../agent/host.js";
 import type { CancelTimer, Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import { clip, forReadingOnOneLine } from "../core/text.js";
@@ -19,7 +19,7 @@ export const INPUT_TEXT_CHARS = 200;
 
 export interface OperatorCommandOptions {
   argv: readonly string[];
-  host: Pick<Host, "start">;
+  host: Pick<AgentHost, "start">;
   /** The command's environment before the subject's variables are added. */
   env: Readonly<Record<string, string | undefined>>;
   clock: Clock;

@@ -28,8 +28,6 @@ import { RecordWrites } from "./record-writes.js";
 import { SharedQueue } from "./shared-queue.js";
 import { runsHere, Takeover } from "./takeover.js";
 import {
-  type FindMarked,
-  type IsAlive,
   type Job,
   type JobKind,
   type JobRegistryOptions,
@@ -128,8 +126,10 @@ export class JobRegistry {
   start(spec: AgentSpec, kind: JobKind, timeoutMs?: number, id = this.options.newId()): Job {
     if (this.closing) throw new DispatchError("SHUTTING_DOWN", "the server is shutting down and starts no new jobs");
     this.finished.reap();
-    const { clock } = this.options;
-    const job = new JobEntry(id, kind, spec, clock.now(), timeoutMs, (entry) => this.queue.position(entry));
+    const { clock, persistence } = this.options;
+    // Every record names its agent and host (§15.2): a call naming neither gets this server's own.
+    const named = { ...spec, agent: spec.agent ?? persistence.agents.home, host: spec.host ?? persistence.hosts.home.name };
+    const job = new JobEntry(id, kind, named, clock.now(), timeoutMs, (entry) => this.queue.position(entry));
     const { store } = this.options.persistence;
     // A job with a free slot starts now: its first record already says "running" with its tree marker, so one
     // flushed write serves both its submission and its start (§15.2).
@@ -357,12 +357,11 @@ export class JobRegistry {
    * Takes over the jobs of servers that are gone (§15.3), given records oldest first: finished ones become
    * reachable, queued ones queue here, running ones are followed (or finished from their output). A live server's are left to it.
    */
-  async restore(records: readonly JobRecord[], isAlive?: IsAlive, findMarked?: FindMarked): Promise<void> {
-    const { persistence } = this.options;
+  async restore(records: readonly JobRecord[]): Promise<void> {
     this.restoring = true;
     try {
       const before = this.jobs.size;
-      await this.takeover.takeOver(records, isAlive ?? persistence.isAlive, findMarked ?? persistence.findMarked);
+      await this.takeover.takeOver(records);
       // Indexed jobs and ones read from their records come together in one finish order.
       if (this.jobs.size > before) this.finished.sort();
     } finally {

@@ -25,7 +25,9 @@ export function spawnAgent(target: SpawnTarget, job: JobEntry): void {
   const output = store.outputFiles(job.id);
   const promptFile = store.promptFile(job.id);
   const marker = job.agent?.tree_marker;
-  const approver = persistence.approver?.(job.id, job.spec.host);
+  const waitMs = persistence.approvals ? persistence.approvalWaitMs : undefined;
+  // Each agent asks this same program, in its approver mode where it runs, whenever it would have prompted (§18, §21.3).
+  const approver = waitMs === undefined ? undefined : persistence.hosts.get(job.hostName)?.approver(job.id, waitMs);
   const run = target.options.launch({ ...job.spec, jobId: job.id, ...(marker ? { marker } : {}), ...(output ? { output } : {}), ...(promptFile ? { promptFile } : {}), ...(approver ? { approver } : {}) });
   job.forgetPrompt();
   // The pid follows the spawn (§15.2), in one write with the rest of the identity when that is known at once.

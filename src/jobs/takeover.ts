@@ -4,19 +4,14 @@
  * of record becomes here (queued again, followed, finished from its output,
  * or lost). The registry owns the jobs; this decides what to do with each.
  */
-import type { AgentSpec } from "../agent/types.js";
+import type { NamedSpec } from "../agent/types.js";
 import { DispatchError, describeThrown, toDispatchError } from "../core/errors.js";
 import { isFinishedStatus, type AgentRecord, type JobRecord } from "../store/records.js";
 import type { JobEntry } from "./entry.js";
 import { entryFromRecord, specFromRecord } from "./job-record.js";
 import type { AgentOutcome, AgentRun } from "../agent/types.js";
-import { outsideKillReason, type FindMarked, type IsAlive, type JobRegistryOptions, type KillReason } from "./types.js";
-
-type LocatedAgent =
-  | { state: "alive" | "gone"; pid: number | undefined; startTime: string | undefined }
-  | { state: "unrecorded" }
-  /** The record names a process that is not this job's agent: this server's own tree, or another job's agent. */
-  | { state: "not its agent"; pid: number };
+import { isSameProcess, type LocatedAgent } from "../agent/host.js";
+import { outsideKillReason, type JobHost, type JobRegistryOptions, type KillReason } from "./types.js";
 
 /** What a takeover needs of the registry it adds jobs to. */
 export interface TakeoverTarget {
@@ -44,7 +39,7 @@ export interface TakeoverTarget {
 export class Takeover {
   constructor(private readonly target: TakeoverTarget) {}
 
-  async takeOver(records: readonly JobRecord[], isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<void> {
+  async takeOver(records: readonly JobRecord[]): Promise<void> {
     const { logger, persistence } = this.target.options;
     // A job taken over is followed by its runtime's reader.
     if (records.some((record) => !isFinishedStatus(record.status))) await persistence.ready?.();
@@ -55,12 +50,12 @@ export class Takeover {
     for (const loaded of records) {
       if (this.target.knows(loaded.id) || isFinishedStatus(loaded.status)) continue;
       if (!runsHere(persistence, loaded)) {
-        logger.warn(`job ${loaded.id} runs on ${loaded.runtime ?? "claude"} at ${loaded.host ?? "local"}, which this server does not have; left as it is`);
+        logger.warn(`job ${loaded.id} runs on ${loaded.runtime} at ${loaded.host}, which this server does not have; left as it is`);
         continue;
       }
       try {
-        const record = await this.claim(loaded, isAlive);
-        if (record) await this.adopt(record, isAlive, findMarked);
+        const record = await this.claim(loaded);
+        if (record) await this.adopt(record);
       } catch (error) {
         // One unreadable folder must not stop the server: the job is left where it is.
         logger.error(`cannot take over job ${loaded.id}: ${(error as Error).message}`);
@@ -75,8 +70,8 @@ export class Takeover {
   }
 
   /** The record, read again once the job is ours; undefined when its owner may live, or someone else got it. */
-  private async claim(loaded: JobRecord, isAlive: IsAlive): Promise<JobRecord | undefined> {
-    const { store, owner } = this.target.options.persistence;
+  private async claim(loaded: JobRecord): Promise<JobRecord | undefined> {
+    const { store, owner, isAlive } = this.target.options.persistence;
     // An owner that may be alive (unknown counts: the process table could not be read) keeps its job.
     if ((await isAlive(loaded.owner)) !== false) return undefined;
     if (!(await store.claimJob(loaded.id, loaded.generation + 1, owner, isAlive))) return undefined;
@@ -87,22 +82,21 @@ export class Takeover {
     return record;
   }
 
-  private async adopt(record: JobRecord, isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<void> {
+  private async adopt(record: JobRecord): Promise<void> {
     if (record.status === "queued") {
       await this.adoptQueued(record);
       return;
     }
-    // An agent on another machine is found there, by its job (§21): no pid of this machine names it.
-    const remote = record.host !== undefined && record.host !== "local";
-    const located: LocatedAgent = remote
-      ? { state: "alive", pid: undefined, startTime: undefined }
-      : await this.locate(record, isAlive, findMarked);
+    // This server's own tree, or another job's agent, is never adopted (§15.3).
+    const others = this.target.agentsOfOthers(record.id);
+    const host = this.target.options.persistence.hosts.get(record.host) as JobHost;
+    const located = await host.locate({ jobId: record.id, agent: record.agent }, (named) => others.some((known) => isSameProcess(known, named)));
     if (located.state === "unrecorded") this.adoptUnrecorded(record);
     else if (located.state === "not its agent") this.adoptNotItsAgent(record, located.pid);
     else await this.adoptRunning(record, located);
   }
 
-  private entryOf(record: JobRecord, spec: AgentSpec): JobEntry {
+  private entryOf(record: JobRecord, spec: NamedSpec): JobEntry {
     const job = entryFromRecord(record, spec, (entry) => this.target.queuePosition(entry));
     job.generation = record.generation + 1;
     job.agent = record.agent;
@@ -198,8 +192,8 @@ export class Takeover {
       marker: job.agent?.tree_marker,
       output,
       jobId: job.id,
-      ...(job.spec.agent ? { runtime: job.spec.agent } : {}),
-      ...(job.spec.host ? { host: job.spec.host } : {}),
+      runtime: job.agentName,
+      host: job.hostName,
     });
     // Served only once what the agent printed while no server ran has been read: its transcript and turns are there at the first call.
     await run.ready;
@@ -223,59 +217,14 @@ export class Takeover {
     if (killedBy) job.killReason = outsideKillReason(killedBy);
     return job;
   }
-
-  /**
-   * Where a running job's agent is now. A recorded pid is checked (unknown
-   * counts as alive: it is followed, and its liveness polled until it can be
-   * told). A record written just before the spawn has only the tree marker:
-   * the agent is looked for by it.
-   */
-  private async locate(record: JobRecord, isAlive: IsAlive, findMarked: FindMarked | undefined): Promise<LocatedAgent> {
-    const agent = record.agent;
-    if (!agent) return { state: "unrecorded" };
-    if (agent.pid !== undefined && (await this.isNotItsAgent(record.id, { ...agent, pid: agent.pid }))) {
-      return { state: "not its agent", pid: agent.pid };
-    }
-    // This server's pid with another start time: a record older than the pid's reuse; only the marker is trusted.
-    if (agent.pid !== undefined && agent.pid !== this.target.options.persistence.owner.pid) {
-      const named = { pid: agent.pid, ...(agent.start_time ? { start_time: agent.start_time } : {}), ...(agent.tree_marker ? { tree_marker: agent.tree_marker } : {}) };
-      const alive = (await isAlive(named)) !== false;
-      return { state: alive ? "alive" : "gone", pid: agent.pid, startTime: agent.start_time };
-    }
-    const found = agent.tree_marker === undefined || !findMarked ? undefined : await findMarked(agent.tree_marker);
-    if (found === undefined) return { state: "unrecorded" };
-    if (found === null) return { state: "gone", pid: undefined, startTime: undefined };
-    const foundAgent = { pid: found.pid, start_time: found.startTime };
-    if (await this.isNotItsAgent(record.id, foundAgent)) return { state: "not its agent", pid: found.pid };
-    return { state: "alive", pid: found.pid, startTime: found.startTime };
-  }
-
-  /** This server's own tree, or another job's agent, is never adopted (§15.3). */
-  private async isNotItsAgent(id: string, agent: AgentRecord & { pid: number }): Promise<boolean> {
-    if (this.target.agentsOfOthers(id).some((known) => isSameAgent(known, agent))) return true;
-    const { isOwnTree, owner } = this.target.options.persistence;
-    const sameStart = agent.start_time === undefined || agent.start_time === owner.start_time;
-    if (agent.pid === owner.pid && sameStart) return true;
-    return (await isOwnTree?.(agent.pid, agent.start_time)) === true;
-  }
 }
 
-/** A job of another runtime or host (a later version's) is left to a server that has them; older records name neither (§15.2). */
+/** A job of another runtime or host (a later version's, or one not configured here) is left to a process that has them. */
 export function runsHere(persistence: JobRegistryOptions["persistence"], record: JobRecord): boolean {
-  const runtimes = persistence.runtimes ?? [persistence.runtime ?? "claude"];
-  const hosts = persistence.hosts ?? [persistence.host ?? "local"];
-  return runtimes.includes(record.runtime ?? "claude") && hosts.includes(record.host ?? "local");
-}
-
-/** The same agent: the same tree marker, or the same pid with the same start time (or one not known). */
-function isSameAgent(known: AgentRecord, named: AgentRecord): boolean {
-  if (named.tree_marker !== undefined && known.tree_marker === named.tree_marker) return true;
-  const { start_time: started } = named;
-  const sameStart = started === undefined || known.start_time === undefined || started === known.start_time;
-  return named.pid !== undefined && known.pid === named.pid && sameStart;
+  return persistence.agents.known.includes(record.runtime) && persistence.hosts.get(record.host) !== undefined;
 }
 
 /** What the job asked for; its prompt stays in prompt.txt, the agent's stdin. Undefined when prompt.txt is gone. */
-function specOf(record: JobRecord, hasPrompt: boolean): AgentSpec | undefined {
+function specOf(record: JobRecord, hasPrompt: boolean): NamedSpec | undefined {
   return hasPrompt ? specFromRecord(record) : undefined;
 }

@@ -2,9 +2,9 @@
  * What the job layer is made of (PROTOCOL.md §8, §15): a job as callers see
  * it, what the registry needs of the store it keeps jobs in, and its options.
  */
-import type { OutputFiles } from "../agent/host.js";
+import type { Host, OutputFiles } from "../agent/host.js";
 import type { WorktreeRecord } from "../agent/worktree.js";
-import type { AgentAttacher, AgentLauncher, AgentOutcome, AgentSpec, ApproverLaunch, LiveSummary } from "../agent/types.js";
+import type { AgentAttacher, AgentLauncher, AgentOutcome, AgentSpec, LiveSummary } from "../agent/types.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import type { Transcript } from "../core/transcript.js";
@@ -87,7 +87,7 @@ export interface Job {
   readonly worktree: WorktreeRecord | undefined;
   /** The coding agent that runs it (§7): "claude", "codex", "gemini". */
   readonly agentName: string;
-  /** Where it runs (§21): "local", or a host of CLAUDE_DISPATCH_HOSTS. */
+  /** Where it runs (§21): this machine's host, or one of CLAUDE_DISPATCH_HOSTS. */
   readonly hostName: string;
 }
 
@@ -175,7 +175,7 @@ export interface Persistence {
   owner: ProcessIdentity;
   attach: AgentAttacher;
   /** Rebuilds the transcript of a job finished before this server started, from its output file. */
-  replayTranscript(id: string, runtime?: string): Transcript;
+  replayTranscript(id: string, runtime: string): Transcript;
   /** Disk used by finished jobs; the oldest are removed beyond it. */
   maxBytes: number;
   /** A fresh tree marker value for an agent about to be spawned. */
@@ -185,30 +185,21 @@ export interface Persistence {
    * Awaited before a takeover; a job started by a call was waited for by the handler (HandlerDeps.ready).
    */
   ready?(): Promise<void>;
-  /** For taking over a job on a lookup miss (§15.3): the same checks restore uses. */
+  /** Whether a process of this machine (a server, a claimant) is still the one named: undefined when it cannot be told. */
   isAlive: IsAlive;
-  findMarked?: FindMarked;
-  /**
-   * Whether pid (with this start time, when given) is of this server's own tree: itself, an ancestor, its group or
-   * session, a descendant. Such a process is never adopted as an agent (§15.3); undefined when it cannot be told.
-   */
-  isOwnTree?(pid: number, startTime: string | undefined): Promise<boolean | undefined>;
   /**
    * Checks a queued job taken over after a restart against today's policy and
    * directories, as a new call would be (§15.3); throws DispatchError to refuse it.
    */
   admit(spec: AgentSpec): Promise<AgentSpec>;
-  /** The runtime and host this server runs agents with, named in its records (§15.2); "claude" and "local" unless said. */
-  runtime?: string;
-  host?: string;
-  /** Every runtime whose jobs this server can follow and take over (§7, §15.3); [runtime] unless said. */
-  runtimes?: readonly string[];
-  /** Every host whose jobs this server can follow and take over (§15.3, §21); [host] unless said. */
-  hosts?: readonly string[];
+  /** The hosts whose jobs this process runs, follows and takes over (§15.3, §21); a record names one of them. */
+  hosts: JobHosts;
+  /** The agents whose jobs it runs and follows (§7, §15.3), and the one a call naming none gets. */
+  agents: { readonly home: string; readonly known: readonly string[] };
   /** Permission requests are forwarded (CLAUDE_DISPATCH_APPROVALS=forward): running jobs' folders are watched for them (§18). */
   approvals?: boolean;
-  /** The approver a job's agent is started with, when requests are forwarded; `host` is where the agent runs (§21). */
-  approver?(jobId: string, host: string | undefined): ApproverLaunch | undefined;
+  /** How long an approver waits for an answer (§18), when requests are forwarded. */
+  approvalWaitMs?: number;
   /**
    * Retention is about to remove the job's folder: its worktree, if any, is looked after (§19). Throws to keep
    * the job for a later round; may return what to undo once the removal was tried.
@@ -222,8 +213,13 @@ export interface Persistence {
  */
 export type IsAlive = (process: ProcessIdentity & { tree_marker?: string }) => Promise<boolean | undefined>;
 
-/** The live process carrying a tree marker (null: none; undefined: cannot be told). */
-export type FindMarked = (marker: string) => Promise<{ pid: number; startTime: string } | null | undefined>;
+/** What the job layer asks of the host a job runs on (agent/host.ts): where its agent is, and its approver. */
+export type JobHost = Pick<Host, "name" | "locate" | "canFollow" | "approver">;
+
+export interface JobHosts {
+  readonly home: JobHost;
+  get(name: string): JobHost | undefined;
+}
 
 
 /** An operator's command run for one subject at a time (jobs/operator-commands.ts): argv, no shell, bounded (§8, §18). */

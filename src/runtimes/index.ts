@@ -1,37 +1,38 @@
 /**
- * The agent CLIs this build can run (PROTOCOL.md §7), by the name a call's
- * `agent` gives: their traits and settings, known at startup. Each runtime's
- * own folder knows its CLI; its reader loads with the first job (all.ts,
- * BENCHMARKS.md (a)).
+ * The agent CLIs this build can run (PROTOCOL.md §7), as each declares itself: its name, program and setting,
+ * permission modes, options and permission prompts, known at startup. A runtime's reader loads with the first
+ * job (all.ts, BENCHMARKS.md (a)). Another agent is a folder under runtimes/ and a line in RUNTIMES (its whole
+ * runtime in all.ts too, which the type checker asks for); the configuration, the policy, the tools, doctor and
+ * the approver take it from here.
  */
-import type { RuntimeTraits } from "../agent/runtime.js";
-import type { AgentProgram } from "../agent/start-failure.js";
-import { CLAUDE_PROGRAM, CLAUDE_TRAITS } from "./claude/args.js";
-import { CODEX_PROGRAM, CODEX_TRAITS } from "./codex/args.js";
-import { GEMINI_PROGRAM, GEMINI_TRAITS } from "./gemini/args.js";
+import type { ProgramSetting, PermissionPrompts, RuntimeTraits } from "../agent/runtime.js";
+import { CLAUDE_TRAITS } from "./claude/traits.js";
+import { CODEX_TRAITS } from "./codex/traits.js";
+import { GEMINI_TRAITS } from "./gemini/traits.js";
 
-export const AGENT_NAMES = ["claude", "codex", "gemini"] as const;
-export type AgentName = (typeof AGENT_NAMES)[number];
+const LISTED = [CLAUDE_TRAITS, CODEX_TRAITS, GEMINI_TRAITS] as const;
+
+export const RUNTIMES: readonly RuntimeTraits[] = LISTED;
+
+export type AgentName = (typeof LISTED)[number]["name"];
+
+export const AGENT_NAMES: readonly AgentName[] = LISTED.map((runtime) => runtime.name);
 
 export function isAgentName(name: string): name is AgentName {
   return (AGENT_NAMES as readonly string[]).includes(name);
 }
 
-/** Each agent's program when no setting names one, the setting that does, and how to install it. */
-export const AGENT_PROGRAMS: Readonly<Record<AgentName, Omit<AgentProgram, "bin">>> = {
-  claude: CLAUDE_PROGRAM,
-  codex: CODEX_PROGRAM,
-  gemini: GEMINI_PROGRAM,
-};
-
-/** The setting that lists the permission modes a call may ask of each agent (§5.6). */
-export const MODES_SETTINGS: Readonly<Record<AgentName, string>> = {
-  claude: "CLAUDE_DISPATCH_PERMISSION_MODES",
-  codex: "CLAUDE_DISPATCH_CODEX_PERMISSION_MODES",
-  gemini: "CLAUDE_DISPATCH_GEMINI_PERMISSION_MODES",
-};
-
-/** What each agent's CLI accepts; an unknown or absent name (records of earlier versions) is Claude Code. */
-export function traitsOf(name: string | undefined): RuntimeTraits {
-  return name === "codex" ? CODEX_TRAITS : name === "gemini" ? GEMINI_TRAITS : CLAUDE_TRAITS;
+/** The traits of the runtime named so, among `runtimes`; undefined when this build has none of that name. */
+export function traitsOf(name: string, runtimes: readonly RuntimeTraits[] = RUNTIMES): RuntimeTraits | undefined {
+  return runtimes.find((runtime) => runtime.name === name);
 }
+
+/** Each agent's program when no setting names one, the setting that does, and how to install it. */
+export const AGENT_PROGRAMS = Object.fromEntries(
+  RUNTIMES.map((runtime) => [runtime.name, runtime.program]),
+) as Readonly<Record<AgentName, ProgramSetting>>;
+
+/** The permission prompts the approver answers (§18): those of each runtime that forwards them, by tool name. */
+export const PERMISSION_PROMPTS: readonly PermissionPrompts[] = RUNTIMES.flatMap((runtime) =>
+  runtime.permissionPrompts ? [runtime.permissionPrompts] : [],
+);

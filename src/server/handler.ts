@@ -130,8 +130,7 @@ class Handler {
     this.settings = {
       defaultTimeoutMs: deps.policy.defaultTimeoutMs,
       maxResultChars: deps.maxResultChars,
-      permissionModes: deps.policy.permissionModes,
-      ...(deps.policy.agents ? { agents: deps.policy.agents } : {}),
+      agents: deps.policy.agents,
       ...(deps.policy.hosts ? { hosts: deps.policy.hosts } : {}),
     };
     this.gated = deps.depth.current >= deps.depth.max;
@@ -255,8 +254,27 @@ class Handler {
     const params = isRecord(message.params) ? message.params : {};
     const envelope = readEnvelope(params);
     if (envelope.era === "refused") return fail(id, envelope.code, envelope.message, envelope.data);
-    if (JOB_METHODS.has(method)) await this.deps.ready?.();
-    if (envelope.era === "modern") return this.handleModernRequest(id, method, params, envelope.request);
+    // Known before anything is awaited, so a cancellation sent right behind its request finds it (§4).
+    const key = requestKey(id);
+    const controller = new AbortController();
+    this.inFlight.set(key, controller);
+    try {
+      if (JOB_METHODS.has(method)) await this.deps.ready?.();
+      return await this.route(id, method, message, params, envelope, controller);
+    } finally {
+      if (this.inFlight.get(key) === controller) this.inFlight.delete(key);
+    }
+  }
+
+  private async route(
+    id: RequestId,
+    method: string,
+    message: Record<string, unknown>,
+    params: Record<string, unknown>,
+    envelope: Exclude<ReturnType<typeof readEnvelope>, { era: "refused" }>,
+    controller: AbortController,
+  ): Promise<JsonRpcResponse | null> {
+    if (envelope.era === "modern") return this.handleModernRequest(id, method, params, envelope.request, controller);
     switch (method) {
       case "initialize":
         return this.initialize(id, params);
@@ -268,7 +286,7 @@ class Handler {
         return respond(id, this.toolListings().legacy);
       case "tools/call": {
         if (!isRecord(message.params)) return fail(id, INVALID_PARAMS, "tools/call requires params");
-        return this.cancellable(id, (signal) => this.callTool(id, params, signal, undefined));
+        return this.cancellable(controller, (signal) => this.callTool(id, params, signal, undefined));
       }
       case "tasks/get":
       case "tasks/list":
@@ -276,7 +294,7 @@ class Handler {
         return this.tasks.handle(id, method, params, new AbortController().signal);
       case "tasks/result":
       case "tasks/cancel":
-        return this.cancellable(id, (signal) => this.tasks.handle(id, method, params, signal));
+        return this.cancellable(controller, (signal) => this.tasks.handle(id, method, params, signal));
       case "server/discover":
         // Only a 2026-07-28 method, and such a request must say so in _meta (§16.1).
         return fail(id, INVALID_PARAMS, `server/discover requires params._meta["${PROTOCOL_VERSION_KEY}"]`);
@@ -286,7 +304,13 @@ class Handler {
   }
 
   /** A 2026-07-28 request (§16): only its own envelope counts, and only that era's methods exist. */
-  private async handleModernRequest(id: RequestId, method: string, params: Record<string, unknown>, modern: ModernRequest): Promise<JsonRpcResponse | null> {
+  private async handleModernRequest(
+    id: RequestId,
+    method: string,
+    params: Record<string, unknown>,
+    modern: ModernRequest,
+    controller: AbortController,
+  ): Promise<JsonRpcResponse | null> {
     switch (method) {
       case "server/discover":
         return respond(id, this.discovery);
@@ -294,7 +318,7 @@ class Handler {
         if (params.cursor !== undefined) return fail(id, INVALID_PARAMS, "tools/list: unknown cursor (this server lists every tool in one page)");
         return respond(id, this.toolListings().modern);
       case "tools/call":
-        return this.cancellable(id, (signal) => this.callTool(id, params, signal, modern));
+        return this.cancellable(controller, (signal) => this.callTool(id, params, signal, modern));
       case "tasks/get":
       case "tasks/update":
       case "tasks/cancel": {
@@ -306,7 +330,7 @@ class Handler {
         const taskMethod: TaskExtensionMethod = method;
         // Only tasks/cancel waits (for its kill), so only it can be cancelled (§4); the others answer at once.
         if (taskMethod !== "tasks/cancel") return this.taskExtension.handle(id, taskMethod, params);
-        return this.cancellable(id, () => this.taskExtension.handle(id, taskMethod, params));
+        return this.cancellable(controller, () => this.taskExtension.handle(id, taskMethod, params));
       }
       default:
         // initialize, ping, tasks/result and tasks/list belong to the legacy era only.
@@ -337,16 +361,9 @@ class Handler {
   }
 
   /** Runs a request that notifications/cancelled may abort; an aborted one gets no response (§4). */
-  private async cancellable(id: RequestId, work: (signal: AbortSignal) => Promise<JsonRpcResponse>): Promise<JsonRpcResponse | null> {
-    const key = requestKey(id);
-    const controller = new AbortController();
-    this.inFlight.set(key, controller);
-    try {
-      const response = await work(controller.signal);
-      return controller.signal.aborted ? null : response;
-    } finally {
-      if (this.inFlight.get(key) === controller) this.inFlight.delete(key);
-    }
+  private async cancellable(controller: AbortController, work: (signal: AbortSignal) => Promise<JsonRpcResponse>): Promise<JsonRpcResponse | null> {
+    const response = await work(controller.signal);
+    return controller.signal.aborted ? null : response;
   }
 
   /** tools/list is asked often and never changes: its JSON is built once (BENCHMARKS.md (c)); so is server/discover's. */

@@ -4,8 +4,9 @@
  * rendered tool result. Failures are thrown as DispatchError and rendered by
  * the handler.
  */
-import { DEFAULT_AGENT, type AgentOptions } from "../agent/options.js";
-import { admitAgent, checkRemoteDirectory } from "../agent/policy.js";
+import type { Host } from "../agent/host.js";
+import type { AgentOptions } from "../agent/options.js";
+import { admitAgent } from "../agent/policy.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { isUnfinished, sessionIdOf, type Job } from "../jobs/registry.js";
 import type { WorktreeHold, WorktreeRecord, Worktrees } from "../agent/worktree.js";
@@ -84,7 +85,7 @@ export class ToolCalls {
         const input = parseListInput(args);
         // Every job of the state directory, whichever server started it (§15.6).
         await deps.jobs.discover();
-        return renderList(deps.jobs.list(), now(), input, deps.maxResultChars);
+        return renderList(deps.jobs.list(), now(), input, deps.maxResultChars, deps.hosts?.home.name);
       }
       case "claude_output": {
         const input = parseOutputInput(args, this.settings);
@@ -109,9 +110,8 @@ export class ToolCalls {
     const input = run ?? parseStartInput(args, this.settings);
     const inWorktree = this.worktreeWanted(input.worktree);
     const { cwd, options } = await this.prepareAgent(input.cwd, input.options, signal, input.agent, input.host);
-    // Claude Code, the default, is not named in the spec, so records of earlier versions and new ones read alike.
     const spec = {
-      ...(input.agent === DEFAULT_AGENT ? {} : { agent: input.agent }),
+      agent: input.agent,
       ...(input.host === undefined ? {} : { host: input.host }),
       prompt: input.prompt,
       cwd,
@@ -143,10 +143,15 @@ export class ToolCalls {
     return asked ?? policy !== "off";
   }
 
-  /** The worktrees of the machine a job runs on: this one's, or another host's (§21.3). */
+  /** The host a call names, else this machine's (§21). */
+  private hostOf(name: string | undefined): Host | undefined {
+    const hosts = this.deps.hosts;
+    return name === undefined ? hosts?.home : hosts?.get(name);
+  }
+
+  /** The worktrees of the host a job runs on, made and worked on there (§19, §21.3). */
   private worktreesOf(host: string | undefined): Worktrees | undefined {
-    if (!this.deps.worktrees) return undefined;
-    return host === undefined || host === "local" ? this.deps.worktrees.git : this.deps.hostWorktrees?.(host);
+    return this.deps.worktrees ? this.hostOf(host)?.worktrees : undefined;
   }
 
   private git(host?: string): Worktrees {
@@ -159,7 +164,7 @@ export class ToolCalls {
     const git = this.worktreesOf(host);
     // Every job is listed (finished ones read from their records) only when some worktree may be there to be found.
     if (!git?.any()) return undefined;
-    const where = host ?? "local";
+    const where = this.hostOf(host)?.name;
     const job = this.deps.jobs.list().findLast((candidate) => candidate.worktree && !candidate.worktree.state && candidate.hostName === where && sessionIdOf(candidate) === sessionId);
     return job?.worktree && git.exists(job.worktree) ? job.worktree : undefined;
   }
@@ -194,7 +199,8 @@ export class ToolCalls {
         id: job.id,
         cwd: job.cwd,
         submittedAt: job.submittedAt,
-        ...(job.worktree && job.hostName === "local" ? { worktreeRepo: job.worktree.repo } : {}),
+        // Only a worktree on this machine's disk holds sessions this listing can read (§20).
+        ...(job.worktree && this.hostOf(job.hostName)?.sharesFiles ? { worktreeRepo: job.worktree.repo } : {}),
         sessionIds: [sessionIdOf(job), job.resumeSessionId],
       }),
     );
@@ -239,7 +245,8 @@ export class ToolCalls {
       const prompt = this.deps.worktrees?.readPrompt(job.id) ?? job.promptPreview;
       const outcome = await git.merge(worktree, mergeMessage(job.id, prompt));
       if (outcome.merged) this.deps.jobs.setWorktreeState(job.id, "merged");
-      return renderMerge(job, job.worktree ?? worktree, outcome);
+      const host = this.hostOf(job.hostName);
+      return renderMerge(job, job.worktree ?? worktree, outcome, host?.sharesFiles ? undefined : job.hostName);
     } finally {
       hold.release();
     }
@@ -278,11 +285,12 @@ export class ToolCalls {
    */
   private async prepareAgent(cwd: string, requested: AgentOptions, signal: AbortSignal, agent: string, host: string | undefined): Promise<{ cwd: string; options: AgentOptions }> {
     // Another machine's paths are checked against its roots here, and again there with links resolved (§21).
-    const roots = host === undefined ? undefined : this.deps.policy.hosts?.find((offer) => offer.name === host)?.roots ?? [];
-    const check = roots ? async (dir: string) => checkRemoteDirectory(dir, roots) : this.deps.checkDirectory;
+    const there = host === undefined ? undefined : this.hostOf(host);
+    if (host !== undefined && !there) throw new DispatchError("INVALID_ARGUMENT", `"host" ${quoted(host)} is not configured on this server`);
+    const check = there ? (dir: string) => there.checkDirectory(dir) : this.deps.checkDirectory;
     const admitted = await admitAgent(cwd, requested, this.deps.policy, check, agent);
     // Its program missing here, the job could only fail: say so now, with the fix, and make none (§7.5).
-    const offer = host === undefined ? this.deps.policy.agents?.find((candidate) => candidate.name === agent) : undefined;
+    const offer = there ? undefined : this.deps.policy.agents?.find((candidate) => candidate.name === agent);
     const missing = offer?.missingProgram?.();
     if (missing !== undefined) throw new DispatchError("SPAWN_FAILED", missing);
     if (signal.aborted) throw new DispatchError("INVALID_ARGUMENT", "the request was cancelled before the job started");

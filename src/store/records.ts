@@ -74,9 +74,9 @@ export interface JobRecord {
   format: typeof STATE_FORMAT;
   id: string;
   kind: "run" | "start";
-  /** The agent CLI ("claude") and where it runs ("local"); absent in records of earlier versions, which mean those two. */
-  runtime?: string;
-  host?: string;
+  /** The agent CLI and the host it runs on; a record of an earlier version names neither, and means EARLIER_RECORDS's. */
+  runtime: string;
+  host: string;
   cwd: string;
   prompt_preview: string;
   options: AgentOptions;
@@ -185,6 +185,9 @@ export function parseIdentity(text: string | undefined): ProcessIdentity | undef
   }
   return undefined;
 }
+/** What a record of an earlier version, which names no runtime or host, means (§15.2): the one place that knows. */
+const EARLIER_RECORDS = { runtime: "claude", host: "local" } as const;
+
 /** A record is trusted only when its shape is right and it names its own folder. */
 export function parseRecord(text: string, id: string): JobRecord | undefined {
   let value: unknown;
@@ -209,5 +212,5 @@ export function parseRecord(text: string, id: string): JobRecord | undefined {
     Number.isSafeInteger(value.generation) &&
     parseIdentity(JSON.stringify(value.owner)) !== undefined &&
     (value.agent === undefined || isAgent(value.agent));
-  return ok ? (value as unknown as JobRecord) : undefined;
+  return ok ? ({ ...EARLIER_RECORDS, ...(value as unknown as JobRecord) } as JobRecord) : undefined;
 }

@@ -4,7 +4,8 @@
  */
 import { JOB_REPORT_SCHEMA, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, RESPOND_SCHEMA, SESSIONS_SCHEMA, WORKTREE_SCHEMA } from "./output-schemas.js";
 import { LISTED, LIST_STATUSES } from "./list-cursor.js";
-import { LIMITS, OUTPUT_VIEWS, WORKTREE_ACTIONS, offeredAgents, type ToolSettings } from "./validation.js";
+import { DEFAULT_AGENT } from "../agent/options.js";
+import { LIMITS, OUTPUT_VIEWS, WORKTREE_ACTIONS, type ToolSettings } from "./validation.js";
 
 export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree", "claude_sessions"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
@@ -31,19 +32,18 @@ const JOB_ID = STRING;
 
 /** The options of claude_run and claude_start (§5.6); described once, on claude_run. */
 function agentArguments(settings: ToolSettings, described: boolean): Record<string, unknown> {
-  const agents = offeredAgents(settings);
-  const others = agents.filter((agent) => agent.name !== "claude");
-  const modesOf = (agent: (typeof agents)[number]): readonly string[] => (agent.name === "claude" ? settings.permissionModes : agent.allowedModes);
-  const modes = [...new Set(agents.flatMap(modesOf))];
+  const agents = settings.agents;
+  const others = agents.filter((agent) => agent.name !== DEFAULT_AGENT);
+  const modes = [...new Set(agents.flatMap((agent) => agent.allowedModes))];
   const hosts = settings.hosts ?? [];
   const about = (description: string): { description?: string } => (described ? { description } : {});
   const names = { agent: agents.map((agent) => agent.name), host: hosts.map((host) => host.name) };
   const roots = hosts.map((host) => `${host.name}: ${host.roots.join(", ")}`).join("; ");
-  // Claude Code's own modes need no words; the others' are named, as one enum holds them all.
+  // The default agent's modes need no words; the others' are named, as one enum holds them all.
   const othersModes = others.map((agent) => `${agent.name}: ${agent.allowedModes.join(", ")}.`).join(" ");
   return {
     ...(others.length > 0
-      ? { agent: { ...STRING, enum: names.agent, ...about("Default claude; each agent refuses the options it lacks.") } }
+      ? { agent: { ...STRING, enum: names.agent, ...about(`Default ${DEFAULT_AGENT}; each agent refuses the options it lacks.`) } }
       : {}),
     ...(hosts.length > 0 ? { host: { ...STRING, enum: names.host, ...about(`Run there, cwd a path inside ${roots}.`) } } : {}),
     model: STRING,
@@ -94,8 +94,9 @@ const PAGE_OFFSET = { type: "integer", minimum: 0 } as const;
 const NEW_JOB = ["prompt", "cwd"] as const;
 
 export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
-  // "Claude Code" while it is the only agent, so that the model knows which agent it dispatches.
-  const agent = offeredAgents(settings).length > 1 ? "a coding agent" : "Claude Code";
+  // The agent by name while it is the only one, so that the model knows which agent it dispatches.
+  const [only, ...others] = settings.agents;
+  const agent = only && others.length === 0 ? only.label : "a coding agent";
   const runArguments = {
     prompt: STRING,
     cwd: { ...STRING, description: "Absolute path of the project directory." },

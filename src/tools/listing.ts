@@ -45,13 +45,14 @@ function positionOf(job: Job): ListPosition {
   return { active, at: Math.round(active ? job.submittedAt : (job.finishedAt ?? job.submittedAt)), id: job.id };
 }
 
-function listedJob(job: Job, status: ListedJob["status"], now: number): ListedJob {
+/** `home`: the host a call naming none runs on; only the others are named (§21). */
+function listedJob(job: Job, status: ListedJob["status"], now: number, home: string | undefined): ListedJob {
   const sessionId = sessionIdOf(job);
   return {
     job_id: job.id,
     kind: job.kind,
     agent: job.agentName,
-    ...(job.hostName === "local" ? {} : { host: job.hostName }),
+    ...(job.hostName === home ? {} : { host: job.hostName }),
     status,
     cwd: job.cwd,
     elapsed_s: elapsedSeconds(job, now),
@@ -80,7 +81,7 @@ function squeezed(job: ListedJob): ListedJob {
  * A page: as many of input.limit jobs as fit in maxChars, the text and the structuredContent each; one at least, if
  * any is left.
  */
-export function renderList(jobs: readonly Job[], now: number, input: ListInput, maxChars: number): ListResult {
+export function renderList(jobs: readonly Job[], now: number, input: ListInput, maxChars: number, home?: string): ListResult {
   const matching = jobs
     .map((job) => ({ job, status: shownStatus(job), position: positionOf(job) }))
     .filter((entry) => input.statuses === undefined || input.statuses.includes(entry.status))
@@ -105,7 +106,7 @@ export function renderList(jobs: readonly Job[], now: number, input: ListInput, 
   let jsonChars = 0;
   let textChars = 0;
   for (const candidate of candidates) {
-    let job = listedJob(candidate.job, candidate.status, now);
+    let job = listedJob(candidate.job, candidate.status, now, home);
     const { page, header, footer } = frame(listed.length + 1);
     const fits = (entry: ListedJob): boolean =>
       JSON.stringify(page).length + jsonChars + JSON.stringify(entry).length + listed.length <= maxChars &&

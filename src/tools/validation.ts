@@ -4,7 +4,7 @@
  * error, never a silently ignored value; what the operator allows is the
  * policy's to decide afterwards (§5.6).
  */
-import { DEFAULT_AGENT, OPTION_ARGUMENTS, PERMISSION_MODES, type AgentOffer, type AgentOptions, type HostOffer } from "../agent/options.js";
+import { DEFAULT_AGENT, OPTION_ARGUMENTS, type AgentOffer, type AgentOptions, type HostOffer } from "../agent/options.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { LISTED, LIST_STATUSES, decodeCursor, type ListInput, type ListStatus } from "./list-cursor.js";
 
@@ -28,21 +28,10 @@ export const LIMITS = {
 export interface ToolSettings {
   defaultTimeoutMs: number;
   maxResultChars: number;
-  /** Claude Code's modes a call may ask for. */
-  permissionModes: readonly string[];
-  /** The agents this server offers, Claude Code first; absent: Claude Code alone. */
-  agents?: readonly AgentOffer[];
+  /** The agents this server offers, each with the modes a call may ask of it (§5.6, §7). */
+  agents: readonly AgentOffer[];
   /** Other machines a call may name (§21); absent: none. */
   hosts?: readonly HostOffer[];
-}
-
-/** The agents of these settings: Claude Code alone unless others are offered. */
-export function offeredAgents(settings: ToolSettings): readonly AgentOffer[] {
-  return (
-    settings.agents ?? [
-      { name: DEFAULT_AGENT, modes: PERMISSION_MODES, allowedModes: settings.permissionModes, supportedOptions: Object.keys(OPTION_ARGUMENTS) as (keyof AgentOptions)[], modesSetting: "CLAUDE_DISPATCH_PERMISSION_MODES" },
-    ]
-  );
 }
 
 export interface RunInput {
@@ -118,7 +107,7 @@ function required(args: Record<string, unknown>, key: string): void {
 
 /** run's and start's arguments: agent and host are accepted always, and listed only where this server offers a choice. */
 function checkRunArguments(args: Record<string, unknown>, settings: ToolSettings, own: readonly string[]): void {
-  const choices = [...(offeredAgents(settings).length > 1 ? ["agent"] : []), ...((settings.hosts ?? []).length > 0 ? ["host"] : [])];
+  const choices = [...(settings.agents.length > 1 ? ["agent"] : []), ...((settings.hosts ?? []).length > 0 ? ["host"] : [])];
   const named = ["prompt", "cwd", "session_id", ...own, ...AGENT_OPTION_NAMES, "worktree"];
   checkKnown(args, [...named, "agent", "host"], [...named, ...choices]);
 }
@@ -224,11 +213,11 @@ function directories(args: Record<string, unknown>, key: string): string[] | und
   });
 }
 
-/** The agent options of §5.6: types and formats here; the operator's policy is applied by the handler. */
-/** "agent": one this server offers; absent, Claude Code. */
+/** "agent": one this server offers; absent, the default agent, or the first offered when it is not. */
 function parseAgent(args: Record<string, unknown>, settings: ToolSettings): AgentOffer {
-  const agents = offeredAgents(settings);
-  if (!present(args, "agent")) return agents.find((agent) => agent.name === DEFAULT_AGENT) ?? (agents[0] as AgentOffer);
+  const agents = settings.agents;
+  const fallback = agents.find((agent) => agent.name === DEFAULT_AGENT) ?? agents[0];
+  if (!present(args, "agent") && fallback) return fallback;
   const found = agents.find((agent) => agent.name === args.agent);
   if (!found) throw invalid(`"agent" must be one of the agents this server offers: ${agents.map((agent) => agent.name).join(", ")}; got ${preview(args.agent)}`);
   return found;
@@ -245,6 +234,7 @@ function checkSupported(options: AgentOptions, agent: AgentOffer): void {
   }
 }
 
+/** The agent options of §5.6: types and formats here; the operator's policy is applied by the handler. */
 function parseAgentOptions(args: Record<string, unknown>, agent: AgentOffer): AgentOptions {
   const options: AgentOptions = {};
   if (present(args, "model")) {

@@ -129,7 +129,8 @@ export interface RefusedMerge {
 }
 
 /** A refused merge, for a person or a model (§19.1): the paths cleaned (§10) and bounded, and what to do next. */
-export function refusedMerge(jobId: string, worktree: WorktreeRecord, outcome: Refused, host?: string): RefusedMerge {
+/** `elsewhere`: the host the worktree is on, when that is another machine (§21.3). */
+export function refusedMerge(jobId: string, worktree: WorktreeRecord, outcome: Refused, elsewhere?: string): RefusedMerge {
   const conflicts = outcome.conflicts.slice(0, LISTED_CONFLICTS).map(forReadingOnOneLine);
   const more = outcome.conflicts.length - conflicts.length;
   const named = conflicts.length === 0 ? "" : `: ${conflicts.join(", ")}${more > 0 ? ` and ${more} more` : ""}`;
@@ -139,14 +140,14 @@ export function refusedMerge(jobId: string, worktree: WorktreeRecord, outcome: R
     outcome.work === undefined
       ? `Once that is dealt with, merge again (\`claude-dispatch merge ${jobId}\`, or claude_worktree action "merge"); ` +
         `or drop the job's work: ${discard}.`
-      : `${byHand(worktree, forReadingOnOneLine(outcome.work), host)} Then, or to drop the job's work instead, ${discard} ` +
+      : `${byHand(worktree, forReadingOnOneLine(outcome.work), elsewhere)} Then, or to drop the job's work instead, ${discard} ` +
         "removes its worktree and branch.";
   return { text, next, conflicts, total: outcome.conflicts.length };
 }
 
 /** The commands that resolve a conflict by hand, in the user's checkout: a merge of all the job's work. */
-function byHand(worktree: WorktreeRecord, work: string, host: string | undefined): string {
-  const where = host === undefined || host === "local" ? worktree.repo : `${worktree.repo} on host ${host}`;
+function byHand(worktree: WorktreeRecord, work: string, elsewhere: string | undefined): string {
+  const where = elsewhere === undefined ? worktree.repo : `${worktree.repo} on host ${elsewhere}`;
   const all = work === worktree.branch ? "" : ` (the job's work with its uncommitted changes; its branch ${worktree.branch} has only its commits)`;
   return `To resolve it by hand, in ${where}: \`git merge ${work}\`${all}, resolve the conflicts, \`git commit\`.`;
 }
@@ -159,14 +160,14 @@ export function discardedText(jobId: string, worktree: WorktreeRecord, wasMerged
   return `Job ${jobId}'s worktree was merged already, so its work stays in ${worktree.repo}; removed what was left of it: ${left}.`;
 }
 
-export function renderMerge(job: Job, worktree: WorktreeRecord, outcome: MergeOutcome): CallToolResult<WorktreeResult> {
+export function renderMerge(job: Job, worktree: WorktreeRecord, outcome: MergeOutcome, elsewhere?: string): CallToolResult<WorktreeResult> {
   const report = { job_id: job.id, action: "merge" as const, worktree: worktreeReport(worktree) };
   if (outcome.merged) {
     const { into, commit, operations } = outcome;
     const result: WorktreeResult = { status: "merged", ...report, into, commit, branch: worktree.branch, operations };
     return toolResult(mergedText(job.id, worktree, outcome), result, false);
   }
-  const refused = refusedMerge(job.id, worktree, outcome, job.hostName);
+  const refused = refusedMerge(job.id, worktree, outcome, elsewhere);
   const result: WorktreeResult = { status: "not_merged", ...report, reason: outcome.reason, conflicts: refused.conflicts, operations: outcome.operations };
   if (refused.total > refused.conflicts.length) result.conflicts_total = refused.total;
   return toolResult(`${refused.text} ${refused.next}`, withNext(result, refused.next), false);

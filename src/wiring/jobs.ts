@@ -1,68 +1,38 @@
 /**
- * The job registry as main builds it, for the server and for `claude-dispatch remote` (§21.3): this machine's host
- * (loaded on first use), the hosts reached over ssh, one launcher per runtime and host, and the persistence on the
- * state directory. main.ts alone reads the process; what is needed of it comes in as a Machine.
+ * The job registry as main builds it, for the server, the carrier and `claude-dispatch remote` (§21.3): one
+ * launcher per runtime and host, and the persistence on the state directory. main.ts alone reads the process;
+ * what is needed of it comes in as a Machine, and the modules loaded on first use as Loaders.
  */
 import { statfsSync } from "node:fs";
 import path from "node:path";
 
 import { createAgents, type Agents } from "../agent/launcher.js";
-import { checkRemoteDirectory, admitAgent, type Policy } from "../agent/policy.js";
-import type { AttachRequest, ChildHandle, SpawnRequest } from "../agent/host.js";
+import { admitAgent, type Policy } from "../agent/policy.js";
+import type { Host } from "../agent/host.js";
+import { DEFAULT_AGENT } from "../agent/options.js";
 import type { Runtime } from "../agent/runtime.js";
 import type { WorktreeHold } from "../agent/worktree.js";
-import type { AgentOutcome, AgentSpec, AgentToAttach } from "../agent/types.js";
+import type { AgentAttacher, AgentLauncher, AgentOutcome, AgentSpec, AgentToAttach, NamedSpec } from "../agent/types.js";
 import { systemClock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import { DEPTH_VARIABLE, programOf, type Config } from "../config.js";
-import { checkDirectory } from "../hosts/local/directory.js";
-import type { ProcessControl } from "../hosts/local/index.js";
-import { hasProcessTable, ownLinuxStartTime } from "../hosts/local/self.js";
-import type { SshHost } from "../hosts/ssh/ssh-host.js";
 import { memoryPersistence } from "../jobs/memory.js";
 import { onDoneCommands, onInputCommands } from "../jobs/operator-commands.js";
 import { JobRegistry } from "../jobs/registry.js";
+import type { Persistence } from "../jobs/types.js";
 import { AGENT_NAMES, AGENT_PROGRAMS, isAgentName } from "../runtimes/index.js";
 import { createTextFile, readFileRange } from "../store/atomic.js";
 import type { ProcessIdentity } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
 import { lockWorktree, lockWorktreeNow } from "../store/worktree-lock.js";
-import { GitWorktrees } from "../worktrees/git-worktrees.js";
 import { retireWorktree } from "../worktrees/retire.js";
+import { ownIdentity, type HostSet } from "./hosts.js";
+import type { Loaders } from "./loaders.js";
+import type { Machine } from "./machine.js";
 
 /** Transcript kept per job for claude_output, and across all finished jobs (§5.7). */
 const FINISHED_TRANSCRIPT_CHARS = 32_000_000;
 export const TRANSCRIPT_CHARS = 2_000_000;
-
-/** What the wiring needs of the process it runs in (main.ts reads it). */
-export interface Machine {
-  env: Readonly<Record<string, string | undefined>>;
-  platform: string;
-  pid: number;
-  execPath: string;
-  /** This program's entry point, for the approver's command line. */
-  mainPath: string;
-  kill(pid: number, signal: "SIGTERM" | "SIGKILL"): void;
-}
-
-/**
- * The process layer and child_process load when the first job starts, not at
- * startup: `initialize` does not need them (BENCHMARKS.md (a)).
- */
-export async function loadProcessControl(
-  machine: Machine,
-  options: Omit<Parameters<typeof import("../hosts/local/index.js").createProcessControl>[0], "platform" | "newMarker" | "defer">,
-): Promise<ProcessControl> {
-  const layer = await import("../hosts/local/index.js");
-  const platform = await layer.createLocalPlatform({ platform: machine.platform, pid: machine.pid, env: machine.env, execPath: machine.execPath, kill: machine.kill });
-  return layer.createProcessControl({
-    ...options,
-    platform,
-    // The global Web Crypto, like the job ids.
-    newMarker: () => crypto.randomUUID(),
-    defer: (fn) => void setImmediate(fn),
-  });
-}
 
 /** Bytes free on the disk holding dir, for telling a full disk from a broken agent (§7.3). */
 function freeBytesOf(dir: string): number | undefined {
@@ -74,44 +44,6 @@ function freeBytesOf(dir: string): number | undefined {
   }
 }
 
-/** A child handle for a start that waits on the process layer to load. */
-function deferredChild(pending: Promise<ChildHandle>): ChildHandle {
-  return {
-    pid: undefined,
-    marker: undefined,
-    identity: () => pending.then((handle) => handle.identity()),
-    exited: pending.then((handle) => handle.exited),
-    killTree: () => pending.then((handle) => handle.killTree()),
-    settled: pending.then(
-      (handle) => handle.settled,
-      () => undefined,
-    ),
-    ready: pending.then(
-      (handle) => handle.ready,
-      () => undefined,
-    ),
-  };
-}
-
-/** This machine as the host agents run on; the process layer loads with the first job (BENCHMARKS.md (a)). */
-export function lazyLocalHost(machine: Machine, config: Config, logger: Logger) {
-  let processes: ProcessControl | undefined;
-  let loading: Promise<ProcessControl> | undefined;
-  const processControl = (): Promise<ProcessControl> => {
-    loading ??= loadProcessControl(machine, { clock: systemClock, logger, killGraceMs: config.killGraceMs }).then((loaded) => (processes = loaded));
-    return loading;
-  };
-  return {
-    processControl,
-    /** The process layer if it was ever loaded, for shutdown to wait on. */
-    loaded: (): Promise<ProcessControl | undefined> => loading?.catch(() => undefined) ?? Promise.resolve(undefined),
-    start: (request: SpawnRequest): ChildHandle => processes?.start(request) ?? deferredChild(processControl().then((loaded) => loaded.start(request))),
-    attach: (request: AttachRequest): ChildHandle => processes?.attach(request) ?? deferredChild(processControl().then((loaded) => loaded.attach(request))),
-  };
-}
-
-export type LocalHost = ReturnType<typeof lazyLocalHost>;
-
 /** The runtimes, loaded once something needs them: answering `initialize` does not (BENCHMARKS.md (a)). */
 export interface Runtimes {
   load(): Promise<void>;
@@ -119,11 +51,11 @@ export interface Runtimes {
   get(name: string | undefined, bin?: string): Runtime;
 }
 
-export function lazyRuntimes(): Runtimes {
-  let loaded: typeof import("../runtimes/all.js") | undefined;
+export function lazyRuntimes(loaders: Pick<Loaders, "runtimes">): Runtimes {
+  let loaded: Awaited<ReturnType<Loaders["runtimes"]>> | undefined;
   let loading: Promise<void> | undefined;
   return {
-    load: () => (loading ??= import("../runtimes/all.js").then((module) => void (loaded = module))),
+    load: () => (loading ??= loaders.runtimes().then((module) => void (loaded = module))),
     get: (name, bin) => {
       if (!loaded) throw new Error("the runtimes are used before they were loaded");
       return loaded.runtimeFor(name, bin);
@@ -131,36 +63,13 @@ export function lazyRuntimes(): Runtimes {
   };
 }
 
-/** Worktrees on this machine (§19); git's runner, and child_process with it, load at the first git call. */
-export function localWorktrees(machine: Machine, config: Config): GitWorktrees {
-  let runner: ReturnType<typeof import("../hosts/local/git.js").createGitRunner> | undefined;
-  return new GitWorktrees({
-    git: async (args, env) => {
-      runner ??= (await import("../hosts/local/git.js")).createGitRunner(machine.env, machine.platform);
-      return runner(args, env);
-    },
-    root: config.worktreeDir ?? path.join(config.stateDir, "worktrees"),
-    branchPrefix: "dispatch/",
-  });
-}
-
-/**
- * This server as its records name it, with its start time so that a later
- * server can tell it from a process that reused its pid: from /proc on Linux,
- * from the process table (ps) elsewhere on POSIX, none on Windows.
- */
-export async function ownIdentity(machine: Machine, processControl: () => Promise<ProcessControl>): Promise<ProcessIdentity> {
-  if (!hasProcessTable(machine.platform)) return { pid: machine.pid };
-  const startTime = ownLinuxStartTime(machine.platform) ?? (await (await processControl()).startTimeOf(machine.pid));
-  return startTime ? { pid: machine.pid, start_time: startTime } : { pid: machine.pid };
-}
-
 /** Holds a job's worktree for a merge or discard (§19.1), in this process's name, as the server does. */
-export function worktreeHolds(store: StateStore, machine: Machine, host: LocalHost): (jobId: string) => Promise<WorktreeHold> {
+export function worktreeHolds(store: StateStore, machine: Machine, hosts: HostSet): (jobId: string) => Promise<WorktreeHold> {
   let identity: Promise<ProcessIdentity> | undefined;
+  const processes = () => hosts.home.processes();
   return async (jobId) => {
-    identity ??= ownIdentity(machine, host.processControl);
-    const isAlive = async (named: ProcessIdentity) => (await host.processControl()).isAlive(named.pid, named.start_time);
+    identity ??= ownIdentity(machine, processes);
+    const isAlive = async (named: ProcessIdentity) => (await processes()).isAlive(named.pid, named.start_time);
     const held = await lockWorktree(store.jobDir(jobId), jobId, await identity, isAlive, () => crypto.randomUUID());
     return { state: store.read(jobId)?.worktree?.state, release: held.release };
   };
@@ -170,13 +79,9 @@ export interface JobsParts {
   machine: Machine;
   config: Config;
   policy: Policy;
-  roots: string[] | undefined;
   store: StateStore | undefined;
-  host: LocalHost;
-  /** The hosts reached over ssh, by name (§21). */
-  sshHosts: ReadonlyMap<string, SshHost>;
+  hosts: HostSet;
   runtimes: Runtimes;
-  worktrees: GitWorktrees;
   logger: Logger;
   /**
    * The remote end's one start (§21.3): its runtime's arguments and environment, as the local server made them, and
@@ -187,21 +92,17 @@ export interface JobsParts {
 
 /** The job registry on the state directory, or in memory for a server at the depth limit (§7.4). */
 export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
-  const { machine, config, policy, roots, store, host, worktrees, logger, runtimes } = parts;
+  const { machine, config, store, hosts, logger } = parts;
   const agents = launchers(parts);
-  const owner = store ? await ownIdentity(machine, host.processControl) : undefined;
-  // Both load the process layer on first use: only unfinished records need them (BENCHMARKS.md (a)).
-  const isAlive = async (named: ProcessIdentity & { tree_marker?: string }) => (await host.processControl()).isAlive(named.pid, named.start_time, named.tree_marker);
-  const replayReader = (id: string, from: StateStore, runtime: string | undefined) =>
-    runtimes.get(runtime, programOf(config, runtime ?? "claude")).createReader({
-      maxLineBytes: config.maxOutputBytes,
-      transcriptChars: TRANSCRIPT_CHARS,
-      onOverflow: () => undefined,
-      source: from.outputSource(id),
-    });
-  const checkHere = (dir: string) => checkDirectory(dir, roots);
+  const owner = store ? await ownIdentity(machine, () => hosts.home.processes()) : undefined;
   // The operator's commands (ON_DONE, ON_INPUT) run on this machine, with the server's environment.
-  const operatorCommand = { host, env: machine.env, clock: systemClock, logger };
+  const operatorCommand = { host: hosts.home, env: machine.env, clock: systemClock, logger };
+  const common = {
+    hosts,
+    // Any agent's job is followed with its own runtime, offered or not (a queued one is admitted again, §15.3).
+    agents: { home: DEFAULT_AGENT, known: AGENT_NAMES },
+    admit: (spec: AgentSpec) => admit(parts, spec),
+  };
   return new JobRegistry({
     launch: agents.launch,
     ...(config.onDone ? { onDone: onDoneCommands({ argv: config.onDone, ...operatorCommand }) } : {}),
@@ -214,71 +115,68 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: FINISHED_TRANSCRIPT_CHARS,
     maxRunning: config.maxJobs,
-    persistence: !store || !owner
-      ? memoryPersistence()
-      : {
-          store,
-          owner,
-          // Agents at once across every server on the state directory (§15.7).
-          slots: store.slotPool(config.maxJobs, owner, isAlive),
-          attach: agents.attach,
-          replayTranscript: (id, runtime) => store.replay(id, replayReader(id, store, runtime)).transcript,
-          maxBytes: config.stateMaxBytes,
-          newMarker: () => crypto.randomUUID(),
-          ready: runtimes.load,
-          isAlive,
-          findMarked: async (marker) => (await host.processControl()).findMarked(marker),
-          isOwnTree: async (pid, startTime) => (await host.processControl()).isOwnTree?.(pid, startTime),
-          admit: async (spec) => {
-            await runtimes.load();
-            const there = spec.host === undefined ? undefined : parts.sshHosts.get(spec.host);
-            const check = there ? async (dir: string) => checkRemoteDirectory(dir, there.config.roots) : checkHere;
-            // A job in its own worktree runs outside the roots: the directory checked is the one the call named (§19).
-            const asked = spec.worktree ? (there ? path.posix : path).join(spec.worktree.repo, spec.worktree.subdir) : spec.cwd;
-            const admitted = await admitAgent(asked, spec.options ?? {}, policy, check, spec.agent);
-            return { ...spec, ...admitted, cwd: spec.worktree ? spec.cwd : admitted.cwd };
-          },
-          // Any agent's job is followed with its own runtime, offered or not (a queued one is admitted again, §15.3).
-          runtimes: AGENT_NAMES,
-          hosts: ["local", ...parts.sshHosts.keys()],
-          // A pruned job's worktree goes with it unless it holds changes nobody merged or discarded (§19).
-          // One on another machine is that machine's retention's to look after (§21.3).
-          beforeRemove: (id) => {
-            const record = store.read(id);
-            const worktree = record?.worktree;
-            if (!worktree) return undefined;
-            // Not while a merge or discard of it runs (§19.1): the job is left for a later round. Its folder's removal ends the hold.
-            const hold = lockWorktreeNow(store.jobDir(id), owner, () => crypto.randomUUID());
-            if (!hold) throw new Error("a merge or discard of its worktree is under way");
-            if (record.host === undefined || record.host === "local") {
-              retireWorktree(worktrees, worktree)
-                .then((fate) => logger.info(`job ${id} pruned; its worktree ${worktree.path} was ${fate === "kept" ? "kept: it has unmerged changes" : "removed"}`))
-                .catch((error: unknown) => logger.warn(`job ${id} pruned; its worktree ${worktree.path}: ${(error as Error).message}`));
-            }
-            // Undone only if the folder could not be removed; otherwise the hold went with it.
-            return hold.release;
-          },
-          // Each agent asks this same program, in its approver mode, whenever it would have prompted (§18).
-          approvals: config.approvals === "forward",
-          // On another machine, claude-dispatch there in its approver mode; its requests are mirrored here (§21.3).
-          approver: (jobId, hostName) => {
-            if (config.approvals !== "forward") return undefined;
-            if (hostName !== undefined) return parts.sshHosts.get(hostName)?.approverLaunch(jobId, config.approvalTimeoutMs);
-            return {
-              command: machine.execPath,
-              args: [machine.mainPath, "approver", `--state-dir=${store.root}`, `--wait-ms=${config.approvalTimeoutMs}`, jobId],
-              waitMs: config.approvalTimeoutMs,
-            };
-          },
-        },
+    persistence: !store || !owner ? memoryPersistence({ ...common, attach: agents.attach }) : onDisk(parts, store, owner, agents, common),
   });
 }
 
+/** The persistence on the state directory (§15): records, slots shared with every process on it, and retention. */
+function onDisk(parts: JobsParts, store: StateStore, owner: ProcessIdentity, agents: Agents, common: Pick<Persistence, "hosts" | "agents" | "admit">): Persistence {
+  const { config, hosts, logger, runtimes } = parts;
+  // The process layer loads on first use: only unfinished records need it (BENCHMARKS.md (a)).
+  const isAlive = async (named: ProcessIdentity & { tree_marker?: string }) => (await hosts.home.processes()).isAlive(named.pid, named.start_time, named.tree_marker);
+  const replayReader = (id: string, runtime: string) =>
+    runtimes.get(runtime).createReader({ maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS, onOverflow: () => undefined, source: store.outputSource(id) });
+  return {
+    ...common,
+    store,
+    owner,
+    // Agents at once across every server on the state directory (§15.7).
+    slots: store.slotPool(config.maxJobs, owner, isAlive),
+    attach: agents.attach,
+    replayTranscript: (id, runtime) => store.replay(id, replayReader(id, runtime)).transcript,
+    maxBytes: config.stateMaxBytes,
+    newMarker: () => crypto.randomUUID(),
+    ready: runtimes.load,
+    isAlive,
+    // A pruned job's worktree goes with it unless it holds changes nobody merged or discarded (§19).
+    beforeRemove: (id) => {
+      const record = store.read(id);
+      const worktree = record?.worktree;
+      if (!worktree) return undefined;
+      // Not while a merge or discard of it runs (§19.1): the job is left for a later round. Its folder's removal ends the hold.
+      const hold = lockWorktreeNow(store.jobDir(id), owner, () => crypto.randomUUID());
+      if (!hold) throw new Error("a merge or discard of its worktree is under way");
+      // One on another machine is that machine's retention's to look after (§21.3).
+      const host = hosts.get(record.host);
+      if (host?.sharesFiles) {
+        retireWorktree(host.worktrees, worktree)
+          .then((fate) => logger.info(`job ${id} pruned; its worktree ${worktree.path} was ${fate === "kept" ? "kept: it has unmerged changes" : "removed"}`))
+          .catch((error: unknown) => logger.warn(`job ${id} pruned; its worktree ${worktree.path}: ${(error as Error).message}`));
+      }
+      // Undone only if the folder could not be removed; otherwise the hold went with it.
+      return hold.release;
+    },
+    approvals: config.approvals === "forward",
+    approvalWaitMs: config.approvalTimeoutMs,
+  };
+}
+
+/** A queued job taken over is checked as a new call would be, on the host it runs on (§15.3). */
+async function admit(parts: JobsParts, spec: AgentSpec): Promise<AgentSpec> {
+  await parts.runtimes.load();
+  const host = spec.host === undefined ? parts.hosts.home : parts.hosts.get(spec.host);
+  if (!host) throw new Error(`host ${spec.host} is not configured (CLAUDE_DISPATCH_HOSTS)`);
+  // A job in its own worktree runs outside the roots: the directory checked is the one the call named (§19).
+  const asked = spec.worktree ? host.joinPath(spec.worktree.repo, spec.worktree.subdir) : spec.cwd;
+  const admitted = await admitAgent(asked, spec.options ?? {}, parts.policy, (dir) => host.checkDirectory(dir), spec.agent);
+  return { ...spec, ...admitted, cwd: spec.worktree ? spec.cwd : admitted.cwd };
+}
+
 /** One launcher per runtime and host, made when first needed: a job taken over may name an agent no longer offered (§7). */
-function launchers(parts: JobsParts): Agents {
-  const { machine, config, host, logger, remoteStart, runtimes } = parts;
+function launchers(parts: JobsParts): { launch: AgentLauncher; attach: AgentAttacher } {
+  const { machine, config, hosts, logger, remoteStart, runtimes } = parts;
   const made = new Map<string, Agents>();
-  const make = (runtime: Runtime, on: Parameters<typeof createAgents>[0]["host"], env: Readonly<Record<string, string | undefined>>): Agents =>
+  const make = (runtime: Runtime, on: ReturnType<Host["forAgent"]>, env: Readonly<Record<string, string | undefined>>): Agents =>
     createAgents({
       runtime,
       host: on,
@@ -291,36 +189,29 @@ function launchers(parts: JobsParts): Agents {
     });
   // Each agent sees one more level of dispatch, so a copy of this server inside it knows (§7.4).
   const depth = { [DEPTH_VARIABLE]: String(config.depth + 1) };
-  const launcherFor = (agent: string | undefined, hostName: string | undefined): Agents => {
-    const key = `${agent ?? "claude"}@${hostName ?? "local"}`;
+  const launcherFor = (agent: string, hostName: string): Agents => {
+    const key = `${agent}@${hostName}`;
     let launcher = made.get(key);
     if (launcher) return launcher;
-    const there = hostName === undefined ? undefined : parts.sshHosts.get(hostName);
-    if (hostName !== undefined && !there) throw new Error(`host ${hostName} is not configured (CLAUDE_DISPATCH_HOSTS)`);
-    if (there) {
-      // Its program there, and only what the runtime adds: the agent gets that machine's own environment (§21.3).
-      const runtime = runtimes.get(agent, there.config.programs[agent ?? "claude"]);
-      launcher = make(runtime, there.forAgent(agent ?? "claude"), runtime.environment({}, depth));
-    } else {
-      const runtime = runtimes.get(agent, programOf(config, agent ?? "claude"));
-      launcher = make(runtime, host, runtime.environment(machine.env, depth));
-    }
+    const host = hosts.get(hostName);
+    if (!host) throw new Error(`host ${hostName} is not configured (CLAUDE_DISPATCH_HOSTS)`);
+    const runtime = runtimes.get(agent, host.programOf(agent));
+    launcher = make(runtime, host.forAgent(agent), runtime.environment(host.agentEnvironment, depth));
     made.set(key, launcher);
     return launcher;
   };
   // The remote end runs what the local server's runtime asked for, and reads it with the same runtime (§21.3): the
   // program the host's configuration names, else this machine's own.
-  const remoteLauncher = (spec: AgentSpec): Agents => {
+  const remoteLauncher = ({ agent }: NamedSpec): Agents => {
     const fixed = remoteStart as NonNullable<typeof remoteStart>;
-    const agent = spec.agent ?? "claude";
     const program = fixed.command ?? programOf(config, agent);
-    const base = runtimes.get(spec.agent, program);
+    const base = runtimes.get(agent, program);
     const outcome: Runtime["outcome"] = fixed.command === undefined ? base.outcome : (...end) => namedByHost(base.outcome(...end), agent);
     const runtime = { ...base, invocation: () => ({ command: program, args: [...fixed.args] }), outcome };
-    return make(runtime, host, base.environment(machine.env, fixed.env));
+    return make(runtime, hosts.home, base.environment(machine.env, fixed.env));
   };
   return {
-    launch: (spec: AgentSpec) => (remoteStart && spec.jobId === remoteStart.jobId ? remoteLauncher(spec) : launcherFor(spec.agent, spec.host)).launch(spec),
+    launch: (spec: NamedSpec) => (remoteStart && spec.jobId === remoteStart.jobId ? remoteLauncher(spec) : launcherFor(spec.agent, spec.host)).launch(spec),
     attach: (agent: AgentToAttach) => launcherFor(agent.runtime, agent.host).attach(agent),
   };
 }

@@ -13,7 +13,7 @@ import type { LocalApprovals } from "../hosts/ssh/remote-agent.js";
 import { SshHost } from "../hosts/ssh/ssh-host.js";
 import { fileRequestAs } from "../store/approvals.js";
 import type { StateStore } from "../store/state-store.js";
-import type { Machine } from "./jobs.js";
+import type { Machine } from "./machine.js";
 
 /** A Unix socket's path is at most 104–108 bytes; ssh adds the 40 of %C and 17 of a temporary suffix. */
 const SOCKET_FOLDER_MAX = 104 - 58;

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 
 import { parseProcStat } from "./posix/proc.js";
+import type { ProcessControl } from "./types.js";
 
 /** The one test for Windows: the platform switch, the PATH resolver, the state location and the command line all ask here. */
 export function isWindowsPlatform(platform: string | undefined): boolean {
@@ -24,4 +25,18 @@ export function ownLinuxStartTime(platform: string, procRoot = "/proc"): string 
   } catch {
     return undefined;
   }
+}
+
+/**
+ * This process as its records name it, with its start time so that a later
+ * process can tell it from one that reused its pid: from /proc on Linux,
+ * from the process table (ps) elsewhere on POSIX, none on Windows.
+ */
+export async function ownIdentity(
+  machine: { pid: number; platform: string },
+  processes: () => Promise<Pick<ProcessControl, "startTimeOf">>,
+): Promise<{ pid: number; start_time?: string }> {
+  if (!hasProcessTable(machine.platform)) return { pid: machine.pid };
+  const startTime = ownLinuxStartTime(machine.platform) ?? (await (await processes()).startTimeOf(machine.pid));
+  return startTime ? { pid: machine.pid, start_time: startTime } : { pid: machine.pid };
 }

@@ -4,12 +4,12 @@
  */
 import type { ChildProcess, SpawnOptions } from "node:child_process";
 
-import type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, KillReport, OutputFiles, SpawnRequest } from "../../agent/host.js";
+import type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, KillReport, OutputFiles, ProcessControl, SpawnRequest } from "../../agent/host.js";
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/log.js";
 
 // What a spawn or an attach asks for and what a child handle answers are the agent seam's (src/agent/host.ts).
-export type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, KillReport, OutputFiles, SpawnRequest };
+export type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, KillReport, OutputFiles, ProcessControl, SpawnRequest };
 
 export interface ProcessInfo {
   pid: number;
@@ -84,31 +84,3 @@ export interface ProcessControlOptions {
   livenessMs?: { first: number; max: number };
 }
 
-export interface ProcessControl {
-  start(request: SpawnRequest): ChildHandle;
-  /** Follows an agent that an earlier server started; its exit is noticed by liveness polling. */
-  attach(request: AttachRequest): ChildHandle;
-  /**
-   * Whether pid is still the process a record names: same start time, or,
-   * without one, carrying the tree marker (Linux). Windows has neither and
-   * goes by the pid alone. Undefined when the process table could not be
-   * read: callers must neither take the process for gone nor signal it.
-   */
-  isAlive(pid: number, startTime: string | undefined, marker?: string): Promise<boolean | undefined>;
-  /** A live process's start time as the process table shows it; undefined on Windows or when it is gone. */
-  startTimeOf(pid: number): Promise<string | undefined>;
-  /**
-   * The agent carrying this tree marker (the marked process whose parent is
-   * not marked), for a record that names no pid (§15.3): null when none does,
-   * undefined when it cannot be told (no process table, or no environments to read).
-   */
-  findMarked(marker: string): Promise<{ pid: number; startTime: string } | null | undefined>;
-  /**
-   * Whether pid (with this start time, when one is given) is this process, an ancestor, in its group or session,
-   * or a descendant: never an agent an earlier server started (§15.3). Undefined when it cannot be told (Windows,
-   * or no process table).
-   */
-  isOwnTree?(pid: number, startTime: string | undefined): Promise<boolean | undefined>;
-  /** Resolves when every child has settled. */
-  idle(): Promise<void>;
-}

@@ -3,7 +3,10 @@
  * there, in its remote mode, which does what this machine's host does locally (tree kill, start times and markers,
  * output files) and keeps the job in its own state directory. This side starts, follows and kills over ssh.
  */
-import type { AttachRequest, ChildHandle, KillReport, SpawnRequest } from "../../agent/host.js";
+import path from "node:path";
+
+import type { AgentHost, Host, HostCheck, KillReport, LocatedAgent, RecordedAgent, SpawnRequest } from "../../agent/host.js";
+import { checkRemoteDirectory, type DirectoryCheck } from "../../agent/policy.js";
 import type { ApproverLaunch } from "../../agent/types.js";
 import type { ApprovalAnswer } from "../../store/approvals.js";
 import type { Clock } from "../../core/clock.js";
@@ -33,13 +36,12 @@ export interface SshHostOptions {
   approvalsOf?(jobId: string): LocalApprovals | undefined;
 }
 
-/** What `doctor` learns of a host (§21.5). */
-export type HostCheck =
-  | { ok: true; version: string; stateDir: string; programs: Record<string, string | null>; ms: number }
-  | { ok: false; problem: string };
+export type { HostCheck };
 
-export class SshHost implements RemoteHostLink {
+export class SshHost implements Host, RemoteHostLink {
   readonly name: string;
+  /** Its agents' sessions and worktrees are on that machine: it answers for them (§21.3). */
+  readonly sharesFiles = false;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly backoffMs: { first: number; max: number };
@@ -64,7 +66,7 @@ export class SshHost implements RemoteHostLink {
   }
 
   /** The host as the launcher of one agent CLI sees it: the runtime's invocation, run there. */
-  forAgent(agent: string): { start(request: SpawnRequest): ChildHandle; attach(request: AttachRequest): ChildHandle } {
+  forAgent(agent: string): AgentHost {
     return {
       start: (request) => {
         if (request.jobId === undefined) throw new Error("a job on another host needs its id");
@@ -103,6 +105,40 @@ export class SshHost implements RemoteHostLink {
         return this.track(new RemoteAgent(this, { kind: "follow", jobId: request.jobId }, request.output, request.onStdout, this.options.approvalsOf?.(request.jobId)));
       },
     };
+  }
+
+  programOf(agent: string): string | undefined {
+    return this.options.config.programs[agent];
+  }
+
+  /** The agent gets that machine's own environment, and only what the runtime adds (§21.3). */
+  readonly agentEnvironment: Readonly<Record<string, string | undefined>> = {};
+
+  /** An agent there is found by its job, by the claude-dispatch there: no pid of this machine names it (§21.3). */
+  async locate(): Promise<LocatedAgent> {
+    return { state: "alive", pid: undefined, startTime: undefined };
+  }
+
+  canFollow(): boolean {
+    return true;
+  }
+
+  /** Killed there, by its job; out of reach is undetermined, never taken for killed (§21.3). */
+  killRecorded(recorded: RecordedAgent): Promise<KillReport> {
+    return this.kill(recorded.jobId);
+  }
+
+  /** Checked against the host's roots as paths; that machine resolves links when it starts the agent (§21.3). */
+  async checkDirectory(dir: string): Promise<DirectoryCheck> {
+    return checkRemoteDirectory(dir, this.options.config.roots);
+  }
+
+  joinPath(repo: string, subdir: string): string {
+    return path.posix.join(repo, subdir);
+  }
+
+  approver(jobId: string, waitMs: number): ApproverLaunch {
+    return this.approverLaunch(jobId, waitMs);
   }
 
   /** A session: its first frame within the host's silence bound, and the whole of it within wholeMs when given (§21.2). */

@@ -2,27 +2,8 @@
  * Claude Code's command line and environment (PROTOCOL.md §7.1, §7.2): the only
  * place that knows its flags. Observed on CLI 2.1.197 and 2.1.332.
  */
-import { PERMISSION_MODES } from "../../agent/options.js";
-import type { RuntimeTraits } from "../../agent/runtime.js";
 import type { AgentSpec } from "../../agent/types.js";
 import { approverArgs } from "./permission-prompt.js";
-
-export const DEFAULT_CLAUDE_BIN = "claude";
-
-/** Its program unless CLAUDE_DISPATCH_CLAUDE_BIN names another, and how to install it: what a missing program says. */
-export const CLAUDE_PROGRAM = {
-  defaultBin: DEFAULT_CLAUDE_BIN,
-  setting: "CLAUDE_DISPATCH_CLAUDE_BIN",
-  install: "install Claude Code",
-} as const;
-
-/** Every option of §5.6 is one of its flags; bypassPermissions drops every check. */
-export const CLAUDE_TRAITS: RuntimeTraits = {
-  name: "claude",
-  supportedOptions: ["model", "permissionMode", "allowedTools", "disallowedTools", "maxTurns", "maxBudgetUsd", "appendSystemPrompt", "addDirs"],
-  permissionModes: PERMISSION_MODES,
-  dangerousModes: ["bypassPermissions"],
-};
 
 /**
  * The argv after the program name (§10). Every value travels as `--flag=value`,

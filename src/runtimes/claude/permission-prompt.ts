@@ -7,6 +7,7 @@
  * one text block: `{"behavior":"allow","updatedInput":{…}}` or
  * `{"behavior":"deny","message":"…"}`.
  */
+import type { PermissionPrompts, PermissionRequest } from "../../agent/runtime.js";
 import type { ApproverLaunch } from "../../agent/types.js";
 import { isRecord } from "../../core/values.js";
 import { describeToolUse } from "./text.js";
@@ -32,14 +33,8 @@ export function approverArgs(approver: ApproverLaunch): string[] {
   return [`--mcp-config=${JSON.stringify(config)}`, `--permission-prompt-tool=mcp__${APPROVER_SERVER}__${APPROVER_TOOL}`];
 }
 
-export interface PermissionRequest {
-  toolName: string;
-  input: unknown;
-  toolUseId?: string;
-}
-
 /** The tool's arguments as the CLI sends them; undefined when they are not a permission request. */
-export function readPermissionRequest(args: unknown): PermissionRequest | undefined {
+function readPermissionRequest(args: unknown): PermissionRequest | undefined {
   if (!isRecord(args) || typeof args.tool_name !== "string" || args.tool_name === "") return undefined;
   return { toolName: args.tool_name, input: args.input ?? {}, ...(typeof args.tool_use_id === "string" ? { toolUseId: args.tool_use_id } : {}) };
 }
@@ -53,12 +48,12 @@ export function permissionPreview(request: PermissionRequest): string {
 }
 
 /** The text block the CLI reads its answer from; an allowed call runs with its input unchanged. */
-export function permissionAnswerText(decision: "allow" | "deny", input: unknown, message: string): string {
+function permissionAnswerText(decision: "allow" | "deny", input: unknown, message: string): string {
   return JSON.stringify(decision === "allow" ? { behavior: "allow", updatedInput: input } : { behavior: "deny", message });
 }
 
 /** The tool as the approver lists it. */
-export const APPROVER_TOOL_DEFINITION = {
+const APPROVER_TOOL_DEFINITION = {
   name: APPROVER_TOOL,
   description: "Asks the person behind claude-dispatch whether a tool call may run; called by Claude Code itself, not by the model.",
   inputSchema: {
@@ -71,3 +66,12 @@ export const APPROVER_TOOL_DEFINITION = {
     required: ["tool_name", "input"],
   },
 } as const;
+
+/** Claude Code's side of the approver's protocol, as its runtime declares it. */
+export const CLAUDE_PERMISSION_PROMPTS: PermissionPrompts = {
+  tool: APPROVER_TOOL_DEFINITION,
+  expected: "{tool_name, input, tool_use_id}",
+  read: readPermissionRequest,
+  preview: permissionPreview,
+  answerText: permissionAnswerText,
+};

@@ -3,23 +3,16 @@
  * a bounded transcript and the final result event, never the whole output. What it
  * keeps for reading is cleaned as it is read (§10); the outcome is cleaned by the launcher.
  */
-import { LineReader } from "../../core/lines.js";
-import { forReading, forReadingOnOneLine, PiecewiseForReading } from "../../core/text.js";
-import { Transcript } from "../../core/transcript.js";
+import { JsonLinesReader, parseJson, writeResultFile } from "../../agent/json-lines.js";
+import type { OutputSource, ReaderOptions } from "../../agent/runtime.js";
+import { forReading, forReadingOnOneLine } from "../../core/text.js";
 import { isRecord } from "../../core/values.js";
-import type { AgentOutputReader, OutputSource, ReaderOptions } from "../../agent/runtime.js";
-
-export type { OutputSource };
-import type { LiveSummary } from "../../agent/types.js";
 import { parseStreamingMember } from "./json-stream.js";
 import { findResultEvent, isResultEvent, num, str, type ResultEvent } from "./result.js";
 import { clip, describeToolUse, tail } from "./text.js";
 
+export type { OutputSource };
 export type ClaudeStreamOptions = ReaderOptions;
-
-/** Lines longer than this are left in the output file until the end, when only a result line is read back. */
-const DEFERRED_LINE_BYTES = 256 * 1024;
-const DEFERRED_HEAD_BYTES = 2048;
 
 /** While stdout stays this small it is also kept whole, for output that is one pretty-printed object. */
 const RAW_KEEP_BYTES = 1024 * 1024;
@@ -32,16 +25,10 @@ const TEXT_ENTRY_CHARS = 20_000;
 /**
  * Reads Claude Code's stream-json incrementally (§7.3): one event per line,
  * parsed as it arrives. It keeps a live summary, a bounded transcript and the
- * final result event, never the whole output. A malformed line is reported
- * and skipped; it does not end the job.
+ * final result event, never the whole output.
  */
-export class ClaudeStream implements AgentOutputReader {
-  readonly transcript: Transcript;
-  overflow = false;
-  private readonly reader: LineReader;
-  private readonly summary: LiveSummary = { turns: 0, events: 0 };
+export class ClaudeStream extends JsonLinesReader {
   private readonly messageIds = new Set<string>();
-  private readonly listeners = new Set<() => void>();
   private result: ResultEvent | undefined;
   /** Where a result line too long to hold while streaming is, to be read back at the end. */
   private deferredResult: { offset: number; length: number } | undefined;
@@ -49,36 +36,23 @@ export class ClaudeStream implements AgentOutputReader {
   private streamedChars: number | undefined;
   /** The result's text could not be written to the result file (a full disk). */
   resultNotStored = false;
-  private head = "";
   private raw: Buffer[] | undefined;
   private rawBytes = 0;
 
-  constructor(private readonly options: ClaudeStreamOptions) {
-    this.transcript = new Transcript(options.transcriptChars, options.onTranscriptEntry);
+  constructor(options: ClaudeStreamOptions) {
+    // A long line is left in the output file; a result line is read back from there at the end (§15.4).
+    super(options, true);
     // With a file to read back from, nothing is kept for the fallback: the file is read instead.
     this.raw = options.source ? undefined : [];
-    this.reader = new LineReader(
-      options.maxLineBytes,
-      (line) => this.onLine(line),
-      () => {
-        this.overflow = true;
-        options.onOverflow();
-      },
-      options.source
-        ? { overBytes: DEFERRED_LINE_BYTES, headBytes: DEFERRED_HEAD_BYTES, onDeferredLine: (head, offset, length) => this.onDeferredLine(head, offset, length) }
-        : undefined,
-    );
   }
 
-  push(chunk: Buffer): void {
-    // A character cut in two at the 300th byte would show as U+FFFD: drop it.
-    if (this.head.length < 300) this.head += chunk.toString("utf8", 0, Math.min(chunk.length, 300)).replace(/\uFFFD$/, "");
+  override push(chunk: Buffer): void {
     this.rawBytes += chunk.length;
     if (this.raw) {
       if (this.rawBytes <= RAW_KEEP_BYTES) this.raw.push(chunk);
       else this.raw = undefined;
     }
-    this.reader.push(chunk);
+    super.push(chunk);
   }
 
   /**
@@ -86,8 +60,8 @@ export class ClaudeStream implements AgentOutputReader {
    * result line is read back, and output that was not line-delimited is
    * searched whole. Then the raw copy goes.
    */
-  end(): void {
-    this.reader.finish();
+  override end(): void {
+    super.end();
     const source = this.options.source;
     if (!this.result && this.deferredResult && source) this.readDeferredResult(source, this.deferredResult);
     if (!this.result && this.raw) this.result = findResultEvent(Buffer.concat(this.raw).toString("utf8"));
@@ -104,48 +78,21 @@ export class ClaudeStream implements AgentOutputReader {
   }
 
   /**
-   * A result line too long to hold: its text is streamed into the result file, the rest parsed. The text is
-   * cleaned on its way (§10), so the file holds what is served, and its length is the cleaned text's.
+   * A result line too long to hold: its text is streamed into the result file, the rest parsed. On a full disk
+   * the text stays in stdout.jsonl, and the outcome says so rather than offer half a result.
    */
   private readDeferredResult(source: OutputSource, { offset, length }: { offset: number; length: number }): void {
     this.deferredResult = undefined;
-    let sink: ReturnType<NonNullable<OutputSource["createResult"]>> | undefined;
-    let sinkFailed = false;
-    const cleaner = new PiecewiseForReading();
-    let cleanedChars = 0;
-    const write = (text: string): void => {
-      cleanedChars += text.length;
-      if (sinkFailed || !sink || text === "") return;
-      try {
-        sink.write(text);
-      } catch {
-        // A full disk: the text stays in stdout.jsonl; the outcome says so rather than offer half a result.
-        sinkFailed = true;
-      }
-    };
-    try {
-      sink = source.createResult?.();
-    } catch {
-      sinkFailed = true;
-    }
-    let parsed: ReturnType<typeof parseStreamingMember>;
-    try {
-      parsed = parseStreamingMember((at, size) => source.read(at, size), offset, length, "result", (piece) => write(cleaner.push(piece)));
-      write(cleaner.end());
-    } finally {
-      try {
-        sink?.close();
-      } catch {
-        sinkFailed = true;
-      }
-    }
-    if (sinkFailed) this.resultNotStored = true;
+    const read = (at: number, size: number): Buffer | undefined => source.read(at, size);
+    const written = writeResultFile(source, (write) => parseStreamingMember(read, offset, length, "result", write));
+    if (!written.stored) this.resultNotStored = true;
+    const parsed = written.value;
     if (!parsed) {
       this.options.onMalformedLine?.(`a ${length}-byte line that is not one JSON object`);
       return;
     }
-    this.onEvent(parsed.rest);
-    if (this.result && parsed.chars !== undefined) this.streamedChars = cleanedChars;
+    this.event(parsed.rest);
+    if (this.result && parsed.chars !== undefined) this.streamedChars = written.chars;
   }
 
   /**
@@ -168,7 +115,7 @@ export class ClaudeStream implements AgentOutputReader {
    * A line too long to hold while streaming (§15.4). Its first bytes say what
    * it is: a result is read back at the end; anything else is only counted.
    */
-  private onDeferredLine(head: Buffer, offset: number, length: number): void {
+  protected override onLongLine(head: Buffer, offset: number, length: number): void {
     const start = head.toString("utf8");
     const type = /"type"\s*:\s*"([a-z_]+)"/.exec(start)?.[1] ?? "unknown";
     this.summary.events += 1;
@@ -180,17 +127,7 @@ export class ClaudeStream implements AgentOutputReader {
       if (messageId !== undefined) this.countTurn(messageId);
       this.transcript.append(`[${type} event of ${length} bytes, too long to show here]`);
     }
-    for (const listener of this.listeners) listener();
-  }
-
-  live(): LiveSummary {
-    return { ...this.summary };
-  }
-
-  /** Calls listener after each event that changed the summary; returns the unsubscribe. */
-  onActivity(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    this.changed();
   }
 
   hasResult(): boolean {
@@ -202,33 +139,15 @@ export class ClaudeStream implements AgentOutputReader {
     return this.result;
   }
 
-  /** The start of what the agent printed, for BAD_OUTPUT. */
-  printedStart(): string {
-    return this.head;
+  /** Lines of JSON objects, or of arrays of them: `--output-format json --verbose` prints every event as one array. */
+  protected override eventsIn(text: string): Record<string, unknown>[] | undefined {
+    if (!text.startsWith("{") && !text.startsWith("[")) return undefined;
+    const parsed = parseJson(text);
+    if (!parsed) return undefined;
+    return (Array.isArray(parsed.value) ? parsed.value : [parsed.value]).filter(isRecord);
   }
 
-  private onLine(line: string): void {
-    const text = line.trim();
-    if (!text.startsWith("{") && !text.startsWith("[")) {
-      this.options.onMalformedLine?.(line);
-      return;
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      this.options.onMalformedLine?.(line);
-      return;
-    }
-    // `--output-format json --verbose` prints every event as one JSON array.
-    for (const event of Array.isArray(parsed) ? parsed : [parsed]) {
-      if (isRecord(event)) this.onEvent(event);
-    }
-    for (const listener of this.listeners) listener();
-  }
-
-  private onEvent(event: Record<string, unknown>): void {
-    this.summary.events += 1;
+  protected onEvent(event: Record<string, unknown>): void {
     const sessionId = str(event.session_id);
     if (sessionId) this.summary.sessionId = forReadingOnOneLine(sessionId);
     switch (event.type) {

@@ -4,33 +4,8 @@
  */
 import { DispatchError, quoted } from "../../core/errors.js";
 import type { AgentOptions } from "../../agent/options.js";
-import type { RuntimeTraits } from "../../agent/runtime.js";
 import type { AgentSpec } from "../../agent/types.js";
-
-export const DEFAULT_CODEX_BIN = "codex";
-
-/** Its program unless CLAUDE_DISPATCH_CODEX_BIN names another, and how to install it: what a missing program says. */
-export const CODEX_PROGRAM = {
-  defaultBin: DEFAULT_CODEX_BIN,
-  setting: "CLAUDE_DISPATCH_CODEX_BIN",
-  install: "install Codex (@openai/codex)",
-} as const;
-
-/** The options `codex exec` has a flag for. It has none for turn or budget limits, tool rules or system prompts. */
-export const CODEX_OPTIONS = ["model", "permissionMode", "addDirs"] as const satisfies readonly (keyof AgentOptions)[];
-
-/**
- * `permission_mode` for Codex, in its own words: its three `--sandbox` values,
- * and the flag that drops both sandbox and approvals. Without a mode Codex
- * keeps its own default (read-only, or the operator's config.toml).
- */
-export const CODEX_PERMISSION_MODES = ["read-only", "workspace-write", "danger-full-access", "dangerously-bypass-approvals-and-sandbox"] as const;
-export type CodexPermissionMode = (typeof CODEX_PERMISSION_MODES)[number];
-
-/** Both run model-written commands unsandboxed. */
-export const CODEX_DANGEROUS_MODES: readonly CodexPermissionMode[] = ["danger-full-access", "dangerously-bypass-approvals-and-sandbox"];
-
-export const CODEX_TRAITS: RuntimeTraits = { name: "codex", supportedOptions: CODEX_OPTIONS, permissionModes: CODEX_PERMISSION_MODES, dangerousModes: CODEX_DANGEROUS_MODES };
+import { CODEX_OPTIONS, CODEX_PERMISSION_MODES, type CodexPermissionMode } from "./traits.js";
 
 const MODE_FLAGS: Readonly<Record<CodexPermissionMode, string>> = {
   "read-only": "--sandbox=read-only",

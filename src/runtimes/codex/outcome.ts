@@ -3,13 +3,12 @@
  * read before its exit code: a failed turn exits 1 with its reason on stdout,
  * while a resume of an unknown thread prints nothing and says so on stderr.
  */
-import { OUTPUT_TOO_LARGE, startFailure } from "../../agent/start-failure.js";
+import { OUTPUT_TOO_LARGE, endedWithoutResult, startFailure, type MissingEnd } from "../../agent/ending.js";
 import type { ChildExit } from "../../agent/host.js";
 import type { StateDisk } from "../../agent/runtime.js";
 import type { AgentOutcome, AgentResult } from "../../agent/types.js";
-import { CODEX_PROGRAM } from "./args.js";
 import type { CodexReader } from "./reader.js";
-import { clip } from "./text.js";
+import { CODEX_TRAITS } from "./traits.js";
 
 /** 0.171.0 on stderr, exit 1: "Error: thread/resume: thread/resume failed: no rollout found for thread id <id> (code -32600)". */
 const THREAD_NOT_FOUND = /no rollout found for thread id:? ?([^\s()]*)/i;
@@ -21,13 +20,17 @@ const THREAD_NOT_FOUND = /no rollout found for thread id:? ?([^\s()]*)/i;
  */
 const HTTP_STATUS = /\bstatus:? ([1-5]\d\d)\b/;
 
-/** As Claude Code's runtime: free space below this, with no end printed, is taken as a full disk (§7.3). */
-export const DISK_FULL_BYTES = 1024 * 1024;
+/** Codex ends by finishing its turn rather than by printing a result. */
+const UNFINISHED_TURN: MissingEnd = {
+  ended: "without finishing its turn",
+  exited: "before finishing its turn",
+  printed: "exited 0 without finishing a turn",
+};
 
 type ReadOutput = Pick<CodexReader, "overflow" | "turnEnd" | "errorMessage" | "completedTurns" | "threadId" | "printedStart">;
 
 export function interpretCodexExit(exit: ChildExit, reader: ReadOutput, bin: string, disk?: StateDisk): AgentOutcome {
-  const unstarted = startFailure(exit, { bin, ...CODEX_PROGRAM });
+  const unstarted = startFailure(exit, { bin, ...CODEX_TRAITS.program });
   if (unstarted) return unstarted;
   if (reader.overflow) return OUTPUT_TOO_LARGE;
 
@@ -52,20 +55,5 @@ export function interpretCodexExit(exit: ChildExit, reader: ReadOutput, bin: str
 
   const notFound = THREAD_NOT_FOUND.exec(exit.stderrTail);
   if (notFound) return { ok: false, code: "SESSION_NOT_FOUND", detail: `No Codex conversation found with session ID ${notFound[1] ?? ""}`.trim() };
-  // Nothing printed at the end and a full disk: the output most likely could not be written, whatever the exit said (§7.3).
-  if (disk?.freeBytes !== undefined && disk.freeBytes < DISK_FULL_BYTES) {
-    const detail = `the disk holding the state directory is full (${disk.freeBytes} bytes free in ${disk.dir}): the agent's output could not be written to stdout.jsonl; free space and run it again`;
-    return { ok: false, code: "STATE_ERROR", detail };
-  }
-  const stderr = clip(exit.stderrTail, 2000);
-  if (exit.unobserved) {
-    const detail = "codex ended without finishing its turn; it was started by an earlier server, so its exit status is unknown";
-    return { ok: false, code: "AGENT_LOST", detail: stderr ? `${detail}; its stderr ends: ${stderr}` : detail };
-  }
-  if (exit.exitCode !== 0) {
-    const how = exit.exitCode === null ? `was killed by ${exit.signal ?? "a signal"}` : `exited with code ${exit.exitCode}`;
-    return { ok: false, code: "AGENT_EXITED", detail: stderr ? `codex ${how}: ${stderr}` : `codex ${how} before finishing its turn` };
-  }
-  const shown = clip(reader.printedStart(), 300);
-  return { ok: false, code: "BAD_OUTPUT", detail: shown ? `codex exited 0 without finishing a turn: ${shown}` : "codex exited 0 and printed nothing" };
+  return endedWithoutResult(exit, disk, { agent: CODEX_TRAITS.name, printed: reader.printedStart(), missing: UNFINISHED_TURN });
 }

@@ -11,12 +11,9 @@
  * one prompt answered, so one `codex exec` run is normally one turn. What it
  * keeps for reading is cleaned as it is read (§10); the outcome is cleaned by the launcher.
  */
-import { LineReader } from "../../core/lines.js";
+import { JsonLinesReader } from "../../agent/json-lines.js";
 import { forReading, forReadingOnOneLine } from "../../core/text.js";
-import { Transcript } from "../../core/transcript.js";
 import { isRecord } from "../../core/values.js";
-import type { AgentOutputReader, ReaderOptions } from "../../agent/runtime.js";
-import type { LiveSummary } from "../../agent/types.js";
 import { clip, contentText, describeTool, mcpArguments, shellScript, tail } from "./text.js";
 
 const LAST_TEXT_CHARS = 500;
@@ -24,7 +21,6 @@ const TOOL_RESULT_CHARS = 2000;
 /** One assistant text in the transcript; the final answer is whole in the result anyway. */
 const TEXT_ENTRY_CHARS = 20_000;
 const NOTE_CHARS = 500;
-const PRINTED_START_CHARS = 300;
 
 /** How the last turn ended: its final answer, or Codex's message. */
 export type TurnEnd = { kind: "completed"; text: string | undefined } | { kind: "failed"; message: string };
@@ -32,12 +28,8 @@ export type TurnEnd = { kind: "completed"; text: string | undefined } | { kind: 
 const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
 const num = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined);
 
-export class CodexReader implements AgentOutputReader {
-  readonly transcript: Transcript;
-  overflow = false;
-  private readonly lines: LineReader;
-  private readonly summary: LiveSummary = { turns: 0, events: 0 };
-  private readonly listeners = new Set<() => void>();
+/** Results are an agent_message's text, one line among the rest: held in memory, bounded by maxLineBytes. */
+export class CodexReader extends JsonLinesReader {
   /** Tool items already shown as started, by item id, so their completion adds only the result. */
   private readonly shownTools = new Set<string>();
   /** The latest agent_message of the turn under way: its final answer if the turn completes. */
@@ -46,30 +38,6 @@ export class CodexReader implements AgentOutputReader {
   private turnsCompleted = 0;
   /** The latest top-level error event: the reason when no turn.failed follows. */
   private lastError: string | undefined;
-  private head = "";
-
-  constructor(private readonly options: ReaderOptions) {
-    this.transcript = new Transcript(options.transcriptChars, options.onTranscriptEntry);
-    // Results are an agent_message's text, one line among the rest: held in memory, bounded by maxLineBytes.
-    this.lines = new LineReader(
-      options.maxLineBytes,
-      (line) => this.onLine(line),
-      () => {
-        this.overflow = true;
-        options.onOverflow();
-      },
-    );
-  }
-
-  push(chunk: Buffer): void {
-    // A character cut in two at the last byte would show as U+FFFD: drop it.
-    if (this.head.length < PRINTED_START_CHARS) this.head += chunk.toString("utf8", 0, Math.min(chunk.length, PRINTED_START_CHARS)).replace(/\uFFFD$/, "");
-    this.lines.push(chunk);
-  }
-
-  end(): void {
-    this.lines.finish();
-  }
 
   /** A turn ended, completed or failed: Codex said how the run went. */
   hasResult(): boolean {
@@ -79,15 +47,6 @@ export class CodexReader implements AgentOutputReader {
   forgetResult(): void {
     if (this.ending?.kind === "completed") this.ending = { kind: "completed", text: undefined };
     this.turnText = undefined;
-  }
-
-  live(): LiveSummary {
-    return { ...this.summary };
-  }
-
-  onActivity(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   turnEnd(): TurnEnd | undefined {
@@ -107,29 +66,7 @@ export class CodexReader implements AgentOutputReader {
     return this.summary.sessionId;
   }
 
-  /** The start of what the agent printed, for BAD_OUTPUT. */
-  printedStart(): string {
-    return this.head;
-  }
-
-  private onLine(line: string): void {
-    const text = line.trim();
-    let event: unknown;
-    try {
-      event = text.startsWith("{") ? JSON.parse(text) : undefined;
-    } catch {
-      event = undefined;
-    }
-    if (!isRecord(event)) {
-      this.options.onMalformedLine?.(line);
-      return;
-    }
-    this.onEvent(event);
-    for (const listener of this.listeners) listener();
-  }
-
-  private onEvent(event: Record<string, unknown>): void {
-    this.summary.events += 1;
+  protected onEvent(event: Record<string, unknown>): void {
     switch (event.type) {
       case "thread.started": {
         const threadId = str(event.thread_id);

@@ -3,31 +3,7 @@
  * place that knows its flags. Observed on @google/gemini-cli 0.61.0.
  */
 import type { AgentOptions } from "../../agent/options.js";
-import type { RuntimeTraits } from "../../agent/runtime.js";
 import type { AgentSpec } from "../../agent/types.js";
-
-export const DEFAULT_GEMINI_BIN = "gemini";
-
-/** Its program unless CLAUDE_DISPATCH_GEMINI_BIN names another, and how to install it: what a missing program says. */
-export const GEMINI_PROGRAM = {
-  defaultBin: DEFAULT_GEMINI_BIN,
-  setting: "CLAUDE_DISPATCH_GEMINI_BIN",
-  install: "install Gemini CLI (@google/gemini-cli)",
-} as const;
-
-/**
- * `--approval-mode`, in the CLI's words. Headless, nobody can approve a call,
- * so what would ask is refused. `yolo` approves every call and is the only
- * mode that offers the shell tool (run_shell_command) by itself; `auto_edit`
- * approves file edits; `plan` is read-only. In any mode, `allowed_tools`
- * naming run_shell_command (or `run_shell_command(git)`) offers and approves
- * the shell for commands the CLI does not judge risky (a redirection still asks).
- */
-export const GEMINI_PERMISSION_MODES = ["default", "auto_edit", "yolo", "plan"] as const;
-export const GEMINI_DANGEROUS_MODES: readonly string[] = ["yolo"];
-
-/** The options the CLI has a flag for. It has none for disallowed tools, turns, budget or the system prompt. */
-export const GEMINI_OPTIONS: readonly (keyof AgentOptions)[] = ["model", "permissionMode", "allowedTools", "addDirs"];
 
 /**
  * The argv after the program name (§10). Every value travels as `--flag=value`,
@@ -81,11 +57,3 @@ export function geminiEnvironment(
 ): Record<string, string | undefined> {
   return { GEMINI_CLI_NO_RELAUNCH: "true", ...base, ...extra };
 }
-
-export const GEMINI_TRAITS: RuntimeTraits = {
-  name: "gemini",
-  supportedOptions: GEMINI_OPTIONS,
-  permissionModes: GEMINI_PERMISSION_MODES,
-  dangerousModes: GEMINI_DANGEROUS_MODES,
-  optionProblem: geminiOptionProblem,
-};

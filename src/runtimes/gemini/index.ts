@@ -1,27 +1,20 @@
 /**
- * Google's Gemini CLI as a runtime (PROTOCOL.md §7): the one place that knows
- * its flags (args.ts), its stream-json (reader.ts) and how its end reads
- * (outcome.ts). Observed on @google/gemini-cli 0.61.0.
+ * Google's Gemini CLI as a runtime (PROTOCOL.md §7): the one place that knows what it is (traits.ts), its
+ * flags (args.ts), its stream-json (reader.ts) and how its end reads (outcome.ts). Observed on
+ * @google/gemini-cli 0.61.0.
  */
 import type { Runtime } from "../../agent/runtime.js";
-import { GEMINI_TRAITS, geminiArgs, geminiEnvironment } from "./args.js";
+import { geminiArgs, geminiEnvironment } from "./args.js";
 import { interpretGeminiExit } from "./outcome.js";
 import { GeminiReader } from "./reader.js";
 import { geminiReadiness } from "./readiness.js";
+import { GEMINI_TRAITS } from "./traits.js";
 
-export {
-  DEFAULT_GEMINI_BIN,
-  GEMINI_DANGEROUS_MODES,
-  GEMINI_OPTIONS,
-  GEMINI_PERMISSION_MODES,
-  GEMINI_TRAITS,
-  geminiArgs,
-  geminiEnvironment,
-  geminiOptionProblem,
-} from "./args.js";
-export { DISK_FULL_BYTES, apiError, interpretGeminiExit, type GeminiReading } from "./outcome.js";
+export { geminiArgs, geminiEnvironment, geminiOptionProblem } from "./args.js";
+export { apiError, interpretGeminiExit, type GeminiReading } from "./outcome.js";
 export { GeminiReader, type GeminiResult } from "./reader.js";
 export { describeToolCall } from "./text.js";
+export { GEMINI_DANGEROUS_MODES, GEMINI_OPTIONS, GEMINI_PERMISSION_MODES, GEMINI_TRAITS } from "./traits.js";
 
 /** Gemini CLI, run as `bin` (a name on PATH or a path: CLAUDE_DISPATCH_GEMINI_BIN). */
 export function geminiRuntime(bin: string): Runtime<GeminiReader> {

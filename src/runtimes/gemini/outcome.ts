@@ -4,17 +4,14 @@
  * "error"); a failure before that prints only to stderr and exits with one of
  * the CLI's own codes.
  */
-import { startFailure } from "../../agent/start-failure.js";
+import { endedWithoutResult, startFailure } from "../../agent/ending.js";
 import type { ChildExit } from "../../agent/host.js";
 import type { StateDisk } from "../../agent/runtime.js";
 import type { AgentOutcome, AgentResult } from "../../agent/types.js";
 import { isRecord } from "../../core/values.js";
-import { GEMINI_PROGRAM } from "./args.js";
 import type { GeminiReader } from "./reader.js";
+import { GEMINI_TRAITS } from "./traits.js";
 import { clip, oneLine, withoutAnsi } from "./text.js";
-
-/** As for Claude Code (runtimes/claude/outcome.ts): free space below which a missing result is blamed on a full disk. */
-export const DISK_FULL_BYTES = 1024 * 1024;
 
 /** What stderr says when `--resume` names no session of this project (exit 42). */
 const RESUME_FAILED = /Error resuming session: ([^\n]*)/;
@@ -40,7 +37,7 @@ export type GeminiReading = Pick<GeminiReader, "overflow" | "resultEvent" | "ans
  * its HTTP status (modulo 256) after printing a result of status "error".
  */
 export function interpretGeminiExit(exit: ChildExit, stream: GeminiReading, bin: string, disk?: StateDisk): AgentOutcome {
-  const unstarted = startFailure(exit, { bin, ...GEMINI_PROGRAM });
+  const unstarted = startFailure(exit, { bin, ...GEMINI_TRAITS.program });
   if (unstarted) return unstarted;
   if (stream.overflow) {
     return {
@@ -66,29 +63,13 @@ export function interpretGeminiExit(exit: ChildExit, stream: GeminiReading, bin:
     return { ok: false, code: "AGENT_ERROR", detail: `${api.message}${status}`, result };
   }
 
-  const stderr = clip(withoutAnsi(exit.stderrTail), 2000);
   const resumeFailed = RESUME_FAILED.exec(withoutAnsi(exit.stderrTail));
   if (resumeFailed) {
     return { ok: false, code: "SESSION_NOT_FOUND", detail: `no Gemini CLI session to resume in this cwd: ${oneLine(resumeFailed[1] ?? "")}` };
   }
-  // No result and a full disk: the result most likely could not be written, whatever the exit said (§7.3).
-  if (disk?.freeBytes !== undefined && disk.freeBytes < DISK_FULL_BYTES) {
-    const detail = `the disk holding the state directory is full (${disk.freeBytes} bytes free in ${disk.dir}): the agent's output could not be written to stdout.jsonl; free space and run it again`;
-    return { ok: false, code: "STATE_ERROR", detail };
-  }
-  if (exit.unobserved) {
-    const detail = "gemini ended without printing a result; it was started by an earlier server, so its exit status is unknown";
-    return { ok: false, code: "AGENT_LOST", detail: stderr ? `${detail}; its stderr ends: ${stderr}` : detail };
-  }
-  const fatal = exit.exitCode === null ? undefined : FATAL_EXITS[exit.exitCode];
-  if (fatal) return { ok: false, code: "AGENT_ERROR", detail: stderr ? `${fatal}: ${stderr}` : fatal };
-  if (exit.exitCode !== 0) {
-    const how = exit.exitCode === null ? `was killed by ${exit.signal ?? "a signal"}` : `exited with code ${exit.exitCode}`;
-    return { ok: false, code: "AGENT_EXITED", detail: stderr ? `gemini ${how}: ${stderr}` : `gemini ${how} and printed no result` };
-  }
-  // Gemini CLI also exits 0 on SIGTERM without a result.
-  const shown = clip(stream.printedStart(), 300);
-  return { ok: false, code: "BAD_OUTPUT", detail: shown ? `gemini printed no result event: ${shown}` : "gemini exited 0 and printed nothing" };
+  // Gemini CLI also exits 0 on SIGTERM without a result: BAD_OUTPUT.
+  const stderr = clip(withoutAnsi(exit.stderrTail), 2000);
+  return endedWithoutResult(exit, disk, { agent: GEMINI_TRAITS.name, printed: stream.printedStart(), stderr, knownExits: FATAL_EXITS });
 }
 
 /** What the result holds for any outcome: no cost, which the CLI does not report. */

@@ -15,12 +15,10 @@
  * text after the last tool call, and the session id comes from init. What it
  * keeps for reading is cleaned as it is read (§10); the outcome is cleaned by the launcher.
  */
-import { LineReader } from "../../core/lines.js";
+import { JsonLinesReader } from "../../agent/json-lines.js";
 import { forReading, forReadingOnOneLine } from "../../core/text.js";
-import { Transcript } from "../../core/transcript.js";
 import { isRecord } from "../../core/values.js";
-import type { AgentOutputReader, ReaderOptions } from "../../agent/runtime.js";
-import type { LiveSummary, PermissionDenial } from "../../agent/types.js";
+import type { PermissionDenial } from "../../agent/types.js";
 import { clip, describeToolCall, tail } from "./text.js";
 
 const LAST_TEXT_CHARS = 500;
@@ -51,12 +49,7 @@ const num = (value: unknown): number | undefined => (typeof value === "number" &
  * assistant message is the run of text pieces between other events; it is one
  * transcript entry. A malformed line is reported and skipped.
  */
-export class GeminiReader implements AgentOutputReader {
-  readonly transcript: Transcript;
-  overflow = false;
-  private readonly reader: LineReader;
-  private readonly summary: LiveSummary = { turns: 0, events: 0 };
-  private readonly listeners = new Set<() => void>();
+export class GeminiReader extends JsonLinesReader {
   /** Inside a model response: a text piece or tool call was read since the prompt or the last tool result. */
   private responding = false;
   /** The text of the current assistant message, up to what its transcript entry shows. */
@@ -71,25 +64,9 @@ export class GeminiReader implements AgentOutputReader {
   private readonly errors: string[] = [];
   private readonly pendingTools = new Map<string, PermissionDenial>();
   private readonly denials: PermissionDenial[] = [];
-  private head = "";
 
-  constructor(private readonly options: ReaderOptions) {
-    this.transcript = new Transcript(options.transcriptChars, options.onTranscriptEntry);
-    this.reader = new LineReader(
-      options.maxLineBytes,
-      (line) => this.onLine(line),
-      () => this.overflowed(),
-    );
-  }
-
-  push(chunk: Buffer): void {
-    // A character cut in two at the 300th byte would show as U+FFFD: drop it.
-    if (this.head.length < 300) this.head += chunk.toString("utf8", 0, Math.min(chunk.length, 300)).replace(/\uFFFD$/, "");
-    this.reader.push(chunk);
-  }
-
-  end(): void {
-    this.reader.finish();
+  override end(): void {
+    super.end();
     this.endMessage();
   }
 
@@ -117,50 +94,13 @@ export class GeminiReader implements AgentOutputReader {
     return this.denials;
   }
 
-  /** The start of what the agent printed, for BAD_OUTPUT. */
-  printedStart(): string {
-    return this.head;
-  }
-
   /** Lets go of the answer, which may be megabytes, once the outcome holds it. */
   forgetResult(): void {
     this.result = undefined;
     this.answer = [];
   }
 
-  live(): LiveSummary {
-    return { ...this.summary };
-  }
-
-  onActivity(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  private overflowed(): void {
-    if (this.overflow) return;
-    this.overflow = true;
-    this.options.onOverflow();
-  }
-
-  private onLine(line: string): void {
-    const text = line.trim();
-    let parsed: unknown;
-    try {
-      parsed = text.startsWith("{") ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    if (!isRecord(parsed)) {
-      this.options.onMalformedLine?.(line);
-      return;
-    }
-    this.onEvent(parsed);
-    for (const listener of this.listeners) listener();
-  }
-
-  private onEvent(event: Record<string, unknown>): void {
-    this.summary.events += 1;
+  protected onEvent(event: Record<string, unknown>): void {
     const isText = event.type === "message" && event.role === "assistant";
     if (!isText) this.endMessage();
     switch (event.type) {
