@@ -154,7 +154,8 @@ function parseArgs(argv) {
     };
     if (arg === "--rounds" || arg.startsWith("--rounds=")) {
       options.rounds = Number(value());
-      if (!Number.isInteger(options.rounds) || options.rounds < 1) throw new Error("--rounds must be a positive integer");
+      if (!Number.isInteger(options.rounds) || options.rounds < 1) throw new Error("--rounds must be a " +
+        "positive integer");
     } else if (arg === "--only" || arg.startsWith("--only=")) {
       options.only = value()
         .split(",")
@@ -171,7 +172,8 @@ function parseArgs(argv) {
       options.table = true;
     } else if (arg === "--help" || arg === "-h") {
       const names = SECTIONS.map((s) => s.name).join(",");
-      process.stdout.write(`usage: node bench/bench.mjs [--rounds N] [--only a,b,...|${names}] [--out FILE] [--table]\n`);
+      process.stdout.write(`usage: node bench/bench.mjs [--rounds N] [--only a,b,...|${names}] [--out ` +
+        `FILE] [--table]\n`);
       process.exit(0);
     } else {
       throw new Error(`unknown argument ${arg}`);
@@ -227,9 +229,11 @@ async function main() {
   const info = machine();
   const distBuilt = distStamp();
   const began = now();
-  log(`node ${info.node}, ${info.nproc} cpus (${info.cpu}), kernel ${info.kernel}, commit ${info.commit}; load ${loadAverage().join(" ")}`);
+  log(`node ${info.node}, ${info.nproc} cpus (${info.cpu}), kernel ${info.kernel}, commit ${info.commit}; load ` +
+    `${loadAverage().join(" ")}`);
   log(`rounds ${options.rounds}; sections ${options.only.join(",")}; run id ${RUN_ID}`);
-  if (process.env.BENCH_SERVER_MAIN) log(`server: ${SERVER_MAIN} (BENCH_SERVER_MAIN; the commit above is this tree's, not that build's)`);
+  if (process.env.BENCH_SERVER_MAIN) log(`server: ${SERVER_MAIN} (BENCH_SERVER_MAIN; the commit above is this ` +
+    `tree's, not that build's)`);
 
   const dropped = DROPPED_ENV.filter((key) => process.env[key] !== undefined);
   if (dropped.length > 0) log(`left out of the children's environment: ${dropped.join(", ")}`);
@@ -273,12 +277,15 @@ async function main() {
   fs.mkdirSync(path.dirname(options.out), { recursive: true });
   fs.writeFileSync(options.out, `${JSON.stringify(results, null, 2)}\n`);
 
-  process.stdout.write(`\nclaude-dispatch benchmark, ${options.rounds} rounds (medians), ${info.nproc} cpus, node ${info.node}, load ${loadAverage().join(" ")}\n\n`);
+  process.stdout.write(`\nclaude-dispatch benchmark, ${options.rounds} rounds (medians), ${info.nproc} cpus, node ` +
+    `${info.node}, load ${loadAverage().join(" ")}\n\n`);
   printTable(rows);
   process.stdout.write(
-    `\nleftover fake-claude/server processes: ${remaining.length === 0 ? "none" : remaining.map((p) => p.pid).join(", ")}` +
+    `\nleftover fake-claude/server processes: ` +
+      `${remaining.length === 0 ? "none" : remaining.map((p) => p.pid).join(", ")}` +
       `${killedLeftovers.length > 0 ? ` (the bench had to kill ${killedLeftovers.length} along the way)` : " (none had to be killed)"}\n` +
-      `total ${results.totalSeconds} s; results written to ${path.relative(process.cwd(), options.out) || options.out}\n`,
+      `total ${results.totalSeconds} s; results written to ` +
+        `${path.relative(process.cwd(), options.out) || options.out}\n`,
   );
   if (options.table) failed = !updateTable(results) || failed;
   if (failed || remaining.length > 0 || killedLeftovers.length > 0) process.exitCode = 1;

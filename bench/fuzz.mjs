@@ -91,9 +91,11 @@ try {
 const report = await runFuzz({
   ...options,
   server: options.server ?? DEFAULT_SERVER,
-  onBlock: options.dump ? (block) => console.log(`block ${block.block} (${block.phase}), write mode ${JSON.stringify(block.writeMode)}:\n${describeBlock(block)}\n`) : undefined,
+  onBlock: options.dump ? (block) => console.log(`block ${block.block} (${block.phase}), write mode ` +
+    `${JSON.stringify(block.writeMode)}:\n${describeBlock(block)}\n`) : undefined,
   onProgress: process.stderr.isTTY
-    ? (stats) => process.stderr.write(`\r  ${stats.phase}: ${stats.lines} lines, ${stats.responses} responses, ${(stats.wallMs / 1000).toFixed(0)} s   `)
+    ? (stats) => process.stderr.write(`\r  ${stats.phase}: ${stats.lines} lines, ${stats.responses} responses, ` +
+      `${(stats.wallMs / 1000).toFixed(0)} s   `)
     : undefined,
 });
 if (process.stderr.isTTY) process.stderr.write("\n");

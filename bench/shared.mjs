@@ -27,7 +27,10 @@ export const RUN_ID = randomUUID();
 export const STATE_ROOT = fs.mkdtempSync(path.join(os.tmpdir(), "claude-dispatch-bench-state-"));
 process.on("exit", () => fs.rmSync(STATE_ROOT, { recursive: true, force: true }));
 const TAG = `BENCH_RUN_ID=${RUN_ID}`;
-/** Extra node flags for the server only, e.g. BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it. */
+/**
+ * Extra node flags for the server only, e.g.
+ * BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
+ */
 export const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
 /** The argv the server gives the agent (PROTOCOL.md §7.1), for agents run directly. */
 export const AGENT_ARGS = ["-p", "--output-format", "stream-json", "--verbose"];
@@ -145,14 +148,18 @@ export function loadAverage() {
  */
 export const DROPPED_ENV = ["NODE_EXTRA_CA_CERTS"];
 
-/** The environment for everything we start: ours, minus any CLAUDE_DISPATCH_* of the caller and DROPPED_ENV, plus the tag. */
+/**
+ * The environment for everything we start: ours, minus any
+ * CLAUDE_DISPATCH_* of the caller and DROPPED_ENV, plus the tag.
+ */
 export function baseEnv(extra = {}) {
   const env = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (key.startsWith("CLAUDE_DISPATCH_") || key === "CLAUDECODE" || key === "CLAUDE_CODE_ENTRYPOINT" || DROPPED_ENV.includes(key)) continue;
     env[key] = value;
   }
-  // Each server keeps jobs in a fresh state directory (a full one would slow its start), unless the caller names one (h),
+  // Each server keeps jobs in a fresh state directory (a full one would slow
+  // its start), unless the caller names one (h),
   // and kills its agents when it stops.
   const stateDir = extra.CLAUDE_DISPATCH_STATE_DIR ?? fs.mkdtempSync(path.join(STATE_ROOT, "s-"));
   return { ...env, BENCH_RUN_ID: RUN_ID, CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "kill", ...extra };
@@ -196,7 +203,8 @@ export async function reapLeftovers(spare = () => false) {
     await sleep(50);
     left = tagged();
   }
-  if (left.length > 0) log(`killing ${left.length} leftover processes: ${left.map((p) => `${p.pid} ${p.command}`).join("; ")}`);
+  if (left.length > 0) log(`killing ${left.length} leftover processes: ` +
+    `${left.map((p) => `${p.pid} ${p.command}`).join("; ")}`);
   killedLeftovers.push(...left);
   for (const { pid } of left) {
     try {
@@ -240,7 +248,8 @@ export function printTable(rows) {
   const lines = rows.map((r) => ({ ...r, verdict: r.pass === undefined ? "info" : r.pass ? "PASS" : "MISS" }));
   const width = (key) => Math.max(header[key].length, ...lines.map((l) => String(l[key]).length));
   const w = { metric: width("metric"), value: width("value"), target: width("target"), verdict: width("verdict") };
-  const format = (l) => `${String(l.metric).padEnd(w.metric)}  ${String(l.value).padEnd(w.value)}  ${String(l.target).padEnd(w.target)}  ${l.verdict}`;
+  const format = (l) => `${String(l.metric).padEnd(w.metric)}  ${String(l.value).padEnd(w.value)}  ` +
+    `${String(l.target).padEnd(w.target)}  ${l.verdict}`;
   const out = [format(header), "-".repeat(w.metric + w.value + w.target + w.verdict + 6)];
   for (const l of lines) {
     out.push(format(l));

@@ -280,7 +280,7 @@ function loadCommand(settings: Settings, name: string): string[] | undefined {
   const example = '["notify-send", "claude-dispatch"]';
   const each = `each at most ${COMMAND_MAX_ARG_CHARS} characters and the first not empty`;
   const range =
-    `must be a JSON array of 1 to ${COMMAND_MAX_ARGS} strings, the program first (such as ${example}), ${each}`;
+    `must be a JSON array of 1 to ${COMMAND_MAX_ARGS} strings, the program first (such as ` + `${example}), ${each}`;
   return settings.refuse(name, raw, range, undefined);
 }
 

@@ -74,7 +74,13 @@ function cliKillGraceMs(): number {
 
 /** The host as loadConfig needs it. */
 function hostFacts(): Parameters<typeof loadConfig>[1] {
-  return { pathDelimiter: path.delimiter, cpus: availableParallelism(), platform: process.platform, home: homedir(), readTextFile: (file) => readFileSync(file, "utf8") };
+  return {
+    pathDelimiter: path.delimiter,
+    cpus: availableParallelism(),
+    platform: process.platform,
+    home: homedir(),
+    readTextFile: (file) => readFileSync(file, "utf8"),
+  };
 }
 
 function openState(config: Config): StateStore {
@@ -97,12 +103,17 @@ async function serveApprover(args: string[]): Promise<void> {
   const { approvalFilesOf, createApprover, parseApproverArgs } = await import("./approver/approver.js");
   const parsed = parseApproverArgs(args);
   if (!parsed) {
-    process.stderr.write("claude-dispatch: usage: claude-dispatch approver [--state-dir=DIR] --wait-ms=N JOB_ID (started by the server for each agent)\n");
+    process.stderr.write(
+      "claude-dispatch: usage: claude-dispatch approver [--state-dir=DIR] --wait-ms=N JOB_ID (started by the server " +
+        "for each agent)\n",
+    );
     process.exit(2);
   }
   const { jobId } = parsed;
   const logger = createLogger(process.stderr, "warn");
-  const stateDir = parsed.stateDir ?? (await import("./hosts/local/state-location.js")).stateDirectory(process.env, process.platform, homedir());
+  const stateDir =
+    parsed.stateDir ??
+    (await import("./hosts/local/state-location.js")).stateDirectory(process.env, process.platform, homedir());
   const store = new StateStore(stateDir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
   const handle = createApprover({
     jobId,
@@ -111,7 +122,12 @@ async function serveApprover(args: string[]): Promise<void> {
     waitMs: parsed.waitMs,
     files: approvalFilesOf(store, jobId),
   });
-  const server = serveStdio({ input: process.stdin, writer: createMessageWriter(process.stdout, logger), handle, logger });
+  const server = serveStdio({
+    input: process.stdin,
+    writer: createMessageWriter(process.stdout, logger),
+    handle,
+    logger,
+  });
   // The agent closes our stdin, or sends SIGINT, when it ends; a request still open stays on file, unanswered.
   void server.ended.then(() => process.exit(0));
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(signal, () => process.exit(0));
@@ -122,23 +138,35 @@ async function serveApprover(args: string[]): Promise<void> {
  * its channel. Not a command for people. Its jobs are this machine's, in its state directory.
  */
 async function serveRemoteEnd(args: string[]): Promise<void> {
-  const stateDir = args.length === 1 && args[0]?.startsWith("--state-dir=") ? args[0].slice("--state-dir=".length) : undefined;
+  const stateDir =
+    args.length === 1 && args[0]?.startsWith("--state-dir=") ? args[0].slice("--state-dir=".length) : undefined;
   if (args.length > (stateDir === undefined ? 0 : 1)) {
-    process.stderr.write("claude-dispatch: usage: claude-dispatch remote [--state-dir=DIR] (run over ssh by a server with CLAUDE_DISPATCH_HOSTS)\n");
+    process.stderr.write(
+      "claude-dispatch: usage: claude-dispatch remote [--state-dir=DIR] (run over ssh by a server with " +
+        "CLAUDE_DISPATCH_HOSTS)\n",
+    );
     process.exit(2);
   }
   // The state directory is the one named, whatever this machine's environment says; agents stay when we go.
-  const env = { ...process.env, ...(stateDir ? { CLAUDE_DISPATCH_STATE_DIR: stateDir } : {}), CLAUDE_DISPATCH_ON_EXIT: "keep" };
+  const env = {
+    ...process.env,
+    ...(stateDir ? { CLAUDE_DISPATCH_STATE_DIR: stateDir } : {}),
+    CLAUDE_DISPATCH_ON_EXIT: "keep",
+  };
   let config: Config;
   try {
     config = { ...loadConfig(env, hostFacts()), approvals: "deny" };
   } catch (error) {
-    process.stdout.write(`${JSON.stringify({ type: "error", code: "HOST_FAILED", message: `claude-dispatch there: ${(error as Error).message}` })}\n`);
+    const message = `claude-dispatch there: ${(error as Error).message}`;
+    process.stdout.write(`${JSON.stringify({ type: "error", code: "HOST_FAILED", message })}\n`);
     process.exit(2);
   }
   const store = openState(config);
   const logger = createLogger(process.stderr, "warn");
-  const [{ serveRemote }, { remoteSide }] = await Promise.all([import("./hosts/ssh/remote.js"), import("./wiring/remote.js")]);
+  const [{ serveRemote }, { remoteSide }] = await Promise.all([
+    import("./hosts/ssh/remote.js"),
+    import("./wiring/remote.js"),
+  ]);
   // This machine only, anywhere: the roots are the ones each request names (§21.3).
   const hosts = new HostSet(localHost({ machine: machine(), config, roots: undefined, loaders, logger }));
   const runtimes = lazyRuntimes(loaders);
@@ -159,7 +187,9 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
         hosts,
         logger,
         runtimes,
-        ...(start ? { remoteStart: { jobId: start.job_id, command: start.command, args: start.args, env: start.env } } : {}),
+        ...(start
+          ? { remoteStart: { jobId: start.job_id, command: start.command, args: start.args, env: start.env } }
+          : {}),
       });
       // Finished jobs are looked up by id when asked for; nothing else of the directory is taken over here.
       jobs.rememberFinished(store.loadForStartup().finished);
@@ -169,7 +199,10 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
   const code = await serveRemote(
     {
       input: process.stdin,
-      write: (line) => new Promise<void>((resolve, reject) => void process.stdout.write(line, (error) => (error ? reject(error) : resolve()))),
+      write: (line) =>
+        new Promise<void>(
+          (resolve, reject) => void process.stdout.write(line, (error) => (error ? reject(error) : resolve())),
+        ),
       clock: systemClock,
       logger,
     },
@@ -208,15 +241,19 @@ async function main(): Promise<void> {
       // What `sessions` lists without a DIR.
       cwd: process.cwd(),
       clock: systemClock,
-      processControl: (logger) => loadProcessControl(machine(), loaders, { clock: systemClock, logger, killGraceMs: cliKillGraceMs() }),
+      processControl: (logger) =>
+        loadProcessControl(machine(), loaders, { clock: systemClock, logger, killGraceMs: cliKillGraceMs() }),
       // For the host configuration snippet `doctor` prints.
       nodePath: process.execPath,
       mainPath: entryPoint(),
       runFile: async (file, fileArgs, timeoutMs) => {
         const { execFile } = await import("node:child_process");
         return new Promise((resolve) => {
-          execFile(file, fileArgs, { timeout: timeoutMs, windowsHide: true, maxBuffer: 1024 * 1024 }, (error, stdout, stderr) =>
-            resolve({ ok: !error, stdout, stderr, error: error?.message }),
+          execFile(
+            file,
+            fileArgs,
+            { timeout: timeoutMs, windowsHide: true, maxBuffer: 1024 * 1024 },
+            (error, stdout, stderr) => resolve({ ok: !error, stdout, stderr, error: error?.message }),
           );
         });
       },
@@ -225,9 +262,19 @@ async function main(): Promise<void> {
         const { config } = checkConfig(process.env, hostFacts());
         const logger = createLogger(process.stderr, "warn");
         const roots = config.roots ? await resolveRoots(config.roots).catch(() => undefined) : undefined;
-        return createHosts({ machine: machine(), config, roots, loaders, logger, shareConnections: false, uid: process.getuid?.(), processes });
+        return createHosts({
+          machine: machine(),
+          config,
+          roots,
+          loaders,
+          logger,
+          shareConnections: false,
+          uid: process.getuid?.(),
+          processes,
+        });
       },
-      startCarrier: async (stateDir, env) => (await import("./hosts/local/detached.js")).startCarrierProcess({ ...machine(), stateDir, env }),
+      startCarrier: async (stateDir, env) =>
+        (await import("./hosts/local/detached.js")).startCarrierProcess({ ...machine(), stateDir, env }),
       // Names the CLI in a claim file when `kill` finishes the record of a dead server.
       uid: process.getuid?.(),
       randomName: () => crypto.randomUUID(),
@@ -243,13 +290,17 @@ async function main(): Promise<void> {
   if (process.stdin.isTTY) {
     // The same absolute `claude mcp add` line as doctor's; cli.js is loaded only here, so a host's start is no slower.
     const { terminalHint } = await import("./cli/index.js");
-    process.stderr.write(terminalHint({ nodePath: process.execPath, mainPath: entryPoint(), platform: process.platform }, process.env));
+    process.stderr.write(
+      terminalHint({ nodePath: process.execPath, mainPath: entryPoint(), platform: process.platform }, process.env),
+    );
   }
   await serve();
 }
 
 /** The configuration and the resolved roots, or exit 2 with the reason (§11). */
-async function readConfig(env: NodeJS.ProcessEnv = process.env): Promise<{ config: Config; roots: string[] | undefined }> {
+async function readConfig(
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ config: Config; roots: string[] | undefined }> {
   try {
     const config = loadConfig(env, hostFacts());
     return { config, roots: config.roots ? await resolveRoots(config.roots) : undefined };
@@ -263,13 +314,26 @@ async function readConfig(env: NodeJS.ProcessEnv = process.env): Promise<{ confi
 /** What a server and the carrier both run: the job registry on the state directory, and everything it needs. */
 async function startJobs(config: Config, roots: string[] | undefined, env: NodeJS.ProcessEnv, restore = true) {
   const offers = (config.hosts ?? []).map((host) => ({ name: host.name, roots: host.roots, agents: host.agents }));
-  const policy = { ...config.policy, roots, agents: offeredAgents(config, env, process.platform), ...(offers.length > 0 ? { hosts: offers } : {}) };
+  const policy = {
+    ...config.policy,
+    roots,
+    agents: offeredAgents(config, env, process.platform),
+    ...(offers.length > 0 ? { hosts: offers } : {}),
+  };
   // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of
   // this server inside a dispatched agent must never restore, adopt, claim or write its parent's jobs.
   const gated = config.depth >= config.maxDepth;
   const store = gated ? undefined : openState(config);
   const logger = createLogger(process.stderr, config.logLevel);
-  const hosts = await createHosts({ machine: machine(), config, roots, loaders, logger, store, uid: process.getuid?.() });
+  const hosts = await createHosts({
+    machine: machine(),
+    config,
+    roots,
+    loaders,
+    logger,
+    store,
+    uid: process.getuid?.(),
+  });
   const runtimes = lazyRuntimes(loaders);
   const jobs = await createJobs({ machine: machine(), config, policy, store, hosts, logger, runtimes });
   if (store && restore) await restoreJobs(store, jobs, logger);
@@ -277,7 +341,13 @@ async function startJobs(config: Config, roots: string[] | undefined, env: NodeJ
 }
 
 /** This process's part in carrying the state directory's work (§15.8). */
-async function carryingOf(store: StateStore, jobs: JobRegistry, hosts: HostSet, env: NodeJS.ProcessEnv, logger: Logger): Promise<Carrying> {
+async function carryingOf(
+  store: StateStore,
+  jobs: JobRegistry,
+  hosts: HostSet,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+): Promise<Carrying> {
   const processes = () => hosts.home.processes();
   return new Carrying({
     presence: new PresenceFiles(store.root, () => crypto.randomUUID()),
@@ -308,15 +378,25 @@ async function serve(): Promise<void> {
     depth: { current: config.depth, max: config.maxDepth },
     jobRetentionMs: config.jobRetentionMs,
     hosts,
-    ...(store ? { worktrees: { policy: config.worktree, hold: worktreeHolds(store, machine(), hosts), readPrompt: (id: string) => store.readPrompt(id) } } : {}),
+    ...(store
+      ? {
+          worktrees: {
+            policy: config.worktree,
+            hold: worktreeHolds(store, machine(), hosts),
+            readPrompt: (id: string) => store.readPrompt(id),
+          },
+        }
+      : {}),
     // The store of sessions of the agent that keeps one, where the agents this server starts keep theirs (§20).
-    sessions: async (cwd: string, limit: number) => (await loaders.runtimes()).listSessions(process.env, homedir(), cwd, limit),
+    sessions: async (cwd: string, limit: number) =>
+      (await loaders.runtimes()).listSessions(process.env, homedir(), cwd, limit),
     ready: runtimes.load,
   });
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
   // Present once the first request can be read: `initialize` does not wait for the files it writes (§15.8).
   setImmediate(() => carrying?.join("server"));
-  if (gated) logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
+  if (gated)
+    logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
   const agents = agentsAtStart(policy.agents, config);
   logger[agents.level](`${SERVER_NAME} ${SERVER_VERSION} ready (${agents.text})`);
   installShutdown({ config, jobs, hosts, server, writer, logger, carrying, stateDir: store?.root });
@@ -328,9 +408,12 @@ async function serve(): Promise<void> {
  * takes over the directory's jobs, carries them as a server would, and exits once idle; a second one exits at once.
  */
 async function serveCarrier(args: string[]): Promise<void> {
-  const stateDir = args.length === 1 && args[0]?.startsWith("--state-dir=") ? args[0].slice("--state-dir=".length) : undefined;
+  const stateDir =
+    args.length === 1 && args[0]?.startsWith("--state-dir=") ? args[0].slice("--state-dir=".length) : undefined;
   if (stateDir === undefined) {
-    process.stderr.write("claude-dispatch: usage: claude-dispatch carrier --state-dir=DIR (started by a server as it leaves)\n");
+    process.stderr.write(
+      "claude-dispatch: usage: claude-dispatch carrier --state-dir=DIR (started by a server as it leaves)\n",
+    );
     process.exit(2);
   }
   const env = { ...process.env, CLAUDE_DISPATCH_STATE_DIR: stateDir };
@@ -399,10 +482,13 @@ function installShutdown(parts: {
     shuttingDown = true;
     logger.info(`shutting down: ${reason}`);
     // A backstop only: every step below is bounded, but the exit must be.
-    setTimeout(() => {
-      logger.error("shutdown took too long; exiting");
-      process.exit(1);
-    }, config.killGraceMs + SHUTDOWN_SLACK_MS + 1000).unref();
+    setTimeout(
+      () => {
+        logger.error("shutdown took too long; exiting");
+        process.exit(1);
+      },
+      config.killGraceMs + SHUTDOWN_SLACK_MS + 1000,
+    ).unref();
     process.stdin.pause();
     // Gone from servers/ first, so that a carrier exiting meanwhile sees this server's work as left (§15.8).
     carrying?.leave();
@@ -417,7 +503,10 @@ function installShutdown(parts: {
     await hosts.close();
     // Runs and waits on the killed jobs now answer; give their responses a moment to be written.
     let cancelSlack = (): void => undefined;
-    await Promise.race([server.idle(), new Promise<void>((resolve) => (cancelSlack = systemClock.setTimer(resolve, SHUTDOWN_SLACK_MS)))]);
+    await Promise.race([
+      server.idle(),
+      new Promise<void>((resolve) => (cancelSlack = systemClock.setTimer(resolve, SHUTDOWN_SLACK_MS))),
+    ]);
     cancelSlack();
     await writer.flush();
     if (config.onExit === "keep") await handOver(carrying, parts.stateDir, logger);
@@ -445,7 +534,9 @@ async function handOver(carrying: Carrying | undefined, stateDir: string | undef
     const pid = startCarrierProcess({ ...machine(), stateDir, env: process.env });
     logger.info(`the work left in ${stateDir} goes on in carrier ${pid}`);
   } catch (error) {
-    logger.error(`cannot start the carrier; the next server or command takes the work over: ${(error as Error).message}`);
+    logger.error(
+      `cannot start the carrier; the next server or command takes the work over: ${(error as Error).message}`,
+    );
   }
 }
 

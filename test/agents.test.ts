@@ -73,7 +73,12 @@ const AGENTS: AgentSetup[] = [
     startMock: () => startMockGemini() as Promise<Mock>,
     prepare: (home, mock) => {
       mkdirSync(path.join(home, ".gemini"), { recursive: true });
-      const settings = { security: { auth: { selectedType: "gemini-api-key" } }, privacy: { usageStatisticsEnabled: false }, telemetry: { enabled: false }, general: { disableAutoUpdate: true } };
+      const settings = {
+        security: { auth: { selectedType: "gemini-api-key" } },
+        privacy: { usageStatisticsEnabled: false },
+        telemetry: { enabled: false },
+        general: { disableAutoUpdate: true },
+      };
       writeFileSync(path.join(home, ".gemini", "settings.json"), JSON.stringify(settings));
       return { GOOGLE_GEMINI_BASE_URL: mock.url, GEMINI_API_KEY: "dummy", GEMINI_CLI_TRUST_WORKSPACE: "true" };
     },
@@ -85,9 +90,16 @@ const AGENTS: AgentSetup[] = [
 
 for (const agent of AGENTS) {
   if (!agent.bin) {
-    const why = process.platform !== "linux" ? "these checks read /proc (Linux only)" : `no working ${agent.name} CLI in node_modules/.bin`;
-    if (process.env.CI === "true" && process.platform === "linux") test(`the real ${agent.name} CLI is installed`, () => assert.fail(`${why}; run npm ci`));
-    else process.stderr.write(`\n!!! SKIPPING the real ${agent.name} CLI tests: ${why}. Run \`npm ci\` to install the pinned CLI.\n\n`);
+    const why =
+      process.platform !== "linux"
+        ? "these checks read /proc (Linux only)"
+        : `no working ${agent.name} CLI in node_modules/.bin`;
+    if (process.env.CI === "true" && process.platform === "linux")
+      test(`the real ${agent.name} CLI is installed`, () => assert.fail(`${why}; run npm ci`));
+    else
+      process.stderr.write(
+        `\n!!! SKIPPING the real ${agent.name} CLI tests: ${why}. Run \`npm ci\` to install the pinned CLI.\n\n`,
+      );
   }
 
   describe(`agent ${agent.name}: the real CLI against a mock API`, { skip: !agent.bin }, () => {
@@ -142,10 +154,20 @@ for (const agent of AGENTS) {
       assert.equal(report(run).result, "MOCK-REPLY: remember the word kumquat");
       assert.match(report(run).session_id, UUID);
       const before = mock.requests.length;
-      const resumed = report(await server.callTool("claude_run", { agent: agent.name, prompt: "which word?", cwd, session_id: report(run).session_id }));
+      const resumed = report(
+        await server.callTool("claude_run", {
+          agent: agent.name,
+          prompt: "which word?",
+          cwd,
+          session_id: report(run).session_id,
+        }),
+      );
       assert.equal(resumed.status, "completed", JSON.stringify(resumed));
       assert.equal(resumed.session_id, report(run).session_id);
-      const seen = mock.requests.slice(before).map((request) => JSON.stringify(request)).join("\n");
+      const seen = mock.requests
+        .slice(before)
+        .map((request) => JSON.stringify(request))
+        .join("\n");
       assert.match(seen, /remember the word kumquat/, "the resumed request carried the first prompt");
       const jobs = report(await server.callTool("claude_list", {})).jobs as Array<Record<string, unknown>>;
       assert.deepEqual([...new Set(jobs.map((job) => job.agent))], [agent.name]);
@@ -170,13 +192,24 @@ for (const agent of AGENTS) {
       assert.equal(killed.status, "killed", JSON.stringify(killed));
       assert.equal(isAlive(toolPid), false, "the shell call is gone");
       const left = (await listLinuxProcesses()).filter((info) => commandLine(info.pid).includes(token));
-      assert.deepEqual(left.map((info) => info.pid), [], "no process of the job is left");
+      assert.deepEqual(
+        left.map((info) => info.pid),
+        [],
+        "no process of the job is left",
+      );
     });
 
     test("the agent's tools see one more level of dispatch, so a claude-dispatch inside it is gated", async () => {
       const server = startServer();
       await server.initialize();
-      const run = report(await server.callTool("claude_run", { agent: agent.name, prompt: "MOCK:BASH echo depth=$CLAUDE_DISPATCH_DEPTH", cwd: project(), permission_mode: agent.shellMode }));
+      const run = report(
+        await server.callTool("claude_run", {
+          agent: agent.name,
+          prompt: "MOCK:BASH echo depth=$CLAUDE_DISPATCH_DEPTH",
+          cwd: project(),
+          permission_mode: agent.shellMode,
+        }),
+      );
       assert.equal(run.status, "completed", JSON.stringify(run));
       assert.match(run.result, /depth=1/);
     });
@@ -193,8 +226,18 @@ for (const agent of AGENTS) {
     test("a server SIGKILLed mid-job: the next server returns the result", async () => {
       const first = startServer({ CLAUDE_DISPATCH_ON_EXIT: "keep" });
       await first.initialize();
-      const started = report(await first.callTool("claude_start", { agent: agent.name, prompt: "MOCK:BASH sleep 2; echo slept", cwd: project(), permission_mode: agent.shellMode }));
-      await waitFor(() => existsSync(path.join(first.stateDir, "jobs", started.job_id, "stdout.jsonl")), "the agent's output");
+      const started = report(
+        await first.callTool("claude_start", {
+          agent: agent.name,
+          prompt: "MOCK:BASH sleep 2; echo slept",
+          cwd: project(),
+          permission_mode: agent.shellMode,
+        }),
+      );
+      await waitFor(
+        () => existsSync(path.join(first.stateDir, "jobs", started.job_id, "stdout.jsonl")),
+        "the agent's output",
+      );
       first.child.kill("SIGKILL");
       await first.exited;
       const second = startServer({ CLAUDE_DISPATCH_STATE_DIR: first.stateDir });
@@ -207,13 +250,39 @@ for (const agent of AGENTS) {
     test("an option the agent has no flag for, and a mode the operator has not allowed, are refused", async () => {
       const server = startServer();
       await server.initialize();
-      const option = await server.callTool("claude_run", { agent: agent.name, prompt: "x", cwd: project(), ...agent.unsupportedOption });
-      assert.match(text(option), new RegExp(`^INVALID_ARGUMENT: "max_budget_usd" is not an option of agent "${agent.name}"`));
-      const claudeMode = await server.callTool("claude_run", { agent: agent.name, prompt: "x", cwd: project(), permission_mode: "acceptEdits" });
-      assert.match(text(claudeMode), new RegExp(`^INVALID_ARGUMENT: "permission_mode" must be one of .* for agent "${agent.name}"`));
+      const option = await server.callTool("claude_run", {
+        agent: agent.name,
+        prompt: "x",
+        cwd: project(),
+        ...agent.unsupportedOption,
+      });
+      assert.match(
+        text(option),
+        new RegExp(`^INVALID_ARGUMENT: "max_budget_usd" is not an option of agent "${agent.name}"`),
+      );
+      const claudeMode = await server.callTool("claude_run", {
+        agent: agent.name,
+        prompt: "x",
+        cwd: project(),
+        permission_mode: "acceptEdits",
+      });
+      assert.match(
+        text(claudeMode),
+        new RegExp(`^INVALID_ARGUMENT: "permission_mode" must be one of .* for agent "${agent.name}"`),
+      );
       if (agent.dangerousMode !== agent.shellMode) {
-        const dangerous = await server.callTool("claude_run", { agent: agent.name, prompt: "x", cwd: project(), permission_mode: agent.dangerousMode });
-        assert.match(text(dangerous), new RegExp(`^POLICY_DENIED: permission_mode "${agent.dangerousMode}" is not allowed for agent "${agent.name}"`));
+        const dangerous = await server.callTool("claude_run", {
+          agent: agent.name,
+          prompt: "x",
+          cwd: project(),
+          permission_mode: agent.dangerousMode,
+        });
+        assert.match(
+          text(dangerous),
+          new RegExp(
+            `^POLICY_DENIED: permission_mode "${agent.dangerousMode}" is not allowed for agent "${agent.name}"`,
+          ),
+        );
       }
       const unknown = await server.callTool("claude_run", { agent: "other", prompt: "x", cwd: project() });
       assert.match(text(unknown), /^INVALID_ARGUMENT: "agent" must be one of the agents this server offers: claude, /);

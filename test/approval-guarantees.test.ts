@@ -37,7 +37,12 @@ interface ToolResult {
 
 let nextId = 1;
 async function tool(h: HandlerHarness, name: string, args: Record<string, unknown>): Promise<ToolResult> {
-  const response = await h.handle({ jsonrpc: "2.0", id: (nextId += 1), method: "tools/call", params: { name, arguments: args } });
+  const response = await h.handle({
+    jsonrpc: "2.0",
+    id: (nextId += 1),
+    method: "tools/call",
+    params: { name, arguments: args },
+  });
   assert.ok(response && "result" in response, JSON.stringify(response));
   return response.result as ToolResult;
 }
@@ -49,9 +54,21 @@ async function started(h: HandlerHarness): Promise<string> {
 }
 
 /** What an agent's approver files for a Bash call. */
-function ask(store: Pick<MemoryStore, "fileApproval">, jobId: string, command: string, now: number, toolName = "Bash"): ApprovalRequest {
+function ask(
+  store: Pick<MemoryStore, "fileApproval">,
+  jobId: string,
+  command: string,
+  now: number,
+  toolName = "Bash",
+): ApprovalRequest {
   const preview = `${toolName} · ${command}`;
-  return store.fileApproval(jobId, { tool_name: toolName, input: { command }, preview, asked_at: now, expires_at: now + 600_000 });
+  return store.fileApproval(jobId, {
+    tool_name: toolName,
+    input: { command },
+    preview,
+    asked_at: now,
+    expires_at: now + 600_000,
+  });
 }
 
 /** A running job of this process's, in a fresh state directory as a server leaves it. */
@@ -59,7 +76,18 @@ function runningJob(): { store: StateStore; id: string; dir: string; stateDir: s
   const { dir: stateDir, store } = newStateIn(scratch);
   const id = randomUUID();
   const owner = { pid: process.pid };
-  const base = { format: 1, runtime: "claude", host: "local", id, kind: "start", cwd: scratch, prompt_preview: "x", options: {}, submitted_at: Date.now(), generation: 0 } as const;
+  const base = {
+    format: 1,
+    runtime: "claude",
+    host: "local",
+    id,
+    kind: "start",
+    cwd: scratch,
+    prompt_preview: "x",
+    options: {},
+    submitted_at: Date.now(),
+    generation: 0,
+  } as const;
   store.create({ ...base, status: "running", owner, agent: owner }, "x");
   return { store, id, dir: store.jobDir(id), stateDir };
 }
@@ -78,128 +106,174 @@ function gone(file: string, unless: Promise<unknown>): Promise<void> {
   });
 }
 
-describe("item 4: an answer counts only for the request it answers, and the record claims no more than is known", () => {
-  test("an answer file written before its request, or naming another request, is no answer to it", () => {
-    const { store, id, dir } = runningJob();
-    writeFileSync(path.join(dir, "approval.1.answer.json"), `${JSON.stringify({ decision: "allow", by: "cli", at: 1 })}\n`);
-    const first = ask(store, id, "rm -rf build", 1);
-    assert.equal(typeof first.nonce, "string", "a request names an unguessable nonce");
-    assert.equal(store.approval(id, "1")?.answer, undefined, "the planted allow is not an answer");
-    assert.equal(store.approvals(id)[0]?.answer, undefined);
-    const second = ask(store, id, "git push", 2);
-    // An answer of the first request, copied: it names the first request's nonce, not the second's.
-    assert.equal(store.answerApproval(id, "1", { decision: "allow", by: "tool", at: 3 })?.won, undefined, "the planted file is in the way");
-    assert.notEqual(first.nonce, second.nonce);
-    rmSync(path.join(dir, "approval.1.answer.json"));
-    assert.equal(store.answerApproval(id, "1", { decision: "allow", by: "tool", at: 3 })?.won, true);
-    copyFileSync(path.join(dir, "approval.1.answer.json"), path.join(dir, "approval.2.answer.json"));
-    assert.deepEqual(store.approval(id, "1")?.answer, { decision: "allow", by: "tool", at: 3 });
-    assert.equal(store.approval(id, "2")?.answer, undefined);
-  });
-
-  test("a request and an answer of an earlier version, without nonces, still load", () => {
-    const { store, id, dir } = runningJob();
-    const request = { id: "1", tool_name: "Bash", input: { command: "ls" }, preview: "Bash · ls", asked_at: 1, expires_at: 2 };
-    writeFileSync(path.join(dir, "approval.1.json"), `${JSON.stringify(request)}\n`);
-    writeFileSync(path.join(dir, "approval.1.answer.json"), `${JSON.stringify({ decision: "deny", by: "timeout", at: 2 })}\n`);
-    assert.deepEqual(store.approvals(id), [{ request, answer: { decision: "deny", by: "timeout", at: 2 } }]);
-  });
-
-  test("the record says by whom only for answers this server gave; what another process wrote is claimed_by", async () => {
-    const h = handlerHarness();
-    const jobId = await started(h);
-    ask(h.store, jobId, "npm test", h.clock.now());
-    ask(h.store, jobId, "npm publish", h.clock.now());
-    await settle();
-    await tool(h, "claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
-    // Another process (the CLI, or anything running as the user) writes an answer file saying who it is.
-    h.store.answerApproval(jobId, "2", { decision: "allow", by: "cli", at: h.clock.now() });
-    await settle();
-    const record = h.store.read(jobId);
-    assert.deepEqual(
-      record?.approvals?.map(({ id, decision, by, claimed_by }) => ({ id, decision, by, claimed_by })),
-      [
-        { id: "1", decision: "allow", by: "tool", claimed_by: undefined },
-        { id: "2", decision: "allow", by: undefined, claimed_by: "cli" },
-      ],
-    );
-    const page = await tool(h, "claude_output", { job_id: jobId, view: "approvals" });
-    assert.match(page.structuredContent.text, /request 1 · Bash · allow \(by tool\)/);
-    assert.match(page.structuredContent.text, /request 2 · Bash · allow \(its answer file says by cli\)/);
-    const again = await tool(h, "claude_respond", { job_id: jobId, request_id: "2", decision: "deny" });
-    const refused = /^INVALID_ARGUMENT: request 2 of job \S+ was already answered: allow \(its answer file says by cli\)/;
-    assert.match(again.content[0]?.text ?? "", refused);
-  });
-
-  describe("through the built approver and server", () => {
-    const approvers: Approver[] = [];
-    const servers: ServerProcess[] = [];
-    after(async () => {
-      for (const approver of approvers) approver.child.kill("SIGKILL");
-      for (const server of servers) await server.shutdown();
-    });
-
-    test("a planted allow is never taken: the request is asked, and the person's answer is what the agent gets", async () => {
-      const server = new ServerProcess();
-      servers.push(server);
-      await server.initialize();
-      const started = await server.callTool("claude_start", { prompt: "@sleep 60000", cwd: scratch });
-      const jobId = started.result.structuredContent.job_id as string;
-      const dir = path.join(server.stateDir, "jobs", jobId);
-      // The agent's shell plants an allow for the request it is about to make.
-      writeFileSync(path.join(dir, "approval.1.answer.json"), `${JSON.stringify({ decision: "allow", by: "cli", at: Date.now() })}\n`);
-      const approver = new Approver([`--state-dir=${server.stateDir}`, "--wait-ms=600000", jobId]);
-      approvers.push(approver);
-      await approver.handshake();
-      const answered = approver.send({ ...frame("tools/call"), id: 21 });
-      const waited = server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
-      const first = await Promise.race([
-        answered.then((response) => `the approver answered ${JSON.stringify(answerOf(response))}`),
-        waited.then(() => "the server asked"),
-      ]);
-      assert.equal(first, "the server asked", "the planted answer was taken");
-      const report = (await waited).result.structuredContent;
-      assert.equal(report.status, "input_required", JSON.stringify(report));
-      assert.equal(report.pending_approvals[0].request_id, "1");
-      const denied = await server.callTool("claude_respond", { job_id: jobId, request_id: "1", decision: "deny", message: "not now" });
-      assert.equal(denied.result.isError, undefined, denied.result.content[0].text);
-      assert.deepEqual(answerOf(await answered), { behavior: "deny", message: "not now" });
-
-      // An earlier request's answer, copied into the place of the next one's before it is filed: not its answer either.
-      copyFileSync(path.join(dir, "approval.1.answer.json"), path.join(dir, "approval.2.answer.json"));
-      const second = approver.send({ ...frame("tools/call"), id: 22 });
-      const waitedAgain = (await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 })).result.structuredContent;
-      assert.equal(waitedAgain.status, "input_required", JSON.stringify(waitedAgain));
-      assert.equal(waitedAgain.pending_approvals[0].request_id, "2");
-      await server.callTool("claude_respond", { job_id: jobId, request_id: "2", decision: "allow" });
-      assert.equal(answerOf(await second).behavior, "allow");
-      const record = JSON.parse(readFileSync(path.join(dir, "record.json"), "utf8")) as JobRecord;
-      assert.deepEqual(record.approvals?.map(({ decision, by }) => [decision, by]), [["deny", "tool"], ["allow", "tool"]]);
-      await server.callTool("claude_kill", { job_id: jobId });
-    });
-
-    test("the approver takes only an answer naming its request, and clears a planted one out of the way", async () => {
+describe(
+  "item 4: an answer counts only for the request it answers, and the record claims no more " + "than is known",
+  () => {
+    test("an answer file written before its request, or naming another request, is no answer to it", () => {
       const { store, id, dir } = runningJob();
-      const approver = new Approver([`--state-dir=${store.root}`, "--wait-ms=600000", id]);
-      approvers.push(approver);
-      await approver.handshake();
-      const guessed = { decision: "allow", by: "tool", at: Date.now(), nonce: "guessed" };
-      writeFileSync(path.join(dir, "approval.1.answer.json"), `${JSON.stringify(guessed)}\n`);
-      const answered = approver.send({ ...frame("tools/call"), id: 5 });
-      await requestFiled(store, id, "1");
-      const first = await Promise.race([
-        gone(path.join(dir, "approval.1.answer.json"), answered).then(() => "the approver cleared it"),
-        answered.then((response) => `the approver answered ${JSON.stringify(answerOf(response))}`),
-      ]);
-      assert.equal(first, "the approver cleared it", "the planted answer was taken");
-      // Answered as claude_respond or the CLI would, now that the planted file is out of the way.
-      const result = store.answerApproval(id, "1", { decision: "deny", by: "cli", at: Date.now(), message: "no" });
-      assert.equal(result?.won, true);
-      assert.deepEqual(answerOf(await answered), { behavior: "deny", message: "no" });
-      assert.equal(existsSync(path.join(dir, "approval.1.answer.json")), true);
+      writeFileSync(
+        path.join(dir, "approval.1.answer.json"),
+        `${JSON.stringify({ decision: "allow", by: "cli", at: 1 })}\n`,
+      );
+      const first = ask(store, id, "rm -rf build", 1);
+      assert.equal(typeof first.nonce, "string", "a request names an unguessable nonce");
+      assert.equal(store.approval(id, "1")?.answer, undefined, "the planted allow is not an answer");
+      assert.equal(store.approvals(id)[0]?.answer, undefined);
+      const second = ask(store, id, "git push", 2);
+      // An answer of the first request, copied: it names the first request's nonce, not the second's.
+      assert.equal(
+        store.answerApproval(id, "1", { decision: "allow", by: "tool", at: 3 })?.won,
+        undefined,
+        "the planted file is in the way",
+      );
+      assert.notEqual(first.nonce, second.nonce);
+      rmSync(path.join(dir, "approval.1.answer.json"));
+      assert.equal(store.answerApproval(id, "1", { decision: "allow", by: "tool", at: 3 })?.won, true);
+      copyFileSync(path.join(dir, "approval.1.answer.json"), path.join(dir, "approval.2.answer.json"));
+      assert.deepEqual(store.approval(id, "1")?.answer, { decision: "allow", by: "tool", at: 3 });
+      assert.equal(store.approval(id, "2")?.answer, undefined);
     });
-  });
-});
+
+    test("a request and an answer of an earlier version, without nonces, still load", () => {
+      const { store, id, dir } = runningJob();
+      const request = {
+        id: "1",
+        tool_name: "Bash",
+        input: { command: "ls" },
+        preview: "Bash · ls",
+        asked_at: 1,
+        expires_at: 2,
+      };
+      writeFileSync(path.join(dir, "approval.1.json"), `${JSON.stringify(request)}\n`);
+      writeFileSync(
+        path.join(dir, "approval.1.answer.json"),
+        `${JSON.stringify({ decision: "deny", by: "timeout", at: 2 })}\n`,
+      );
+      assert.deepEqual(store.approvals(id), [{ request, answer: { decision: "deny", by: "timeout", at: 2 } }]);
+    });
+
+    test(
+      "the record says by whom only for answers this server gave; what another process wrote " + "is claimed_by",
+      async () => {
+        const h = handlerHarness();
+        const jobId = await started(h);
+        ask(h.store, jobId, "npm test", h.clock.now());
+        ask(h.store, jobId, "npm publish", h.clock.now());
+        await settle();
+        await tool(h, "claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
+        // Another process (the CLI, or anything running as the user) writes an answer file saying who it is.
+        h.store.answerApproval(jobId, "2", { decision: "allow", by: "cli", at: h.clock.now() });
+        await settle();
+        const record = h.store.read(jobId);
+        assert.deepEqual(
+          record?.approvals?.map(({ id, decision, by, claimed_by }) => ({ id, decision, by, claimed_by })),
+          [
+            { id: "1", decision: "allow", by: "tool", claimed_by: undefined },
+            { id: "2", decision: "allow", by: undefined, claimed_by: "cli" },
+          ],
+        );
+        const page = await tool(h, "claude_output", { job_id: jobId, view: "approvals" });
+        assert.match(page.structuredContent.text, /request 1 · Bash · allow \(by tool\)/);
+        assert.match(page.structuredContent.text, /request 2 · Bash · allow \(its answer file says by cli\)/);
+        const again = await tool(h, "claude_respond", { job_id: jobId, request_id: "2", decision: "deny" });
+        const refused =
+          /^INVALID_ARGUMENT: request 2 of job \S+ was already answered: allow \(its answer file says by cli\)/;
+        assert.match(again.content[0]?.text ?? "", refused);
+      },
+    );
+
+    describe("through the built approver and server", () => {
+      const approvers: Approver[] = [];
+      const servers: ServerProcess[] = [];
+      after(async () => {
+        for (const approver of approvers) approver.child.kill("SIGKILL");
+        for (const server of servers) await server.shutdown();
+      });
+
+      test(
+        "a planted allow is never taken: the request is asked, and the person's answer is what " + "the agent gets",
+        async () => {
+          const server = new ServerProcess();
+          servers.push(server);
+          await server.initialize();
+          const started = await server.callTool("claude_start", { prompt: "@sleep 60000", cwd: scratch });
+          const jobId = started.result.structuredContent.job_id as string;
+          const dir = path.join(server.stateDir, "jobs", jobId);
+          // The agent's shell plants an allow for the request it is about to make.
+          writeFileSync(
+            path.join(dir, "approval.1.answer.json"),
+            `${JSON.stringify({ decision: "allow", by: "cli", at: Date.now() })}\n`,
+          );
+          const approver = new Approver([`--state-dir=${server.stateDir}`, "--wait-ms=600000", jobId]);
+          approvers.push(approver);
+          await approver.handshake();
+          const answered = approver.send({ ...frame("tools/call"), id: 21 });
+          const waited = server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
+          const first = await Promise.race([
+            answered.then((response) => `the approver answered ${JSON.stringify(answerOf(response))}`),
+            waited.then(() => "the server asked"),
+          ]);
+          assert.equal(first, "the server asked", "the planted answer was taken");
+          const report = (await waited).result.structuredContent;
+          assert.equal(report.status, "input_required", JSON.stringify(report));
+          assert.equal(report.pending_approvals[0].request_id, "1");
+          const denied = await server.callTool("claude_respond", {
+            job_id: jobId,
+            request_id: "1",
+            decision: "deny",
+            message: "not now",
+          });
+          assert.equal(denied.result.isError, undefined, denied.result.content[0].text);
+          assert.deepEqual(answerOf(await answered), { behavior: "deny", message: "not now" });
+
+          // An earlier request's answer, copied into the place of the next one's
+          // before it is filed: not its answer either.
+          copyFileSync(path.join(dir, "approval.1.answer.json"), path.join(dir, "approval.2.answer.json"));
+          const second = approver.send({ ...frame("tools/call"), id: 22 });
+          const waitedAgain = (await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 })).result
+            .structuredContent;
+          assert.equal(waitedAgain.status, "input_required", JSON.stringify(waitedAgain));
+          assert.equal(waitedAgain.pending_approvals[0].request_id, "2");
+          await server.callTool("claude_respond", { job_id: jobId, request_id: "2", decision: "allow" });
+          assert.equal(answerOf(await second).behavior, "allow");
+          const record = JSON.parse(readFileSync(path.join(dir, "record.json"), "utf8")) as JobRecord;
+          assert.deepEqual(
+            record.approvals?.map(({ decision, by }) => [decision, by]),
+            [
+              ["deny", "tool"],
+              ["allow", "tool"],
+            ],
+          );
+          await server.callTool("claude_kill", { job_id: jobId });
+        },
+      );
+
+      test(
+        "the approver takes only an answer naming its request, and clears a planted one " + "out of the way",
+        async () => {
+          const { store, id, dir } = runningJob();
+          const approver = new Approver([`--state-dir=${store.root}`, "--wait-ms=600000", id]);
+          approvers.push(approver);
+          await approver.handshake();
+          const guessed = { decision: "allow", by: "tool", at: Date.now(), nonce: "guessed" };
+          writeFileSync(path.join(dir, "approval.1.answer.json"), `${JSON.stringify(guessed)}\n`);
+          const answered = approver.send({ ...frame("tools/call"), id: 5 });
+          await requestFiled(store, id, "1");
+          const first = await Promise.race([
+            gone(path.join(dir, "approval.1.answer.json"), answered).then(() => "the approver cleared it"),
+            answered.then((response) => `the approver answered ${JSON.stringify(answerOf(response))}`),
+          ]);
+          assert.equal(first, "the approver cleared it", "the planted answer was taken");
+          // Answered as claude_respond or the CLI would, now that the planted file is out of the way.
+          const result = store.answerApproval(id, "1", { decision: "deny", by: "cli", at: Date.now(), message: "no" });
+          assert.equal(result?.won, true);
+          assert.deepEqual(answerOf(await answered), { behavior: "deny", message: "no" });
+          assert.equal(existsSync(path.join(dir, "approval.1.answer.json")), true);
+        },
+      );
+    });
+  },
+);
 
 describe("item 6: linear work, and a bounded report", () => {
   /** Counts the request and answer files the server reads, and the bytes of the records it writes. */
@@ -244,48 +318,67 @@ describe("item 6: linear work, and a bounded report", () => {
     const byteRatio = large.recordBytes / small.recordBytes;
     // Four times the requests: about 4 when linear, about 16 when quadratic.
     assert.ok(readRatio < 6, `reads grew ${readRatio.toFixed(1)}× (${small.reads} → ${large.reads})`);
-    assert.ok(byteRatio < 6, `record bytes grew ${byteRatio.toFixed(1)}× (${small.recordBytes} → ${large.recordBytes})`);
+    assert.ok(
+      byteRatio < 6,
+      `record bytes grew ${byteRatio.toFixed(1)}× (${small.recordBytes} → ${large.recordBytes})`,
+    );
     assert.ok(large.reads <= 10 * 200, `${large.reads} reads for 200 requests`);
   });
 
-  test("a running job's record lists its latest 20 requests, so each write costs the same; the final record all", async () => {
-    const h = handlerHarness();
-    const jobId = await started(h);
-    for (let n = 1; n <= 30; n += 1) {
-      ask(h.store, jobId, `echo ${n}`, h.clock.now());
-      await tool(h, "claude_respond", { job_id: jobId, request_id: String(n), decision: "allow" });
-    }
-    const ids = (): string[] | undefined => h.store.read(jobId)?.approvals?.map((approval) => approval.id);
-    assert.deepEqual(ids(), Array.from({ length: 20 }, (_, index) => String(index + 11)));
-    h.launcher.last.succeed("done");
-    await settle();
-    assert.equal(h.store.read(jobId)?.status, "completed");
-    assert.deepEqual(ids(), Array.from({ length: 30 }, (_, index) => String(index + 1)));
-  });
+  test(
+    "a running job's record lists its latest 20 requests, so each write costs the same; the " + "final record all",
+    async () => {
+      const h = handlerHarness();
+      const jobId = await started(h);
+      for (let n = 1; n <= 30; n += 1) {
+        ask(h.store, jobId, `echo ${n}`, h.clock.now());
+        await tool(h, "claude_respond", { job_id: jobId, request_id: String(n), decision: "allow" });
+      }
+      const ids = (): string[] | undefined => h.store.read(jobId)?.approvals?.map((approval) => approval.id);
+      assert.deepEqual(
+        ids(),
+        Array.from({ length: 20 }, (_, index) => String(index + 11)),
+      );
+      h.launcher.last.succeed("done");
+      await settle();
+      assert.equal(h.store.read(jobId)?.status, "completed");
+      assert.deepEqual(
+        ids(),
+        Array.from({ length: 30 }, (_, index) => String(index + 1)),
+      );
+    },
+  );
 
-  test("a report lists at most 5 pending requests, counts them all, and points at the approvals view for the rest", async () => {
-    const h = handlerHarness();
-    const jobId = await started(h);
-    for (let n = 1; n <= 12; n += 1) ask(h.store, jobId, `echo ${n} > out.txt`, h.clock.now());
-    await settle();
-    const waited = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
-    const report = waited.structuredContent;
-    assert.equal(report.status, "input_required");
-    assert.deepEqual(report.pending_approvals.map((pending: { request_id: string }) => pending.request_id), ["1", "2", "3", "4", "5"]);
-    assert.equal(report.pending_total, 12);
-    assert.match(report.next, /12 requests wait/);
-    assert.match(report.next, /claude_output with job_id "[^"]+" and view "approvals"/);
-    assert.match(waited.content[0]?.text ?? "", /request 5: Bash · echo 5 > out\.txt[^\n]*\n {2}… and 7 more/);
-    const responded = await tool(h, "claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
-    assert.equal(responded.structuredContent.pending_approvals.length, 5);
-    assert.equal(responded.structuredContent.pending_total, 11);
-    const page = await tool(h, "claude_output", { job_id: jobId, view: "approvals" });
-    for (let n = 1; n <= 12; n += 1) assert.match(page.structuredContent.text, new RegExp(`request ${n} · Bash · `));
-  });
+  test(
+    "a report lists at most 5 pending requests, counts them all, and points at the approvals view " + "for the rest",
+    async () => {
+      const h = handlerHarness();
+      const jobId = await started(h);
+      for (let n = 1; n <= 12; n += 1) ask(h.store, jobId, `echo ${n} > out.txt`, h.clock.now());
+      await settle();
+      const waited = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
+      const report = waited.structuredContent;
+      assert.equal(report.status, "input_required");
+      assert.deepEqual(
+        report.pending_approvals.map((pending: { request_id: string }) => pending.request_id),
+        ["1", "2", "3", "4", "5"],
+      );
+      assert.equal(report.pending_total, 12);
+      assert.match(report.next, /12 requests wait/);
+      assert.match(report.next, /claude_output with job_id "[^"]+" and view "approvals"/);
+      assert.match(waited.content[0]?.text ?? "", /request 5: Bash · echo 5 > out\.txt[^\n]*\n {2}… and 7 more/);
+      const responded = await tool(h, "claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
+      assert.equal(responded.structuredContent.pending_approvals.length, 5);
+      assert.equal(responded.structuredContent.pending_total, 11);
+      const page = await tool(h, "claude_output", { job_id: jobId, view: "approvals" });
+      for (let n = 1; n <= 12; n += 1) assert.match(page.structuredContent.text, new RegExp(`request ${n} · Bash · `));
+    },
+  );
 });
 
 describe("item 5: what the agent put in a request reaches no reader with escapes, controls or bidi overrides", () => {
-  const HOSTILE = "echo \u001b[31mred\u001b[0m \u202eevil\u202c \u0007bell\r\u009b2J \u001b]0;title\u0007done > out.txt";
+  const HOSTILE =
+    "echo \u001b[31mred\u001b[0m \u202eevil\u202c \u0007bell\r\u009b2J \u001b]0;title\u0007done > out.txt";
   const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
   /** Every string in a value, keys included, free of escape sequences and unsafe characters. */
@@ -305,7 +398,11 @@ describe("item 5: what the agent put in a request reaches no reader with escapes
 
   test("reports, the form, the approvals view and claude_respond show a hostile request cleaned", async () => {
     const h = handlerHarness();
-    const params = { protocolVersion: "2025-11-25", capabilities: { elicitation: {} }, clientInfo: { name: "t", version: "1" } };
+    const params = {
+      protocolVersion: "2025-11-25",
+      capabilities: { elicitation: {} },
+      clientInfo: { name: "t", version: "1" },
+    };
     const initialized = await h.handle({ jsonrpc: "2.0", id: "init", method: "initialize", params });
     assert.ok(initialized && "result" in initialized);
     const jobId = await started(h);
@@ -315,13 +412,21 @@ describe("item 5: what the agent put in a request reaches no reader with escapes
     const waited = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
     assert.equal(waited.structuredContent.status, "input_required");
     assertClean(waited, "claude_wait");
-    assertClean(h.requests.map((request) => request.params), "the elicitation form");
+    assertClean(
+      h.requests.map((request) => request.params),
+      "the elicitation form",
+    );
     assert.ok(h.requests.length > 0, "the client was asked");
     const page = await tool(h, "claude_output", { job_id: jobId, view: "approvals" });
     assertClean(page, "the approvals view");
     const listed = await tool(h, "claude_list", {});
     assertClean(listed, "claude_list");
-    const answered = await tool(h, "claude_respond", { job_id: jobId, request_id: "1", decision: "deny", message: "no \u001b[2J\u202e" });
+    const answered = await tool(h, "claude_respond", {
+      job_id: jobId,
+      request_id: "1",
+      decision: "deny",
+      message: "no \u001b[2J\u202e",
+    });
     assertClean(answered, "claude_respond");
     const answeredPage = await tool(h, "claude_output", { job_id: jobId, view: "approvals" });
     assertClean(answeredPage, "the approvals view, answered");

@@ -57,7 +57,8 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
 
   afterEach(async () => {
     for (const client of clients.splice(0)) await client.close();
-    // Ended as a host ends them, so CLAUDE_DISPATCH_ON_EXIT=kill takes any agent a failed test left waiting for an answer.
+    // Ended as a host ends them, so CLAUDE_DISPATCH_ON_EXIT=kill takes any
+    // agent a failed test left waiting for an answer.
     for (const server of servers.splice(0)) await server.shutdown();
   });
 
@@ -67,7 +68,11 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
   });
 
   function agentEnv(env: Record<string, string> = {}): Record<string, string> {
-    return mockedCliEnvironment(home, path.join(scratch, "tmp"), mock.url, { CLAUDE_DISPATCH_CLAUDE_BIN: cliPath, CLAUDE_DISPATCH_KILL_GRACE_MS: "1000", ...env });
+    return mockedCliEnvironment(home, path.join(scratch, "tmp"), mock.url, {
+      CLAUDE_DISPATCH_CLAUDE_BIN: cliPath,
+      CLAUDE_DISPATCH_KILL_GRACE_MS: "1000",
+      ...env,
+    });
   }
 
   function startServer(env: Record<string, string> = {}): ServerProcess {
@@ -79,7 +84,10 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
   const project = (): string => mkdtempSync(path.join(scratch, "project-"));
   const report = (response: RpcResponse): Record<string, any> => response.result.structuredContent;
 
-  async function startAsking(server: ServerProcess, cwd: string): Promise<{ jobId: string; waited: Record<string, any> }> {
+  async function startAsking(
+    server: ServerProcess,
+    cwd: string,
+  ): Promise<{ jobId: string; waited: Record<string, any> }> {
     const jobId = report(await server.callTool("claude_start", { prompt: PROMPT, cwd })).job_id as string;
     const waited = await server.waitForJob(jobId);
     return { jobId, waited };
@@ -95,63 +103,91 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     assert.equal(waited.pending_approvals[0].tool_name, "Bash");
     assert.equal(waited.pending_approvals[0].preview, `Bash · ${COMMAND}`);
     assert.equal(existsSync(path.join(cwd, "out.txt")), false, "nothing ran before the answer");
-    const answered = await server.callTool("claude_respond", { job_id: jobId, request_id: waited.pending_approvals[0].request_id, decision: "allow" });
+    const answered = await server.callTool("claude_respond", {
+      job_id: jobId,
+      request_id: waited.pending_approvals[0].request_id,
+      decision: "allow",
+    });
     assert.equal(report(answered).status, "answered", answered.result.content[0].text);
     const done = await server.waitForJob(jobId);
     assert.equal(done.status, "completed", JSON.stringify(done));
     assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
     assert.equal(done.permission_denials, undefined);
     const record = JSON.parse(readFileSync(path.join(server.stateDir, "jobs", jobId, "record.json"), "utf8"));
-    assert.deepEqual(record.approvals.map((approval: Record<string, unknown>) => [approval.tool_name, approval.decision, approval.by]), [["Bash", "allow", "tool"]]);
+    assert.deepEqual(
+      record.approvals.map((approval: Record<string, unknown>) => [approval.tool_name, approval.decision, approval.by]),
+      [["Bash", "allow", "tool"]],
+    );
   });
 
-  test("escape sequences and bidi overrides in a tool's input reach no reader of its request (issue 24, item 5)", async () => {
-    const server = startServer();
-    await server.initialize();
-    const cwd = project();
-    const unsafe = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
-    // Claude Code itself refuses a Bash command with control characters ("would be hidden in the approval dialog"),
-    // but not one with bidirectional overrides, nor a file to write whose content holds escape sequences.
-    // A JSON string after the marker is decoded by the mock API, so the model's tool_use holds the raw characters.
-    const command = "echo \u202eevil\u202c done > out.txt";
-    const content = "\u001b[2J\u001b]0;owned\u0007text \u202egnp.exe";
-    const asked = async (prompt: string): Promise<{ jobId: string; waited: Record<string, any> }> => {
-      const jobId = report(await server.callTool("claude_start", { prompt, cwd })).job_id as string;
-      return { jobId, waited: await server.waitForJob(jobId) };
-    };
-    const bash = await asked(`MOCK:BASH ${JSON.stringify(command)}`);
-    assert.equal(bash.waited.status, "input_required", JSON.stringify(bash.waited));
-    assert.equal(bash.waited.pending_approvals[0].preview, "Bash · echo \uFFFDevil\uFFFD done > out.txt");
-    // The request file keeps the input whole: what runs once allowed is what the model asked for.
-    const filed = JSON.parse(readFileSync(path.join(server.stateDir, "jobs", bash.jobId, "approval.1.json"), "utf8"));
-    assert.equal(filed.input.command, command);
-    const approve = await promisify(execFile)(process.execPath, [SERVER_MAIN, "approve", bash.jobId], { env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: server.stateDir }) });
-    assert.equal(approve.stdout, `Allowed request 1 of job ${bash.jobId}: Bash · echo \uFFFDevil\uFFFD done > out.txt\n`);
-    assert.equal((await server.waitForJob(bash.jobId)).status, "completed");
+  test(
+    "escape sequences and bidi overrides in a tool's input reach no reader of its request " + "(issue 24, item 5)",
+    async () => {
+      const server = startServer();
+      await server.initialize();
+      const cwd = project();
+      const unsafe = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+      // Claude Code itself refuses a Bash command with control characters ("would be hidden in the approval dialog"),
+      // but not one with bidirectional overrides, nor a file to write whose content holds escape sequences.
+      // A JSON string after the marker is decoded by the mock API, so the model's tool_use holds the raw characters.
+      const command = "echo \u202eevil\u202c done > out.txt";
+      const content = "\u001b[2J\u001b]0;owned\u0007text \u202egnp.exe";
+      const asked = async (prompt: string): Promise<{ jobId: string; waited: Record<string, any> }> => {
+        const jobId = report(await server.callTool("claude_start", { prompt, cwd })).job_id as string;
+        return { jobId, waited: await server.waitForJob(jobId) };
+      };
+      const bash = await asked(`MOCK:BASH ${JSON.stringify(command)}`);
+      assert.equal(bash.waited.status, "input_required", JSON.stringify(bash.waited));
+      assert.equal(bash.waited.pending_approvals[0].preview, "Bash · echo \uFFFDevil\uFFFD done > out.txt");
+      // The request file keeps the input whole: what runs once allowed is what the model asked for.
+      const filed = JSON.parse(readFileSync(path.join(server.stateDir, "jobs", bash.jobId, "approval.1.json"), "utf8"));
+      assert.equal(filed.input.command, command);
+      const approve = await promisify(execFile)(process.execPath, [SERVER_MAIN, "approve", bash.jobId], {
+        env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: server.stateDir }),
+      });
+      assert.equal(
+        approve.stdout,
+        `Allowed request 1 of job ${bash.jobId}: Bash · echo \uFFFDevil\uFFFD done > out.txt\n`,
+      );
+      assert.equal((await server.waitForJob(bash.jobId)).status, "completed");
 
-    const write = await asked(`MOCK:WRITE ${JSON.stringify(`${path.join(cwd, "notes.txt")} ${content}`)}`);
-    assert.equal(write.waited.status, "input_required", JSON.stringify(write.waited));
-    const page = (await server.callTool("claude_output", { job_id: write.jobId, view: "approvals" })).result.content[0].text as string;
-    assert.match(page, /request 1 · Write · pending/);
-    assert.doesNotMatch(page, unsafe);
-    for (const request of [bash, write].map((job) => job.waited.pending_approvals[0])) assert.doesNotMatch(JSON.stringify(request), unsafe);
-    await server.callTool("claude_respond", { job_id: write.jobId, request_id: "1", decision: "deny" });
-    assert.equal((await server.waitForJob(write.jobId)).status, "completed");
-  });
+      const write = await asked(`MOCK:WRITE ${JSON.stringify(`${path.join(cwd, "notes.txt")} ${content}`)}`);
+      assert.equal(write.waited.status, "input_required", JSON.stringify(write.waited));
+      const page = (await server.callTool("claude_output", { job_id: write.jobId, view: "approvals" })).result
+        .content[0].text as string;
+      assert.match(page, /request 1 · Write · pending/);
+      assert.doesNotMatch(page, unsafe);
+      for (const request of [bash, write].map((job) => job.waited.pending_approvals[0]))
+        assert.doesNotMatch(JSON.stringify(request), unsafe);
+      await server.callTool("claude_respond", { job_id: write.jobId, request_id: "1", decision: "deny" });
+      assert.equal((await server.waitForJob(write.jobId)).status, "completed");
+    },
+  );
 
-  test("deny with a message: no file, the agent reads the message, and the denial is in permission_denials", async () => {
-    const server = startServer();
-    await server.initialize();
-    const cwd = project();
-    const { jobId, waited } = await startAsking(server, cwd);
-    assert.equal(waited.status, "input_required");
-    await server.callTool("claude_respond", { job_id: jobId, request_id: "1", decision: "deny", message: "write to notes.txt instead" });
-    const done = await server.waitForJob(jobId);
-    assert.equal(done.status, "completed");
-    assert.equal(existsSync(path.join(cwd, "out.txt")), false);
-    assert.match(done.result, /write to notes\.txt instead/);
-    assert.deepEqual(done.permission_denials.map((denial: { tool_name: string }) => denial.tool_name), ["Bash"]);
-  });
+  test(
+    "deny with a message: no file, the agent reads the message, and the denial is in " + "permission_denials",
+    async () => {
+      const server = startServer();
+      await server.initialize();
+      const cwd = project();
+      const { jobId, waited } = await startAsking(server, cwd);
+      assert.equal(waited.status, "input_required");
+      await server.callTool("claude_respond", {
+        job_id: jobId,
+        request_id: "1",
+        decision: "deny",
+        message: "write to notes.txt instead",
+      });
+      const done = await server.waitForJob(jobId);
+      assert.equal(done.status, "completed");
+      assert.equal(existsSync(path.join(cwd, "out.txt")), false);
+      assert.match(done.result, /write to notes\.txt instead/);
+      assert.deepEqual(
+        done.permission_denials.map((denial: { tool_name: string }) => denial.tool_name),
+        ["Bash"],
+      );
+    },
+  );
 
   test("the official SDK client's elicitation handler answers: accept allows, decline denies", async () => {
     const forms: string[] = [];
@@ -159,10 +195,16 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [SERVER_MAIN],
-      env: agentEnv({ CLAUDE_DISPATCH_STATE_DIR: mkdtempSync(path.join(scratch, "state-")), CLAUDE_DISPATCH_ON_EXIT: "kill" }),
+      env: agentEnv({
+        CLAUDE_DISPATCH_STATE_DIR: mkdtempSync(path.join(scratch, "state-")),
+        CLAUDE_DISPATCH_ON_EXIT: "kill",
+      }),
       stderr: "ignore",
     });
-    const client = new Client({ name: "elicitation-test", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+    const client = new Client(
+      { name: "elicitation-test", version: "1.0.0" },
+      { capabilities: { elicitation: { form: {} } } },
+    );
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       forms.push(String(request.params.message));
       return nextAnswer === "allow" ? { action: "accept", content: { decision: "allow" } } : { action: "decline" };
@@ -170,13 +212,18 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     await client.connect(transport);
     clients.push(client);
     const allowedIn = project();
-    const allowed = (await client.callTool({ name: "claude_run", arguments: { prompt: PROMPT, cwd: allowedIn } })) as { structuredContent: Record<string, any> };
+    const allowed = (await client.callTool({ name: "claude_run", arguments: { prompt: PROMPT, cwd: allowedIn } })) as {
+      structuredContent: Record<string, any>;
+    };
     assert.equal(allowed.structuredContent.status, "completed");
     assert.equal(readFileSync(path.join(allowedIn, "out.txt"), "utf8"), "approved\n");
     assert.match(forms[0] ?? "", /asks to use Bash:\nBash · echo approved > out\.txt/);
     nextAnswer = "decline";
     const declinedIn = project();
-    const declined = (await client.callTool({ name: "claude_run", arguments: { prompt: PROMPT, cwd: declinedIn } })) as { structuredContent: Record<string, any> };
+    const declined = (await client.callTool({
+      name: "claude_run",
+      arguments: { prompt: PROMPT, cwd: declinedIn },
+    })) as { structuredContent: Record<string, any> };
     assert.equal(declined.structuredContent.status, "completed");
     assert.equal(existsSync(path.join(declinedIn, "out.txt")), false);
     assert.match(declined.structuredContent.result, /The user declined this tool call/);
@@ -189,7 +236,9 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     const cwd = project();
     const { jobId, waited } = await startAsking(server, cwd);
     assert.equal(waited.status, "input_required");
-    const { stdout } = await promisify(execFile)(process.execPath, [SERVER_MAIN, "approve", jobId.slice(0, 8)], { env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: server.stateDir }) });
+    const { stdout } = await promisify(execFile)(process.execPath, [SERVER_MAIN, "approve", jobId.slice(0, 8)], {
+      env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: server.stateDir }),
+    });
     assert.match(stdout, /Allowed request 1 of job/);
     const done = await server.waitForJob(jobId);
     assert.equal(done.status, "completed");
@@ -229,7 +278,10 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     const seen = report(await other.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 }));
     assert.equal(seen.status, "input_required", JSON.stringify(seen));
     const listed = report(await other.callTool("claude_list", {}));
-    assert.deepEqual(listed.jobs.map((job: Record<string, unknown>) => [job.status, job.other_server]), [["input_required", true]]);
+    assert.deepEqual(
+      listed.jobs.map((job: Record<string, unknown>) => [job.status, job.other_server]),
+      [["input_required", true]],
+    );
     await other.callTool("claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
     const done = await owner.waitForJob(jobId);
     assert.equal(done.status, "completed");
@@ -242,7 +294,12 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     const { jobId, waited } = await startAsking(server, project());
     assert.equal(waited.status, "input_required");
     const approvers = async (): Promise<number[]> =>
-      (await listLinuxProcesses()).filter((info) => commandLine(info.pid).includes(`approver --state-dir=`) && commandLine(info.pid).trimEnd().endsWith(jobId)).map((info) => info.pid);
+      (await listLinuxProcesses())
+        .filter(
+          (info) =>
+            commandLine(info.pid).includes(`approver --state-dir=`) && commandLine(info.pid).trimEnd().endsWith(jobId),
+        )
+        .map((info) => info.pid);
     assert.equal((await approvers()).length, 1, "the agent runs its approver");
     const killed = report(await server.callTool("claude_kill", { job_id: jobId }));
     assert.equal(killed.status, "killed", JSON.stringify(killed));
@@ -259,7 +316,11 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     await server.initialize("2025-11-25");
     const cwd = project();
     // As a task, so tasks/result waits through input_required to the end, answering nothing.
-    const created = await server.request("tools/call", { name: "claude_start", arguments: { prompt: PROMPT, cwd }, task: {} });
+    const created = await server.request("tools/call", {
+      name: "claude_start",
+      arguments: { prompt: PROMPT, cwd },
+      task: {},
+    });
     const jobId = created.result.task.taskId as string;
     const done = (await server.request("tasks/result", { taskId: jobId })).result.structuredContent;
     assert.equal(done.status, "completed");
@@ -287,7 +348,13 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     const { jobId, waited } = await startAsking(server, cwd);
     assert.equal(waited.status, "completed", JSON.stringify(waited));
     assert.equal(existsSync(path.join(cwd, "out.txt")), false);
-    assert.deepEqual(waited.permission_denials.map((denial: { tool_name: string }) => denial.tool_name), ["Bash"]);
-    assert.deepEqual(readdirSync(path.join(server.stateDir, "jobs", jobId)).filter((name) => name.startsWith("approval.")), []);
+    assert.deepEqual(
+      waited.permission_denials.map((denial: { tool_name: string }) => denial.tool_name),
+      ["Bash"],
+    );
+    assert.deepEqual(
+      readdirSync(path.join(server.stateDir, "jobs", jobId)).filter((name) => name.startsWith("approval.")),
+      [],
+    );
   });
 });

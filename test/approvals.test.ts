@@ -26,7 +26,12 @@ interface ToolResult {
 
 let nextId = 9000;
 
-async function call(h: HandlerHarness, method: string, params: Record<string, unknown>, id: RequestId = (nextId += 1)): Promise<JsonRpcResponse | null> {
+async function call(
+  h: HandlerHarness,
+  method: string,
+  params: Record<string, unknown>,
+  id: RequestId = (nextId += 1),
+): Promise<JsonRpcResponse | null> {
   return h.handle({ jsonrpc: "2.0", id, method, params });
 }
 
@@ -35,18 +40,35 @@ function resultOf(response: JsonRpcResponse | null): ToolResult {
   return response.result as ToolResult;
 }
 
-async function tool(h: HandlerHarness, name: string, args: Record<string, unknown>, meta?: Record<string, unknown>): Promise<ToolResult> {
+async function tool(
+  h: HandlerHarness,
+  name: string,
+  args: Record<string, unknown>,
+  meta?: Record<string, unknown>,
+): Promise<ToolResult> {
   return resultOf(await call(h, "tools/call", { name, arguments: args, ...(meta ? { _meta: meta } : {}) }));
 }
 
 async function initialize(h: HandlerHarness, capabilities: Record<string, unknown>): Promise<void> {
-  resultOf(await call(h, "initialize", { protocolVersion: "2025-11-25", capabilities, clientInfo: { name: "t", version: "1" } }));
+  resultOf(
+    await call(h, "initialize", {
+      protocolVersion: "2025-11-25",
+      capabilities,
+      clientInfo: { name: "t", version: "1" },
+    }),
+  );
 }
 
 /** What the agent's approver files for a Bash call. */
 function ask(h: HandlerHarness, jobId: string, command = "echo hi > out.txt"): ApprovalRequest {
   const now = h.clock.now();
-  return h.store.fileApproval(jobId, { tool_name: "Bash", input: { command, description: "write a file" }, preview: `Bash · ${command}`, asked_at: now, expires_at: now + 600_000 });
+  return h.store.fileApproval(jobId, {
+    tool_name: "Bash",
+    input: { command, description: "write a file" },
+    preview: `Bash · ${command}`,
+    asked_at: now,
+    expires_at: now + 600_000,
+  });
 }
 
 async function started(h: HandlerHarness): Promise<string> {
@@ -66,7 +88,9 @@ test("a waiting claude_wait returns at once with input_required when the agent a
   assert.equal(waiting.done, true, "the request ends the wait, without the clock moving");
   const report = (await waiting.promise).structuredContent;
   assert.equal(report.status, "input_required");
-  assert.deepEqual(report.pending_approvals, [{ request_id: "1", tool_name: "Bash", preview: "Bash · echo hi > out.txt", waited_s: 0, expires_in_s: 600 }]);
+  assert.deepEqual(report.pending_approvals, [
+    { request_id: "1", tool_name: "Bash", preview: "Bash · echo hi > out.txt", waited_s: 0, expires_in_s: 600 },
+  ]);
   assert.match(report.next, /claude_respond with job_id "[^"]+", request_id "1" and decision "allow" or "deny"/);
   // Asked again before anyone answers: at once, the same.
   const again = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 60_000 });
@@ -74,35 +98,44 @@ test("a waiting claude_wait returns at once with input_required when the agent a
   assert.match(again.content[0]?.text ?? "", /request 1: Bash · echo hi > out\.txt/);
 });
 
-test("claude_respond allows once; a second answer, an unknown request and a finished job are clear errors", async () => {
-  const h = handlerHarness();
-  const jobId = await started(h);
-  ask(h, jobId);
-  await settle();
-  const allowed = await tool(h, "claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
-  assert.equal(allowed.isError, undefined, allowed.content[0]?.text);
-  assert.equal(allowed.structuredContent.status, "answered");
-  assert.equal(allowed.structuredContent.decision, "allow");
-  assert.equal(allowed.structuredContent.job_status, "running");
-  assert.deepEqual(
-    h.store.approvals(jobId).map((approval) => [approval.answer?.decision, approval.answer?.by]),
-    [["allow", "tool"]],
-  );
-  const second = await tool(h, "claude_respond", { job_id: jobId, request_id: 1, decision: "deny" });
-  assert.equal(second.isError, true);
-  assert.match(second.content[0]?.text ?? "", /^INVALID_ARGUMENT: request 1 of job .* was already answered: allow \(by tool\)/);
-  assert.equal(h.store.approvals(jobId)[0]?.answer?.decision, "allow", "the first answer stands");
-  const unknown = await tool(h, "claude_respond", { job_id: jobId, request_id: "7", decision: "allow" });
-  assert.match(unknown.content[0]?.text ?? "", /^INVALID_ARGUMENT: job .* has no request "7"; none is pending/);
-  const bad = await tool(h, "claude_respond", { job_id: jobId, request_id: "x", decision: "maybe" });
-  assert.match(bad.content[0]?.text ?? "", /^INVALID_ARGUMENT: "request_id" must be/);
-  ask(h, jobId, "rm -rf build");
-  await settle();
-  h.launcher.last.succeed();
-  await settle();
-  const late = await tool(h, "claude_respond", { job_id: jobId, request_id: "2", decision: "allow" });
-  assert.match(late.content[0]?.text ?? "", /^INVALID_ARGUMENT: job .* has finished \(completed\): request "2" is no longer pending/);
-});
+test(
+  "claude_respond allows once; a second answer, an unknown request and a finished job are " + "clear errors",
+  async () => {
+    const h = handlerHarness();
+    const jobId = await started(h);
+    ask(h, jobId);
+    await settle();
+    const allowed = await tool(h, "claude_respond", { job_id: jobId, request_id: "1", decision: "allow" });
+    assert.equal(allowed.isError, undefined, allowed.content[0]?.text);
+    assert.equal(allowed.structuredContent.status, "answered");
+    assert.equal(allowed.structuredContent.decision, "allow");
+    assert.equal(allowed.structuredContent.job_status, "running");
+    assert.deepEqual(
+      h.store.approvals(jobId).map((approval) => [approval.answer?.decision, approval.answer?.by]),
+      [["allow", "tool"]],
+    );
+    const second = await tool(h, "claude_respond", { job_id: jobId, request_id: 1, decision: "deny" });
+    assert.equal(second.isError, true);
+    assert.match(
+      second.content[0]?.text ?? "",
+      /^INVALID_ARGUMENT: request 1 of job .* was already answered: allow \(by tool\)/,
+    );
+    assert.equal(h.store.approvals(jobId)[0]?.answer?.decision, "allow", "the first answer stands");
+    const unknown = await tool(h, "claude_respond", { job_id: jobId, request_id: "7", decision: "allow" });
+    assert.match(unknown.content[0]?.text ?? "", /^INVALID_ARGUMENT: job .* has no request "7"; none is pending/);
+    const bad = await tool(h, "claude_respond", { job_id: jobId, request_id: "x", decision: "maybe" });
+    assert.match(bad.content[0]?.text ?? "", /^INVALID_ARGUMENT: "request_id" must be/);
+    ask(h, jobId, "rm -rf build");
+    await settle();
+    h.launcher.last.succeed();
+    await settle();
+    const late = await tool(h, "claude_respond", { job_id: jobId, request_id: "2", decision: "allow" });
+    assert.match(
+      late.content[0]?.text ?? "",
+      /^INVALID_ARGUMENT: job .* has finished \(completed\): request "2" is no longer pending/,
+    );
+  },
+);
 
 test("the record lists every request and who answered it", async () => {
   const h = handlerHarness();
@@ -138,13 +171,22 @@ test("a claude_run's progress says that it waits for approval, while its client'
   ask(h, jobId);
   await settle();
   await h.clock.advance(500);
-  const progress = h.notifications.filter((notification) => notification.method === "notifications/progress").map((notification) => String(notification.params?.message));
-  assert.match(progress.at(-1) ?? "", /waits for approval \(request 1\): Bash · echo hi > out\.txt/, progress.join("\n"));
+  const progress = h.notifications
+    .filter((notification) => notification.method === "notifications/progress")
+    .map((notification) => String(notification.params?.message));
+  assert.match(
+    progress.at(-1) ?? "",
+    /waits for approval \(request 1\): Bash · echo hi > out\.txt/,
+    progress.join("\n"),
+  );
   const form = h.requests.at(-1);
   assert.ok(form);
   await h.handle({ jsonrpc: "2.0", id: form.id, result: { action: "accept", content: { decision: "allow" } } });
   await settle();
-  assert.deepEqual([h.store.approvals(jobId)[0]?.answer?.decision, h.store.approvals(jobId)[0]?.answer?.by], ["allow", "elicitation"]);
+  assert.deepEqual(
+    [h.store.approvals(jobId)[0]?.answer?.decision, h.store.approvals(jobId)[0]?.answer?.by],
+    ["allow", "elicitation"],
+  );
   h.launcher.last.succeed("written");
   assert.equal((await run.promise).structuredContent.status, "completed");
 });
@@ -157,11 +199,21 @@ test("with elicitation, the client is asked with a form, and its answer is the r
   await settle();
   const form = h.requests.find((request) => request.method === "elicitation/create");
   assert.ok(form, "an elicitation/create was sent");
-  const params = form.params as { message: string; requestedSchema: { properties: Record<string, { enum?: string[] }>; required: string[] } };
+  const params = form.params as {
+    message: string;
+    requestedSchema: { properties: Record<string, { enum?: string[] }>; required: string[] };
+  };
   assert.match(params.message, /asks to use Bash:\nBash · echo hi > out\.txt/);
   assert.deepEqual(params.requestedSchema.properties.decision?.enum, ["allow", "deny"]);
   assert.deepEqual(params.requestedSchema.required, ["decision"]);
-  assert.equal(await h.handle({ jsonrpc: "2.0", id: form.id, result: { action: "accept", content: { decision: "deny", message: "not in this repo" } } }), null);
+  assert.equal(
+    await h.handle({
+      jsonrpc: "2.0",
+      id: form.id,
+      result: { action: "accept", content: { decision: "deny", message: "not in this repo" } },
+    }),
+    null,
+  );
   await settle();
   const answer = h.store.approvals(jobId)[0]?.answer;
   assert.deepEqual([answer?.decision, answer?.by, answer?.message], ["deny", "elicitation", "not in this repo"]);
@@ -179,7 +231,10 @@ test("a declined form denies; a form answered first by claude_respond is withdra
   assert.ok(first);
   await h.handle({ jsonrpc: "2.0", id: first.id, result: { action: "decline" } });
   await settle();
-  assert.deepEqual([h.store.approvals(jobId)[0]?.answer?.decision, h.store.approvals(jobId)[0]?.answer?.by], ["deny", "elicitation"]);
+  assert.deepEqual(
+    [h.store.approvals(jobId)[0]?.answer?.decision, h.store.approvals(jobId)[0]?.answer?.by],
+    ["deny", "elicitation"],
+  );
 
   ask(h, jobId, "make deploy");
   await settle();
@@ -192,28 +247,34 @@ test("a declined form denies; a form answered first by claude_respond is withdra
   // The form's late answer changes nothing.
   await h.handle({ jsonrpc: "2.0", id: second.id, result: { action: "accept", content: { decision: "deny" } } });
   await settle();
-  assert.deepEqual([h.store.approvals(jobId)[1]?.answer?.decision, h.store.approvals(jobId)[1]?.answer?.by], ["allow", "tool"]);
+  assert.deepEqual(
+    [h.store.approvals(jobId)[1]?.answer?.decision, h.store.approvals(jobId)[1]?.answer?.by],
+    ["allow", "tool"],
+  );
 });
 
-test("a claude_run whose client cannot be asked is denied at once, and its result says to use claude_start", async () => {
-  const h = handlerHarness();
-  await initialize(h, {});
-  const run = track(tool(h, "claude_run", { prompt: "write a file", cwd: CWD }));
-  await settle();
-  const jobId = h.jobs.list()[0]?.id ?? "";
-  ask(h, jobId);
-  await settle();
-  const answer = h.store.approvals(jobId)[0]?.answer;
-  assert.deepEqual([answer?.decision, answer?.by], ["deny", "server"]);
-  // What the agent is told: not to retry, since nobody can be asked in this call.
-  assert.equal(answer?.message, UNASKABLE_MESSAGE);
-  assert.match(answer?.message ?? "", /Approval is not available in this call/);
-  assert.equal(h.requests.length, 0, "nothing was asked");
-  h.launcher.last.succeed("could not write it");
-  const result = await run.promise;
-  assert.equal(result.structuredContent.status, "completed");
-  assert.match(result.structuredContent.next, /use claude_start, then claude_wait and claude_respond/);
-});
+test(
+  "a claude_run whose client cannot be asked is denied at once, and its result says to use " + "claude_start",
+  async () => {
+    const h = handlerHarness();
+    await initialize(h, {});
+    const run = track(tool(h, "claude_run", { prompt: "write a file", cwd: CWD }));
+    await settle();
+    const jobId = h.jobs.list()[0]?.id ?? "";
+    ask(h, jobId);
+    await settle();
+    const answer = h.store.approvals(jobId)[0]?.answer;
+    assert.deepEqual([answer?.decision, answer?.by], ["deny", "server"]);
+    // What the agent is told: not to retry, since nobody can be asked in this call.
+    assert.equal(answer?.message, UNASKABLE_MESSAGE);
+    assert.match(answer?.message ?? "", /Approval is not available in this call/);
+    assert.equal(h.requests.length, 0, "nothing was asked");
+    h.launcher.last.succeed("could not write it");
+    const result = await run.promise;
+    assert.equal(result.structuredContent.status, "completed");
+    assert.match(result.structuredContent.next, /use claude_start, then claude_wait and claude_respond/);
+  },
+);
 
 test("a claude_start job of a client that cannot be asked waits for an answer", async () => {
   const h = handlerHarness();
@@ -226,31 +287,41 @@ test("a claude_start job of a client that cannot be asked waits for an answer", 
   assert.equal(h.store.approvals(jobId)[0]?.answer, undefined, "only the approver's timeout denies it");
 });
 
-test("a request that waited before the client connected is asked once it declares elicitation, and only once", async () => {
-  const h = handlerHarness();
-  const jobId = await started(h);
-  ask(h, jobId);
-  await settle();
-  assert.equal(h.requests.length, 0, "no client has declared elicitation yet");
-  await initialize(h, { elicitation: {} });
-  await settle();
-  assert.deepEqual(h.requests.map((request) => request.method), ["elicitation/create"]);
-  await initialize(h, { elicitation: {} });
-  await settle();
-  assert.equal(h.requests.length, 1, "the same request is not asked again");
-});
+test(
+  "a request that waited before the client connected is asked once it declares elicitation, " + "and only once",
+  async () => {
+    const h = handlerHarness();
+    const jobId = await started(h);
+    ask(h, jobId);
+    await settle();
+    assert.equal(h.requests.length, 0, "no client has declared elicitation yet");
+    await initialize(h, { elicitation: {} });
+    await settle();
+    assert.deepEqual(
+      h.requests.map((request) => request.method),
+      ["elicitation/create"],
+    );
+    await initialize(h, { elicitation: {} });
+    await settle();
+    assert.equal(h.requests.length, 1, "the same request is not asked again");
+  },
+);
 
 test("a 2025-11-25 task shows input_required and says so in a status notification", async () => {
   const h = handlerHarness();
   await initialize(h, {});
-  const created = resultOf(await call(h, "tools/call", { name: "claude_start", arguments: { prompt: "write", cwd: CWD }, task: {} })) as unknown as { task: { taskId: string } };
+  const created = resultOf(
+    await call(h, "tools/call", { name: "claude_start", arguments: { prompt: "write", cwd: CWD }, task: {} }),
+  ) as unknown as { task: { taskId: string } };
   await settle();
   const taskId = created.task.taskId;
   ask(h, taskId);
   await settle();
   const task = resultOf(await call(h, "tasks/get", { taskId })) as unknown as { status: string };
   assert.equal(task.status, "input_required");
-  const statuses = h.notifications.filter((notification) => notification.method === "notifications/tasks/status").map((notification) => notification.params?.status);
+  const statuses = h.notifications
+    .filter((notification) => notification.method === "notifications/tasks/status")
+    .map((notification) => notification.params?.status);
   assert.deepEqual(statuses, ["input_required"]);
   await tool(h, "claude_respond", { job_id: taskId, request_id: "1", decision: "allow" });
   await settle();

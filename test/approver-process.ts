@@ -14,10 +14,13 @@ const FIXTURE = JSON.parse(readFileSync(FIXTURE_FILE, "utf8")) as { frames: Arra
 
 /** A frame the CLI sent, as recorded: a copy to change. */
 export const frame = (method: string): Record<string, any> =>
-  structuredClone(FIXTURE.frames.find((candidate) => candidate.method === method) ?? assert.fail(`no ${method} in the fixture`));
+  structuredClone(
+    FIXTURE.frames.find((candidate) => candidate.method === method) ?? assert.fail(`no ${method} in the fixture`),
+  );
 
 /** What the CLI reads from the approver's answer. */
-export const answerOf = (response: Record<string, any>): Record<string, unknown> => JSON.parse(response.result.content[0].text);
+export const answerOf = (response: Record<string, any>): Record<string, unknown> =>
+  JSON.parse(response.result.content[0].text);
 
 export class Approver {
   readonly child: ChildProcessWithoutNullStreams;
@@ -26,7 +29,10 @@ export class Approver {
   readonly exited: Promise<number | null>;
 
   constructor(args: string[]) {
-    this.child = spawn(process.execPath, [SERVER_MAIN, "approver", ...args], { env: minimalEnvironment(), stdio: ["pipe", "pipe", "pipe"] });
+    this.child = spawn(process.execPath, [SERVER_MAIN, "approver", ...args], {
+      env: minimalEnvironment(),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     this.child.stdout.setEncoding("utf8");
     this.child.stdout.on("data", (chunk: string) => {
       this.buffer += chunk;
@@ -40,7 +46,9 @@ export class Approver {
   }
 
   send(message: Record<string, unknown>): Promise<Record<string, any>> {
-    const answered = new Promise<Record<string, any>>((resolve) => this.waiting.set(JSON.stringify(message.id), resolve));
+    const answered = new Promise<Record<string, any>>((resolve) =>
+      this.waiting.set(JSON.stringify(message.id), resolve),
+    );
     this.child.stdin.write(`${JSON.stringify(message)}\n`);
     return answered;
   }
@@ -57,7 +65,10 @@ export class Approver {
     assert.equal(init.result.protocolVersion, "2025-11-25");
     this.notify(frame("notifications/initialized"));
     const tools = await this.send(frame("tools/list"));
-    assert.deepEqual(tools.result.tools.map((tool: { name: string }) => tool.name), ["approve"]);
+    assert.deepEqual(
+      tools.result.tools.map((tool: { name: string }) => tool.name),
+      ["approve"],
+    );
   }
 }
 

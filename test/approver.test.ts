@@ -23,7 +23,20 @@ function jobInStore(): { store: StateStore; id: string; dir: string } {
   const store = new StateStore(dir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
   store.open();
   const id = `00000000-0000-4000-8000-${String((jobs += 1)).padStart(12, "0")}`;
-  const record: JobRecord = { format: 1, runtime: "claude", host: "local", id, kind: "start", cwd: scratch, prompt_preview: "x", options: {}, status: "running", submitted_at: Date.now(), owner: { pid: process.pid }, generation: 0 };
+  const record: JobRecord = {
+    format: 1,
+    runtime: "claude",
+    host: "local",
+    id,
+    kind: "start",
+    cwd: scratch,
+    prompt_preview: "x",
+    options: {},
+    status: "running",
+    submitted_at: Date.now(),
+    owner: { pid: process.pid },
+    generation: 0,
+  };
   store.create(record, "x");
   return { store, id, dir };
 }
@@ -68,7 +81,10 @@ test("a denial carries its message; without one, a sentence saying who denied", 
   const second = approver.send({ ...frame("tools/call"), id: 11 });
   await requestFiled(store, id, "2");
   store.answerApproval(id, "2", { decision: "deny", by: "tool", at: Date.now() });
-  assert.deepEqual(answerOf(await second), { behavior: "deny", message: "The person supervising this job denied this tool call." });
+  assert.deepEqual(answerOf(await second), {
+    behavior: "deny",
+    message: "The person supervising this job denied this tool call.",
+  });
 });
 
 test("unanswered, a request is denied at the timeout, and the denial is on file", async () => {
@@ -90,7 +106,10 @@ test("a call the CLI withdraws is denied on file, so nobody is asked about it an
   await requestFiled(store, id, "1");
   approver.notify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 42 } });
   assert.equal(answerOf(await answered).behavior, "deny");
-  assert.deepEqual([store.approval(id, "1")?.answer?.by, store.approval(id, "1")?.answer?.message], ["server", "The agent withdrew this request."]);
+  assert.deepEqual(
+    [store.approval(id, "1")?.answer?.by, store.approval(id, "1")?.answer?.message],
+    ["server", "The agent withdrew this request."],
+  );
 });
 
 test("a job folder that is not there is denied at once, filing nothing", async () => {
@@ -106,9 +125,19 @@ test("malformed arguments are a tool error; bad argv exits 2; SIGINT (the CLI's 
   const { id, dir } = jobInStore();
   const approver = start(dir, id);
   await approver.handshake();
-  const bad = await approver.send({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "approve", arguments: { input: {} } } });
+  const bad = await approver.send({
+    jsonrpc: "2.0",
+    id: 7,
+    method: "tools/call",
+    params: { name: "approve", arguments: { input: {} } },
+  });
   assert.equal(bad.result.isError, true);
-  const other = await approver.send({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "claude_run", arguments: {} } });
+  const other = await approver.send({
+    jsonrpc: "2.0",
+    id: 8,
+    method: "tools/call",
+    params: { name: "claude_run", arguments: {} },
+  });
   assert.equal(other.result.isError, true);
   approver.child.kill("SIGINT");
   assert.equal(await approver.exited, 0);

@@ -66,7 +66,10 @@ test("a results.json that lacks a figure is refused, naming it", async () => {
   failed.table[big] = { metric: "f  big", value: "ERROR", target: "", verdict: "MISS" };
   const problems = missingFigures(failed);
   assert.ok(problems.includes("f (big): failed: timed out"), problems.join("; "));
-  assert.ok(problems.some((problem) => /f \(big\): "big" has no value/.test(problem)), problems.join("; "));
+  assert.ok(
+    problems.some((problem) => /f \(big\): "big" has no value/.test(problem)),
+    problems.join("; "),
+  );
 
   const untargeted = fixture();
   const cold = untargeted.table[0];

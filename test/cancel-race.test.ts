@@ -25,15 +25,18 @@ test("a claude_run cancelled before the runtimes loaded gets no response and sta
   assert.equal(h.launcher.agents.length, 0, "and no agent was started for nobody");
 });
 
-test("a request not cancelled is answered once the runtimes loaded, and a later cancel of its id finds nothing", async () => {
-  const loading = deferred();
-  const h = handlerHarness({ ready: () => loading.promise });
-  const answered = callTool(h, "claude_start", { prompt: "hi", cwd: "/w" }, { id: 42 });
-  await settle();
-  loading.resolve();
-  const response = await answered;
-  assert.ok(response && "result" in response, JSON.stringify(response));
-  assert.equal(h.launcher.agents.length, 1);
-  assert.equal(await cancel(h, 42), null);
-  assert.equal(h.launcher.agents[0]?.killCalls, 0, "a cancel after the answer kills nothing");
-});
+test(
+  "a request not cancelled is answered once the runtimes loaded, and a later cancel of its id " + "finds nothing",
+  async () => {
+    const loading = deferred();
+    const h = handlerHarness({ ready: () => loading.promise });
+    const answered = callTool(h, "claude_start", { prompt: "hi", cwd: "/w" }, { id: 42 });
+    await settle();
+    loading.resolve();
+    const response = await answered;
+    assert.ok(response && "result" in response, JSON.stringify(response));
+    assert.equal(h.launcher.agents.length, 1);
+    assert.equal(await cancel(h, 42), null);
+    assert.equal(h.launcher.agents[0]?.killCalls, 0, "a cancel after the answer kills nothing");
+  },
+);

@@ -39,7 +39,19 @@ class StubJobs {
 }
 
 function recordOwnedBy(id: string, owner: ProcessIdentity): JobRecord {
-  return { format: 1, runtime: "claude", host: "local", id, kind: "start", cwd: "/w", prompt_preview: "", status: "queued", submitted_at: 1, owner, generation: 0 } as JobRecord;
+  return {
+    format: 1,
+    runtime: "claude",
+    host: "local",
+    id,
+    kind: "start",
+    cwd: "/w",
+    prompt_preview: "",
+    status: "queued",
+    submitted_at: 1,
+    owner,
+    generation: 0,
+  } as JobRecord;
 }
 
 function setup(self: ProcessIdentity, alive: Set<number>, clock = new FakeClock()) {
@@ -61,7 +73,9 @@ function setup(self: ProcessIdentity, alive: Set<number>, clock = new FakeClock(
 
 describe("carrying the work (§15.8)", () => {
   test("a presence records its CLAUDE_DISPATCH_* settings only, and leaving removes it", async () => {
-    assert.deepEqual(settingsOf({ CLAUDE_DISPATCH_MAX_JOBS: "2", ANTHROPIC_API_KEY: "secret", PATH: "/bin" }), { CLAUDE_DISPATCH_MAX_JOBS: "2" });
+    assert.deepEqual(settingsOf({ CLAUDE_DISPATCH_MAX_JOBS: "2", ANTHROPIC_API_KEY: "secret", PATH: "/bin" }), {
+      CLAUDE_DISPATCH_MAX_JOBS: "2",
+    });
     const { presence, carrying } = setup({ pid: 10, start_time: "1" }, new Set([10]));
     carrying.join("server");
     await settle();
@@ -94,7 +108,10 @@ describe("carrying the work (§15.8)", () => {
     const { presence, jobs, carrying, clock } = setup({ pid: 10 }, alive);
     const leaver = presence.add({ pid: 11, role: "server", since: 1, settings: {} });
     presence.add({ pid: 12, role: "server", since: 1, settings: {} });
-    jobs.records = [recordOwnedBy("00000000-0000-4000-8000-000000000011", { pid: 11 }), recordOwnedBy("00000000-0000-4000-8000-000000000012", { pid: 12 })];
+    jobs.records = [
+      recordOwnedBy("00000000-0000-4000-8000-000000000011", { pid: 11 }),
+      recordOwnedBy("00000000-0000-4000-8000-000000000012", { pid: 12 }),
+    ];
     carrying.join("server");
     await clock.advance(1000);
     assert.deepEqual(jobs.carried, [], "both owners are present and alive");
@@ -106,43 +123,56 @@ describe("carrying the work (§15.8)", () => {
     alive.delete(12);
     await clock.advance(1000);
     assert.deepEqual(jobs.carried, ["00000000-0000-4000-8000-000000000011", "00000000-0000-4000-8000-000000000012"]);
-    assert.deepEqual(presence.list().map(({ presence: entry }) => entry.pid), [10]);
+    assert.deepEqual(
+      presence.list().map(({ presence: entry }) => entry.pid),
+      [10],
+    );
     carrying.leave();
     assert.equal(clock.pendingTimers, 0, "no poll left behind");
   });
 
-  test("one carrier slot: a second carrier does not get it while the first lives, and gets it once it died", async () => {
-    const root = path.join(scratch, "slot");
-    const alive = new Set([20, 21]);
-    const isAlive = async (named: ProcessIdentity) => alive.has(named.pid);
-    const first = new CarrierSlot(root, { pid: 20 });
-    const second = new CarrierSlot(root, { pid: 21 });
-    assert.equal(await first.take(isAlive), true);
-    assert.equal(await second.take(isAlive), false);
-    alive.delete(20);
-    assert.equal(await second.take(isAlive), true);
-  });
+  test(
+    "one carrier slot: a second carrier does not get it while the first lives, and gets it " + "once it died",
+    async () => {
+      const root = path.join(scratch, "slot");
+      const alive = new Set([20, 21]);
+      const isAlive = async (named: ProcessIdentity) => alive.has(named.pid);
+      const first = new CarrierSlot(root, { pid: 20 });
+      const second = new CarrierSlot(root, { pid: 21 });
+      assert.equal(await first.take(isAlive), true);
+      assert.equal(await second.take(isAlive), false);
+      alive.delete(20);
+      assert.equal(await second.take(isAlive), true);
+    },
+  );
 
-  test("an idle carrier exits; one that finds work left as it was leaving goes on, and exits once idle again", async () => {
-    const alive = new Set([30]);
-    const { root, presence, jobs, carrying, clock } = setup({ pid: 30 }, alive);
-    const slot = new CarrierSlot(root, { pid: 30 });
-    assert.equal(await slot.take(async (named) => alive.has(named.pid)), true);
-    carrying.join("carrier");
-    let exited = false;
-    const carried = carrying.carry(slot).then(() => (exited = true));
-    // A server, alive but on its way out (no presence), left a job just as the carrier was going.
-    await clock.advance(CARRIER_IDLE_MS - 500);
-    jobs.records = [recordOwnedBy("00000000-0000-4000-8000-000000000031", { pid: 31 })];
-    alive.add(31);
-    await clock.advance(1000);
-    assert.equal(exited, false, "it went on");
-    assert.deepEqual(jobs.carried, ["00000000-0000-4000-8000-000000000031"]);
-    assert.deepEqual(presence.list().map(({ presence: entry }) => [entry.pid, entry.role]), [[30, "carrier"]], "present again");
-    jobs.idle = true;
-    await clock.advance(CARRIER_IDLE_MS + 500);
-    await carried;
-    assert.deepEqual(presence.list(), []);
-    assert.equal(await new CarrierSlot(root, { pid: 32 }).take(async () => true), true, "the slot was given back");
-  });
+  test(
+    "an idle carrier exits; one that finds work left as it was leaving goes on, and exits " + "once idle again",
+    async () => {
+      const alive = new Set([30]);
+      const { root, presence, jobs, carrying, clock } = setup({ pid: 30 }, alive);
+      const slot = new CarrierSlot(root, { pid: 30 });
+      assert.equal(await slot.take(async (named) => alive.has(named.pid)), true);
+      carrying.join("carrier");
+      let exited = false;
+      const carried = carrying.carry(slot).then(() => (exited = true));
+      // A server, alive but on its way out (no presence), left a job just as the carrier was going.
+      await clock.advance(CARRIER_IDLE_MS - 500);
+      jobs.records = [recordOwnedBy("00000000-0000-4000-8000-000000000031", { pid: 31 })];
+      alive.add(31);
+      await clock.advance(1000);
+      assert.equal(exited, false, "it went on");
+      assert.deepEqual(jobs.carried, ["00000000-0000-4000-8000-000000000031"]);
+      assert.deepEqual(
+        presence.list().map(({ presence: entry }) => [entry.pid, entry.role]),
+        [[30, "carrier"]],
+        "present again",
+      );
+      jobs.idle = true;
+      await clock.advance(CARRIER_IDLE_MS + 500);
+      await carried;
+      assert.deepEqual(presence.list(), []);
+      assert.equal(await new CarrierSlot(root, { pid: 32 }).take(async () => true), true, "the slot was given back");
+    },
+  );
 });

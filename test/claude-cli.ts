@@ -26,11 +26,15 @@ function probeVersion(): string | undefined {
 export function realCliVersion(suite: string): string | undefined {
   const version = process.platform === "linux" ? probeVersion() : undefined;
   if (version) return version;
-  const why = process.platform !== "linux" ? "these checks read /proc (Linux only)" : `no working Claude Code CLI at ${cliPath}`;
+  const why =
+    process.platform !== "linux" ? "these checks read /proc (Linux only)" : `no working Claude Code CLI at ${cliPath}`;
   if (process.env.CI === "true" && process.platform === "linux") {
-    test(`the real Claude Code CLI is installed (${suite})`, () => assert.fail(`${why}; run npm ci with install scripts enabled`));
+    test(`the real Claude Code CLI is installed (${suite})`, () =>
+      assert.fail(`${why}; run npm ci with install scripts enabled`));
   } else {
-    process.stderr.write(`\n!!! SKIPPING the real Claude Code CLI tests (${suite}): ${why}. Run \`npm ci\` to install the pinned CLI.\n\n`);
+    process.stderr.write(
+      `\n!!! SKIPPING the real Claude Code CLI tests (${suite}): ${why}. Run \`npm ci\` to install the pinned CLI.\n\n`,
+    );
   }
   return undefined;
 }
@@ -39,7 +43,12 @@ export function realCliVersion(suite: string): string | undefined {
  * The environment the real CLI runs in against the mock API, built from nothing but what it names: a throwaway
  * HOME and TMPDIR, the mock's URL and a dummy key, no traffic of its own, no retries; then `extra`.
  */
-export function mockedCliEnvironment(home: string, tmp: string, mockUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+export function mockedCliEnvironment(
+  home: string,
+  tmp: string,
+  mockUrl: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return minimalEnvironment({
     HOME: home,
     TMPDIR: tmp,

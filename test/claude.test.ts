@@ -4,7 +4,15 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { DISK_FULL_BYTES } from "../src/agent/ending.js";
-import { ClaudeStream, agentEnvironment, claudeArgs, describeToolUse, findResultEvent, interpretExit, toAgentResult } from "../src/runtimes/claude/index.js";
+import {
+  ClaudeStream,
+  agentEnvironment,
+  claudeArgs,
+  describeToolUse,
+  findResultEvent,
+  interpretExit,
+  toAgentResult,
+} from "../src/runtimes/claude/index.js";
 import { createClaudeAgents, finishedChild } from "./helpers.js";
 import type { AgentOutcome } from "../src/agent/types.js";
 import type { StateDisk } from "../src/agent/runtime.js";
@@ -15,7 +23,8 @@ const fixture = (name: string): string => readFileSync(new URL(`./fixtures/cli/$
 function stream(stdout: string, chunkBytes = Number.POSITIVE_INFINITY, maxLineBytes = 1024 * 1024): ClaudeStream {
   const reader = new ClaudeStream({ maxLineBytes, transcriptChars: 100_000, onOverflow: () => undefined });
   const bytes = Buffer.from(stdout, "utf8");
-  for (let at = 0; at < bytes.length; at += Math.min(chunkBytes, bytes.length)) reader.push(bytes.subarray(at, at + chunkBytes));
+  for (let at = 0; at < bytes.length; at += Math.min(chunkBytes, bytes.length))
+    reader.push(bytes.subarray(at, at + chunkBytes));
   reader.end();
   return reader;
 }
@@ -65,7 +74,10 @@ test("argv: each agent option maps to exactly one --flag=value, lists to one fla
 });
 
 test("environment: nesting markers removed, depth added, the rest inherited", () => {
-  const env = agentEnvironment({ PATH: "/bin", CLAUDECODE: "1", CLAUDE_CODE_ENTRYPOINT: "cli", HOME: "/h" }, { CLAUDE_DISPATCH_DEPTH: "2" });
+  const env = agentEnvironment(
+    { PATH: "/bin", CLAUDECODE: "1", CLAUDE_CODE_ENTRYPOINT: "cli", HOME: "/h" },
+    { CLAUDE_DISPATCH_DEPTH: "2" },
+  );
   assert.deepEqual(env, { PATH: "/bin", HOME: "/h", CLAUDE_DISPATCH_DEPTH: "2" });
 });
 
@@ -73,7 +85,13 @@ test("the recorded 2.1.197 success object is read by key", () => {
   const outcome = interpret({ stdout: fixture("success-2.1.197.json") }, "claude");
   assert.deepEqual(outcome, {
     ok: true,
-    result: { sessionId: "8f01635f-202a-449c-ab8a-05f75520788e", text: "MOCK-REPLY: say hello", costUsd: 0.01615, numTurns: 1, durationMs: 112 },
+    result: {
+      sessionId: "8f01635f-202a-449c-ab8a-05f75520788e",
+      text: "MOCK-REPLY: say hello",
+      costUsd: 0.01615,
+      numTurns: 1,
+      durationMs: 112,
+    },
   });
 });
 
@@ -86,7 +104,12 @@ test("stream-json NDJSON and the JSON array of events give the same result", () 
 });
 
 test("the last result event wins and stray non-JSON lines do not hide it", () => {
-  const text = ['warning: something', '{"type":"result","result":"first","is_error":false}', "noise", '{"type":"result","result":"second","is_error":false}'].join("\n");
+  const text = [
+    "warning: something",
+    '{"type":"result","result":"first","is_error":false}',
+    "noise",
+    '{"type":"result","result":"second","is_error":false}',
+  ].join("\n");
   assert.equal(findResultEvent(text)?.result, "second");
   assert.equal(findResultEvent(""), undefined);
   assert.equal(findResultEvent('{"type":"assistant"}'), undefined);
@@ -118,7 +141,9 @@ test("the recorded 2.1.332 success, in its own key order, reads the same", () =>
 test("a recorded permission denial: exit 0, and the denied call is kept", () => {
   const outcome = interpret({ stdout: fixture("permission-denied-2.1.332.json") }, "claude");
   assert.ok(outcome.ok);
-  assert.deepEqual(outcome.result.permissionDenials, [{ tool_name: "Bash", tool_input: { command: "echo hi > out.txt", description: "mock command" } }]);
+  assert.deepEqual(outcome.result.permissionDenials, [
+    { tool_name: "Bash", tool_input: { command: "echo hi > out.txt", description: "mock command" } },
+  ]);
 });
 
 test("not logged in: the message reaches the caller even though stderr is empty", () => {
@@ -136,7 +161,13 @@ test("max turns has no result field: the errors array is the message", () => {
 });
 
 test("is_error false with a non-zero exit is still a result (the answer is not thrown away)", () => {
-  const stdout = JSON.stringify({ type: "result", subtype: "error_during_execution", is_error: false, result: "partial", session_id: "s" });
+  const stdout = JSON.stringify({
+    type: "result",
+    subtype: "error_during_execution",
+    is_error: false,
+    result: "partial",
+    session_id: "s",
+  });
   const outcome = interpret({ exitCode: 1, stdout }, "claude");
   assert.deepEqual(outcome, { ok: true, result: { sessionId: "s", text: "partial" } });
 });
@@ -146,7 +177,10 @@ test("permission denials are kept with tool name and input", () => {
     type: "result",
     is_error: false,
     result: "could not write",
-    permission_denials: [{ tool_name: "Write", tool_use_id: "t1", tool_input: { file_path: "/p/out.txt" } }, { nonsense: true }],
+    permission_denials: [
+      { tool_name: "Write", tool_use_id: "t1", tool_input: { file_path: "/p/out.txt" } },
+      { nonsense: true },
+    ],
   });
   const result = toAgentResult(JSON.parse(stdout));
   assert.deepEqual(result.permissionDenials, [{ tool_name: "Write", tool_input: { file_path: "/p/out.txt" } }]);
@@ -162,30 +196,56 @@ test("unknown resume id: empty stdout, message on stderr", () => {
 });
 
 test("non-zero exit without JSON reports the exit code or signal and the stderr tail", () => {
-  const coded = interpret({ exitCode: 2, stderrTail: "error: option '--output-format <format>' argument 'yaml' is invalid" }, "claude");
+  const coded = interpret(
+    { exitCode: 2, stderrTail: "error: option '--output-format <format>' argument 'yaml' is invalid" },
+    "claude",
+  );
   assert.ok(!coded.ok && coded.code === "AGENT_EXITED" && /exited with code 2: error: option/.test(coded.detail));
   const signalled = interpret({ exitCode: null, signal: "SIGKILL" }, "claude");
-  assert.ok(!signalled.ok && signalled.code === "AGENT_EXITED" && signalled.detail === "claude was killed by SIGKILL and printed no result");
+  assert.ok(
+    !signalled.ok &&
+      signalled.code === "AGENT_EXITED" &&
+      signalled.detail === "claude was killed by SIGKILL and printed no result",
+  );
 });
 
 test("exit 0 with non-JSON or nothing is BAD_OUTPUT, showing the start of what was printed", () => {
   const garbage = interpret({ stdout: `Please log in${"!".repeat(1000)}` }, "claude");
-  assert.ok(!garbage.ok && garbage.code === "BAD_OUTPUT" && garbage.detail.length < 400 && garbage.detail.includes("Please log in"));
+  assert.ok(
+    !garbage.ok &&
+      garbage.code === "BAD_OUTPUT" &&
+      garbage.detail.length < 400 &&
+      garbage.detail.includes("Please log in"),
+  );
   const empty = interpret({}, "claude");
   assert.ok(!empty.ok && empty.code === "BAD_OUTPUT");
 });
 
 test("spawn failures: ENOENT gives install advice, others the system message", () => {
-  const missing = interpret({ exitCode: null, spawnError: { code: "ENOENT", message: "spawn claude ENOENT" } }, "claude");
-  assert.deepEqual(missing, { ok: false, code: "SPAWN_FAILED", detail: "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN" });
+  const missing = interpret(
+    { exitCode: null, spawnError: { code: "ENOENT", message: "spawn claude ENOENT" } },
+    "claude",
+  );
+  assert.deepEqual(missing, {
+    ok: false,
+    code: "SPAWN_FAILED",
+    detail: "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN",
+  });
   const custom = interpret({ exitCode: null, spawnError: { code: "ENOENT", message: "x" } }, "/opt/claude");
   assert.ok(!custom.ok && custom.detail.startsWith("/opt/claude not found"));
-  const denied = interpret({ exitCode: null, spawnError: { code: "EACCES", message: "spawn /opt/claude EACCES" } }, "/opt/claude");
+  const denied = interpret(
+    { exitCode: null, spawnError: { code: "EACCES", message: "spawn /opt/claude EACCES" } },
+    "/opt/claude",
+  );
   assert.ok(!denied.ok && denied.code === "SPAWN_FAILED" && denied.detail.includes("EACCES"));
 });
 
 test("overflow wins over whatever partial output there was", () => {
-  const reader = stream(`${JSON.stringify({ type: "assistant", message: { content: [{ type: "text", text: "z".repeat(5000) }] } })}\n`, 1000, 1024);
+  const reader = stream(
+    `${JSON.stringify({ type: "assistant", message: { content: [{ type: "text", text: "z".repeat(5000) }] } })}\n`,
+    1000,
+    1024,
+  );
   assert.equal(reader.overflow, true);
   const outcome = interpretExit({ exitCode: null, signal: "SIGTERM", stderrTail: "" }, reader, "claude");
   assert.ok(!outcome.ok && outcome.code === "OUTPUT_TOO_LARGE");
@@ -207,15 +267,24 @@ test("stream-json from the real CLI: live summary, transcript and result, whatev
     assert.match(transcript, /tool: Bash · echo turn-1\ntool result: turn-1\n/);
     assert.match(transcript, /\[done: success\]\n$/);
     const outcome = interpretExit({ exitCode: 0, signal: null, stderrTail: "" }, reader, "claude");
-    assert.ok(outcome.ok && outcome.result.numTurns === 3 && outcome.result.text?.startsWith("MOCK-DONE after 2 tools"));
+    assert.ok(
+      outcome.ok && outcome.result.numTurns === 3 && outcome.result.text?.startsWith("MOCK-DONE after 2 tools"),
+    );
   }
 });
 
 test("a line that is not JSON is reported and skipped; the job goes on", () => {
   const malformed: string[] = [];
-  const reader = new ClaudeStream({ maxLineBytes: 1 << 20, transcriptChars: 10_000, onOverflow: () => undefined, onMalformedLine: (line) => malformed.push(line) });
+  const reader = new ClaudeStream({
+    maxLineBytes: 1 << 20,
+    transcriptChars: 10_000,
+    onOverflow: () => undefined,
+    onMalformedLine: (line) => malformed.push(line),
+  });
   const lines = fixture("stream-2.1.332.ndjson").trim().split("\n");
-  reader.push(Buffer.from(`${lines[0]}\nWarning: something odd\n{"type":"assistant", broken\n${lines.slice(1).join("\n")}\n`));
+  reader.push(
+    Buffer.from(`${lines[0]}\nWarning: something odd\n{"type":"assistant", broken\n${lines.slice(1).join("\n")}\n`),
+  );
   reader.end();
   assert.deepEqual(malformed, ["Warning: something odd", '{"type":"assistant", broken']);
   const outcome = interpretExit({ exitCode: 0, signal: null, stderrTail: "" }, reader, "claude");
@@ -256,8 +325,14 @@ test("the older shapes still read: one object, an array on one line, pretty-prin
 });
 
 test("describeToolUse picks the telling argument and keeps it to one short line", () => {
-  assert.equal(describeToolUse("Bash", { command: "npm test\n  -- --watch", description: "run tests" }), "Bash · npm test -- --watch");
-  assert.equal(describeToolUse("Edit", { file_path: "/p/src/app.ts", old_string: "a", new_string: "b" }), "Edit · /p/src/app.ts");
+  assert.equal(
+    describeToolUse("Bash", { command: "npm test\n  -- --watch", description: "run tests" }),
+    "Bash · npm test -- --watch",
+  );
+  assert.equal(
+    describeToolUse("Edit", { file_path: "/p/src/app.ts", old_string: "a", new_string: "b" }),
+    "Edit · /p/src/app.ts",
+  );
   assert.equal(describeToolUse("Grep", { pattern: "TODO" }), "Grep · TODO");
   assert.equal(describeToolUse("TodoWrite", {}), "TodoWrite");
   assert.equal(describeToolUse("Bash", { command: "x".repeat(200) }).length, "Bash · ".length + 81);
@@ -270,16 +345,24 @@ test("no result, exit 0, and a full disk: STATE_ERROR names the full disk, not B
   assert.deepEqual(outcome, {
     ok: false,
     code: "STATE_ERROR",
-    detail: "the disk holding the state directory is full (4096 bytes free in /state/jobs/j1): the agent's output could not be written to stdout.jsonl; free space and run it again",
+    detail:
+      "the disk holding the state directory is full (4096 bytes free in /state/jobs/j1): the agent's output could not be written to stdout.jsonl; free space and run it again",
   });
   const empty = interpret({ disk: { dir: "/d", freeBytes: 0 } });
   assert.ok(!empty.ok && empty.code === "STATE_ERROR");
 });
 
 test("no result, a non-zero exit or a lost agent, and a full disk: STATE_ERROR too", () => {
-  for (const exit of [{ exitCode: 1, stderrTail: "Error: ENOSPC: no space left on device, write" }, { exitCode: null, signal: "SIGABRT" }, { exitCode: null, unobserved: true as const }]) {
+  for (const exit of [
+    { exitCode: 1, stderrTail: "Error: ENOSPC: no space left on device, write" },
+    { exitCode: null, signal: "SIGABRT" },
+    { exitCode: null, unobserved: true as const },
+  ]) {
     const outcome = interpret({ ...exit, disk: fullDisk });
-    assert.ok(!outcome.ok && outcome.code === "STATE_ERROR" && outcome.detail.includes("4096 bytes free in /state/jobs/j1"), JSON.stringify(exit));
+    assert.ok(
+      !outcome.ok && outcome.code === "STATE_ERROR" && outcome.detail.includes("4096 bytes free in /state/jobs/j1"),
+      JSON.stringify(exit),
+    );
   }
 });
 
@@ -297,16 +380,29 @@ test("a printed result wins over a full disk; an unknown resume id and an overfl
 });
 
 test("no result with space to spare, or space unknown, reads as before", () => {
-  for (const disk of [{ dir: "/d", freeBytes: DISK_FULL_BYTES }, { dir: "/d", freeBytes: 50 * 1024 ** 3 }, { dir: "/d", freeBytes: undefined }, undefined]) {
+  for (const disk of [
+    { dir: "/d", freeBytes: DISK_FULL_BYTES },
+    { dir: "/d", freeBytes: 50 * 1024 ** 3 },
+    { dir: "/d", freeBytes: undefined },
+    undefined,
+  ]) {
     const garbage = interpret({ stdout: "Please log in", disk });
-    assert.deepEqual(garbage, { ok: false, code: "BAD_OUTPUT", detail: "claude printed no result event: Please log in" });
+    assert.deepEqual(garbage, {
+      ok: false,
+      code: "BAD_OUTPUT",
+      detail: "claude printed no result event: Please log in",
+    });
     const exited = interpret({ exitCode: 2, stderrTail: "boom", disk });
     assert.deepEqual(exited, { ok: false, code: "AGENT_EXITED", detail: "claude exited with code 2: boom" });
   }
 });
 
 /** An agent that prints stdout and exits as exit says, followed by createClaudeAgents with the given probe. */
-async function runAgent(stdout: string, exit: Partial<ChildExit>, freeBytes?: (dir: string) => number | undefined): Promise<{ outcome: AgentOutcome; asked: string[] }> {
+async function runAgent(
+  stdout: string,
+  exit: Partial<ChildExit>,
+  freeBytes?: (dir: string) => number | undefined,
+): Promise<{ outcome: AgentOutcome; asked: string[] }> {
   const asked: string[] = [];
   const handle = (onStdout: (chunk: Buffer) => void): ChildHandle => finishedChild(onStdout, stdout, exit);
   const agents = createClaudeAgents({
@@ -330,7 +426,11 @@ async function runAgent(stdout: string, exit: Partial<ChildExit>, freeBytes?: (d
     transcriptChars: 10_000,
     stderrTailBytes: 4096,
   });
-  const output = { stdoutPath: "/state/jobs/j1/stdout.jsonl", stderrPath: "/state/jobs/j1/stderr.log", resultPath: "/state/jobs/j1/result.txt" };
+  const output = {
+    stdoutPath: "/state/jobs/j1/stdout.jsonl",
+    stderrPath: "/state/jobs/j1/stderr.log",
+    resultPath: "/state/jobs/j1/result.txt",
+  };
   const outcome = await agents.launch({ prompt: "hi", cwd: "/tmp", output }).outcome;
   return { outcome, asked };
 }
@@ -338,7 +438,11 @@ async function runAgent(stdout: string, exit: Partial<ChildExit>, freeBytes?: (d
 test("createClaudeAgents asks the probe about stdout.jsonl's folder only when there is no result", async () => {
   const full = await runAgent("", { exitCode: 0 }, () => 512);
   assert.deepEqual(full.asked, ["/state/jobs/j1"]);
-  assert.ok(!full.outcome.ok && full.outcome.code === "STATE_ERROR" && full.outcome.detail.includes("512 bytes free in /state/jobs/j1"));
+  assert.ok(
+    !full.outcome.ok &&
+      full.outcome.code === "STATE_ERROR" &&
+      full.outcome.detail.includes("512 bytes free in /state/jobs/j1"),
+  );
   assert.deepEqual(full.outcome.exit, { code: 0, signal: null });
 
   const exited = await runAgent("", { exitCode: 1, stderrTail: "crash" }, () => 0);

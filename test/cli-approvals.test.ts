@@ -41,12 +41,15 @@ const processes: ProcessControl = {
 
 const cli = (args: string[], stateDir: string, clock: Clock = fixedClock): ReturnType<typeof runCliCaptured> =>
   runCliCaptured(args, { stateDir, clock, processControl: async () => processes });
-const start = (args: string[], stateDir: string, clock: Clock = fixedClock): StartedCli => startCli(args, { stateDir, clock, processControl: async () => processes });
+const start = (args: string[], stateDir: string, clock: Clock = fixedClock): StartedCli =>
+  startCli(args, { stateDir, clock, processControl: async () => processes });
 const newState = (): { dir: string; store: StateStore } => newStateIn(scratch);
 
 function running(now: number, overrides: Partial<JobRecord> = {}): JobRecord {
   return {
-    format: 1, runtime: "claude", host: "local",
+    format: 1,
+    runtime: "claude",
+    host: "local",
     id: randomUUID(),
     kind: "start",
     cwd: `${HOME}/src/app`,
@@ -92,7 +95,11 @@ describe("approve and deny", () => {
     const job = add(store, running(NOW));
     ask(store, job.id, "echo hi > out.txt");
     const run = await cli(["approve", job.id.slice(0, 8)], dir);
-    assert.deepEqual(run, { code: 0, stdout: `Allowed request 1 of job ${job.id}: Bash · echo hi > out.txt\n`, stderr: "" });
+    assert.deepEqual(run, {
+      code: 0,
+      stdout: `Allowed request 1 of job ${job.id}: Bash · echo hi > out.txt\n`,
+      stderr: "",
+    });
     assert.deepEqual(store.approval(job.id, "1")?.answer, { decision: "allow", by: "cli", at: NOW });
   });
 
@@ -102,7 +109,14 @@ describe("approve and deny", () => {
     ask(store, job.id, "npm run build");
     const run = await cli(["approve", job.id, "2", "--json"], dir);
     assert.equal(run.code, 0, run.stderr);
-    assert.deepEqual(JSON.parse(run.stdout), { job_id: job.id, request_id: "2", decision: "allow", by: "cli", tool_name: "Bash", preview: "Bash · npm run build" });
+    assert.deepEqual(JSON.parse(run.stdout), {
+      job_id: job.id,
+      request_id: "2",
+      decision: "allow",
+      by: "cli",
+      tool_name: "Bash",
+      preview: "Bash · npm run build",
+    });
     assert.deepEqual(store.approval(job.id, "2")?.answer, { decision: "allow", by: "cli", at: NOW });
     assert.equal(store.approval(job.id, "1")?.answer, undefined);
   });
@@ -112,20 +126,38 @@ describe("approve and deny", () => {
     ask(store, job.id, "rm -rf build");
     ask(store, job.id, "git push --force");
     const first = await cli(["deny", job.id, "1", "--message", "  keep the build folder "], dir);
-    assert.deepEqual(first, { code: 0, stdout: `Denied request 1 of job ${job.id}: Bash · rm -rf build (message: "keep the build folder")\n`, stderr: "" });
-    assert.deepEqual(store.approval(job.id, "1")?.answer, { decision: "deny", by: "cli", at: NOW, message: "keep the build folder" });
+    assert.deepEqual(first, {
+      code: 0,
+      stdout: `Denied request 1 of job ${job.id}: Bash · rm -rf build (message: "keep the build folder")\n`,
+      stderr: "",
+    });
+    assert.deepEqual(store.approval(job.id, "1")?.answer, {
+      decision: "deny",
+      by: "cli",
+      at: NOW,
+      message: "keep the build folder",
+    });
 
     const second = await cli(["deny", job.id, "--message=never force-push", "--json"], dir);
     assert.equal(second.code, 0, second.stderr);
     assert.equal((JSON.parse(second.stdout) as { request_id: string }).request_id, "2", "the one left pending");
-    assert.deepEqual(store.approval(job.id, "2")?.answer, { decision: "deny", by: "cli", at: NOW, message: "never force-push" });
+    assert.deepEqual(store.approval(job.id, "2")?.answer, {
+      decision: "deny",
+      by: "cli",
+      at: NOW,
+      message: "never force-push",
+    });
   });
 
   test("deny without --message writes no message", async () => {
     const job = add(store, running(NOW));
     ask(store, job.id, "curl example.com");
     const run = await cli(["deny", job.id], dir);
-    assert.deepEqual(run, { code: 0, stdout: `Denied request 1 of job ${job.id}: Bash · curl example.com\n`, stderr: "" });
+    assert.deepEqual(run, {
+      code: 0,
+      stdout: `Denied request 1 of job ${job.id}: Bash · curl example.com\n`,
+      stderr: "",
+    });
     assert.deepEqual(store.approval(job.id, "1")?.answer, { decision: "deny", by: "cli", at: NOW });
   });
 
@@ -137,7 +169,9 @@ describe("approve and deny", () => {
     assert.deepEqual(run, {
       code: 1,
       stdout: "",
-      stderr: `claude-dispatch: job ${job.id} has 2 pending requests: 1 (Bash · npm test), 2 (Bash · npm run lint); name one\n`,
+      stderr:
+        `claude-dispatch: job ${job.id} has 2 pending requests: 1 (Bash · npm test), 2 (Bash · npm run ` +
+        `lint); name one\n`,
     });
     assert.deepEqual(answerFiles(store, job.id), []);
   });
@@ -154,7 +188,11 @@ describe("approve and deny", () => {
     const standing = { decision: "allow" as const, by: "tool" as const, at: NOW - 1000 };
     assert.equal(store.answerApproval(job.id, "1", standing)?.won, true);
     const run = await cli(["deny", job.id, "1", "--message", "too late"], dir);
-    assert.deepEqual(run, { code: 1, stdout: "", stderr: `claude-dispatch: request 1 of job ${job.id} was already answered: allow (by tool)\n` });
+    assert.deepEqual(run, {
+      code: 1,
+      stdout: "",
+      stderr: `claude-dispatch: request 1 of job ${job.id} was already answered: allow (by tool)\n`,
+    });
     assert.deepEqual(store.approval(job.id, "1")?.answer, standing);
 
     const json = await cli(["approve", job.id, "1", "--json"], dir);
@@ -168,10 +206,17 @@ describe("approve and deny", () => {
     const job = add(store, { ...running(NOW), status: "completed", finished_at: NOW - MINUTE, outcome: { ok: true } });
     ask(store, job.id, "npm test");
     const named = await cli(["approve", job.id, "1"], dir);
-    assert.deepEqual(named, { code: 1, stdout: "", stderr: `claude-dispatch: job ${job.id} has finished (completed): request 1 is no longer pending\n` });
+    assert.deepEqual(named, {
+      code: 1,
+      stdout: "",
+      stderr: `claude-dispatch: job ${job.id} has finished (completed): request 1 is no longer pending\n`,
+    });
     const unnamed = await cli(["approve", job.id], dir);
     assert.equal(unnamed.code, 1);
-    assert.equal(unnamed.stderr, `claude-dispatch: job ${job.id} has finished (completed): none of its requests is pending\n`);
+    assert.equal(
+      unnamed.stderr,
+      `claude-dispatch: job ${job.id} has finished (completed): none of its requests is pending\n`,
+    );
     // One it never filed is not "no longer pending": it never was.
     const never = await cli(["deny", job.id, "7"], dir);
     assert.deepEqual(never, { code: 1, stdout: "", stderr: `claude-dispatch: job ${job.id} has no request 7\n` });
@@ -182,7 +227,11 @@ describe("approve and deny", () => {
     const job = add(store, running(NOW));
     ask(store, job.id, "npm test");
     const run = await cli(["approve", job.id, "7"], dir);
-    assert.deepEqual(run, { code: 1, stdout: "", stderr: `claude-dispatch: job ${job.id} has no request 7; pending: 1 (Bash · npm test)\n` });
+    assert.deepEqual(run, {
+      code: 1,
+      stdout: "",
+      stderr: `claude-dispatch: job ${job.id} has no request 7; pending: 1 (Bash · npm test)\n`,
+    });
     assert.deepEqual(answerFiles(store, job.id), []);
 
     const missing = randomUUID();
@@ -215,7 +264,8 @@ describe("approve and deny", () => {
 
   test("--help describes approve and deny", async () => {
     const run = await cli(["--help"], dir);
-    for (const text of ["approve ID [REQUEST]", "deny ID [REQUEST] [--message M]"]) assert.ok(run.stdout.includes(text), text);
+    for (const text of ["approve ID [REQUEST]", "deny ID [REQUEST] [--message M]"])
+      assert.ok(run.stdout.includes(text), text);
   });
 });
 
@@ -229,7 +279,12 @@ describe("jobs: input_required", () => {
   ask(store, answered.id, "ls");
   store.answerApproval(answered.id, "1", { decision: "allow", by: "tool", at: NOW });
   // A finished job never waits, whatever its files say.
-  const finished = add(store, { ...running(NOW, { submitted_at: NOW - MINUTE }), status: "killed", finished_at: NOW, outcome: { ok: false, code: "KILLED", detail: "killed" } });
+  const finished = add(store, {
+    ...running(NOW, { submitted_at: NOW - MINUTE }),
+    status: "killed",
+    finished_at: NOW,
+    outcome: { ok: false, code: "KILLED", detail: "killed" },
+  });
   ask(store, finished.id, "sleep 100");
 
   test("the table: STATUS input_required for a running job with a request waiting, and how to answer it", async () => {
@@ -246,16 +301,21 @@ describe("jobs: input_required", () => {
     assert.equal(statusOf(finished.id), "killed");
     assert.equal(
       lines.at(-2),
-      `(job ${waiting.id} is waiting for approval: request 1 · Bash · echo hi > out.txt — claude-dispatch approve ${waiting.id} 1, or deny)`,
+      `(job ${waiting.id} is waiting for approval: request 1 · Bash · echo hi > out.txt — claude-dispatch approve ` +
+        `${waiting.id} 1, or deny)`,
     );
     // No server has been present here (§15.8).
-    assert.equal(lines.at(-1), "Nothing carries 2 unfinished jobs: no server or carrier runs; the next server takes them over.");
+    assert.equal(
+      lines.at(-1),
+      "Nothing carries 2 unfinished jobs: no server or carrier runs; the next server takes them over.",
+    );
     assert.equal(lines.length, 6, "a header, three rows, one waiting request, and who carries the work");
   });
 
   test("--json: status input_required and the pending requests; other rows unchanged", async () => {
     const run = await cli(["jobs", "--json"], dir);
-    const rows = (JSON.parse(run.stdout) as { jobs: { id: string; status: string; pending_approvals?: unknown }[] }).jobs;
+    const rows = (JSON.parse(run.stdout) as { jobs: { id: string; status: string; pending_approvals?: unknown }[] })
+      .jobs;
     assert.deepEqual(
       rows.map((row) => [row.id, row.status, row.pending_approvals]),
       [
@@ -270,9 +330,14 @@ describe("jobs: input_required", () => {
     const { dir: own, store: ownStore } = newState();
     const job = add(ownStore, running(NOW));
     ask(ownStore, job.id, "npm test");
-    assert.equal((JSON.parse((await cli(["jobs", "--json"], own)).stdout) as { jobs: { status: string }[] }).jobs[0]?.status, "input_required");
+    assert.equal(
+      (JSON.parse((await cli(["jobs", "--json"], own)).stdout) as { jobs: { status: string }[] }).jobs[0]?.status,
+      "input_required",
+    );
     assert.equal((await cli(["approve", job.id], own)).code, 0);
-    const after = JSON.parse((await cli(["jobs", "--json"], own)).stdout) as { jobs: { status: string; pending_approvals?: unknown }[] };
+    const after = JSON.parse((await cli(["jobs", "--json"], own)).stdout) as {
+      jobs: { status: string; pending_approvals?: unknown }[];
+    };
     assert.equal(after.jobs[0]?.status, "running");
     assert.equal(after.jobs[0]?.pending_approvals, undefined);
   });
@@ -281,40 +346,49 @@ describe("jobs: input_required", () => {
 describe("show: the requests", () => {
   const { dir, store } = newState();
 
-  test("every request with what it asked, when, and who answered it; a pending one with its input and how to answer", async () => {
-    const job = add(store, running(NOW));
-    ask(store, job.id, "echo hi > out.txt", NOW, 5 * MINUTE);
-    ask(store, job.id, "rm -rf build", NOW, 4 * MINUTE);
-    ask(store, job.id, "npm test", NOW, 3 * MINUTE);
-    ask(store, job.id, "git push", NOW, 2 * MINUTE);
-    store.answerApproval(job.id, "1", { decision: "allow", by: "tool", at: NOW - 290_000 });
-    store.answerApproval(job.id, "2", { decision: "deny", by: "cli", at: NOW - 230_000, message: "keep it" });
-    store.answerApproval(job.id, "3", { decision: "deny", by: "timeout", at: NOW - 170_000 });
-    const run = await cli(["show", job.id], dir);
-    assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /^ {2}status +input_required \(running, waiting for a permission answer\)$/m);
-    const section = run.stdout.slice(run.stdout.indexOf("permission requests:\n"), run.stdout.indexOf("\nprompt:"));
-    assert.equal(
-      section,
-      [
-        "permission requests:",
-        "  1  Bash · echo hi > out.txt",
-        "     asked 2025-06-01T11:55:00.000Z (5m ago); allowed by claude_respond at 2025-06-01T11:55:10.000Z",
-        "  2  Bash · rm -rf build",
-        '     asked 2025-06-01T11:56:00.000Z (4m ago); denied by the command line at 2025-06-01T11:56:10.000Z: "keep it"',
-        "  3  Bash · npm test",
-        "     asked 2025-06-01T11:57:00.000Z (3m ago); denied by the timeout at 2025-06-01T11:57:10.000Z",
-        "  4  Bash · git push",
-        "     asked 2025-06-01T11:58:00.000Z (2m ago); pending: denied at 2025-06-01T12:08:00.000Z unless answered",
-        '     input: {"command":"git push","description":"run it"}',
-        `     answer: claude-dispatch approve ${job.id} 4, or claude-dispatch deny ${job.id} 4 --message "…"`,
-        "",
-      ].join("\n"),
-    );
-  });
+  test(
+    "every request with what it asked, when, and who answered it; a pending one with its input and " + "how to answer",
+    async () => {
+      const job = add(store, running(NOW));
+      ask(store, job.id, "echo hi > out.txt", NOW, 5 * MINUTE);
+      ask(store, job.id, "rm -rf build", NOW, 4 * MINUTE);
+      ask(store, job.id, "npm test", NOW, 3 * MINUTE);
+      ask(store, job.id, "git push", NOW, 2 * MINUTE);
+      store.answerApproval(job.id, "1", { decision: "allow", by: "tool", at: NOW - 290_000 });
+      store.answerApproval(job.id, "2", { decision: "deny", by: "cli", at: NOW - 230_000, message: "keep it" });
+      store.answerApproval(job.id, "3", { decision: "deny", by: "timeout", at: NOW - 170_000 });
+      const run = await cli(["show", job.id], dir);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, /^ {2}status +input_required \(running, waiting for a permission answer\)$/m);
+      const section = run.stdout.slice(run.stdout.indexOf("permission requests:\n"), run.stdout.indexOf("\nprompt:"));
+      assert.equal(
+        section,
+        [
+          "permission requests:",
+          "  1  Bash · echo hi > out.txt",
+          "     asked 2025-06-01T11:55:00.000Z (5m ago); allowed by claude_respond at 2025-06-01T11:55:10.000Z",
+          "  2  Bash · rm -rf build",
+          "     asked 2025-06-01T11:56:00.000Z (4m ago); denied by the command line at " +
+            '2025-06-01T11:56:10.000Z: "keep it"',
+          "  3  Bash · npm test",
+          "     asked 2025-06-01T11:57:00.000Z (3m ago); denied by the timeout at 2025-06-01T11:57:10.000Z",
+          "  4  Bash · git push",
+          "     asked 2025-06-01T11:58:00.000Z (2m ago); pending: denied at 2025-06-01T12:08:00.000Z unless answered",
+          '     input: {"command":"git push","description":"run it"}',
+          `     answer: claude-dispatch approve ${job.id} 4, or claude-dispatch deny ${job.id} 4 --message "…"`,
+          "",
+        ].join("\n"),
+      );
+    },
+  );
 
   test("the other answerers by name; a finished job's unanswered request is unanswered, with no hint", async () => {
-    const job = add(store, { ...running(NOW), status: "failed", finished_at: NOW, outcome: { ok: false, code: "AGENT_EXITED", detail: "exited" } });
+    const job = add(store, {
+      ...running(NOW),
+      status: "failed",
+      finished_at: NOW,
+      outcome: { ok: false, code: "AGENT_EXITED", detail: "exited" },
+    });
     ask(store, job.id, "a");
     ask(store, job.id, "b");
     ask(store, job.id, "c");
@@ -349,15 +423,38 @@ describe("show: the requests", () => {
       status: "completed",
       finished_at: NOW,
       outcome: { ok: true },
-      approvals: [{ id: "1", tool_name: "Edit", preview: "Edit · src/a.ts", asked_at: NOW - MINUTE, expires_at: NOW + 9 * MINUTE, decision: "allow", by: "tool", answered_at: NOW - 30_000 }],
+      approvals: [
+        {
+          id: "1",
+          tool_name: "Edit",
+          preview: "Edit · src/a.ts",
+          asked_at: NOW - MINUTE,
+          expires_at: NOW + 9 * MINUTE,
+          decision: "allow",
+          by: "tool",
+          answered_at: NOW - 30_000,
+        },
+      ],
     });
     const run = await cli(["show", job.id], dir);
-    assert.ok(run.stdout.includes("permission requests:\n  1  Edit · src/a.ts\n     asked 2025-06-01T11:59:00.000Z (1m ago); allowed by claude_respond at 2025-06-01T11:59:30.000Z\n"), run.stdout);
+    assert.ok(
+      run.stdout.includes(
+        "permission requests:\n  1  Edit · src/a.ts\n     asked 2025-06-01T11:59:00.000Z (1m ago); allowed by " +
+          "claude_respond at 2025-06-01T11:59:30.000Z\n",
+      ),
+      run.stdout,
+    );
     const json = JSON.parse((await cli(["show", job.id, "--json"], dir)).stdout) as { approvals: unknown };
     assert.deepEqual(json.approvals, [
       {
         state: "answered",
-        request: { id: "1", tool_name: "Edit", preview: "Edit · src/a.ts", asked_at: NOW - MINUTE, expires_at: NOW + 9 * MINUTE },
+        request: {
+          id: "1",
+          tool_name: "Edit",
+          preview: "Edit · src/a.ts",
+          asked_at: NOW - MINUTE,
+          expires_at: NOW + 9 * MINUTE,
+        },
         answer: { decision: "allow", by: "tool", at: NOW - 30_000 },
       },
     ]);
@@ -368,7 +465,10 @@ describe("show: the requests", () => {
     const run = await cli(["show", job.id], dir);
     assert.ok(!run.stdout.includes("permission requests"));
     assert.match(run.stdout, /^ {2}status +running$/m);
-    assert.deepEqual((JSON.parse((await cli(["show", job.id, "--json"], dir)).stdout) as { approvals: unknown }).approvals, []);
+    assert.deepEqual(
+      (JSON.parse((await cli(["show", job.id, "--json"], dir)).stdout) as { approvals: unknown }).approvals,
+      [],
+    );
   });
 });
 
@@ -392,7 +492,13 @@ describe("logs: the requests", () => {
 
   test("answered and unanswered requests of a finished job, one line each; --json: approval entries", async () => {
     const { dir, store } = newState();
-    const job = add(store, { ...running(NOW), status: "killed", finished_at: NOW, kill_reason: "cli", outcome: { ok: false, code: "KILLED", detail: "killed" } });
+    const job = add(store, {
+      ...running(NOW),
+      status: "killed",
+      finished_at: NOW,
+      kill_reason: "cli",
+      outcome: { ok: false, code: "KILLED", detail: "killed" },
+    });
     ask(store, job.id, "npm test");
     ask(store, job.id, "rm -rf /");
     store.answerApproval(job.id, "1", { decision: "deny", by: "cli", at: NOW, message: "not now" });
@@ -404,10 +510,21 @@ describe("logs: the requests", () => {
       ),
       run.stdout,
     );
-    const document = JSON.parse((await cli(["logs", job.id, "--json"], dir)).stdout) as { status: string; entries: unknown[] };
+    const document = JSON.parse((await cli(["logs", job.id, "--json"], dir)).stdout) as {
+      status: string;
+      entries: unknown[];
+    };
     assert.equal(document.status, "killed");
     assert.deepEqual(document.entries, [
-      { kind: "approval", request_id: "1", tool_name: "Bash", preview: "Bash · npm test", state: "deny", by: "cli", message: "not now" },
+      {
+        kind: "approval",
+        request_id: "1",
+        tool_name: "Bash",
+        preview: "Bash · npm test",
+        state: "deny",
+        by: "cli",
+        message: "not now",
+      },
       { kind: "approval", request_id: "2", tool_name: "Bash", preview: "Bash · rm -rf /", state: "unanswered" },
     ]);
   });
@@ -422,7 +539,9 @@ describe("logs: the requests", () => {
 
     ask(store, job.id, "echo hi > out.txt", clock.now());
     await clock.advance(200);
-    const waitingLine = `[waiting for approval: request 1 · Bash · echo hi > out.txt — claude-dispatch approve ${job.id} 1, or deny]`;
+    const waitingLine =
+      `[waiting for approval: request 1 · Bash · echo hi > out.txt — claude-dispatch approve ` +
+      `${job.id} 1, or deny]`;
     assert.equal(following.stdout(), `${waitingLine}\n`);
     await clock.advance(1000);
     assert.equal(following.stdout(), `${waitingLine}\n`, "said once, however long it waits");
@@ -433,7 +552,10 @@ describe("logs: the requests", () => {
     store.answerApproval(job.id, "2", { decision: "deny", by: "timeout", at: clock.now() });
     await clock.advance(200);
     await clock.advance(1000);
-    assert.equal(following.stdout(), `${waitingLine}\n[request 1 allowed by claude_respond]\n[request 2 · Bash · npm test: denied by the timeout]\n`);
+    assert.equal(
+      following.stdout(),
+      `${waitingLine}\n[request 1 allowed by claude_respond]\n[request 2 · Bash · npm test: denied by the timeout]\n`,
+    );
 
     ask(store, job.id, "git push", clock.now());
     await clock.advance(200);
@@ -459,13 +581,30 @@ describe("logs: the requests", () => {
     await settle();
     store.answerApproval(job.id, "1", { decision: "deny", by: "cli", at: clock.now(), message: "no" });
     await clock.advance(200);
-    store.write({ ...job, status: "failed", finished_at: clock.now(), outcome: { ok: false, code: "AGENT_EXITED", detail: "exited" } });
+    store.write({
+      ...job,
+      status: "failed",
+      finished_at: clock.now(),
+      outcome: { ok: false, code: "AGENT_EXITED", detail: "exited" },
+    });
     await clock.advance(200);
     assert.equal(await following.code, 1);
-    const lines = following.stdout().trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = following
+      .stdout()
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     assert.deepEqual(lines.slice(0, 2), [
       { kind: "approval", request_id: "1", tool_name: "Bash", preview: "Bash · npm test", state: "pending" },
-      { kind: "approval", request_id: "1", tool_name: "Bash", preview: "Bash · npm test", state: "deny", by: "cli", message: "no" },
+      {
+        kind: "approval",
+        request_id: "1",
+        tool_name: "Bash",
+        preview: "Bash · npm test",
+        state: "deny",
+        by: "cli",
+        message: "no",
+      },
     ]);
     assert.equal(lines[2]?.kind, "outcome");
     assert.equal(lines.length, 3);

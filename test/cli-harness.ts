@@ -65,7 +65,10 @@ export function startCli(args: string[], setup: CliSetup): StartedCli {
   return { stdout: () => stdout, stderr: () => stderr, code: runCli(args, io) };
 }
 
-export async function runCliCaptured(args: string[], setup: CliSetup): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runCliCaptured(
+  args: string[],
+  setup: CliSetup,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const started = startCli(args, setup);
   const code = await started.code;
   return { code, stdout: started.stdout(), stderr: started.stderr() };

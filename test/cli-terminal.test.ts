@@ -36,7 +36,9 @@ const LONG_PROMPT = "refactor the parser into modules, keeping the public API ex
 
 function job(overrides: Partial<JobRecord> = {}): JobRecord {
   return {
-    format: 1, runtime: "claude", host: "local",
+    format: 1,
+    runtime: "claude",
+    host: "local",
     id: randomUUID(),
     kind: "start",
     cwd: WORKTREE_CWD,
@@ -78,9 +80,18 @@ describe("tables fit the width", () => {
   const { dir, store } = newStateIn(scratch);
   const jobs = [
     add(store, job({ submitted_at: NOW - 30 * MINUTE })),
-    add(store, job({ submitted_at: NOW - 20 * MINUTE, cwd: `${HOME}/src/app`, prompt_preview: "fix the failing tests" })),
+    add(
+      store,
+      job({ submitted_at: NOW - 20 * MINUTE, cwd: `${HOME}/src/app`, prompt_preview: "fix the failing tests" }),
+    ),
     // Two columns a character.
-    add(store, job({ submitted_at: NOW - 15 * MINUTE, prompt_preview: "テストを直して、パーサーをモジュールに分けてください。" })),
+    add(
+      store,
+      job({
+        submitted_at: NOW - 15 * MINUTE,
+        prompt_preview: "テストを直して、パーサーをモジュールに分けてください。",
+      }),
+    ),
   ];
 
   for (const width of [80, 200]) {
@@ -90,13 +101,18 @@ describe("tables fit the width", () => {
       assertFits(run.stdout, width, "jobs");
       const lines = run.stdout.split("\n");
       const rowOf = (id: string): string =>
-        lines.find((line) => line.startsWith(`${id} `)) ?? assert.fail(`no whole id ${id} starts a row:\n${run.stdout}`);
+        lines.find((line) => line.startsWith(`${id} `)) ??
+        assert.fail(`no whole id ${id} starts a row:\n${run.stdout}`);
       for (const { id } of jobs) rowOf(id);
       const deep = rowOf(jobs[0]?.id ?? "");
       assert.match(deep, /  ~\/\S*…\S*\/dir  /, "the worktree path keeps its start and its end");
       assert.match(deep, /  refactor th[^…]*…$/, "the prompt is cut at its end");
       const short = rowOf(jobs[1]?.id ?? "");
-      assert.match(short, width === 80 ? /  ~\/src\/app  / : /  ~\/src\/app  .*fix the failing tests$/, "what fits is whole");
+      assert.match(
+        short,
+        width === 80 ? /  ~\/src\/app  / : /  ~\/src\/app  .*fix the failing tests$/,
+        "what fits is whole",
+      );
       if (width === 200) assert.ok(deep.includes(SESSION), "at 200 columns the session is shown");
       else assert.match(run.stdout, /\n\(not shown at 80 columns: SESSION, TURNS, COST; --json has them\)\n/);
     });
@@ -162,32 +178,35 @@ describe("jobs --watch on a terminal", () => {
   const queued = { status: "queued", started_at: undefined, finished_at: undefined, outcome: undefined } as const;
   for (let i = 0; i < 30; i += 1) add(store, job({ ...queued, submitted_at: NOW - i * MINUTE }));
 
-  test("redraws in place on the alternate screen, its header within the rows; q quits, the terminal restored", async () => {
-    const watch = watching(dir);
-    await settle();
-    assert.ok(watch.stdout().startsWith(ENTER_ALTERNATE_SCREEN), "the alternate screen first");
-    assert.deepEqual(watch.keyboard.modes, [true], "raw mode: each key arrives at once");
-    await watch.clock.advance(1000);
-    const frames = watch.frames();
-    assert.equal(frames.length, 2);
-    for (const frame of frames) {
-      assert.ok(frame.length <= 12, `at most the terminal's rows: ${frame.length}`);
-      assert.match(frame[0] ?? "", /^claude-dispatch jobs · every 1s · .* · q to quit$/);
-      assert.match(frame[2] ?? "", /^ID {36}STATUS /, "the table's header is on screen");
-      assert.match(frame.join("\n"), /\(\d+ earlier jobs not shown: a taller terminal shows them\)/);
-      assertFits(frame.join("\n"), 80, "a frame");
-    }
-    watch.keyboard.type("x");
-    await settle();
-    assert.equal(watch.frames().length, 2, "another key does nothing");
-    watch.keyboard.type("q");
-    assert.equal(await watch.code, 0);
-    assert.ok(watch.stdout().endsWith(LEAVE_ALTERNATE_SCREEN), "the screen it left is the one it found");
-    assert.deepEqual(watch.keyboard.modes, [true, false], "raw mode off again");
-    assert.equal(watch.keyboard.listenerCount("data"), 0);
-    assert.deepEqual(watch.trapped, [], "signals are theirs again");
-    assert.equal(watch.clock.pendingTimers, 0);
-  });
+  test(
+    "redraws in place on the alternate screen, its header within the rows; q quits, the " + "terminal restored",
+    async () => {
+      const watch = watching(dir);
+      await settle();
+      assert.ok(watch.stdout().startsWith(ENTER_ALTERNATE_SCREEN), "the alternate screen first");
+      assert.deepEqual(watch.keyboard.modes, [true], "raw mode: each key arrives at once");
+      await watch.clock.advance(1000);
+      const frames = watch.frames();
+      assert.equal(frames.length, 2);
+      for (const frame of frames) {
+        assert.ok(frame.length <= 12, `at most the terminal's rows: ${frame.length}`);
+        assert.match(frame[0] ?? "", /^claude-dispatch jobs · every 1s · .* · q to quit$/);
+        assert.match(frame[2] ?? "", /^ID {36}STATUS /, "the table's header is on screen");
+        assert.match(frame.join("\n"), /\(\d+ earlier jobs not shown: a taller terminal shows them\)/);
+        assertFits(frame.join("\n"), 80, "a frame");
+      }
+      watch.keyboard.type("x");
+      await settle();
+      assert.equal(watch.frames().length, 2, "another key does nothing");
+      watch.keyboard.type("q");
+      assert.equal(await watch.code, 0);
+      assert.ok(watch.stdout().endsWith(LEAVE_ALTERNATE_SCREEN), "the screen it left is the one it found");
+      assert.deepEqual(watch.keyboard.modes, [true, false], "raw mode off again");
+      assert.equal(watch.keyboard.listenerCount("data"), 0);
+      assert.deepEqual(watch.trapped, [], "signals are theirs again");
+      assert.equal(watch.clock.pendingTimers, 0);
+    },
+  );
 
   test("Ctrl-C as a key, or as a signal, ends it with 130, restored", async () => {
     const byKey = watching(dir);
@@ -236,7 +255,10 @@ function runIntoClosedPipe(
   when: "at-once" | "after-first-chunk",
 ): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SERVER_MAIN, ...args], { env: minimalEnvironment(env), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [SERVER_MAIN, ...args], {
+      env: minimalEnvironment(env),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stderr = "";
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     if (when === "at-once") child.stdout.destroy();
@@ -264,7 +286,8 @@ describe("a closed pipe ends a command quietly", { skip: !isLinux && "the built 
   store.create(runningJob, bigPrompt);
   const event = (text: string): string =>
     `${JSON.stringify({ type: "assistant", session_id: SESSION, message: { role: "assistant", content: [{ type: "text", text }] } })}\n`;
-  const transcript = (what: string): string => Array.from({ length: 10_000 }, (_, i) => event(`step ${i}: ${what}`)).join("");
+  const transcript = (what: string): string =>
+    Array.from({ length: 10_000 }, (_, i) => event(`step ${i}: ${what}`)).join("");
   writeFileSync(store.file(runningJob.id, "stdout.jsonl"), transcript("read another file and said what it does"));
   const finishedJob = add(store, job({ submitted_at: NOW }));
   writeFileSync(store.file(finishedJob.id, "stdout.jsonl"), transcript("nothing to see here, move along"));
@@ -306,39 +329,42 @@ describe("jobs --watch under a pseudo-terminal", { skip: !hasScript && "needs ut
   const { dir, store } = newStateIn(scratch);
   for (let i = 0; i < 30; i += 1) add(store, job({ submitted_at: NOW - i * MINUTE }));
 
-  test("draws on the alternate screen within the terminal's rows, quits on q, leaves the terminal as it was", async () => {
-    // The terminal's size is set inside it, so the size the command reads is the real one.
-    const command = `stty rows 14 cols 90 && '${process.execPath}' '${SERVER_MAIN}' jobs --watch; stty -a`;
-    const env = minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: dir, TERM: "xterm" });
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { env, stdio: ["pipe", "pipe", "pipe"] });
-    let output = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-    try {
-      // Keys typed before the first frame would be read by a terminal still in line mode: typed after it.
-      const drawn = (): boolean => output.includes(ENTER_ALTERNATE_SCREEN) && /ID {36}STATUS/.test(output);
-      await Promise.race([until(child.stdout, drawn), closed]);
-      assert.ok(drawn(), `no frame:\n${output}\n${stderr}`);
-      child.stdin.write("q");
-      assert.equal(await closed, 0, `${output}\n${stderr}`);
-    } finally {
-      clearTimeout(timer);
-      child.stdin.end();
-    }
-    const screen = output.slice(output.indexOf(ENTER_ALTERNATE_SCREEN), output.indexOf(LEAVE_ALTERNATE_SCREEN));
-    assert.ok(output.includes(LEAVE_ALTERNATE_SCREEN), "the alternate screen is left");
-    const frame = screen.split(CURSOR_HOME)[1] ?? "";
-    assert.ok(frame.split("\n").length <= 14, "within the rows");
-    assert.match(frame, /claude-dispatch jobs · every 1s/);
-    assert.match(frame, /earlier jobs not shown/);
-    const after = output.slice(output.indexOf(LEAVE_ALTERNATE_SCREEN));
-    assert.match(after, /(^|\s)icanon(\s|$)/m, "line editing is back");
-    assert.match(after, /(^|\s)echo(\s|$)/m, "echo is back");
-    assert.doesNotMatch(output, /Error|^\s+at /m);
-  });
+  test(
+    "draws on the alternate screen within the terminal's rows, quits on q, leaves the " + "terminal as it was",
+    async () => {
+      // The terminal's size is set inside it, so the size the command reads is the real one.
+      const command = `stty rows 14 cols 90 && '${process.execPath}' '${SERVER_MAIN}' jobs --watch; stty -a`;
+      const env = minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: dir, TERM: "xterm" });
+      const child = spawn("script", ["-qfec", command, "/dev/null"], { env, stdio: ["pipe", "pipe", "pipe"] });
+      let output = "";
+      let stderr = "";
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+      const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      try {
+        // Keys typed before the first frame would be read by a terminal still in line mode: typed after it.
+        const drawn = (): boolean => output.includes(ENTER_ALTERNATE_SCREEN) && /ID {36}STATUS/.test(output);
+        await Promise.race([until(child.stdout, drawn), closed]);
+        assert.ok(drawn(), `no frame:\n${output}\n${stderr}`);
+        child.stdin.write("q");
+        assert.equal(await closed, 0, `${output}\n${stderr}`);
+      } finally {
+        clearTimeout(timer);
+        child.stdin.end();
+      }
+      const screen = output.slice(output.indexOf(ENTER_ALTERNATE_SCREEN), output.indexOf(LEAVE_ALTERNATE_SCREEN));
+      assert.ok(output.includes(LEAVE_ALTERNATE_SCREEN), "the alternate screen is left");
+      const frame = screen.split(CURSOR_HOME)[1] ?? "";
+      assert.ok(frame.split("\n").length <= 14, "within the rows");
+      assert.match(frame, /claude-dispatch jobs · every 1s/);
+      assert.match(frame, /earlier jobs not shown/);
+      const after = output.slice(output.indexOf(LEAVE_ALTERNATE_SCREEN));
+      assert.match(after, /(^|\s)icanon(\s|$)/m, "line editing is back");
+      assert.match(after, /(^|\s)echo(\s|$)/m, "echo is back");
+      assert.doesNotMatch(output, /Error|^\s+at /m);
+    },
+  );
 });
 
 /** Resolves once what a stream has printed so far satisfies a condition, waiting on its chunks (no timers). */

@@ -7,13 +7,29 @@
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { claudeMcpAddLine, hostEnvironment, runCli, terminalHint, type CliIo, type RunFileResult } from "../src/cli/index.js";
+import {
+  claudeMcpAddLine,
+  hostEnvironment,
+  runCli,
+  terminalHint,
+  type CliIo,
+  type RunFileResult,
+} from "../src/cli/index.js";
 import { systemClock, type Clock } from "../src/core/clock.js";
 import { DEPTH_VARIABLE } from "../src/config.js";
 import {
@@ -46,7 +62,10 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
 /** Verbatim Claude Code 2.1.332 output: three tool turns, then the result (3 turns, $0.0018). */
-const TOOLS_STREAM = readFileSync(fileURLToPath(new URL("./fixtures/cli/stream-tools-2.1.332.ndjson", import.meta.url)), "utf8");
+const TOOLS_STREAM = readFileSync(
+  fileURLToPath(new URL("./fixtures/cli/stream-tools-2.1.332.ndjson", import.meta.url)),
+  "utf8",
+);
 /** The same run while still going: everything before its result event. */
 const TOOLS_STREAM_SO_FAR = TOOLS_STREAM.split("\n")
   .filter((line) => line !== "" && (JSON.parse(line) as { type: string }).type !== "result")
@@ -149,7 +168,9 @@ function newState(): { dir: string; store: StateStore } {
 
 function record(overrides: Partial<JobRecord> = {}): JobRecord {
   return {
-    format: 1, runtime: "claude", host: "local",
+    format: 1,
+    runtime: "claude",
+    host: "local",
     id: randomUUID(),
     kind: "start",
     cwd: `${HOME}/src/app`,
@@ -169,7 +190,11 @@ function finished(overrides: Partial<JobRecord> = {}): JobRecord {
     finished_at: NOW - 5 * MINUTE,
     turns: 3,
     cost_usd: 0.0018,
-    outcome: { ok: true, result: { sessionId: "9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50", numTurns: 3, costUsd: 0.0018 }, result_chars: 5 },
+    outcome: {
+      ok: true,
+      result: { sessionId: "9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50", numTurns: 3, costUsd: 0.0018 },
+      result_chars: 5,
+    },
     ...overrides,
   });
 }
@@ -210,7 +235,16 @@ describe("usage", () => {
       const run = await cli(args, { stateDir: dir });
       assert.equal(run.code, 0, args.join(" "));
       assert.equal(run.stderr, "");
-      for (const command of ["jobs [--all]", "show ID", "kill ID", "prune --all", "prune --older-than AGE", "doctor", "--version", "--json"]) {
+      for (const command of [
+        "jobs [--all]",
+        "show ID",
+        "kill ID",
+        "prune --all",
+        "prune --older-than AGE",
+        "doctor",
+        "--version",
+        "--json",
+      ]) {
         assert.ok(run.stdout.includes(command), `${args.join(" ")} mentions ${command}`);
       }
     }
@@ -219,31 +253,35 @@ describe("usage", () => {
   test("the usage, long and short, fits 80 columns", async () => {
     const help = await cli(["--help"], { stateDir: dir });
     const usage = await cli(["frobnicate"], { stateDir: dir });
-    for (const line of [...help.stdout.split("\n"), ...usage.stderr.split("\n")]) assert.ok(line.length <= 80, `${line.length}: ${line}`);
+    for (const line of [...help.stdout.split("\n"), ...usage.stderr.split("\n")])
+      assert.ok(line.length <= 80, `${line.length}: ${line}`);
   });
 
-  test("unknown commands, options and arguments are usage errors: exit 2, a message and a short usage on stderr", async () => {
-    const cases: [string[], string][] = [
-      [["frobnicate"], 'unknown command "frobnicate"'],
-      [["--frobnicate"], 'unknown option "--frobnicate"'],
-      [["jobs", "--bogus"], 'unknown option "--bogus" for jobs'],
-      [["show", "--all", randomUUID()], 'unknown option "--all" for show'],
-      [["jobs", "extra"], 'jobs takes no arguments, got "extra"'],
-      [["jobs", "--json=yes"], '"--json" takes no value'],
-      [["show"], "show needs exactly one job id"],
-      [["kill", randomUUID(), randomUUID()], "kill needs exactly one job id"],
-      [["prune", "--older-than"], "--older-than needs an age"],
-      [["prune", "--older-than", "7 days"], 'not an age: "7 days"'],
-      [["--version", "jobs"], "--version takes no arguments"],
-    ];
-    for (const [args, message] of cases) {
-      const run = await cli(args, { stateDir: dir });
-      assert.equal(run.code, 2, args.join(" "));
-      assert.equal(run.stdout, "", args.join(" "));
-      assert.ok(run.stderr.includes(message), `${args.join(" ")}: ${run.stderr}`);
-      assert.ok(run.stderr.includes("Usage: claude-dispatch"), args.join(" "));
-    }
-  });
+  test(
+    "unknown commands, options and arguments are usage errors: exit 2, a message and a short " + "usage on stderr",
+    async () => {
+      const cases: [string[], string][] = [
+        [["frobnicate"], 'unknown command "frobnicate"'],
+        [["--frobnicate"], 'unknown option "--frobnicate"'],
+        [["jobs", "--bogus"], 'unknown option "--bogus" for jobs'],
+        [["show", "--all", randomUUID()], 'unknown option "--all" for show'],
+        [["jobs", "extra"], 'jobs takes no arguments, got "extra"'],
+        [["jobs", "--json=yes"], '"--json" takes no value'],
+        [["show"], "show needs exactly one job id"],
+        [["kill", randomUUID(), randomUUID()], "kill needs exactly one job id"],
+        [["prune", "--older-than"], "--older-than needs an age"],
+        [["prune", "--older-than", "7 days"], 'not an age: "7 days"'],
+        [["--version", "jobs"], "--version takes no arguments"],
+      ];
+      for (const [args, message] of cases) {
+        const run = await cli(args, { stateDir: dir });
+        assert.equal(run.code, 2, args.join(" "));
+        assert.equal(run.stdout, "", args.join(" "));
+        assert.ok(run.stderr.includes(message), `${args.join(" ")}: ${run.stderr}`);
+        assert.ok(run.stderr.includes("Usage: claude-dispatch"), args.join(" "));
+      }
+    },
+  );
 
   test("an id that is not a UUID never reaches a path", async () => {
     const outside = path.join(dir, "outside");
@@ -263,13 +301,21 @@ describe("usage", () => {
 
 describe("jobs", () => {
   const { dir, store } = newState();
-  const active = add(store, running({ prompt_preview: "refactor the parser into modules, keeping the public API exactly as it is today" }));
+  const active = add(
+    store,
+    running({ prompt_preview: "refactor the parser into modules, keeping the public API exactly as it is today" }),
+  );
   writeJobFile(store, active.id, "stdout.jsonl", TOOLS_STREAM_SO_FAR);
   const queued = add(store, record({ status: "queued", submitted_at: NOW - 30_000, cwd: "/srv/other" }));
   // 22 finished, 5 days old: the 20 that finished last are listed without --all.
   const done: JobRecord[] = [];
   for (let i = 0; i < 22; i += 1) {
-    done.push(add(store, finished({ submitted_at: NOW - 5 * DAY - i, finished_at: NOW - i * MINUTE, cost_usd: i === 0 ? 0.0123 : 1.5 })));
+    done.push(
+      add(
+        store,
+        finished({ submitted_at: NOW - 5 * DAY - i, finished_at: NOW - i * MINUTE, cost_usd: i === 0 ? 0.0123 : 1.5 }),
+      ),
+    );
   }
 
   test("a table of unfinished jobs and the 20 most recently finished, columns fitted to their content", async () => {
@@ -282,7 +328,10 @@ describe("jobs", () => {
     assert.equal(lines.length, 1 + 2 + 20 + 2);
     assert.equal(lines.at(-2), "(2 older finished jobs not shown; --all lists every job)");
     // No server has been present here: nothing carries the two unfinished jobs (§15.8).
-    assert.equal(lines.at(-1), "Nothing carries 2 unfinished jobs: no server or carrier runs; the next server takes them over.");
+    assert.equal(
+      lines.at(-1),
+      "Nothing carries 2 unfinished jobs: no server or carrier runs; the next server takes them over.",
+    );
     const rows = lines.slice(1, -2);
     const column = (name: string): number => header.indexOf(name);
     const rowOf = (id: string): string => rows.find((row) => row.startsWith(id)) ?? assert.fail(`no row for ${id}`);
@@ -291,10 +340,17 @@ describe("jobs", () => {
       assert.equal(row, row.trimEnd(), "no trailing spaces");
     }
     const activeRow = rowOf(active.id);
-    assert.match(activeRow.slice(column("AGE")), /^2h +~\/src\/app +3 +- +a4e6f90a-6476-44bd-a9eb-2a4c18c0761d +refactor the parser into modules, keeping the public API ex…$/);
+    assert.match(
+      activeRow.slice(column("AGE")),
+      /^2h +~\/src\/app +3 +- +a4e6f90a-6476-44bd-a9eb-2a4c18c0761d +refactor the parser into modules, keeping the public API ex…$/,
+    );
     assert.match(rowOf(queued.id).slice(column("AGE")), /^30s +\/srv\/other +0 +- +- +fix the failing tests$/);
     assert.match(rowOf(done[0]?.id ?? "").slice(column("AGE")), /^5d +~\/src\/app +3 +\$0\.0123 /);
-    assert.match(rowOf(done[1]?.id ?? "").slice(column("TURNS")), /^ {4}3 {4}\$1\.50  9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50  fix/, "numbers are right-aligned under TURNS and COST");
+    assert.match(
+      rowOf(done[1]?.id ?? "").slice(column("TURNS")),
+      /^ {4}3 {4}\$1\.50  9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50  fix/,
+      "numbers are right-aligned under TURNS and COST",
+    );
     assert.ok(!run.stdout.includes(done[20]?.id ?? "-"), "the oldest finished jobs are left out");
     assert.ok(!run.stdout.includes(HOME), "the home directory is shown as ~");
   });
@@ -311,13 +367,21 @@ describe("jobs", () => {
   test("--json: one document with the same rows, live turns for a running job", async () => {
     const run = await cli(["jobs", "--json"], { stateDir: dir });
     assert.equal(run.code, 0);
-    const document = JSON.parse(run.stdout) as { state_dir: string; jobs: Record<string, unknown>[]; hidden_finished: number; skipped: unknown[] };
+    const document = JSON.parse(run.stdout) as {
+      state_dir: string;
+      jobs: Record<string, unknown>[];
+      hidden_finished: number;
+      skipped: unknown[];
+    };
     assert.equal(document.state_dir, dir);
     assert.equal(document.jobs.length, 22);
     assert.equal(document.hidden_finished, 2);
     assert.deepEqual(document.skipped, []);
     assert.deepEqual((document as unknown as Record<string, unknown>).carried_by, []);
-    assert.deepEqual((document as unknown as Record<string, unknown>).not_carried, { jobs: 2, why: "no server or carrier runs; the next server takes them over" });
+    assert.deepEqual((document as unknown as Record<string, unknown>).not_carried, {
+      jobs: 2,
+      why: "no server or carrier runs; the next server takes them over",
+    });
     const row = document.jobs.find((job) => job.id === active.id);
     assert.deepEqual(row, {
       id: active.id,
@@ -338,7 +402,11 @@ describe("jobs", () => {
 
   test("an empty or missing state directory has no jobs; a broken record is skipped and named", async () => {
     const empty = newState();
-    assert.deepEqual(await cli(["jobs"], { stateDir: empty.dir }), { code: 0, stdout: `No jobs in ${empty.dir}.\n`, stderr: "" });
+    assert.deepEqual(await cli(["jobs"], { stateDir: empty.dir }), {
+      code: 0,
+      stdout: `No jobs in ${empty.dir}.\n`,
+      stderr: "",
+    });
     const missing = path.join(scratch, "never-created");
     assert.equal((await cli(["jobs"], { stateDir: missing })).stdout, `No jobs in ${missing}.\n`);
     assert.ok(!existsSync(missing), "listing creates nothing");
@@ -367,7 +435,11 @@ describe("show", () => {
     finished({
       options: { model: "sonnet", permissionMode: "acceptEdits", allowedTools: ["Bash(npm test)", "Edit"] },
       timeout_ms: 120_000,
-      outcome: { ok: true, result: { sessionId: "9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50", numTurns: 3, costUsd: 0.0018 }, result_chars: result.length },
+      outcome: {
+        ok: true,
+        result: { sessionId: "9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50", numTurns: 3, costUsd: 0.0018 },
+        result_chars: result.length,
+      },
     }),
     prompt,
   );
@@ -375,35 +447,38 @@ describe("show", () => {
   writeJobFile(store, job.id, "stdout.jsonl", TOOLS_STREAM);
   writeJobFile(store, job.id, "stderr.log", Array.from({ length: 30 }, (_, i) => `stderr line ${i + 1}`).join("\n"));
 
-  test("the record, the whole prompt, the result clipped with where the rest is, and the tail of its output", async () => {
-    const run = await cli(["show", job.id], { stateDir: dir });
-    assert.equal(run.code, 0, run.stderr);
-    const text = run.stdout;
-    assert.ok(text.startsWith(`job ${job.id}\n`));
-    for (const line of [
-      /^ {2}status +completed$/m,
-      /^ {2}kind +start$/m,
-      /^ {2}cwd +~\/src\/app$/m,
-      /^ {2}submitted +2025-06-01T11:50:00\.000Z \(10m ago\)$/m,
-      /^ {2}finished +2025-06-01T11:55:00\.000Z \(took 5m\)$/m,
-      /^ {2}owner +server pid 4242 \(not running\)$/m,
-      /^ {2}session +9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50$/m,
-      /^ {2}turns +3$/m,
-      /^ {2}cost +\$0\.0018$/m,
-      /^ {2}timeout +2m$/m,
-      /^ {2}options +model=sonnet permissionMode=acceptEdits allowedTools=Bash\(npm test\),Edit$/m,
-    ]) {
-      assert.match(text, line);
-    }
-    assert.ok(text.includes("prompt:\n  Fix the failing tests.\n  Then run the whole suite\n  and report.\n"));
-    assert.ok(text.includes(`result (${result.length} characters):\n  ${"r".repeat(2000)}\n`));
-    assert.ok(!text.includes("THE END"), "the result is clipped");
-    assert.ok(text.includes(`[…507 more characters; the whole result is in ${store.file(job.id, "result.txt")}]`));
-    assert.match(text, /transcript \(last \d+ lines\):\n[\s\S]*tool: Bash · [\s\S]*\[done: success\]\n/);
-    assert.ok(text.includes("stderr (last 10 lines):\n  stderr line 21\n"));
-    assert.ok(text.endsWith("  stderr line 30\n"));
-    assert.ok(!text.includes("stderr line 20\n"));
-  });
+  test(
+    "the record, the whole prompt, the result clipped with where the rest is, and the tail " + "of its output",
+    async () => {
+      const run = await cli(["show", job.id], { stateDir: dir });
+      assert.equal(run.code, 0, run.stderr);
+      const text = run.stdout;
+      assert.ok(text.startsWith(`job ${job.id}\n`));
+      for (const line of [
+        /^ {2}status +completed$/m,
+        /^ {2}kind +start$/m,
+        /^ {2}cwd +~\/src\/app$/m,
+        /^ {2}submitted +2025-06-01T11:50:00\.000Z \(10m ago\)$/m,
+        /^ {2}finished +2025-06-01T11:55:00\.000Z \(took 5m\)$/m,
+        /^ {2}owner +server pid 4242 \(not running\)$/m,
+        /^ {2}session +9b2f8a47-53c4-4f0e-9d61-1f7e2c3b4a50$/m,
+        /^ {2}turns +3$/m,
+        /^ {2}cost +\$0\.0018$/m,
+        /^ {2}timeout +2m$/m,
+        /^ {2}options +model=sonnet permissionMode=acceptEdits allowedTools=Bash\(npm test\),Edit$/m,
+      ]) {
+        assert.match(text, line);
+      }
+      assert.ok(text.includes("prompt:\n  Fix the failing tests.\n  Then run the whole suite\n  and report.\n"));
+      assert.ok(text.includes(`result (${result.length} characters):\n  ${"r".repeat(2000)}\n`));
+      assert.ok(!text.includes("THE END"), "the result is clipped");
+      assert.ok(text.includes(`[…507 more characters; the whole result is in ${store.file(job.id, "result.txt")}]`));
+      assert.match(text, /transcript \(last \d+ lines\):\n[\s\S]*tool: Bash · [\s\S]*\[done: success\]\n/);
+      assert.ok(text.includes("stderr (last 10 lines):\n  stderr line 21\n"));
+      assert.ok(text.endsWith("  stderr line 30\n"));
+      assert.ok(!text.includes("stderr line 20\n"));
+    },
+  );
 
   test("--json has the record, the whole result and the tails", async () => {
     const run = await cli(["show", job.id, "--json"], { stateDir: dir });
@@ -432,7 +507,10 @@ describe("show", () => {
     assert.match(run.stdout, /^ {2}agent +pid 5151, start time 200 \(running\)$/m);
     assert.match(run.stdout, /^ {2}turns +3$/m);
     assert.match(run.stdout, /^ {2}last tool +Bash · /m);
-    assert.ok(!run.stdout.includes("\u001b") && !run.stdout.includes("\u0007"), "no terminal escape reaches the terminal");
+    assert.ok(
+      !run.stdout.includes("\u001b") && !run.stdout.includes("\u0007"),
+      "no terminal escape reaches the terminal",
+    );
     assert.ok(!/result \(/.test(run.stdout), "no result yet");
     assert.equal(processes.idleCalls, 1);
 
@@ -462,7 +540,9 @@ describe("a unique prefix of a job id", () => {
   const withPrefix = (prefix: string, overrides: Partial<JobRecord> = {}): JobRecord =>
     add(store, finished({ id: `${prefix}${randomUUID().slice(prefix.length)}`, ...overrides }));
   const alone = withPrefix("0123");
-  const first = withPrefix("abcd1", { prompt_preview: "first: refactor \u001b[31mthe parser into modules, keeping the public API exactly as it is" });
+  const first = withPrefix("abcd1", {
+    prompt_preview: "first: refactor \u001b[31mthe parser into modules, keeping the public API exactly as it is",
+  });
   const second = withPrefix("abcd2", { status: "running", agent: { pid: 5151, start_time: "200" } });
   // A folder the server is creating right now: no record yet, still a match.
   const bare = `abcd3${randomUUID().slice(5)}`;
@@ -476,7 +556,13 @@ describe("a unique prefix of a job id", () => {
     }
     const killed = await cli(["kill", "0123", "--json"], { stateDir: dir });
     assert.equal(killed.code, 0, killed.stderr);
-    assert.deepEqual(JSON.parse(killed.stdout), { id: alone.id, status: "completed", already_finished: true, kill_requested: false, survivors: [] });
+    assert.deepEqual(JSON.parse(killed.stdout), {
+      id: alone.id,
+      status: "completed",
+      already_finished: true,
+      kill_requested: false,
+      survivors: [],
+    });
   });
 
   test("a prefix of several jobs: exit 1, and which jobs, with status and prompt", async () => {
@@ -487,7 +573,11 @@ describe("a unique prefix of a job id", () => {
       const lines = run.stderr.trimEnd().split("\n");
       assert.equal(lines[0], `claude-dispatch: "abcd" matches 3 jobs in ${dir}; give more of the id:`);
       assert.match(lines[1] ?? "", /^ {2}ID +STATUS +PROMPT$/);
-      assert.equal(lines[2], `  ${first.id}  completed  first: refactor the parser into modules, keeping the public…`, "cut as jobs cuts it, escapes removed");
+      assert.equal(
+        lines[2],
+        `  ${first.id}  completed  first: refactor the parser into modules, keeping the public…`,
+        "cut as jobs cuts it, escapes removed",
+      );
       assert.equal(lines[3], `  ${second.id}  running    fix the failing tests`);
       assert.equal(lines[4], `  ${bare}  -          (no record)`);
       assert.equal(lines.length, 5);
@@ -511,9 +601,15 @@ describe("a unique prefix of a job id", () => {
 
   test("a prefix of no job is JOB_NOT_FOUND; a missing state directory has no jobs", async () => {
     const run = await cli(["show", "fedc-ba"], { stateDir: dir });
-    assert.deepEqual(run, { code: 1, stdout: "", stderr: `claude-dispatch: no job id starts with "fedc-ba" in ${dir}\n` });
+    assert.deepEqual(run, {
+      code: 1,
+      stdout: "",
+      stderr: `claude-dispatch: no job id starts with "fedc-ba" in ${dir}\n`,
+    });
     const json = await cli(["kill", "fedc", "--json"], { stateDir: dir });
-    assert.deepEqual(JSON.parse(json.stdout), { error: { code: "JOB_NOT_FOUND", message: `no job id starts with "fedc" in ${dir}` } });
+    assert.deepEqual(JSON.parse(json.stdout), {
+      error: { code: "JOB_NOT_FOUND", message: `no job id starts with "fedc" in ${dir}` },
+    });
     const missing = path.join(scratch, `never-created-${randomUUID()}`);
     assert.equal((await cli(["show", "abcd"], { stateDir: missing })).code, 1);
     assert.ok(!existsSync(missing), "looking creates nothing");
@@ -540,7 +636,11 @@ describe("kill", () => {
     const job = add(store, finished({ status: "failed" }));
     const processes = new FakeProcesses();
     const run = await cli(["kill", job.id], { stateDir: dir, processes });
-    assert.deepEqual(run, { code: 0, stdout: `Job ${job.id} had already finished (failed); nothing was killed.\n`, stderr: "" });
+    assert.deepEqual(run, {
+      code: 0,
+      stdout: `Job ${job.id} had already finished (failed); nothing was killed.\n`,
+      stderr: "",
+    });
     assert.equal(store.killRequested(job.id), undefined);
     assert.deepEqual(store.read(job.id), job);
     assert.deepEqual(processes.attached, []);
@@ -577,12 +677,19 @@ describe("kill", () => {
     assert.equal(run.code, 0, run.stderr);
     assert.equal(
       run.stdout,
-      `Killed job ${job.id}'s process tree: 2 processes signalled, none left.\nIts server (pid ${OWNER.pid}) records it as killed.\n`,
+      `Killed job ${job.id}'s process tree: 2 processes signalled, none left.\nIts server (pid ${OWNER.pid}) records ` +
+        `it as killed.\n`,
     );
     assert.equal(processes.attached.length, 1);
     const request = processes.attached[0] as AttachRequest;
     assert.deepEqual(
-      { pid: request.pid, startTime: request.startTime, marker: request.marker, output: request.output, tail: request.stderrTailBytes },
+      {
+        pid: request.pid,
+        startTime: request.startTime,
+        marker: request.marker,
+        output: request.output,
+        tail: request.stderrTailBytes,
+      },
       { pid: 5151, startTime: "200", marker: "marker-5151", output: store.outputFiles(job.id), tail: 0 },
     );
     assert.deepEqual(processes.killed, [5151]);
@@ -598,7 +705,10 @@ describe("kill", () => {
     processes.alive.add(5151);
     const run = await cli(["kill", job.id], { stateDir: dir, processes });
     assert.equal(run.code, 0, run.stderr);
-    assert.ok(run.stdout.endsWith(`Its server (pid ${OWNER.pid}) is gone, so the record was finished here: killed.\n`), run.stdout);
+    assert.ok(
+      run.stdout.endsWith(`Its server (pid ${OWNER.pid}) is gone, so the record was finished here: killed.\n`),
+      run.stdout,
+    );
     assert.deepEqual(processes.killed, [5151]);
     assert.deepEqual(store.read(job.id), {
       ...job,
@@ -650,10 +760,17 @@ describe("kill", () => {
     processes.survivors = [5151, 5152];
     const run = await cli(["kill", job.id], { stateDir: dir, processes });
     assert.equal(run.code, 1);
-    assert.ok(run.stdout.startsWith(`KILL_FAILED: job ${job.id}: processes 5151, 5152 survived SIGKILL.\n`), run.stdout);
+    assert.ok(
+      run.stdout.startsWith(`KILL_FAILED: job ${job.id}: processes 5151, 5152 survived SIGKILL.\n`),
+      run.stdout,
+    );
     const final = store.read(job.id);
     assert.equal(final?.status, "killed");
-    assert.deepEqual(final?.outcome, { ok: false, code: "KILL_FAILED", detail: "processes 5151, 5152 survived SIGKILL" });
+    assert.deepEqual(final?.outcome, {
+      ok: false,
+      code: "KILL_FAILED",
+      detail: "processes 5151, 5152 survived SIGKILL",
+    });
   });
 
   test("an unknown job: exit 1, nothing written", async () => {
@@ -702,7 +819,8 @@ describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => 
     const agentPid = Number(readFileSync(agentPidFile, "utf8"));
     assert.ok(agentPid > 1, "the agent did not start");
     orphans.push(agentPid);
-    const startTime = parseProcStat(readFileSync(`/proc/${agentPid}/stat`, "latin1"))?.startTime ?? assert.fail("no start time");
+    const startTime =
+      parseProcStat(readFileSync(`/proc/${agentPid}/stat`, "latin1"))?.startTime ?? assert.fail("no start time");
     await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8") !== "", "the agent's child");
     const grandchildPid = Number(readFileSync(pidFile, "utf8"));
     orphans.push(grandchildPid);
@@ -730,7 +848,10 @@ describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => 
     const { dir, store } = newState();
     const marker = randomUUID();
     const { agentPid, startTime, grandchildPid } = await startAgent(marker);
-    const job = add(store, running({ owner: deadOwner, agent: { pid: agentPid, start_time: startTime, tree_marker: marker } }));
+    const job = add(
+      store,
+      running({ owner: deadOwner, agent: { pid: agentPid, start_time: startTime, tree_marker: marker } }),
+    );
     writeJobFile(store, job.id, "stdout.jsonl", TOOLS_STREAM_SO_FAR);
     const processes = realProcesses();
     const run = await cli(["kill", job.id], { stateDir: dir, processes, clock: systemClock });
@@ -741,26 +862,37 @@ describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => 
     assert.equal(final?.status, "killed");
     assert.equal(final?.kill_reason, "cli");
     assert.equal(final?.turns, 3);
-    assert.deepEqual(final?.outcome, { ok: false, code: "KILLED", detail: "killed from the command line (claude-dispatch kill)" });
+    assert.deepEqual(final?.outcome, {
+      ok: false,
+      code: "KILLED",
+      detail: "killed from the command line (claude-dispatch kill)",
+    });
   });
 
-  test("a record naming the command's own process is never signalled, whatever its start time says (§15.3)", async () => {
-    const { dir, store } = newState();
-    // A hostile agent can read /proc and write its record: here it names this process, which runs the command.
-    const ownStart = parseProcStat(readFileSync(`/proc/${process.pid}/stat`, "latin1"))?.startTime ?? assert.fail("no start time");
-    const job = add(store, running({ owner: deadOwner, agent: { pid: process.pid, start_time: ownStart } }));
-    const processes = realProcesses();
-    const run = await cli(["kill", job.id], { stateDir: dir, processes, clock: systemClock });
-    assert.equal(run.code, 0, run.stdout + run.stderr);
-    assert.match(run.stdout, /agent is not running \(pid \d+\): there was nothing to signal/);
-    assert.equal(store.read(job.id)?.status, "killed", "the record is finished, as its server is gone");
-  });
+  test(
+    "a record naming the command's own process is never signalled, whatever its start time " + "says (§15.3)",
+    async () => {
+      const { dir, store } = newState();
+      // A hostile agent can read /proc and write its record: here it names this process, which runs the command.
+      const ownStart =
+        parseProcStat(readFileSync(`/proc/${process.pid}/stat`, "latin1"))?.startTime ?? assert.fail("no start time");
+      const job = add(store, running({ owner: deadOwner, agent: { pid: process.pid, start_time: ownStart } }));
+      const processes = realProcesses();
+      const run = await cli(["kill", job.id], { stateDir: dir, processes, clock: systemClock });
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      assert.match(run.stdout, /agent is not running \(pid \d+\): there was nothing to signal/);
+      assert.equal(store.read(job.id)?.status, "killed", "the record is finished, as its server is gone");
+    },
+  );
 
   test("the built binary kills the tree and exits", async () => {
     const { dir, store } = newState();
     const marker = randomUUID();
     const { agentPid, startTime, grandchildPid } = await startAgent(marker);
-    const job = add(store, running({ owner: deadOwner, agent: { pid: agentPid, start_time: startTime, tree_marker: marker } }));
+    const job = add(
+      store,
+      running({ owner: deadOwner, agent: { pid: agentPid, start_time: startTime, tree_marker: marker } }),
+    );
     const run = await runBuilt(["kill", job.id, "--json"], dir);
     assert.equal(run.code, 0, run.stderr);
     const document = JSON.parse(run.stdout) as { status: string; finished_by: string; survivors: number[] };
@@ -773,7 +905,14 @@ describe("kill with real processes", { skip: !isLinux && "reads /proc" }, () => 
 });
 
 describe("prune", () => {
-  function prepared(): { dir: string; store: StateStore; old: JobRecord; recent: JobRecord; active: JobRecord; queued: JobRecord } {
+  function prepared(): {
+    dir: string;
+    store: StateStore;
+    old: JobRecord;
+    recent: JobRecord;
+    active: JobRecord;
+    queued: JobRecord;
+  } {
     const { dir, store } = newState();
     const old = add(store, finished({ finished_at: NOW - 2 * HOUR }));
     store.writeResult(old.id, "x".repeat(1000));
@@ -805,25 +944,37 @@ describe("prune", () => {
     const { dir, store, old, recent } = prepared();
     const run = await cli(["prune", "--older-than", "1h"], { stateDir: dir });
     assert.equal(run.code, 0);
-    assert.match(run.stdout, /^Removed 1 finished job from .*, freeing 1\.\d KiB\.\nKept 3 \(2 queued or running, and those finished within 1h\)\.\n$/);
+    assert.match(
+      run.stdout,
+      /^Removed 1 finished job from .*, freeing 1\.\d KiB\.\nKept 3 \(2 queued or running, and those finished within 1h\)\.\n$/,
+    );
     assert.ok(!existsSync(store.jobDir(old.id)));
     assert.ok(existsSync(store.jobDir(recent.id)));
-    assert.equal((await cli(["prune", "--older-than=2d"], { stateDir: dir })).stdout.split("\n")[0], `Removed 0 finished jobs from ${dir}, freeing 0 B.`);
+    assert.equal(
+      (await cli(["prune", "--older-than=2d"], { stateDir: dir })).stdout.split("\n")[0],
+      `Removed 0 finished jobs from ${dir}, freeing 0 B.`,
+    );
   });
 
-  test("without an age and without a terminal: exit 2, nothing deleted, and the message names --all and --older-than", async () => {
-    const { dir, store, old, recent } = prepared();
-    for (const args of [["prune"], ["prune", "--json"]]) {
-      const run = await cli(args, { stateDir: dir });
-      assert.equal(run.code, 2, args.join(" "));
-      assert.equal(run.stdout, "");
-      assert.match(run.stderr, /^claude-dispatch: without a terminal to ask on, prune needs --all \(every finished job\) or --older-than AGE/);
-      assert.ok(existsSync(store.jobDir(old.id)) && existsSync(store.jobDir(recent.id)));
-    }
-    const both = await cli(["prune", "--all", "--older-than", "1h"], { stateDir: dir });
-    assert.equal(both.code, 2);
-    assert.match(both.stderr, /--all or --older-than, not both/);
-  });
+  test(
+    "without an age and without a terminal: exit 2, nothing deleted, and the message names --all and " + "--older-than",
+    async () => {
+      const { dir, store, old, recent } = prepared();
+      for (const args of [["prune"], ["prune", "--json"]]) {
+        const run = await cli(args, { stateDir: dir });
+        assert.equal(run.code, 2, args.join(" "));
+        assert.equal(run.stdout, "");
+        assert.match(
+          run.stderr,
+          /^claude-dispatch: without a terminal to ask on, prune needs --all \(every finished job\) or --older-than AGE/,
+        );
+        assert.ok(existsSync(store.jobDir(old.id)) && existsSync(store.jobDir(recent.id)));
+      }
+      const both = await cli(["prune", "--all", "--older-than", "1h"], { stateDir: dir });
+      assert.equal(both.code, 2);
+      assert.match(both.stderr, /--all or --older-than, not both/);
+    },
+  );
 
   test("without an age on a terminal: it asks, y deletes, anything else keeps", async () => {
     const { dir, store, old, recent } = prepared();
@@ -875,7 +1026,11 @@ describe("doctor", () => {
     const runs: unknown[][] = [];
     const run = await cli(["doctor"], {
       stateDir,
-      env: { PATH: `relative/bin:${path.join(scratch, "nothing")}:${binDir}`, ANTHROPIC_API_KEY: "sk-ant-do-not-print", CLAUDE_DISPATCH_ROOTS: scratch },
+      env: {
+        PATH: `relative/bin:${path.join(scratch, "nothing")}:${binDir}`,
+        ANTHROPIC_API_KEY: "sk-ant-do-not-print",
+        CLAUDE_DISPATCH_ROOTS: scratch,
+      },
       runFile: async (file, args, timeoutMs) => {
         runs.push([file, args, timeoutMs]);
         const status = '{"loggedIn": true, "authMethod": "api_key", "apiKeySource": "ANTHROPIC_API_KEY"}';
@@ -907,7 +1062,9 @@ describe("doctor", () => {
     }
     // The variables its checks passed with, so that the pasted configuration passes them too.
     const env = { CLAUDE_DISPATCH_ROOTS: scratch, CLAUDE_DISPATCH_STATE_DIR: stateDir };
-    const hostConfig = { mcpServers: { "claude-dispatch": { command: "/usr/bin/node", args: ["/opt/claude dispatch/dist/main.js"], env } } };
+    const hostConfig = {
+      mcpServers: { "claude-dispatch": { command: "/usr/bin/node", args: ["/opt/claude dispatch/dist/main.js"], env } },
+    };
     assert.ok(run.stdout.includes(JSON.stringify(hostConfig, null, 2).replaceAll("\n", "\n  ")), run.stdout);
     // Longer than the terminal: an option a line, each line but the last ending in a backslash.
     assert.ok(
@@ -917,7 +1074,11 @@ describe("doctor", () => {
       run.stdout,
     );
     assert.ok(!text.includes("sk-ant"), "no secret is printed");
-    assert.deepEqual(readdirSync(stateDir).sort(), ["carrier", "jobs", "servers", "slots"], "the write probe is removed");
+    assert.deepEqual(
+      readdirSync(stateDir).sort(),
+      ["carrier", "jobs", "servers", "slots"],
+      "the write probe is removed",
+    );
   });
 
   test("problems are warn and fail lines, and any fail is exit 1", async () => {
@@ -942,7 +1103,10 @@ describe("doctor", () => {
     assert.equal(document.ok, false);
     const status = (name: string): string | undefined => document.checks.find((check) => check.name === name)?.status;
     assert.equal(status("claude"), "fail");
-    assert.equal(document.checks.find((check) => check.name === "claude")?.detail, "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN");
+    assert.equal(
+      document.checks.find((check) => check.name === "claude")?.detail,
+      "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN",
+    );
     assert.equal(status("state directory"), "warn", "mode 0755 is not private");
     assert.equal(status("depth"), "warn", "no tools would be offered");
     assert.equal(status("permission modes"), "warn", "bypassPermissions is allowed");
@@ -970,7 +1134,10 @@ describe("doctor", () => {
     assert.match(text, new RegExp(`^fail  claude: ${claude} --version failed: Command failed: spawn EACCES$`, "m"));
     assert.doesNotMatch(text, /claude login/, "a claude that does not run is not asked more");
     assert.match(text, /^fail  roots: CLAUDE_DISPATCH_ROOTS entry does not exist: .*; the server will not start$/m);
-    assert.match(text, /^warn  state directory: .* does not exist yet; the server creates it \(mode 0700\) when it starts$/m);
+    assert.match(
+      text,
+      /^warn  state directory: .* does not exist yet; the server creates it \(mode 0700\) when it starts$/m,
+    );
     assert.ok(!existsSync(stateDir), "doctor creates nothing");
   });
 
@@ -980,11 +1147,20 @@ describe("doctor", () => {
     assert.equal(run.code, 1);
     assert.equal(run.stderr, "");
     const text = run.stdout.replace(/\n {6}/g, " ");
-    assert.match(text, /^fail  configuration: CLAUDE_DISPATCH_MAX_TURNS must be an integer from 1 to 10000, got "lots"; the server will not start, and doctor skips the agent defaults check$/m);
+    assert.match(
+      text,
+      /^fail  configuration: CLAUDE_DISPATCH_MAX_TURNS must be an integer from 1 to 10000, got "lots"; the server will not start, and doctor skips the agent defaults check$/m,
+    );
     assert.match(text, /^ok {4}claude: /m, "what can be checked still is");
     assert.match(text, /^ok {4}state directory: /m);
-    assert.ok(!run.stdout.includes("MAX_TURNS=lots") && !run.stdout.includes('"CLAUDE_DISPATCH_MAX_TURNS"'), "the invalid value is not offered to paste");
-    assert.match(run.stdout.replace(/\s+/g, " "), /Left out of the configuration below, as invalid: CLAUDE_DISPATCH_MAX_TURNS; /);
+    assert.ok(
+      !run.stdout.includes("MAX_TURNS=lots") && !run.stdout.includes('"CLAUDE_DISPATCH_MAX_TURNS"'),
+      "the invalid value is not offered to paste",
+    );
+    assert.match(
+      run.stdout.replace(/\s+/g, " "),
+      /Left out of the configuration below, as invalid: CLAUDE_DISPATCH_MAX_TURNS; /,
+    );
   });
 });
 
@@ -1009,7 +1185,10 @@ describe("the host configuration line", () => {
       claudeMcpAddLine(posix, env),
       "claude mcp add -s user claude-dispatch --env CLAUDE_DISPATCH_CLAUDE_BIN=/opt/claude/bin/claude --env CLAUDE_DISPATCH_STATE_DIR=/var/state -- /usr/bin/node '/opt/claude dispatch/dist/main.js'",
     );
-    assert.equal(claudeMcpAddLine(posix, {}), "claude mcp add -s user claude-dispatch -- /usr/bin/node '/opt/claude dispatch/dist/main.js'");
+    assert.equal(
+      claudeMcpAddLine(posix, {}),
+      "claude mcp add -s user claude-dispatch -- /usr/bin/node '/opt/claude dispatch/dist/main.js'",
+    );
   });
 
   test("the per-process variables left out are the ones config.ts and process.ts set", () => {
@@ -1021,10 +1200,15 @@ describe("the host configuration line", () => {
       claudeMcpAddLine(posix, { CLAUDE_DISPATCH_ROOTS: "/src/it's mine:/srv" }),
       "claude mcp add -s user claude-dispatch --env 'CLAUDE_DISPATCH_ROOTS=/src/it'\\''s mine:/srv' -- /usr/bin/node '/opt/claude dispatch/dist/main.js'",
     );
-    const windows = { nodePath: "C:\\Program Files\\nodejs\\node.exe", mainPath: "C:\\src\\claude-dispatch\\dist\\main.js", platform: "win32" };
+    const windows = {
+      nodePath: "C:\\Program Files\\nodejs\\node.exe",
+      mainPath: "C:\\src\\claude-dispatch\\dist\\main.js",
+      platform: "win32",
+    };
     assert.equal(
       claudeMcpAddLine(windows, { CLAUDE_DISPATCH_ROOTS: "C:\\my work" }),
-      'claude mcp add -s user claude-dispatch --env "CLAUDE_DISPATCH_ROOTS=C:\\my work" -- "C:\\Program Files\\nodejs\\node.exe" C:\\src\\claude-dispatch\\dist\\main.js',
+      'claude mcp add -s user claude-dispatch --env "CLAUDE_DISPATCH_ROOTS=C:\\my work" -- "C:\\Program ' +
+        'Files\\nodejs\\node.exe" C:\\src\\claude-dispatch\\dist\\main.js',
     );
   });
 
@@ -1051,7 +1235,8 @@ function runBuilt(args: string[], stateDir: string): Promise<Run> {
       process.execPath,
       [SERVER_MAIN, ...args],
       { env: { PATH: process.env.PATH ?? "", CLAUDE_DISPATCH_STATE_DIR: stateDir }, timeout: 30_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr }),
+      (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr }),
     );
   });
 }
@@ -1072,7 +1257,11 @@ describe("the built binary", () => {
   });
 
   test("--version and --help", async () => {
-    assert.deepEqual(await runBuilt(["--version"], dir), { code: 0, stdout: `claude-dispatch ${SERVER_VERSION}\n`, stderr: "" });
+    assert.deepEqual(await runBuilt(["--version"], dir), {
+      code: 0,
+      stdout: `claude-dispatch ${SERVER_VERSION}\n`,
+      stderr: "",
+    });
     const help = await runBuilt(["--help"], dir);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /^Usage: claude-dispatch/);

@@ -10,7 +10,12 @@ const DEFAULT_PERMISSION_MODES = ["default", "acceptEdits", "plan", "auto", "don
 test("defaults", () => {
   assert.deepEqual(loadConfig({}), {
     agentSettings: {
-      claude: { program: "claude", allowedModes: DEFAULT_PERMISSION_MODES, defaultMode: undefined, defaultModel: undefined },
+      claude: {
+        program: "claude",
+        allowedModes: DEFAULT_PERMISSION_MODES,
+        defaultMode: undefined,
+        defaultModel: undefined,
+      },
       codex: { program: "codex", allowedModes: ["read-only", "workspace-write"] },
       gemini: { program: "gemini", allowedModes: ["default", "auto_edit", "plan"] },
     },
@@ -135,55 +140,99 @@ test("invalid values are errors that name the variable, never silent fallbacks",
     ["CLAUDE_DISPATCH_ON_INPUT", JSON.stringify(["x", "y".repeat(4097)])],
   ];
   for (const [name, value] of cases) {
-    assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message.includes(name), `${name}=${value}`);
+    assert.throws(
+      () => loadConfig({ [name]: value }),
+      (error: unknown) => error instanceof ConfigError && error.message.includes(name),
+      `${name}=${value}`,
+    );
   }
 });
 
-test("CLAUDE_DISPATCH_ON_DONE and CLAUDE_DISPATCH_ON_INPUT are argvs as written: nothing in them is split or interpreted", () => {
-  const argv = ["notify-send", "claude-dispatch", "job $CLAUDE_DISPATCH_JOB_ID; rm -rf ~"];
-  assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_ON_DONE: ` ${JSON.stringify(argv)} ` }).onDone, argv);
-  assert.equal(loadConfig({ CLAUDE_DISPATCH_ON_DONE: "  " }).onDone, undefined);
-  const both = loadConfig({ CLAUDE_DISPATCH_ON_INPUT: JSON.stringify(argv), CLAUDE_DISPATCH_ON_DONE: '["true"]' });
-  assert.deepEqual([both.onInput, both.onDone], [argv, ["true"]], "each its own");
-  assert.equal(loadConfig({ CLAUDE_DISPATCH_ON_INPUT: "  " }).onInput, undefined);
-  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_ON_INPUT: "[]" }), /CLAUDE_DISPATCH_ON_INPUT must be a JSON array of 1 to 64 strings, the program first/);
-});
+test(
+  "CLAUDE_DISPATCH_ON_DONE and CLAUDE_DISPATCH_ON_INPUT are argvs as written: nothing in them is split " +
+    "or interpreted",
+  () => {
+    const argv = ["notify-send", "claude-dispatch", "job $CLAUDE_DISPATCH_JOB_ID; rm -rf ~"];
+    assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_ON_DONE: ` ${JSON.stringify(argv)} ` }).onDone, argv);
+    assert.equal(loadConfig({ CLAUDE_DISPATCH_ON_DONE: "  " }).onDone, undefined);
+    const both = loadConfig({ CLAUDE_DISPATCH_ON_INPUT: JSON.stringify(argv), CLAUDE_DISPATCH_ON_DONE: '["true"]' });
+    assert.deepEqual([both.onInput, both.onDone], [argv, ["true"]], "each its own");
+    assert.equal(loadConfig({ CLAUDE_DISPATCH_ON_INPUT: "  " }).onInput, undefined);
+    assert.throws(
+      () => loadConfig({ CLAUDE_DISPATCH_ON_INPUT: "[]" }),
+      /CLAUDE_DISPATCH_ON_INPUT must be a JSON array of 1 to 64 strings, the program first/,
+    );
+  },
+);
 
 test("the state directory: explicit, else XDG_STATE_HOME, else ~/.local/state; %LOCALAPPDATA% on Windows", () => {
   const home = { home: "/home/ada" };
   assert.equal(loadConfig({ CLAUDE_DISPATCH_STATE_DIR: "/srv/state/" }, home).stateDir, "/srv/state");
   assert.equal(loadConfig({ XDG_STATE_HOME: "/xdg" }, home).stateDir, "/xdg/claude-dispatch");
-  assert.equal(loadConfig({ XDG_STATE_HOME: "relative" }, home).stateDir, "/home/ada/.local/state/claude-dispatch", "a relative XDG_STATE_HOME is ignored, as the XDG spec says");
+  assert.equal(
+    loadConfig({ XDG_STATE_HOME: "relative" }, home).stateDir,
+    "/home/ada/.local/state/claude-dispatch",
+    "a relative XDG_STATE_HOME is ignored, as the XDG spec says",
+  );
   assert.equal(loadConfig({}, home).stateDir, "/home/ada/.local/state/claude-dispatch");
   const windows = { platform: "win32", home: "C:\\Users\\ada" };
-  assert.equal(loadConfig({ LOCALAPPDATA: "C:\\Users\\ada\\AppData\\Local", XDG_STATE_HOME: "/xdg" }, windows).stateDir, "C:\\Users\\ada\\AppData\\Local\\claude-dispatch");
+  assert.equal(
+    loadConfig({ LOCALAPPDATA: "C:\\Users\\ada\\AppData\\Local", XDG_STATE_HOME: "/xdg" }, windows).stateDir,
+    "C:\\Users\\ada\\AppData\\Local\\claude-dispatch",
+  );
   assert.equal(loadConfig({ CLAUDE_DISPATCH_ON_EXIT: "kill" }).onExit, "kill");
 });
 
 test("CLAUDE_DISPATCH_APPROVALS and CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS", () => {
   assert.equal(loadConfig({ CLAUDE_DISPATCH_APPROVALS: "deny" }).approvals, "deny");
   assert.equal(loadConfig({ CLAUDE_DISPATCH_APPROVALS: " forward " }).approvals, "forward");
-  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_APPROVALS: "ask" }), /CLAUDE_DISPATCH_APPROVALS must be one of forward, deny, got "ask"/);
+  assert.throws(
+    () => loadConfig({ CLAUDE_DISPATCH_APPROVALS: "ask" }),
+    /CLAUDE_DISPATCH_APPROVALS must be one of forward, deny, got "ask"/,
+  );
   assert.equal(loadConfig({ CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS: "5000" }).approvalTimeoutMs, 5000);
-  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS: "10" }), /CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS must be an integer from 1000 to 86400000/);
+  assert.throws(
+    () => loadConfig({ CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS: "10" }),
+    /CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS must be an integer from 1000 to 86400000/,
+  );
 });
 
 test("CLAUDE_DISPATCH_WORKTREE and CLAUDE_DISPATCH_WORKTREE_DIR", () => {
   assert.equal(loadConfig({ CLAUDE_DISPATCH_WORKTREE: "required" }).worktree, "required");
-  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_WORKTREE: "yes" }), /CLAUDE_DISPATCH_WORKTREE must be one of off, on, required, got "yes"/);
+  assert.throws(
+    () => loadConfig({ CLAUDE_DISPATCH_WORKTREE: "yes" }),
+    /CLAUDE_DISPATCH_WORKTREE must be one of off, on, required, got "yes"/,
+  );
   assert.equal(loadConfig({ CLAUDE_DISPATCH_WORKTREE_DIR: "/var/tmp/worktrees" }).worktreeDir, "/var/tmp/worktrees");
-  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_WORKTREE_DIR: "worktrees" }), /CLAUDE_DISPATCH_WORKTREE_DIR must be an absolute path/);
+  assert.throws(
+    () => loadConfig({ CLAUDE_DISPATCH_WORKTREE_DIR: "worktrees" }),
+    /CLAUDE_DISPATCH_WORKTREE_DIR must be an absolute path/,
+  );
 });
 
 test("CLAUDE_DISPATCH_AGENTS and each agent's permission modes", () => {
   assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude, codex,codex" }).agents, ["claude", "codex"]);
-  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude,aider" }), /CLAUDE_DISPATCH_AGENTS must list, comma-separated, agents among claude, codex, gemini, got "claude,aider"/);
-  assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_GEMINI_PERMISSION_MODES: "yolo" }).agentSettings.gemini?.allowedModes, ["yolo"]);
-  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_CODEX_PERMISSION_MODES: "yolo" }), /CLAUDE_DISPATCH_CODEX_PERMISSION_MODES must list, comma-separated, permission modes among read-only, .*, got "yolo"/);
+  assert.throws(
+    () => loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude,aider" }),
+    /CLAUDE_DISPATCH_AGENTS must list, comma-separated, agents among claude, codex, gemini, got "claude,aider"/,
+  );
+  assert.deepEqual(loadConfig({ CLAUDE_DISPATCH_GEMINI_PERMISSION_MODES: "yolo" }).agentSettings.gemini?.allowedModes, [
+    "yolo",
+  ]);
+  assert.throws(
+    () => loadConfig({ CLAUDE_DISPATCH_CODEX_PERMISSION_MODES: "yolo" }),
+    /CLAUDE_DISPATCH_CODEX_PERMISSION_MODES must list, comma-separated, permission modes among read-only, .*, got "yolo"/,
+  );
 });
 
 test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, every problem named", () => {
-  const box = { ssh: "me@build-box", roots: ["/srv/repos/", "/home/me/src"], options: { Port: 2222 }, command: ["npx", "-y", "claude-dispatch@1.2.3"], programs: { claude: "/opt/bin/claude" } };
+  const box = {
+    ssh: "me@build-box",
+    roots: ["/srv/repos/", "/home/me/src"],
+    options: { Port: 2222 },
+    command: ["npx", "-y", "claude-dispatch@1.2.3"],
+    programs: { claude: "/opt/bin/claude" },
+  };
   const [host] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ box }) }).hosts ?? [];
   assert.deepEqual(host, {
     name: "box",
@@ -197,12 +246,21 @@ test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, 
     programs: { claude: "/opt/bin/claude" },
   });
   const read: string[] = [];
-  const fromFile = loadConfig({ CLAUDE_DISPATCH_HOSTS: "/etc/dispatch-hosts.json" }, { readTextFile: (file) => (read.push(file), JSON.stringify({ box })) });
+  const fromFile = loadConfig(
+    { CLAUDE_DISPATCH_HOSTS: "/etc/dispatch-hosts.json" },
+    { readTextFile: (file) => (read.push(file), JSON.stringify({ box })) },
+  );
   assert.deepEqual(read, ["/etc/dispatch-hosts.json"]);
   assert.equal(fromFile.hosts?.[0]?.destination, "me@build-box");
   const refused = (hosts: unknown, pattern: RegExp): void =>
-    assert.throws(() => loadConfig({ CLAUDE_DISPATCH_HOSTS: typeof hosts === "string" ? hosts : JSON.stringify(hosts) }), (error: Error) => error instanceof ConfigError && pattern.test(error.message));
-  refused("hosts.json", /^CLAUDE_DISPATCH_HOSTS must be a JSON object of hosts \(§21\.1\) or the absolute path of a file holding one, got "hosts\.json"$/);
+    assert.throws(
+      () => loadConfig({ CLAUDE_DISPATCH_HOSTS: typeof hosts === "string" ? hosts : JSON.stringify(hosts) }),
+      (error: Error) => error instanceof ConfigError && pattern.test(error.message),
+    );
+  refused(
+    "hosts.json",
+    /^CLAUDE_DISPATCH_HOSTS must be a JSON object of hosts \(§21\.1\) or the absolute path of a file holding one, got "hosts\.json"$/,
+  );
   refused("{nope", /not valid JSON/);
   refused(["box"], /^CLAUDE_DISPATCH_HOSTS must be a JSON object of hosts .*, got "\[\\"box\\"\]"$/);
   refused({ local: box }, /"local" is not a usable name/);
@@ -210,11 +268,17 @@ test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, 
   refused({ box: { ...box, ssh: "me@box ls" } }, /needs "ssh"/);
   refused({ box: { ...box, roots: [] } }, /needs "roots"/);
   refused({ box: { ...box, roots: ["relative/path"] } }, /needs "roots"/);
-  refused({ box: { ...box, options: { ControlPath: "/tmp/x" } } }, /sets ControlPath, which claude-dispatch sets itself/);
+  refused(
+    { box: { ...box, options: { ControlPath: "/tmp/x" } } },
+    /sets ControlPath, which claude-dispatch sets itself/,
+  );
   refused({ box: { ...box, options: { "Bad Key": "x" } } }, /unusable ssh option/);
   refused({ box: { ...box, options: { ProxyJump: "a\nb" } } }, /unusable ssh option/);
   refused({ box: { ...box, command: [] } }, /"command" that is not 1 to 16 strings/);
-  refused({ box: { ...box, agents: ["claude", "cursor"] } }, /"agents" that is not a list of agents among claude, codex, gemini/);
+  refused(
+    { box: { ...box, agents: ["claude", "cursor"] } },
+    /"agents" that is not a list of agents among claude, codex, gemini/,
+  );
   refused({ box: { ...box, programs: { claude: "" } } }, /unusable program for "claude"/);
   refused({ box: { ...box, state_dir: "state" } }, /state_dir that is not an absolute path/);
   refused({ box: { ...box, colour: "blue" } }, /unknown setting "colour"/);
@@ -242,7 +306,11 @@ test("every invalid setting is named, with its value cut as echoes are (§10), a
 
   const error = (() => {
     try {
-      loadConfig({ CLAUDE_DISPATCH_MAX_TURNS: "0", CLAUDE_DISPATCH_WORKTREE: "sometimes", CLAUDE_DISPATCH_ON_INPUT: `[${"x".repeat(100)}` });
+      loadConfig({
+        CLAUDE_DISPATCH_MAX_TURNS: "0",
+        CLAUDE_DISPATCH_WORKTREE: "sometimes",
+        CLAUDE_DISPATCH_ON_INPUT: `[${"x".repeat(100)}`,
+      });
     } catch (thrown) {
       return thrown;
     }
@@ -253,7 +321,8 @@ test("every invalid setting is named, with its value cut as echoes are (§10), a
     error.message,
     [
       "3 settings are invalid:",
-      '  CLAUDE_DISPATCH_ON_INPUT must be a JSON array of 1 to 64 strings, the program first (such as ["notify-send", "claude-dispatch"]), ' +
+      "  CLAUDE_DISPATCH_ON_INPUT must be a JSON array of 1 to 64 strings, the program first (such as " +
+        '["notify-send", "claude-dispatch"]), ' +
         `each at most 4096 characters and the first not empty, got "[${"x".repeat(59)}…"`,
       '  CLAUDE_DISPATCH_WORKTREE must be one of off, on, required, got "sometimes"',
       '  CLAUDE_DISPATCH_MAX_TURNS must be an integer from 1 to 10000, got "0"',
@@ -264,10 +333,23 @@ test("every invalid setting is named, with its value cut as echoes are (§10), a
 
 test("the default permission mode is checked against the modes as listed, unless the list is itself invalid", () => {
   const refused = checkConfig({ CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE: "bypassPermissions" }).problems;
-  assert.deepEqual(refused.map((problem) => problem.setting), ["CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE"]);
-  assert.match(refused[0]?.problem ?? "", /^must be one of the modes CLAUDE_DISPATCH_PERMISSION_MODES allows \(default, acceptEdits, plan, auto, dontAsk\)$/);
-  const both = checkConfig({ CLAUDE_DISPATCH_PERMISSION_MODES: "default,yolo", CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE: "yolo" }).problems;
-  assert.deepEqual(both.map((problem) => problem.setting), ["CLAUDE_DISPATCH_PERMISSION_MODES"], "one mistake, named once");
+  assert.deepEqual(
+    refused.map((problem) => problem.setting),
+    ["CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE"],
+  );
+  assert.match(
+    refused[0]?.problem ?? "",
+    /^must be one of the modes CLAUDE_DISPATCH_PERMISSION_MODES allows \(default, acceptEdits, plan, auto, dontAsk\)$/,
+  );
+  const both = checkConfig({
+    CLAUDE_DISPATCH_PERMISSION_MODES: "default,yolo",
+    CLAUDE_DISPATCH_DEFAULT_PERMISSION_MODE: "yolo",
+  }).problems;
+  assert.deepEqual(
+    both.map((problem) => problem.setting),
+    ["CLAUDE_DISPATCH_PERMISSION_MODES"],
+    "one mistake, named once",
+  );
 });
 
 /** An agent a test declares: config reads its settings by the names it gives, with no edit to config.ts. */
@@ -278,13 +360,20 @@ const FOURTH: RuntimeTraits = {
   supportedOptions: ["model", "permissionMode"],
   permissionModes: ["careful", "reckless"],
   dangerousModes: ["reckless"],
-  policySettings: { modes: "CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES", defaultMode: "CLAUDE_DISPATCH_FOURTH_DEFAULT_MODE" },
+  policySettings: {
+    modes: "CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES",
+    defaultMode: "CLAUDE_DISPATCH_FOURTH_DEFAULT_MODE",
+  },
 };
 
 test("a fourth runtime in the list is configured and offered by what it declares", () => {
   const runtimes = [...RUNTIMES, FOURTH];
   const unset = loadConfig({}, {}, runtimes);
-  assert.deepEqual(unset.agentSettings.fourth, { program: "fourth", allowedModes: ["careful"], defaultMode: undefined });
+  assert.deepEqual(unset.agentSettings.fourth, {
+    program: "fourth",
+    allowedModes: ["careful"],
+    defaultMode: undefined,
+  });
   const env = {
     CLAUDE_DISPATCH_AGENTS: "claude,fourth",
     CLAUDE_DISPATCH_FOURTH_BIN: "/opt/fourth",
@@ -305,5 +394,9 @@ test("a fourth runtime in the list is configured and offered by what it declares
     () => loadConfig({ CLAUDE_DISPATCH_FOURTH_DEFAULT_MODE: "reckless" }, {}, runtimes),
     /CLAUDE_DISPATCH_FOURTH_DEFAULT_MODE must be one of the modes CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES allows \(careful\)/,
   );
-  assert.throws(() => loadConfig({ CLAUDE_DISPATCH_AGENTS: "fourth" }), /agents among claude, codex, gemini, got "fourth"/, "not without it in the list");
+  assert.throws(
+    () => loadConfig({ CLAUDE_DISPATCH_AGENTS: "fourth" }),
+    /agents among claude, codex, gemini, got "fourth"/,
+    "not without it in the list",
+  );
 });

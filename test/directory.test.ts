@@ -19,28 +19,41 @@ symlinkSync(outside, path.join(root, "escape"));
 symlinkSync(path.join(root, "project"), path.join(scratch, "link-into-root"));
 mkdirSync(path.join(root, "..hidden"));
 
-test("an absolute existing directory passes; files, missing paths and relative paths do not (the reference accepted any existing path)", async () => {
-  assert.deepEqual(await checkDirectory(root), { ok: true, path: root });
-  const file = await checkDirectory(path.join(root, "file.txt"));
-  assert.ok(!file.ok && file.code === "INVALID_ARGUMENT" && file.problem.startsWith("is not a directory"));
-  const missing = await checkDirectory(path.join(root, "missing"));
-  assert.ok(!missing.ok && missing.problem.startsWith("does not exist"));
-  const belowFile = await checkDirectory(path.join(root, "file.txt", "below"));
-  assert.ok(!belowFile.ok && belowFile.problem.startsWith("does not exist"));
-  const relative = await checkDirectory("relative/path");
-  assert.ok(!relative.ok && relative.problem.startsWith("must be an absolute path"));
-  const windowsOnPosix = await checkDirectory("C:\\work", undefined, path.posix);
-  assert.ok(!windowsOnPosix.ok && windowsOnPosix.problem.startsWith("must be an absolute path"));
-});
+test(
+  "an absolute existing directory passes; files, missing paths and relative paths do not (the reference accepted " +
+    "any existing path)",
+  async () => {
+    assert.deepEqual(await checkDirectory(root), { ok: true, path: root });
+    const file = await checkDirectory(path.join(root, "file.txt"));
+    assert.ok(!file.ok && file.code === "INVALID_ARGUMENT" && file.problem.startsWith("is not a directory"));
+    const missing = await checkDirectory(path.join(root, "missing"));
+    assert.ok(!missing.ok && missing.problem.startsWith("does not exist"));
+    const belowFile = await checkDirectory(path.join(root, "file.txt", "below"));
+    assert.ok(!belowFile.ok && belowFile.problem.startsWith("does not exist"));
+    const relative = await checkDirectory("relative/path");
+    assert.ok(!relative.ok && relative.problem.startsWith("must be an absolute path"));
+    const windowsOnPosix = await checkDirectory("C:\\work", undefined, path.posix);
+    assert.ok(!windowsOnPosix.ok && windowsOnPosix.problem.startsWith("must be an absolute path"));
+  },
+);
 
 test("inside the roots: the real path is returned, so the agent runs where the check looked", async () => {
   const roots = await resolveRoots([root]);
-  assert.deepEqual(await checkDirectory(path.join(root, "project", "src"), roots), { ok: true, path: path.join(root, "project", "src") });
+  assert.deepEqual(await checkDirectory(path.join(root, "project", "src"), roots), {
+    ok: true,
+    path: path.join(root, "project", "src"),
+  });
   assert.deepEqual(await checkDirectory(root, roots), { ok: true, path: root });
   // A link from outside that lands inside is judged by where it lands.
-  assert.deepEqual(await checkDirectory(path.join(scratch, "link-into-root"), roots), { ok: true, path: path.join(root, "project") });
+  assert.deepEqual(await checkDirectory(path.join(scratch, "link-into-root"), roots), {
+    ok: true,
+    path: path.join(root, "project"),
+  });
   // A directory whose name merely starts with two dots is inside.
-  assert.deepEqual(await checkDirectory(path.join(root, "..hidden"), roots), { ok: true, path: path.join(root, "..hidden") });
+  assert.deepEqual(await checkDirectory(path.join(root, "..hidden"), roots), {
+    ok: true,
+    path: path.join(root, "..hidden"),
+  });
 });
 
 test("escapes are refused with POLICY_DENIED: a symlink out, `..`, and a sibling that shares the prefix", async () => {
@@ -63,7 +76,10 @@ test("isInside compares path components, on POSIX and Windows alike", () => {
 });
 
 test("a root that does not exist is a startup error", async () => {
-  await assert.rejects(resolveRoots([path.join(scratch, "no-such-root")]), /CLAUDE_DISPATCH_ROOTS entry does not exist/);
+  await assert.rejects(
+    resolveRoots([path.join(scratch, "no-such-root")]),
+    /CLAUDE_DISPATCH_ROOTS entry does not exist/,
+  );
   await assert.rejects(resolveRoots(["relative"]), /must be an absolute path/);
 });
 
@@ -75,5 +91,8 @@ test("with roots, a path outside them is refused without saying whether it exist
   assert.equal(missing.code, "POLICY_DENIED");
   assert.equal(existing.code, "POLICY_DENIED");
   const inside = await checkDirectory(path.join(root, "no-such-dir"), roots);
-  assert.ok(!inside.ok && inside.code === "INVALID_ARGUMENT" && inside.problem.startsWith("does not exist"), "inside the roots, a missing path is named");
+  assert.ok(
+    !inside.ok && inside.code === "INVALID_ARGUMENT" && inside.problem.startsWith("does not exist"),
+    "inside the roots, a missing path is named",
+  );
 });

@@ -13,7 +13,9 @@ const read = (name: string): string => readFileSync(new URL(`../${name}`, import
 /** Every .ts file under src/, as paths from the repository root. */
 function sourceFiles(): string[] {
   const entries = readdirSync(new URL("../src", import.meta.url), { recursive: true, withFileTypes: true });
-  return entries.filter((entry) => entry.isFile() && entry.name.endsWith(".ts")).map((entry) => `${entry.parentPath ?? entry.path}/${entry.name}`.replace(/^.*?\/src\//, "src/"));
+  return entries
+    .filter((entry) => entry.isFile() && entry.name.endsWith(".ts"))
+    .map((entry) => `${entry.parentPath ?? entry.path}/${entry.name}`.replace(/^.*?\/src\//, "src/"));
 }
 
 /** The pages under docs/, as paths from the repository root. */
@@ -35,7 +37,12 @@ function tableAfter(markdown: string, heading: RegExp): string[][] {
       if (rows.length > 0) break;
       continue;
     }
-    rows.push(line.split("|").slice(1, -1).map((cell) => cell.trim()));
+    rows.push(
+      line
+        .split("|")
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
   }
   return rows.slice(2); // header and separator
 }
@@ -53,17 +60,23 @@ test("every tool is documented in PROTOCOL.md and README.md", () => {
   }
 });
 
-test("every CLAUDE_DISPATCH_ variable the code reads or sets is documented, and no document names one it does not", () => {
-  const code = sourceFiles().map((file) => read(file)).join("\n");
-  const used = new Set(code.match(/CLAUDE_DISPATCH_[A-Z_]+/g));
-  for (const document of ["PROTOCOL.md", "README.md", ...docPages()]) {
-    const mentioned = new Set(read(document).match(/CLAUDE_DISPATCH_[A-Z_]+/g));
-    if (!document.startsWith("docs/")) {
-      for (const name of used) assert.ok(mentioned.has(name), `${name} is not documented in ${document}`);
+test(
+  "every CLAUDE_DISPATCH_ variable the code reads or sets is documented, and no document names " + "one it does not",
+  () => {
+    const code = sourceFiles()
+      .map((file) => read(file))
+      .join("\n");
+    const used = new Set(code.match(/CLAUDE_DISPATCH_[A-Z_]+/g));
+    for (const document of ["PROTOCOL.md", "README.md", ...docPages()]) {
+      const mentioned = new Set(read(document).match(/CLAUDE_DISPATCH_[A-Z_]+/g));
+      if (!document.startsWith("docs/")) {
+        for (const name of used) assert.ok(mentioned.has(name), `${name} is not documented in ${document}`);
+      }
+      for (const name of mentioned)
+        assert.ok(used.has(name), `${document} documents ${name}, which the code does not read`);
     }
-    for (const name of mentioned) assert.ok(used.has(name), `${document} documents ${name}, which the code does not read`);
-  }
-});
+  },
+);
 
 // ---------------------------------------------------------------------------
 // The configuration table (PROTOCOL.md §11) against loadConfig
@@ -126,7 +139,9 @@ function accepts(name: string, value: string, host: Partial<Host> = {}): Config 
   try {
     return loadConfig({ [name]: value }, host);
   } catch (error) {
-    assert.fail(`${name}=${JSON.stringify(value)} is documented as valid, but loadConfig refuses it: ${(error as Error).message}`);
+    assert.fail(
+      `${name}=${JSON.stringify(value)} is documented as valid, but loadConfig refuses it: ${(error as Error).message}`,
+    );
   }
 }
 
@@ -137,7 +152,10 @@ function refuses(name: string, value: string): ConfigError {
   } catch (error) {
     thrown = error;
   }
-  assert.ok(thrown instanceof ConfigError, `${name}=${JSON.stringify(value)} is outside the documented range, but loadConfig accepts it`);
+  assert.ok(
+    thrown instanceof ConfigError,
+    `${name}=${JSON.stringify(value)} is outside the documented range, but loadConfig accepts it`,
+  );
   return thrown;
 }
 
@@ -156,7 +174,8 @@ function parseRange(setting: Setting): Range {
   const integer = /^(\d+)–(\d+)$/.exec(cell);
   if (integer) return { kind: "integer", min: Number(integer[1]), max: Number(integer[2]) };
   const decimal = /above (\d+(?:\.\d+)?), at most (\d+(?:\.\d+)?), such as `([^`]+)`/.exec(cell);
-  if (decimal) return { kind: "decimal", above: Number(decimal[1]), atMost: Number(decimal[2]), example: decimal[3] ?? "" };
+  if (decimal)
+    return { kind: "decimal", above: Number(decimal[1]), atMost: Number(decimal[2]), example: decimal[3] ?? "" };
   const oneOf = /^one of the modes `(CLAUDE_DISPATCH_[A-Z_]+)` allows, such as `([^`]+)`$/.exec(cell);
   if (oneOf) return { kind: "one of", variable: oneOf[1] ?? "", example: oneOf[2] ?? "" };
   const list = /^comma-separated, from (`[^`]+`(?:, `[^`]+`)*)$/.exec(cell);
@@ -189,7 +208,12 @@ function fieldOf(setting: Setting, range: Range): string {
   for (const value of validValues(range)) {
     for (const [path, json] of leaves(accepts(setting.name, value))) if (base.get(path) !== json) changed.add(path);
   }
-  assert.equal(changed.size, 1, `${setting.name} should set exactly one config field; its documented values change ${[...changed].join(", ") || "none"}`);
+  assert.equal(
+    changed.size,
+    1,
+    `${setting.name} should set exactly one config field; its documented values change ` +
+      `${[...changed].join(", ") || "none"}`,
+  );
   return [...changed][0] ?? "";
 }
 
@@ -210,19 +234,30 @@ function checkDefault(setting: Setting, path: string, values: string[] | undefin
   const allBut = /^all but `([^`]+)`$/.exec(cell);
   if (allBut) {
     assert.ok(values, `${where} needs a list of values in its Range cell`);
-    assert.deepEqual(actual, values.filter((value) => value !== allBut[1]), `${where}, but the code's is ${JSON.stringify(actual)}`);
+    assert.deepEqual(
+      actual,
+      values.filter((value) => value !== allBut[1]),
+      `${where}, but the code's is ${JSON.stringify(actual)}`,
+    );
     return;
   }
   const cpus = /^CPUs, at least (\d+)$/.exec(cell);
   if (cpus) {
     const least = Number(cpus[1]);
     for (const count of [1, least, least + 6]) {
-      assert.equal(field(loadConfig({}, { cpus: count }), path), Math.max(least, count), `${where}, with ${count} CPUs`);
+      assert.equal(
+        field(loadConfig({}, { cpus: count }), path),
+        Math.max(least, count),
+        `${where}, with ${count} CPUs`,
+      );
     }
     return;
   }
   const templates = backticked(cell);
-  assert.ok(templates.length > 0 && templates.every((template) => /^(\$[A-Z_]+|~|%[A-Z_]+%)[/\\]/.test(template)), `${setting.name}: cannot read the Default cell ${JSON.stringify(cell)}`);
+  assert.ok(
+    templates.length > 0 && templates.every((template) => /^(\$[A-Z_]+|~|%[A-Z_]+%)[/\\]/.test(template)),
+    `${setting.name}: cannot read the Default cell ${JSON.stringify(cell)}`,
+  );
   for (const template of templates) {
     const [, head = "", rest = ""] = /^(\$[A-Z_]+|~|%[A-Z_]+%)(.*)$/.exec(template) ?? [];
     const windows = head.startsWith("%");
@@ -254,7 +289,8 @@ function checkRange(setting: Setting, range: Range, path: string, settings: Sett
   const { name } = setting;
   switch (range.kind) {
     case "integer":
-      for (const bound of [range.min, range.max]) assert.equal(field(accepts(name, String(bound)), path), bound, `${name}=${bound}`);
+      for (const bound of [range.min, range.max])
+        assert.equal(field(accepts(name, String(bound)), path), bound, `${name}=${bound}`);
       if (range.min > 0) refuses(name, String(range.min - 1));
       refuses(name, String(range.max + 1));
       return;
@@ -267,7 +303,8 @@ function checkRange(setting: Setting, range: Range, path: string, settings: Sett
     case "values":
       for (const value of range.values) accepts(name, value);
       assert.deepEqual(listInRefusal(name), range.values, `${name}: the documented values differ from the code's`);
-      if (range.list) assert.deepEqual(field(accepts(name, range.values.join(",")), path), range.values, `${name} as a list`);
+      if (range.list)
+        assert.deepEqual(field(accepts(name, range.values.join(",")), path), range.values, `${name} as a list`);
       return;
     case "one of": {
       const other = settings.find((candidate) => candidate.name === range.variable);
@@ -319,7 +356,10 @@ test("README.md's settings table lists only variables of §11, with the defaults
 function anchorsOf(markdown: string): Set<string> {
   const anchors = new Set<string>();
   for (const [, heading = ""] of markdown.matchAll(/^#+ (.+)$/gm)) {
-    const slug = heading.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-");
+    const slug = heading
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N} _-]/gu, "")
+      .replace(/ /g, "-");
     let anchor = slug;
     for (let n = 1; anchors.has(anchor); n++) anchor = `${slug}-${n}`;
     anchors.add(anchor);

@@ -193,7 +193,10 @@ describe("doctor through the built command line", { skip: !isPosix && "the fake 
     const lines = run.stdout.split("\n");
     const claudeLine = lines.findIndex((line) => line.startsWith("ok    claude:"));
     assert.ok(claudeLine >= 0, run.stdout);
-    const continued = lines.slice(claudeLine, claudeLine + 4).join("\n").replace(/\n {6}/g, "");
+    const continued = lines
+      .slice(claudeLine, claudeLine + 4)
+      .join("\n")
+      .replace(/\n {6}/g, "");
     assert.ok(continued.includes(path.join(deep, "claude")), `the path is wrapped, not cut:\n${run.stdout}`);
     assert.match(unwrapped(run.stdout), /Claude Code \(every project: user scope\):/);
   });

@@ -33,7 +33,9 @@ function modernMeta(): Record<string, unknown> {
   };
 }
 
-/** The reply is small, and `text` (what the model or client reads) shows the input's start quoted, with no raw newline. */
+/**
+ * The reply is small, and `text` (what the model or client reads) shows the input's start quoted, with no raw newline.
+ */
 function assertShortEcho(response: JsonRpcResponse | null, text: string, what: string): void {
   const bytes = Buffer.byteLength(JSON.stringify(response));
   assert.ok(bytes < MAX_REPLY_BYTES, `${what}: the reply is ${bytes} bytes`);
@@ -43,7 +45,11 @@ function assertShortEcho(response: JsonRpcResponse | null, text: string, what: s
 
 function toolText(response: JsonRpcResponse | null): { text: string; structured: Record<string, unknown> } {
   assert.ok(response && "result" in response, JSON.stringify(response).slice(0, 300));
-  const result = response.result as { isError?: boolean; content: Array<{ text: string }>; structuredContent: Record<string, unknown> };
+  const result = response.result as {
+    isError?: boolean;
+    content: Array<{ text: string }>;
+    structuredContent: Record<string, unknown>;
+  };
   assert.equal(result.isError, true);
   return { text: result.content.map((block) => block.text).join("\n"), structured: result.structuredContent };
 }
@@ -66,7 +72,7 @@ test("quoted(): JSON-quoted, cut at 60 characters with …, never inside a surro
   // Escapes: what JSON escapes, and the line breakers and C1 controls it leaves raw.
   assert.equal(quoted('a"b\\c\nd\re\tf\u0000g'), '"a\\"b\\\\c\\nd\\re\\tf\\u0000g"');
   assert.equal(quoted("a\u2028b\u2029c\u0085d\u009be\u007f"), '"a\\u2028b\\u2029c\\u0085d\\u009be\\u007f"');
-  assert.equal(JSON.parse(quoted("a\u2028b\u0085\"c")), "a\u2028b\u0085\"c", "still a JSON string of the value");
+  assert.equal(JSON.parse(quoted('a\u2028b\u0085"c')), 'a\u2028b\u0085"c', "still a JSON string of the value");
   // Surrogate pairs: 59 characters then an emoji straddling the cut loses the whole emoji, not half.
   const emoji = "\u{1F600}";
   assert.equal(quoted(`${"x".repeat(59)}${emoji}tail`), `"${"x".repeat(59)}…"`);
@@ -77,25 +83,39 @@ test("quoted(): JSON-quoted, cut at 60 characters with …, never inside a surro
   for (const value of [HUGE, emoji.repeat(MIB), `${"é".repeat(59)}${emoji}`]) {
     const echo = quoted(value);
     assert.ok(echo.length <= 2 + 61 * 6, "bounded whatever the input");
-    assert.ok(!/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(echo), "no lone surrogate");
+    assert.ok(
+      !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(echo),
+      "no lone surrogate",
+    );
     assert.ok(!/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(echo), "one printable line");
   }
 });
 
-test("a 1 MiB job_id to claude_wait, claude_kill and claude_output: JOB_NOT_FOUND quoting its start, in a small reply", async () => {
-  const h = handlerHarness();
-  for (const name of ["claude_wait", "claude_kill", "claude_output"]) {
-    const response = await request(h, "tools/call", { name, arguments: { job_id: HUGE } });
-    const { text, structured } = toolText(response);
-    assert.ok(text.startsWith(`JOB_NOT_FOUND: no job with id ${HUGE_ECHO} in this state directory: `), `${name}: ${text.slice(0, 200)}`);
-    assertShortEcho(response, text, name);
-    assert.equal((structured.error as { detail: string }).detail.includes(HUGE_ECHO), true);
-    assert.equal(structured.job_id, undefined, `${name}: a malformed id is not echoed in structuredContent`);
-  }
-  // The same id in the 2026-07-28 era.
-  const response = await request(h, "tools/call", { name: "claude_wait", arguments: { job_id: HUGE }, _meta: modernMeta() });
-  assertShortEcho(response, toolText(response).text, "claude_wait (2026-07-28)");
-});
+test(
+  "a 1 MiB job_id to claude_wait, claude_kill and claude_output: JOB_NOT_FOUND quoting its start, in " +
+    "a small reply",
+  async () => {
+    const h = handlerHarness();
+    for (const name of ["claude_wait", "claude_kill", "claude_output"]) {
+      const response = await request(h, "tools/call", { name, arguments: { job_id: HUGE } });
+      const { text, structured } = toolText(response);
+      assert.ok(
+        text.startsWith(`JOB_NOT_FOUND: no job with id ${HUGE_ECHO} in this state directory: `),
+        `${name}: ${text.slice(0, 200)}`,
+      );
+      assertShortEcho(response, text, name);
+      assert.equal((structured.error as { detail: string }).detail.includes(HUGE_ECHO), true);
+      assert.equal(structured.job_id, undefined, `${name}: a malformed id is not echoed in structuredContent`);
+    }
+    // The same id in the 2026-07-28 era.
+    const response = await request(h, "tools/call", {
+      name: "claude_wait",
+      arguments: { job_id: HUGE },
+      _meta: modernMeta(),
+    });
+    assertShortEcho(response, toolText(response).text, "claude_wait (2026-07-28)");
+  },
+);
 
 test("a 1 MiB unknown tool name: -32602 whose message quotes its start", async () => {
   const h = handlerHarness();
@@ -116,7 +136,10 @@ test("a 1 MiB unknown argument name: INVALID_ARGUMENT quoting its start", async 
   ] as const) {
     const response = await request(h, "tools/call", { name, arguments: args });
     const { text } = toolText(response);
-    assert.ok(text.startsWith(`INVALID_ARGUMENT: unknown argument ${HUGE_ECHO}; expected only`), `${name}: ${text.slice(0, 200)}`);
+    assert.ok(
+      text.startsWith(`INVALID_ARGUMENT: unknown argument ${HUGE_ECHO}; expected only`),
+      `${name}: ${text.slice(0, 200)}`,
+    );
     assertShortEcho(response, text, name);
   }
   assert.equal(h.launcher.agents.length, 0, "nothing ran");

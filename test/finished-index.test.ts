@@ -23,7 +23,10 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 let dirs = 0;
 function freshStore(): StateStore {
   dirs += 1;
-  const store = new StateStore(path.join(scratch, `s${dirs}`), { uid: process.getuid?.(), randomName: () => randomUUID() });
+  const store = new StateStore(path.join(scratch, `s${dirs}`), {
+    uid: process.getuid?.(),
+    randomName: () => randomUUID(),
+  });
   store.open();
   return store;
 }
@@ -40,7 +43,9 @@ const NOW = 1_000_000;
 
 function finishedRecord(overrides: Partial<JobRecord> = {}): JobRecord {
   return {
-    format: 1, runtime: "claude", host: "local",
+    format: 1,
+    runtime: "claude",
+    host: "local",
     id: nextId(),
     kind: "start",
     cwd: "/w",
@@ -75,7 +80,10 @@ function indexLines(store: StateStore): Record<string, unknown>[] {
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
-function registry(store: StateStore, options: { retentionMs?: number; maxBytes?: number } = {}): { jobs: JobRegistry; clock: FakeClock } {
+function registry(
+  store: StateStore,
+  options: { retentionMs?: number; maxBytes?: number } = {},
+): { jobs: JobRegistry; clock: FakeClock } {
   const clock = new FakeClock();
   const jobs = new JobRegistry({
     launch: new FakeLauncher().launch,
@@ -101,7 +109,10 @@ function registry(store: StateStore, options: { retentionMs?: number; maxBytes?:
   return { jobs, clock };
 }
 
-async function startRegistry(store: StateStore, options: { retentionMs?: number; maxBytes?: number } = {}): Promise<{ jobs: JobRegistry; clock: FakeClock }> {
+async function startRegistry(
+  store: StateStore,
+  options: { retentionMs?: number; maxBytes?: number } = {},
+): Promise<{ jobs: JobRegistry; clock: FakeClock }> {
   const made = registry(store, options);
   const { records, finished } = store.loadForStartup();
   made.jobs.rememberFinished(finished);
@@ -128,8 +139,14 @@ describe("the index of finished jobs", () => {
     // Were it read, this record would be reported as invalid: it is not read at all.
     writeFileSync(store.file(finished.id, "record.json"), "not json");
     const loaded = store.loadForStartup();
-    assert.deepEqual(loaded.records.map((loadedRecord) => loadedRecord.id), [running.id]);
-    assert.deepEqual(loaded.finished.map((entry) => entry.id), [finished.id]);
+    assert.deepEqual(
+      loaded.records.map((loadedRecord) => loadedRecord.id),
+      [running.id],
+    );
+    assert.deepEqual(
+      loaded.finished.map((entry) => entry.id),
+      [finished.id],
+    );
     assert.deepEqual(loaded.skipped, []);
   });
 
@@ -139,10 +156,18 @@ describe("the index of finished jobs", () => {
     rmSync(path.join(store.root, "finished.jsonl"));
     writeFileSync(path.join(store.root, "finished.jsonl"), '{"id":"torn", "fin\n');
     const first = store.loadForStartup();
-    assert.deepEqual(first.records.map((loaded) => loaded.id), [record.id], "read from its record this time");
+    assert.deepEqual(
+      first.records.map((loaded) => loaded.id),
+      [record.id],
+      "read from its record this time",
+    );
     const second = store.loadForStartup();
     assert.deepEqual(second.records, []);
-    assert.deepEqual(second.finished.map((entry) => entry.id), [record.id], "indexed since");
+    assert.deepEqual(
+      second.finished.map((entry) => entry.id),
+      [record.id],
+      "indexed since",
+    );
   });
 
   test("lines of removed jobs are dropped once they outnumber the live ones", () => {
@@ -150,8 +175,15 @@ describe("the index of finished jobs", () => {
     const kept = storeFinished(store);
     for (let i = 0; i < 80; i += 1) store.remove(storeFinished(store).id);
     assert.equal(indexLines(store).length, 81);
-    assert.deepEqual(store.loadForStartup().finished.map((entry) => entry.id), [kept.id]);
-    assert.deepEqual(indexLines(store).map((entry) => entry.id), [kept.id], "rewritten with the live entry alone");
+    assert.deepEqual(
+      store.loadForStartup().finished.map((entry) => entry.id),
+      [kept.id],
+    );
+    assert.deepEqual(
+      indexLines(store).map((entry) => entry.id),
+      [kept.id],
+      "rewritten with the live entry alone",
+    );
   });
 });
 

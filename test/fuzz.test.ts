@@ -14,7 +14,13 @@ import { minimalEnvironment, SERVER_MAIN } from "./server-process.js";
 
 interface FuzzReport {
   violationCount: number;
-  phases: Array<{ phase: string; lines: number; responses: number; exitCode: number | null; kinds: Record<string, number> }>;
+  phases: Array<{
+    phase: string;
+    lines: number;
+    responses: number;
+    exitCode: number | null;
+    kinds: Record<string, number>;
+  }>;
 }
 
 interface FuzzLib {
@@ -43,6 +49,9 @@ test(
     assert.equal(report.violationCount, 0, fuzz.formatReport(report));
     const main = report.phases.find((phase) => phase.phase === "main");
     assert.ok(main && main.lines >= 6000, `the main phase ran to the end\n${fuzz.formatReport(report)}`);
-    assert.ok((main.kinds.modern ?? 0) >= 200, `the 2026-07-28 era (§16) had its share of lines\n${fuzz.formatReport(report)}`);
+    assert.ok(
+      (main.kinds.modern ?? 0) >= 200,
+      `the 2026-07-28 era (§16) had its share of lines\n${fuzz.formatReport(report)}`,
+    );
   },
 );

@@ -59,7 +59,10 @@ function messages(h: HandlerHarness): string[] {
 
 function assertIncreasing(list: readonly Progress[]): void {
   for (let i = 1; i < list.length; i += 1) {
-    assert.ok((list[i] as Progress).progress > (list[i - 1] as Progress).progress, `progress did not increase: ${JSON.stringify(list)}`);
+    assert.ok(
+      (list[i] as Progress).progress > (list[i - 1] as Progress).progress,
+      `progress did not increase: ${JSON.stringify(list)}`,
+    );
   }
 }
 
@@ -87,112 +90,123 @@ const BASH_REPORT = { turns: 2, lastTool: "Bash · npm test", lastActivity: "too
  * ------------------------------------------------------------------ */
 
 for (const token of ["run-token-1", 7, 0] as const) {
-  test(`claude_run with progress token ${JSON.stringify(token)}: at once, then on activity, same token, increasing progress`, async () => {
-    const h = handlerHarness();
-    const run = track(callTool(h, "claude_run", RUN_ARGS, { token }));
-    await h.notified(1);
-    assert.equal(run.done, false);
+  test(
+    `claude_run with progress token ${JSON.stringify(token)}: at once, then on activity, same token, ` +
+      `increasing progress`,
+    async () => {
+      const h = handlerHarness();
+      const run = track(callTool(h, "claude_run", RUN_ARGS, { token }));
+      await h.notified(1);
+      assert.equal(run.done, false);
 
-    let sent = progressOf(h);
-    assert.equal(sent.length, 1, "the first notification is sent at once");
-    assert.deepEqual(sent[0], { progressToken: token, progress: sent[0]?.progress, message: "0s · starting" });
-    assert.equal(typeof sent[0]?.progressToken, typeof token, "the token keeps its type");
+      let sent = progressOf(h);
+      assert.equal(sent.length, 1, "the first notification is sent at once");
+      assert.deepEqual(sent[0], { progressToken: token, progress: sent[0]?.progress, message: "0s · starting" });
+      assert.equal(typeof sent[0]?.progressToken, typeof token, "the token keeps its type");
 
-    await h.clock.advance(2_000);
-    const agent = h.launcher.last;
-    agent.report(BASH_REPORT);
-    sent = progressOf(h);
-    assert.equal(sent.length, 2, "activity after a quiet spell is sent at once");
-    assert.equal(sent[1]?.message, "2s · turn 2 · Bash · npm test");
-    assert.match(sent[1]?.message ?? "", /turn 2 · Bash · npm test/);
+      await h.clock.advance(2_000);
+      const agent = h.launcher.last;
+      agent.report(BASH_REPORT);
+      sent = progressOf(h);
+      assert.equal(sent.length, 2, "activity after a quiet spell is sent at once");
+      assert.equal(sent[1]?.message, "2s · turn 2 · Bash · npm test");
+      assert.match(sent[1]?.message ?? "", /turn 2 · Bash · npm test/);
 
-    await h.clock.advance(1_000);
-    agent.report({ turns: 3, lastText: "Looking at the failures", lastActivity: "text" });
-    sent = progressOf(h);
-    assert.equal(sent.length, 3);
-    assert.equal(sent[2]?.message, "3s · turn 3 · writing");
+      await h.clock.advance(1_000);
+      agent.report({ turns: 3, lastText: "Looking at the failures", lastActivity: "text" });
+      sent = progressOf(h);
+      assert.equal(sent.length, 3);
+      assert.equal(sent[2]?.message, "3s · turn 3 · writing");
 
-    for (const p of sent) assert.equal(p.progressToken, token);
-    assertIncreasing(sent);
+      for (const p of sent) assert.equal(p.progressToken, token);
+      assertIncreasing(sent);
 
-    agent.succeed("All green.");
-    const result = toolResultOf(await run.promise);
-    assertNotError(result);
-    assert.equal(result.structuredContent.status, "completed");
-    assert.equal(progressOf(h).length, 3, "nothing is sent for the finish itself");
-  });
+      agent.succeed("All green.");
+      const result = toolResultOf(await run.promise);
+      assertNotError(result);
+      assert.equal(result.structuredContent.status, "completed");
+      assert.equal(progressOf(h).length, 3, "nothing is sent for the finish itself");
+    },
+  );
 }
 
-test("coalescing: a burst at the instant of the last notification waits 500 ms and sends once, with the latest activity", async () => {
-  const h = handlerHarness();
-  const run = track(callTool(h, "claude_run", RUN_ARGS, { token: "burst" }));
-  await h.notified(1);
-  assert.equal(progressOf(h).length, 1);
-  const agent = h.launcher.last;
+test(
+  "coalescing: a burst at the instant of the last notification waits 500 ms and sends once, with the " +
+    "latest activity",
+  async () => {
+    const h = handlerHarness();
+    const run = track(callTool(h, "claude_run", RUN_ARGS, { token: "burst" }));
+    await h.notified(1);
+    assert.equal(progressOf(h).length, 1);
+    const agent = h.launcher.last;
 
-  agent.report({ turns: 1, lastTool: "Read · a.ts", lastActivity: "tool" });
-  agent.report({ turns: 2, lastTool: "Read · b.ts", lastActivity: "tool" });
-  agent.report({ turns: 3, lastTool: "Read · c.ts", lastActivity: "tool" });
-  assert.equal(progressOf(h).length, 1, "nothing more within 500 ms of the last notification");
+    agent.report({ turns: 1, lastTool: "Read · a.ts", lastActivity: "tool" });
+    agent.report({ turns: 2, lastTool: "Read · b.ts", lastActivity: "tool" });
+    agent.report({ turns: 3, lastTool: "Read · c.ts", lastActivity: "tool" });
+    assert.equal(progressOf(h).length, 1, "nothing more within 500 ms of the last notification");
 
-  await h.clock.advance(499);
-  assert.equal(progressOf(h).length, 1);
-  await h.clock.advance(1);
-  const sent = progressOf(h);
-  assert.equal(sent.length, 2, "exactly one more at 500 ms");
-  assert.equal(sent[1]?.message, "1s · turn 3 · Read · c.ts");
+    await h.clock.advance(499);
+    assert.equal(progressOf(h).length, 1);
+    await h.clock.advance(1);
+    const sent = progressOf(h);
+    assert.equal(sent.length, 2, "exactly one more at 500 ms");
+    assert.equal(sent[1]?.message, "1s · turn 3 · Read · c.ts");
 
-  await h.clock.advance(5_000);
-  assert.equal(progressOf(h).length, 2, "the burst is not sent twice");
-  assertIncreasing(progressOf(h));
-  agent.succeed();
-  await run.promise;
-});
+    await h.clock.advance(5_000);
+    assert.equal(progressOf(h).length, 2, "the burst is not sent twice");
+    assertIncreasing(progressOf(h));
+    agent.succeed();
+    await run.promise;
+  },
+);
 
-test("coalescing: three reports in one instant give at most one notification now and exactly one more after 500 ms", async () => {
-  const h = handlerHarness();
-  const run = track(callTool(h, "claude_run", RUN_ARGS, { token: "burst-2" }));
-  await h.notified(1);
-  const agent = h.launcher.last;
-  await h.clock.advance(3_000);
-  assert.equal(progressOf(h).length, 1);
+test(
+  "coalescing: three reports in one instant give at most one notification now and exactly one more " + "after 500 ms",
+  async () => {
+    const h = handlerHarness();
+    const run = track(callTool(h, "claude_run", RUN_ARGS, { token: "burst-2" }));
+    await h.notified(1);
+    const agent = h.launcher.last;
+    await h.clock.advance(3_000);
+    assert.equal(progressOf(h).length, 1);
 
-  agent.report({ turns: 1, lastTool: "Grep · TODO", lastActivity: "tool" });
-  agent.report({ turns: 1, lastTool: "Read · src/a.ts", lastActivity: "tool" });
-  agent.report({ turns: 2, lastTool: "Edit · src/a.ts", lastActivity: "tool" });
-  let sent = progressOf(h);
-  assert.ok(sent.length <= 2, `at most one extra notification, got ${sent.length - 1}`);
-  assert.equal(sent.length, 2, "the first report after a quiet spell goes out at once");
-  assert.equal(sent[1]?.message, "3s · turn 1 · Grep · TODO");
+    agent.report({ turns: 1, lastTool: "Grep · TODO", lastActivity: "tool" });
+    agent.report({ turns: 1, lastTool: "Read · src/a.ts", lastActivity: "tool" });
+    agent.report({ turns: 2, lastTool: "Edit · src/a.ts", lastActivity: "tool" });
+    let sent = progressOf(h);
+    assert.ok(sent.length <= 2, `at most one extra notification, got ${sent.length - 1}`);
+    assert.equal(sent.length, 2, "the first report after a quiet spell goes out at once");
+    assert.equal(sent[1]?.message, "3s · turn 1 · Grep · TODO");
 
-  await h.clock.advance(499);
-  assert.equal(progressOf(h).length, 2);
-  await h.clock.advance(1);
-  sent = progressOf(h);
-  assert.equal(sent.length, 3);
-  assert.equal(sent[2]?.message, "4s · turn 2 · Edit · src/a.ts", "it carries the latest activity");
+    await h.clock.advance(499);
+    assert.equal(progressOf(h).length, 2);
+    await h.clock.advance(1);
+    sent = progressOf(h);
+    assert.equal(sent.length, 3);
+    assert.equal(sent[2]?.message, "4s · turn 2 · Edit · src/a.ts", "it carries the latest activity");
 
-  // A burst spread over the window still gives one notification at its end.
-  await h.clock.advance(2_000);
-  agent.report({ turns: 3, lastTool: "Bash · ls", lastActivity: "tool" }); // sent at once
-  await h.clock.advance(100);
-  agent.report({ turns: 4, lastTool: "Bash · pwd", lastActivity: "tool" });
-  await h.clock.advance(300);
-  agent.report({ turns: 5, lastTool: "Bash · make", lastActivity: "tool" });
-  assert.equal(progressOf(h).length, 4);
-  await h.clock.advance(99);
-  assert.equal(progressOf(h).length, 4);
-  await h.clock.advance(1);
-  sent = progressOf(h);
-  assert.equal(sent.length, 5, "one notification 500 ms after the one before");
-  assert.match(sent[4]?.message ?? "", /turn 5 · Bash · make$/);
-  await h.clock.advance(1_000);
-  assert.equal(progressOf(h).length, 5);
-  assertIncreasing(progressOf(h));
+    // A burst spread over the window still gives one notification at its end.
+    await h.clock.advance(2_000);
+    agent.report({ turns: 3, lastTool: "Bash · ls", lastActivity: "tool" }); // sent at once
+    await h.clock.advance(100);
+    agent.report({ turns: 4, lastTool: "Bash · pwd", lastActivity: "tool" });
+    await h.clock.advance(300);
+    agent.report({ turns: 5, lastTool: "Bash · make", lastActivity: "tool" });
+    assert.equal(progressOf(h).length, 4);
+    await h.clock.advance(99);
+    assert.equal(progressOf(h).length, 4);
+    await h.clock.advance(1);
+    sent = progressOf(h);
+    assert.equal(sent.length, 5, "one notification 500 ms after the one before");
+    assert.match(sent[4]?.message ?? "", /turn 5 · Bash · make$/);
+    await h.clock.advance(1_000);
+    assert.equal(progressOf(h).length, 5);
+    assertIncreasing(progressOf(h));
 
-  agent.succeed();
-  await run.promise;
-});
+    agent.succeed();
+    await run.promise;
+  },
+);
 
 test("heartbeat: with no activity a notification every heartbeatMs; activity resets the timer", async () => {
   const h = handlerHarness({ heartbeatMs: 15_000 });
@@ -386,7 +400,10 @@ test("claude_wait with a token sends progress while it holds, and none after", a
   const timersBefore = h.clock.pendingTimers;
   const wait = track(callTool(h, "claude_wait", { job_id: jobId, hold_ms: 20_000 }, { token: "w" }));
   await h.notified(1);
-  assert.deepEqual(progressOf(h).map((p) => [p.progressToken, p.message]), [["w", "4s · starting"]]);
+  assert.deepEqual(
+    progressOf(h).map((p) => [p.progressToken, p.message]),
+    [["w", "4s · starting"]],
+  );
   assert.equal(agent.activityListeners, 1);
 
   await h.clock.advance(2_000);
@@ -501,7 +518,13 @@ test("a running claude_wait report shows turns, session, latest activity and the
   const jobId = await startJob(h, RUN_ARGS);
   await h.clock.advance(12_000);
   const longText = `${"x".repeat(400)}THE END`;
-  h.launcher.last.report({ sessionId: SESSION, turns: 3, lastTool: "Edit · src/app.ts", lastActivity: "tool", lastText: longText });
+  h.launcher.last.report({
+    sessionId: SESSION,
+    turns: 3,
+    lastTool: "Edit · src/app.ts",
+    lastActivity: "tool",
+    lastText: longText,
+  });
   const result = await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 });
   assertNotError(result);
   const report = result.structuredContent;
@@ -626,8 +649,27 @@ test("claude_list lists a run and a start, the running one first, with previews"
   assert.deepEqual(result.structuredContent, {
     status: "listed",
     jobs: [
-      { job_id: "job-2", kind: "start", agent: "claude", status: "running", cwd: "/work/other", elapsed_s: 4, num_turns: 2, prompt_preview: `${flat.slice(0, 80)}…` },
-      { job_id: "job-1", kind: "run", agent: "claude", status: "completed", cwd: CWD, elapsed_s: 3, num_turns: 3, prompt_preview: "Fix the failing build", session_id: "8f01635f-202a-449c-ab8a-05f75520788e" },
+      {
+        job_id: "job-2",
+        kind: "start",
+        agent: "claude",
+        status: "running",
+        cwd: "/work/other",
+        elapsed_s: 4,
+        num_turns: 2,
+        prompt_preview: `${flat.slice(0, 80)}…`,
+      },
+      {
+        job_id: "job-1",
+        kind: "run",
+        agent: "claude",
+        status: "completed",
+        cwd: CWD,
+        elapsed_s: 3,
+        num_turns: 3,
+        prompt_preview: "Fix the failing build",
+        session_id: "8f01635f-202a-449c-ab8a-05f75520788e",
+      },
     ],
     total: 2,
   });
@@ -647,7 +689,10 @@ test("claude_list: a prompt of exactly 80 characters is not cut", async () => {
   await startJob(h, { prompt, cwd: CWD });
   const listed = (await tool(h, "claude_list", {})).structuredContent.jobs;
   assert.equal(listed[0].prompt_preview, prompt);
-  assert.equal(textOf(await tool(h, "claude_list", {})).split("\n")[0], "Jobs 1–1 of 1, the active first, then the newest finished:");
+  assert.equal(
+    textOf(await tool(h, "claude_list", {})).split("\n")[0],
+    "Jobs 1–1 of 1, the active first, then the newest finished:",
+  );
 });
 
 test("claude_list refuses unknown arguments", async () => {
@@ -711,7 +756,10 @@ test("claude_output view result pages the whole result by maxResultChars", async
     next_offset: 1000,
     next: `Call claude_output with job_id "${jobId}" and offset 1000 for the rest.`,
   });
-  assert.ok(textOf(first).endsWith(`[Call claude_output with job_id "${jobId}" and offset 1000 for the rest.]`), textOf(first));
+  assert.ok(
+    textOf(first).endsWith(`[Call claude_output with job_id "${jobId}" and offset 1000 for the rest.]`),
+    textOf(first),
+  );
   assert.ok(textOf(first).includes(whole.slice(0, 1000)));
 
   const second = (await tool(h, "claude_output", { job_id: jobId, offset: 1000 })).structuredContent;
@@ -728,7 +776,8 @@ test("claude_output view result pages the whole result by maxResultChars", async
   let offset: number | undefined = 0;
   let read = "";
   while (offset !== undefined) {
-    const page: Record<string, unknown> = (await tool(h, "claude_output", { job_id: jobId, offset, view: "result" })).structuredContent;
+    const page: Record<string, unknown> = (await tool(h, "claude_output", { job_id: jobId, offset, view: "result" }))
+      .structuredContent;
     read += page.text as string;
     offset = page.next_offset as number | undefined;
   }
@@ -742,10 +791,21 @@ test("claude_output view result at and past the end, and with small limits", asy
 
   const atEnd = await tool(h, "claude_output", { job_id: jobId, offset: 2500 });
   assertNotError(atEnd);
-  assert.deepEqual(atEnd.structuredContent, { status: "completed", job_id: jobId, view: "result", offset: 2500, text: "", total_chars: 2500 });
+  assert.deepEqual(atEnd.structuredContent, {
+    status: "completed",
+    job_id: jobId,
+    view: "result",
+    offset: 2500,
+    text: "",
+    total_chars: 2500,
+  });
 
   const beyond = (await tool(h, "claude_output", { job_id: jobId, offset: 10_000 })).structuredContent;
-  assert.deepEqual(beyond, { status: "completed", job_id: jobId, view: "result", offset: 2500, text: "", total_chars: 2500 }, "offset clamped to total");
+  assert.deepEqual(
+    beyond,
+    { status: "completed", job_id: jobId, view: "result", offset: 2500, text: "", total_chars: 2500 },
+    "offset clamped to total",
+  );
 
   const one = (await tool(h, "claude_output", { job_id: jobId, offset: 17, limit: 1 })).structuredContent;
   assert.equal(one.text, whole.charAt(17));
@@ -804,7 +864,10 @@ test("claude_output view result of a running job is empty and points to the tran
   assertNotError(result);
   const { next, ...page } = result.structuredContent;
   assert.deepEqual(page, { status: "running", job_id: jobId, view: "result", offset: 0, text: "", total_chars: 0 });
-  assert.match(next ?? "", /call claude_wait with job_id "job-1" .* claude_output with job_id "job-1" and view "transcript"/);
+  assert.match(
+    next ?? "",
+    /call claude_wait with job_id "job-1" .* claude_output with job_id "job-1" and view "transcript"/,
+  );
   const text = textOf(result);
   assert.match(text, /still running/);
   assert.match(text, /"transcript"/);
@@ -815,14 +878,23 @@ test("claude_output view transcript reads what the agent reported, while running
   const jobId = await startJob(h, RUN_ARGS);
   const agent = h.launcher.last;
   const lines = ["I will look at the tests.", "Bash · npm test", "→ 3 failing", "Edit · src/app.ts"];
-  for (const [index, line] of lines.entries()) agent.report({ turns: index + 1, lastActivity: "text", lastText: line }, line);
+  for (const [index, line] of lines.entries())
+    agent.report({ turns: index + 1, lastActivity: "text", lastText: line }, line);
   const whole = lines.map((line) => `${line}\n`).join("");
 
   const all = await tool(h, "claude_output", { job_id: jobId, view: "transcript" });
   assertNotError(all);
-  assert.deepEqual(all.structuredContent, { status: "running", job_id: jobId, view: "transcript", offset: 0, text: whole, total_chars: whole.length });
+  assert.deepEqual(all.structuredContent, {
+    status: "running",
+    job_id: jobId,
+    view: "transcript",
+    offset: 0,
+    text: whole,
+    total_chars: whole.length,
+  });
 
-  const page = (await tool(h, "claude_output", { job_id: jobId, view: "transcript", offset: 5, limit: 30 })).structuredContent;
+  const page = (await tool(h, "claude_output", { job_id: jobId, view: "transcript", offset: 5, limit: 30 }))
+    .structuredContent;
   assert.equal(page.text, whole.slice(5, 35));
   assert.equal(page.offset, 5);
   assert.equal(page.next_offset, 35);
@@ -834,7 +906,9 @@ test("claude_output view transcript reads what the agent reported, while running
   let offset: number | undefined = 0;
   let read = "";
   while (offset !== undefined) {
-    const next: Record<string, unknown> = (await tool(h, "claude_output", { job_id: jobId, view: "transcript", offset, limit: 7 })).structuredContent;
+    const next: Record<string, unknown> = (
+      await tool(h, "claude_output", { job_id: jobId, view: "transcript", offset, limit: 7 })
+    ).structuredContent;
     read += next.text as string;
     offset = next.next_offset as number | undefined;
   }
@@ -847,7 +921,8 @@ test("claude_output view transcript reads what the agent reported, while running
   assert.equal(after.structuredContent.text, more);
   assert.ok(!("next_offset" in after.structuredContent));
   assert.ok(!("dropped_chars" in after.structuredContent));
-  const past = (await tool(h, "claude_output", { job_id: jobId, view: "transcript", offset: more.length + 50 })).structuredContent;
+  const past = (await tool(h, "claude_output", { job_id: jobId, view: "transcript", offset: more.length + 50 }))
+    .structuredContent;
   assert.equal(past.text, "");
   assert.equal(past.offset, more.length);
   // The result view is separate from the transcript.
@@ -1067,7 +1142,11 @@ test("defaultModel and defaultPermissionMode fill in, but never over the call's 
   await startJob(h, { ...RUN_ARGS, permission_mode: "acceptEdits" });
   assert.deepEqual(h.launcher.last.spec.options, { model: "haiku", permissionMode: "acceptEdits" });
   await startJob(h, { ...RUN_ARGS, model: "sonnet", permission_mode: "default", allowed_tools: ["Edit"] });
-  assert.deepEqual(h.launcher.last.spec.options, { model: "sonnet", permissionMode: "default", allowedTools: ["Edit"] });
+  assert.deepEqual(h.launcher.last.spec.options, {
+    model: "sonnet",
+    permissionMode: "default",
+    allowedTools: ["Edit"],
+  });
 });
 
 test("defaultTimeoutMs sets claude_run's default timeout and its description", async () => {
@@ -1105,7 +1184,10 @@ test("defaultTimeoutMs sets claude_run's default timeout and its description", a
 for (const name of ["claude_run", "claude_start"] as const) {
   test(`${name}: add_dirs and cwd go through the directory check, and a refusal launches nothing`, async () => {
     const h = handlerHarness();
-    const missing = assertError(await tool(h, name, { ...RUN_ARGS, add_dirs: ["/work/lib", "/missing/dir"] }), "INVALID_ARGUMENT");
+    const missing = assertError(
+      await tool(h, name, { ...RUN_ARGS, add_dirs: ["/work/lib", "/missing/dir"] }),
+      "INVALID_ARGUMENT",
+    );
     assert.ok(missing.includes('"add_dirs[1]"'), missing);
     assert.match(missing, /does not exist: \/missing\/dir/);
 
@@ -1115,12 +1197,23 @@ for (const name of ["claude_run", "claude_start"] as const) {
     const cwdOutside = assertError(await tool(h, name, { ...RUN_ARGS, cwd: "/outside/project" }), "POLICY_DENIED");
     assert.ok(cwdOutside.includes('"cwd"'), cwdOutside);
 
-    const cwdMissing = assertError(await tool(h, name, { ...RUN_ARGS, cwd: "/missing/project", add_dirs: ["/work/lib"] }), "INVALID_ARGUMENT");
+    const cwdMissing = assertError(
+      await tool(h, name, { ...RUN_ARGS, cwd: "/missing/project", add_dirs: ["/work/lib"] }),
+      "INVALID_ARGUMENT",
+    );
     assert.ok(cwdMissing.includes('"cwd"'), cwdMissing);
 
     assert.equal(h.launcher.agents.length, 0);
     assert.equal(h.jobs.list().length, 0);
-    assert.deepEqual(h.checkedDirectories, [CWD, "/work/lib", "/missing/dir", CWD, "/outside/x", "/outside/project", "/missing/project"]);
+    assert.deepEqual(h.checkedDirectories, [
+      CWD,
+      "/work/lib",
+      "/missing/dir",
+      CWD,
+      "/outside/x",
+      "/outside/project",
+      "/missing/project",
+    ]);
   });
 }
 
@@ -1154,7 +1247,10 @@ test("tools/list: permission_mode's enum is the policy's modes", async () => {
 
 test("a known mode outside the policy is POLICY_DENIED; an unknown one is INVALID_ARGUMENT", async () => {
   const h = withPolicy({}, { allowedModes: ["plan"] });
-  const denied = assertError(await tool(h, "claude_start", { ...RUN_ARGS, permission_mode: "acceptEdits" }), "POLICY_DENIED");
+  const denied = assertError(
+    await tool(h, "claude_start", { ...RUN_ARGS, permission_mode: "acceptEdits" }),
+    "POLICY_DENIED",
+  );
   assert.match(denied, /allowed: plan/);
   assert.doesNotMatch(denied, /CLAUDE_DISPATCH_PERMISSION_MODES/);
   assertError(await tool(h, "claude_start", { ...RUN_ARGS, permission_mode: "yolo" }), "INVALID_ARGUMENT");

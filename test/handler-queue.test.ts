@@ -7,39 +7,59 @@ import type { Report } from "../src/tools/results.js";
 import { handlerHarness, settle, type HandlerHarness } from "./helpers.js";
 
 let nextId = 1;
-async function call(h: HandlerHarness, name: string, args: Record<string, unknown>, token?: string): Promise<{ report: Report; text: string; isError: boolean }> {
+async function call(
+  h: HandlerHarness,
+  name: string,
+  args: Record<string, unknown>,
+  token?: string,
+): Promise<{ report: Report; text: string; isError: boolean }> {
   const params: Record<string, unknown> = { name, arguments: args };
   if (token !== undefined) params._meta = { progressToken: token };
-  const response = (await h.handle({ jsonrpc: "2.0", id: (nextId += 1), method: "tools/call", params })) as JsonRpcResponse & { result: any };
-  return { report: response.result.structuredContent, text: response.result.content[0].text, isError: response.result.isError === true };
+  const response = (await h.handle({
+    jsonrpc: "2.0",
+    id: (nextId += 1),
+    method: "tools/call",
+    params,
+  })) as JsonRpcResponse & { result: any };
+  return {
+    report: response.result.structuredContent,
+    text: response.result.content[0].text,
+    isError: response.result.isError === true,
+  };
 }
 
-test("beyond the limit claude_start queues: its report says queued and where, and claude_wait follows the position", async () => {
-  const h = handlerHarness({}, { maxRunning: 1 });
-  const first = await call(h, "claude_start", { prompt: "one", cwd: "/w" });
-  const second = await call(h, "claude_start", { prompt: "two", cwd: "/w" });
-  const third = await call(h, "claude_start", { prompt: "three", cwd: "/w" });
-  assert.equal(first.report.status, "running");
-  assert.deepEqual([second.report.status, second.report.queue_position], ["queued", 1]);
-  assert.deepEqual([third.report.status, third.report.queue_position], ["queued", 2]);
-  assert.match(third.text, /^Queued job job-3 at position 2: it starts when a running agent finishes/);
+test(
+  "beyond the limit claude_start queues: its report says queued and where, and claude_wait follows " + "the position",
+  async () => {
+    const h = handlerHarness({}, { maxRunning: 1 });
+    const first = await call(h, "claude_start", { prompt: "one", cwd: "/w" });
+    const second = await call(h, "claude_start", { prompt: "two", cwd: "/w" });
+    const third = await call(h, "claude_start", { prompt: "three", cwd: "/w" });
+    assert.equal(first.report.status, "running");
+    assert.deepEqual([second.report.status, second.report.queue_position], ["queued", 1]);
+    assert.deepEqual([third.report.status, third.report.queue_position], ["queued", 2]);
+    assert.match(third.text, /^Queued job job-3 at position 2: it starts when a running agent finishes/);
 
-  await h.clock.advance(7_000);
-  const waiting = await call(h, "claude_wait", { job_id: "job-3", hold_ms: 0 });
-  assert.deepEqual([waiting.report.status, waiting.report.queue_position, waiting.report.elapsed_s], ["queued", 2, 7]);
-  assert.match(waiting.text, /is queued \(position 2, 7s so far\)/);
-  assert.equal(waiting.isError, false);
+    await h.clock.advance(7_000);
+    const waiting = await call(h, "claude_wait", { job_id: "job-3", hold_ms: 0 });
+    assert.deepEqual(
+      [waiting.report.status, waiting.report.queue_position, waiting.report.elapsed_s],
+      ["queued", 2, 7],
+    );
+    assert.match(waiting.text, /is queued \(position 2, 7s so far\)/);
+    assert.equal(waiting.isError, false);
 
-  h.launcher.agents[0]?.succeed();
-  await settle();
-  const moved = await call(h, "claude_wait", { job_id: "job-3", hold_ms: 0 });
-  assert.deepEqual([moved.report.status, moved.report.queue_position], ["queued", 1]);
-  const listed = await call(h, "claude_list", {});
-  assert.deepEqual(
-    (listed.report as unknown as { jobs: Array<{ status: string }> }).jobs.map((job) => job.status),
-    ["running", "queued", "completed"],
-  );
-});
+    h.launcher.agents[0]?.succeed();
+    await settle();
+    const moved = await call(h, "claude_wait", { job_id: "job-3", hold_ms: 0 });
+    assert.deepEqual([moved.report.status, moved.report.queue_position], ["queued", 1]);
+    const listed = await call(h, "claude_list", {});
+    assert.deepEqual(
+      (listed.report as unknown as { jobs: Array<{ status: string }> }).jobs.map((job) => job.status),
+      ["running", "queued", "completed"],
+    );
+  },
+);
 
 test("claude_kill of a queued job removes it without starting it", async () => {
   const h = handlerHarness({}, { maxRunning: 1 });

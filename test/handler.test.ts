@@ -9,7 +9,17 @@ import { test } from "node:test";
 import { ERROR_CODES } from "../src/core/errors.js";
 import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS } from "../src/server/handler.js";
 import type { JsonRpcResponse, RequestId } from "../src/server/jsonrpc.js";
-import { JOB_REPORT_SCHEMA, JOB_STATUSES, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, RESPOND_SCHEMA, SESSIONS_SCHEMA, TOOL_NAMES, WORKTREE_SCHEMA, type ToolName } from "../src/tools/definitions.js";
+import {
+  JOB_REPORT_SCHEMA,
+  JOB_STATUSES,
+  LIST_SCHEMA,
+  OUTPUT_PAGE_SCHEMA,
+  RESPOND_SCHEMA,
+  SESSIONS_SCHEMA,
+  TOOL_NAMES,
+  WORKTREE_SCHEMA,
+  type ToolName,
+} from "../src/tools/definitions.js";
 import { isJobId } from "../src/store/records.js";
 import { cancel, handlerHarness, jobFinished, settle, track, type HandlerHarness } from "./helpers.js";
 import { bounded } from "./support/events.js";
@@ -79,7 +89,10 @@ function checkToolResult(result: ToolResult): void {
   assert.ok(report !== null && typeof report === "object", "structuredContent must be an object");
   assert.ok((JOB_STATUSES as readonly string[]).includes(report.status), `status ${report.status} not in JOB_STATUSES`);
   if (report.error !== undefined) {
-    assert.ok((ERROR_CODES as readonly string[]).includes(report.error.code), `error.code ${report.error.code} not in ERROR_CODES`);
+    assert.ok(
+      (ERROR_CODES as readonly string[]).includes(report.error.code),
+      `error.code ${report.error.code} not in ERROR_CODES`,
+    );
     assert.equal(typeof report.error.detail, "string");
   }
   if ("isError" in result) {
@@ -94,7 +107,10 @@ function checkToolResult(result: ToolResult): void {
     // A failed job is reported without isError only by a claude_kill that succeeded: it found the
     // job already finished, or the job's own timeout stopped it first.
     if (report.status === "failed") {
-      assert.ok(report.already_finished === true || /while being killed/.test(block.text), "status failed without isError");
+      assert.ok(
+        report.already_finished === true || /while being killed/.test(block.text),
+        "status failed without isError",
+      );
     }
   }
 }
@@ -117,7 +133,13 @@ async function tool(h: HandlerHarness, name: string, args?: unknown, options?: C
 for (const version of ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]) {
   test(`initialize echoes the supported version ${version}`, async () => {
     const h = handlerHarness();
-    const result = resultOf(await rpc(h, "initialize", { protocolVersion: version, capabilities: {}, clientInfo: { name: "t", version: "1" } }));
+    const result = resultOf(
+      await rpc(h, "initialize", {
+        protocolVersion: version,
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" },
+      }),
+    );
     assert.equal(result.protocolVersion, version);
   });
 }
@@ -144,7 +166,10 @@ test("initialize without protocolVersion is -32602", async () => {
 test("initialize reports tools capability, serverInfo and instructions", async () => {
   const h = handlerHarness();
   const result = resultOf(await rpc(h, "initialize", { protocolVersion: "2025-06-18" }));
-  assert.deepEqual(result.capabilities, { tools: { listChanged: false }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } });
+  assert.deepEqual(result.capabilities, {
+    tools: { listChanged: false },
+    tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+  });
   assert.deepEqual(result.serverInfo, { name: "claude-dispatch", version: "0.0.0-test" });
   assert.equal(result.instructions, SERVER_INSTRUCTIONS);
   assert.match(String(result.instructions), /claude_start/);
@@ -163,13 +188,29 @@ test("tools/list lists every tool with schemas and annotations", async () => {
   const tools = result.tools as Array<Record<string, unknown>>;
   assert.deepEqual(
     tools.map((t) => t.name),
-    ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree", "claude_sessions"],
+    [
+      "claude_run",
+      "claude_start",
+      "claude_wait",
+      "claude_kill",
+      "claude_list",
+      "claude_output",
+      "claude_respond",
+      "claude_worktree",
+      "claude_sessions",
+    ],
   );
   assert.deepEqual(
     tools.map((t) => t.name),
     [...TOOL_NAMES],
   );
-  const schemas: Record<string, unknown> = { claude_list: LIST_SCHEMA, claude_output: OUTPUT_PAGE_SCHEMA, claude_respond: RESPOND_SCHEMA, claude_worktree: WORKTREE_SCHEMA, claude_sessions: SESSIONS_SCHEMA };
+  const schemas: Record<string, unknown> = {
+    claude_list: LIST_SCHEMA,
+    claude_output: OUTPUT_PAGE_SCHEMA,
+    claude_respond: RESPOND_SCHEMA,
+    claude_worktree: WORKTREE_SCHEMA,
+    claude_sessions: SESSIONS_SCHEMA,
+  };
   for (const t of tools) {
     assert.equal(typeof t.title, "string", `${String(t.name)} title`);
     assert.ok((t.title as string).length > 0);
@@ -287,7 +328,15 @@ test("a string or number progressToken is accepted", async () => {
   assert.equal((result.tools as unknown[]).length, TOOL_NAMES.length);
   const run = await tool(h, "claude_start", RUN_ARGS);
   assertNotError(run);
-  const viaMeta = toolResultOf(await h.handle(request("tools/call", { name: "claude_wait", arguments: { job_id: "job-1", hold_ms: 0 }, _meta: { progressToken: "p" } })));
+  const viaMeta = toolResultOf(
+    await h.handle(
+      request("tools/call", {
+        name: "claude_wait",
+        arguments: { job_id: "job-1", hold_ms: 0 },
+        _meta: { progressToken: "p" },
+      }),
+    ),
+  );
   assertNotError(viaMeta);
 });
 
@@ -357,46 +406,206 @@ interface InvalidCase {
 
 const INVALID_CASES: InvalidCase[] = [
   { name: "a missing prompt", tool: "claude_run", args: { cwd: CWD }, mentions: '"prompt" is required' },
-  { name: "a numeric prompt", tool: "claude_run", args: { prompt: 42, cwd: CWD }, mentions: '"prompt" must be a string, got number' },
-  { name: "an empty prompt", tool: "claude_run", args: { prompt: "", cwd: CWD }, mentions: '"prompt" must not be empty' },
-  { name: "a whitespace prompt", tool: "claude_run", args: { prompt: " \n\t ", cwd: CWD }, mentions: '"prompt" must not be empty' },
+  {
+    name: "a numeric prompt",
+    tool: "claude_run",
+    args: { prompt: 42, cwd: CWD },
+    mentions: '"prompt" must be a string, got number',
+  },
+  {
+    name: "an empty prompt",
+    tool: "claude_run",
+    args: { prompt: "", cwd: CWD },
+    mentions: '"prompt" must not be empty',
+  },
+  {
+    name: "a whitespace prompt",
+    tool: "claude_run",
+    args: { prompt: " \n\t ", cwd: CWD },
+    mentions: '"prompt" must not be empty',
+  },
   { name: "a missing prompt", tool: "claude_start", args: { cwd: CWD }, mentions: '"prompt" is required' },
-  { name: "an empty prompt", tool: "claude_start", args: { prompt: "  ", cwd: CWD }, mentions: '"prompt" must not be empty' },
+  {
+    name: "an empty prompt",
+    tool: "claude_start",
+    args: { prompt: "  ", cwd: CWD },
+    mentions: '"prompt" must not be empty',
+  },
   { name: "a missing cwd", tool: "claude_run", args: { prompt: "hi" }, mentions: '"cwd" is required' },
-  { name: "a numeric cwd", tool: "claude_run", args: { prompt: "hi", cwd: 42 }, mentions: '"cwd" must be a string, got number' },
+  {
+    name: "a numeric cwd",
+    tool: "claude_run",
+    args: { prompt: "hi", cwd: 42 },
+    mentions: '"cwd" must be a string, got number',
+  },
   { name: "an empty cwd", tool: "claude_run", args: { prompt: "hi", cwd: "" }, mentions: '"cwd" must not be empty' },
-  { name: "a cwd with NUL", tool: "claude_run", args: { prompt: "hi", cwd: "/tmp/a\0b" }, mentions: '"cwd" must not contain NUL' },
-  { name: "a cwd that does not exist", tool: "claude_run", args: { prompt: "hi", cwd: "/missing/dir" }, mentions: '"cwd" does not exist: /missing/dir' },
-  { name: "a cwd that does not exist", tool: "claude_start", args: { prompt: "hi", cwd: "/missing/dir" }, mentions: "does not exist" },
-  { name: 'session_id "--anything"', tool: "claude_run", args: { ...RUN_ARGS, session_id: "--anything" }, mentions: '"session_id" must be a session UUID as returned by an earlier run, got "--anything"' },
-  { name: 'session_id "not-a-uuid"', tool: "claude_run", args: { ...RUN_ARGS, session_id: "not-a-uuid" }, mentions: '"session_id" must be a session UUID' },
-  { name: "a numeric session_id", tool: "claude_run", args: { ...RUN_ARGS, session_id: 42 }, mentions: '"session_id" must be a session UUID as returned by an earlier run, got 42' },
-  { name: 'session_id "--anything"', tool: "claude_start", args: { ...RUN_ARGS, session_id: "--anything" }, mentions: '"session_id"' },
-  { name: "a session_id with a UUID inside it", tool: "claude_start", args: { ...RUN_ARGS, session_id: `--resume ${SESSION}` }, mentions: '"session_id"' },
-  { name: "timeout_ms 0", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 0 }, mentions: '"timeout_ms" must be between 1000 and 86400000, got 0' },
+  {
+    name: "a cwd with NUL",
+    tool: "claude_run",
+    args: { prompt: "hi", cwd: "/tmp/a\0b" },
+    mentions: '"cwd" must not contain NUL',
+  },
+  {
+    name: "a cwd that does not exist",
+    tool: "claude_run",
+    args: { prompt: "hi", cwd: "/missing/dir" },
+    mentions: '"cwd" does not exist: /missing/dir',
+  },
+  {
+    name: "a cwd that does not exist",
+    tool: "claude_start",
+    args: { prompt: "hi", cwd: "/missing/dir" },
+    mentions: "does not exist",
+  },
+  {
+    name: 'session_id "--anything"',
+    tool: "claude_run",
+    args: { ...RUN_ARGS, session_id: "--anything" },
+    mentions: '"session_id" must be a session UUID as returned by an earlier run, got "--anything"',
+  },
+  {
+    name: 'session_id "not-a-uuid"',
+    tool: "claude_run",
+    args: { ...RUN_ARGS, session_id: "not-a-uuid" },
+    mentions: '"session_id" must be a session UUID',
+  },
+  {
+    name: "a numeric session_id",
+    tool: "claude_run",
+    args: { ...RUN_ARGS, session_id: 42 },
+    mentions: '"session_id" must be a session UUID as returned by an earlier run, got 42',
+  },
+  {
+    name: 'session_id "--anything"',
+    tool: "claude_start",
+    args: { ...RUN_ARGS, session_id: "--anything" },
+    mentions: '"session_id"',
+  },
+  {
+    name: "a session_id with a UUID inside it",
+    tool: "claude_start",
+    args: { ...RUN_ARGS, session_id: `--resume ${SESSION}` },
+    mentions: '"session_id"',
+  },
+  {
+    name: "timeout_ms 0",
+    tool: "claude_run",
+    args: { ...RUN_ARGS, timeout_ms: 0 },
+    mentions: '"timeout_ms" must be between 1000 and 86400000, got 0',
+  },
   { name: "timeout_ms -5", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: -5 }, mentions: "got -5" },
   { name: "timeout_ms 999", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 999 }, mentions: "got 999" },
-  { name: "timeout_ms 86_400_001", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 86_400_001 }, mentions: "got 86400001" },
-  { name: "timeout_ms 2^31", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 2 ** 31 }, mentions: "got 2147483648" },
-  { name: "timeout_ms 2^31 - 1", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 2 ** 31 - 1 }, mentions: "got 2147483647" },
-  { name: "timeout_ms 1e300", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 1e300 }, mentions: '"timeout_ms" must be between' },
-  { name: "timeout_ms 1.5", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: 1.5 }, mentions: '"timeout_ms" must be an integer number of milliseconds, got 1.5' },
-  { name: 'timeout_ms "5000"', tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: "5000" }, mentions: '"timeout_ms" must be an integer number of milliseconds, got "5000"' },
+  {
+    name: "timeout_ms 86_400_001",
+    tool: "claude_run",
+    args: { ...RUN_ARGS, timeout_ms: 86_400_001 },
+    mentions: "got 86400001",
+  },
+  {
+    name: "timeout_ms 2^31",
+    tool: "claude_run",
+    args: { ...RUN_ARGS, timeout_ms: 2 ** 31 },
+    mentions: "got 2147483648",
+  },
+  {
+    name: "timeout_ms 2^31 - 1",
+    tool: "claude_run",
+    args: { ...RUN_ARGS, timeout_ms: 2 ** 31 - 1 },
+    mentions: "got 2147483647",
+  },
+  {
+    name: "timeout_ms 1e300",
+    tool: "claude_run",
+    args: { ...RUN_ARGS, timeout_ms: 1e300 },
+    mentions: '"timeout_ms" must be between',
+  },
+  {
+    name: "timeout_ms 1.5",
+    tool: "claude_run",
+    args: { ...RUN_ARGS, timeout_ms: 1.5 },
+    mentions: '"timeout_ms" must be an integer number of milliseconds, got 1.5',
+  },
+  {
+    name: 'timeout_ms "5000"',
+    tool: "claude_run",
+    args: { ...RUN_ARGS, timeout_ms: "5000" },
+    mentions: '"timeout_ms" must be an integer number of milliseconds, got "5000"',
+  },
   { name: "timeout_ms true", tool: "claude_run", args: { ...RUN_ARGS, timeout_ms: true }, mentions: "got true" },
-  { name: "hold_ms -1", tool: "claude_wait", args: { job_id: "job-1", hold_ms: -1 }, mentions: '"hold_ms" must be between 0 and' },
-  { name: "hold_ms 1.5", tool: "claude_wait", args: { job_id: "job-1", hold_ms: 1.5 }, mentions: '"hold_ms" must be an integer number of milliseconds, got 1.5' },
-  { name: 'hold_ms "10"', tool: "claude_wait", args: { job_id: "job-1", hold_ms: "10" }, mentions: '"hold_ms" must be an integer number of milliseconds, got "10"' },
-  { name: 'an unknown argument "timeout"', tool: "claude_run", args: { ...RUN_ARGS, timeout: 5 }, mentions: 'unknown argument "timeout"' },
-  { name: "timeout_ms (only claude_run takes it)", tool: "claude_start", args: { ...RUN_ARGS, timeout_ms: 5000 }, mentions: 'unknown argument "timeout_ms"' },
-  { name: 'an unknown argument "hold"', tool: "claude_wait", args: { job_id: "job-1", hold: 5 }, mentions: 'unknown argument "hold"' },
-  { name: "hold_ms (only claude_wait takes it)", tool: "claude_kill", args: { job_id: "job-1", hold_ms: 5 }, mentions: 'unknown argument "hold_ms"' },
+  {
+    name: "hold_ms -1",
+    tool: "claude_wait",
+    args: { job_id: "job-1", hold_ms: -1 },
+    mentions: '"hold_ms" must be between 0 and',
+  },
+  {
+    name: "hold_ms 1.5",
+    tool: "claude_wait",
+    args: { job_id: "job-1", hold_ms: 1.5 },
+    mentions: '"hold_ms" must be an integer number of milliseconds, got 1.5',
+  },
+  {
+    name: 'hold_ms "10"',
+    tool: "claude_wait",
+    args: { job_id: "job-1", hold_ms: "10" },
+    mentions: '"hold_ms" must be an integer number of milliseconds, got "10"',
+  },
+  {
+    name: 'an unknown argument "timeout"',
+    tool: "claude_run",
+    args: { ...RUN_ARGS, timeout: 5 },
+    mentions: 'unknown argument "timeout"',
+  },
+  {
+    name: "timeout_ms (only claude_run takes it)",
+    tool: "claude_start",
+    args: { ...RUN_ARGS, timeout_ms: 5000 },
+    mentions: 'unknown argument "timeout_ms"',
+  },
+  {
+    name: 'an unknown argument "hold"',
+    tool: "claude_wait",
+    args: { job_id: "job-1", hold: 5 },
+    mentions: 'unknown argument "hold"',
+  },
+  {
+    name: "hold_ms (only claude_wait takes it)",
+    tool: "claude_kill",
+    args: { job_id: "job-1", hold_ms: 5 },
+    mentions: 'unknown argument "hold_ms"',
+  },
   { name: "a missing job_id", tool: "claude_wait", args: {}, mentions: '"job_id" is required' },
-  { name: "an empty job_id", tool: "claude_wait", args: { job_id: "" }, mentions: '"job_id" must be a non-empty string, got ""' },
-  { name: "a blank job_id", tool: "claude_wait", args: { job_id: "  " }, mentions: '"job_id" must be a non-empty string' },
-  { name: "a numeric job_id", tool: "claude_wait", args: { job_id: 1 }, mentions: '"job_id" must be a non-empty string, got 1' },
+  {
+    name: "an empty job_id",
+    tool: "claude_wait",
+    args: { job_id: "" },
+    mentions: '"job_id" must be a non-empty string, got ""',
+  },
+  {
+    name: "a blank job_id",
+    tool: "claude_wait",
+    args: { job_id: "  " },
+    mentions: '"job_id" must be a non-empty string',
+  },
+  {
+    name: "a numeric job_id",
+    tool: "claude_wait",
+    args: { job_id: 1 },
+    mentions: '"job_id" must be a non-empty string, got 1',
+  },
   { name: "a missing job_id", tool: "claude_kill", args: {}, mentions: '"job_id" is required' },
-  { name: "an empty job_id", tool: "claude_kill", args: { job_id: "" }, mentions: '"job_id" must be a non-empty string, got ""' },
-  { name: "a numeric job_id", tool: "claude_kill", args: { job_id: 1 }, mentions: '"job_id" must be a non-empty string, got 1' },
+  {
+    name: "an empty job_id",
+    tool: "claude_kill",
+    args: { job_id: "" },
+    mentions: '"job_id" must be a non-empty string, got ""',
+  },
+  {
+    name: "a numeric job_id",
+    tool: "claude_kill",
+    args: { job_id: 1 },
+    mentions: '"job_id" must be a non-empty string, got 1',
+  },
 ];
 
 for (const c of INVALID_CASES) {
@@ -583,7 +792,9 @@ test("claude_start returns at once with status running and a job_id", async () =
     elapsed_s: 0,
     num_turns: 0,
     last_activity: "0s · starting",
-    next: 'Call claude_wait with job_id "job-1" to collect the result (each call waits up to 30s by default, 60s at most).',
+    next:
+      'Call claude_wait with job_id "job-1" to collect the result (each call waits up to 30s by default, ' +
+      "60s at most).",
   });
   assert.match(textOf(result), /Started job job-1/);
   assert.match(textOf(result), /claude_wait/);
@@ -810,9 +1021,15 @@ test("claude_kill racing the run's own timeout reports what really happened", as
 
 test("JOB_NOT_FOUND names the retention in readable units", async () => {
   const minutes = handlerHarness();
-  assert.match(assertError(await tool(minutes, "claude_wait", { job_id: "x" }), "JOB_NOT_FOUND"), /forgotten 10 minutes after/);
+  assert.match(
+    assertError(await tool(minutes, "claude_wait", { job_id: "x" }), "JOB_NOT_FOUND"),
+    /forgotten 10 minutes after/,
+  );
   const seconds = handlerHarness({ jobRetentionMs: 30_000 });
-  assert.match(assertError(await tool(seconds, "claude_wait", { job_id: "x" }), "JOB_NOT_FOUND"), /forgotten 30 seconds after/);
+  assert.match(
+    assertError(await tool(seconds, "claude_wait", { job_id: "x" }), "JOB_NOT_FOUND"),
+    /forgotten 30 seconds after/,
+  );
 });
 
 test("a failure report carries job_id only for tools that take one", async () => {
@@ -1045,7 +1262,10 @@ test("a finished job is found until retention runs out, then JOB_NOT_FOUND", asy
   const gone = await tool(h, "claude_wait", { job_id: first, hold_ms: 0 });
   const text = assertError(gone, "JOB_NOT_FOUND");
   assert.match(text, /forgotten 10 minutes after it ends/);
-  assert.match(gone.structuredContent.error?.detail ?? "", new RegExp(`no job with id "${first}" in this state directory`));
+  assert.match(
+    gone.structuredContent.error?.detail ?? "",
+    new RegExp(`no job with id "${first}" in this state directory`),
+  );
   assertError(await tool(h, "claude_kill", { job_id: first }), "JOB_NOT_FOUND");
 });
 

@@ -122,7 +122,8 @@ export class FakeAgent implements AgentRun {
   async kill(): Promise<{ survivors: number[] }> {
     this.killCalls += 1;
     // A killed agent exits without a result, as the real one does on SIGTERM.
-    if (this.exitsOnKill) this.finish({ ok: false, code: "AGENT_EXITED", detail: "claude was killed by SIGTERM and printed no result" });
+    if (this.exitsOnKill)
+      this.finish({ ok: false, code: "AGENT_EXITED", detail: "claude was killed by SIGTERM and printed no result" });
     return { survivors: this.survivors };
   }
 }
@@ -182,7 +183,10 @@ export interface HandlerHarness {
 }
 
 /** A handler over a real JobRegistry with a fake clock and fake agents. */
-export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: { maxRunning?: number; approvals?: boolean } = {}): HandlerHarness {
+export function handlerHarness(
+  overrides: Partial<HandlerDeps> = {},
+  registry: { maxRunning?: number; approvals?: boolean } = {},
+): HandlerHarness {
   const clock = new FakeClock();
   const launcher = new FakeLauncher();
   const logger = new RecordingLogger();
@@ -209,7 +213,12 @@ export function handlerHarness(overrides: Partial<HandlerDeps> = {}, registry: {
     checkDirectory: async (dir) => {
       checkedDirectories.push(dir);
       if (dir.startsWith("/missing")) return { ok: false, code: "INVALID_ARGUMENT", problem: `does not exist: ${dir}` };
-      if (dir.startsWith("/outside")) return { ok: false, code: "POLICY_DENIED", problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${dir}` };
+      if (dir.startsWith("/outside"))
+        return {
+          ok: false,
+          code: "POLICY_DENIED",
+          problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${dir}`,
+        };
       return { ok: true, path: dir };
     },
     notify: (frame) => {
@@ -245,7 +254,11 @@ export interface Tracked<T> {
 
 /** Lets a test ask whether a promise has settled yet, without awaiting it. */
 export function track<T>(promise: Promise<T>): Tracked<T> {
-  const state: { done: boolean; value: T | undefined; promise: Promise<T> } = { done: false, value: undefined, promise };
+  const state: { done: boolean; value: T | undefined; promise: Promise<T> } = {
+    done: false,
+    value: undefined,
+    promise,
+  };
   promise.then((value) => {
     state.done = true;
     state.value = value;
@@ -265,7 +278,9 @@ export function cancel(h: HandlerHarness, requestId: unknown): Promise<JsonRpcRe
   return h.handle({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "test" } });
 }
 
-/** What the tests give createClaudeAgents: the launcher's options, with the host's two calls and Claude Code's program. */
+/**
+ * What the tests give createClaudeAgents: the launcher's options, with the host's two calls and Claude Code's program.
+ */
 export interface ClaudeLauncherOptions extends Omit<LauncherOptions<ClaudeStream>, "runtime" | "host" | "files"> {
   start(request: SpawnRequest): ChildHandle;
   attach(request: AttachRequest): ChildHandle;
@@ -274,7 +289,11 @@ export interface ClaudeLauncherOptions extends Omit<LauncherOptions<ClaudeStream
 }
 
 /** An agent that printed stdout and ended as exit says (exit 0 by default), for a launcher: no process. */
-export function finishedChild(onStdout: (chunk: Buffer) => void, stdout: string, exit: Partial<ChildExit> = {}): ChildHandle {
+export function finishedChild(
+  onStdout: (chunk: Buffer) => void,
+  stdout: string,
+  exit: Partial<ChildExit> = {},
+): ChildHandle {
   if (stdout !== "") onStdout(Buffer.from(stdout));
   return {
     pid: 4242,

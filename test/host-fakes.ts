@@ -15,7 +15,10 @@ import { HostSet } from "../src/wiring/hosts.js";
 export const HOME = "local";
 
 /** The agents and hosts of a job layer whose jobs run here: "claude" unless a call names another. */
-export function homeOnly(table: Partial<ProcessTable> = {}, self: Self = { pid: 1 }): Pick<Persistence, "hosts" | "agents"> {
+export function homeOnly(
+  table: Partial<ProcessTable> = {},
+  self: Self = { pid: 1 },
+): Pick<Persistence, "hosts" | "agents"> {
   return { hosts: tableHosts(table, self), agents: { home: "claude", known: ["claude", "codex", "gemini"] } };
 }
 
@@ -28,7 +31,8 @@ export function tableHosts(table: Partial<ProcessTable>, self: Self = { pid: 1 }
   };
   const home: JobHost = {
     name: HOME,
-    locate: (recorded, othersAgent: (agent: NamedProcess) => boolean) => locateInTable(recorded, answers, self, othersAgent),
+    locate: (recorded, othersAgent: (agent: NamedProcess) => boolean) =>
+      locateInTable(recorded, answers, self, othersAgent),
     canFollow: (recorded) => recorded.agent?.pid !== undefined,
     approver: (jobId, waitMs) => ({ command: "node", args: ["main.js", "approver", jobId], waitMs }),
   };
@@ -37,7 +41,10 @@ export function tableHosts(table: Partial<ProcessTable>, self: Self = { pid: 1 }
 
 /** A process table answering from an IsAlive over records' names, as the job layer's tests give one. */
 export function tableOf(isAlive: IsAlive): Partial<ProcessTable> {
-  return { isAlive: (pid, startTime, marker) => isAlive({ pid, ...(startTime ? { start_time: startTime } : {}), ...(marker ? { tree_marker: marker } : {}) }) };
+  return {
+    isAlive: (pid, startTime, marker) =>
+      isAlive({ pid, ...(startTime ? { start_time: startTime } : {}), ...(marker ? { tree_marker: marker } : {}) }),
+  };
 }
 
 /** This machine's whole host, over a process layer the test makes, for the command line. */
@@ -48,7 +55,11 @@ export function localHosts(processes: () => Promise<ProcessControl>, self: Self 
       loadProcesses: processes,
       self: async () => self,
       roots: undefined,
-      worktrees: new GitWorktrees({ git: async () => assert.fail("no git here"), root: "/nonexistent", branchPrefix: "dispatch/" }),
+      worktrees: new GitWorktrees({
+        git: async () => assert.fail("no git here"),
+        root: "/nonexistent",
+        branchPrefix: "dispatch/",
+      }),
       approverCommand: { command: "/usr/bin/node", args: ["/opt/claude-dispatch/dist/main.js"] },
       programOf: (agent) => agent,
       agents: () => [],

@@ -7,7 +7,9 @@ import { JobRegistry } from "../src/jobs/registry.js";
 import { FakeClock, FakeLauncher, RecordingLogger, settle } from "./helpers.js";
 import { homeOnly } from "./host-fakes.js";
 
-function registry(overrides: { finishedTranscriptChars?: number; maxFinishedJobs?: number; maxRunning?: number } = {}): { jobs: JobRegistry; launcher: FakeLauncher; clock: FakeClock } {
+function registry(
+  overrides: { finishedTranscriptChars?: number; maxFinishedJobs?: number; maxRunning?: number } = {},
+): { jobs: JobRegistry; launcher: FakeLauncher; clock: FakeClock } {
   const clock = new FakeClock();
   const launcher = new FakeLauncher();
   let next = 0;
@@ -37,7 +39,11 @@ test("finished jobs' transcripts share one budget: the oldest are dropped first,
   assert.deepEqual(sizes, [0, 0, 60], "only the newest transcript fits in 100 characters");
   assert.equal(jobs.get("job-1")?.outcome?.result?.text, "result 1", "results are never dropped for the budget");
   const page = jobs.get("job-1")?.transcript.page(0, 1000);
-  assert.deepEqual(page && [page.offset, page.text, page.end], [60, "", 60], "offsets keep their meaning after the drop");
+  assert.deepEqual(
+    page && [page.offset, page.text, page.end],
+    [60, "", 60],
+    "offsets keep their meaning after the drop",
+  );
 });
 
 test("running jobs' transcripts are not touched by the finished budget", async () => {

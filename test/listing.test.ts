@@ -36,7 +36,11 @@ async function call(h: HandlerHarness, name: string, args: Record<string, unknow
   const { result } = (await h.handle(request)) as JsonRpcResponse & {
     result: { content: Array<{ text: string }>; structuredContent: Page; isError?: true };
   };
-  return { text: result.content[0]?.text ?? "", structured: result.structuredContent, isError: result.isError === true };
+  return {
+    text: result.content[0]?.text ?? "",
+    structured: result.structuredContent,
+    isError: result.isError === true,
+  };
 }
 
 /** Both halves of a page within the cap, as §5.7 promises. */
@@ -47,7 +51,11 @@ function assertWithin(page: ListResult, cap: number): void {
 }
 
 /** Follows next_cursor, as next says, until the last page; every page checked against the cap. */
-async function walk(h: HandlerHarness, first: Record<string, unknown>, cap: number): Promise<{ ids: string[]; pages: Page[] }> {
+async function walk(
+  h: HandlerHarness,
+  first: Record<string, unknown>,
+  cap: number,
+): Promise<{ ids: string[]; pages: Page[] }> {
   const ids: string[] = [];
   const pages: Page[] = [];
   let args = first;
@@ -77,7 +85,12 @@ const LONG_CWD = `/home/someone/projects/${"nested-folder/".repeat(9)}app`;
  * 300 jobs kept, at most 5 running at once: 285 finished (completed, failed and killed, in an order unlike their
  * submission), then 5 running and 10 queued.
  */
-async function manyJobs(): Promise<{ h: HandlerHarness; active: string[]; finished: string[]; byStatus: Map<string, string[]> }> {
+async function manyJobs(): Promise<{
+  h: HandlerHarness;
+  active: string[];
+  finished: string[];
+  byStatus: Map<string, string[]>;
+}> {
   const h = handlerHarness({}, { maxRunning: 5 });
   const prompt = 'fix the "flaky" tests and explain why '.repeat(4);
   for (let i = 0; i < 300; i += 1) {
@@ -111,47 +124,60 @@ async function manyJobs(): Promise<{ h: HandlerHarness; active: string[]; finish
   return { h, active: active.map((job) => job.id), finished: finishedOrder.reverse(), byStatus };
 }
 
-test("claude_list with 300 jobs: one call stays within the cap; the active jobs come first, then the newest finished", async () => {
-  const { h, active, finished } = await manyJobs();
-  const page = await call(h, "claude_list", {});
-  assert.equal(page.isError, false, page.text);
-  assertWithin(page, 20_000);
-  assert.deepEqual(
-    page.structured.jobs?.map((job) => job.job_id),
-    [...active, ...finished].slice(0, 20),
-    "20 by default: the 15 active jobs in submission order, then the 5 newest finished",
-  );
-  assert.equal(page.structured.total, 300);
-  assert.match(page.text, /^Jobs 1–20 of 300, the active first, then the newest finished:\n/);
-});
+test(
+  "claude_list with 300 jobs: one call stays within the cap; the active jobs come first, then the " + "newest finished",
+  async () => {
+    const { h, active, finished } = await manyJobs();
+    const page = await call(h, "claude_list", {});
+    assert.equal(page.isError, false, page.text);
+    assertWithin(page, 20_000);
+    assert.deepEqual(
+      page.structured.jobs?.map((job) => job.job_id),
+      [...active, ...finished].slice(0, 20),
+      "20 by default: the 15 active jobs in submission order, then the 5 newest finished",
+    );
+    assert.equal(page.structured.total, 300);
+    assert.match(page.text, /^Jobs 1–20 of 300, the active first, then the newest finished:\n/);
+  },
+);
 
-test("claude_list: the cursor walks every one of 300 jobs exactly once, in order, every page within the cap", async () => {
-  const { h, active, finished } = await manyJobs();
-  const expected = [...active, ...finished];
-  const byDefault = await walk(h, {}, 20_000);
-  assert.deepEqual(byDefault.ids, expected);
-  assert.equal(byDefault.pages.length, 15);
-  const widest = await walk(h, { limit: 100 }, 20_000);
-  assert.deepEqual(widest.ids, expected);
-  // 100 jobs in directories of about 150 characters exceed the cap: the pages hold fewer.
-  assert.ok(widest.pages.length > 3, `${widest.pages.length} pages`);
-});
+test(
+  "claude_list: the cursor walks every one of 300 jobs exactly once, in order, every page " + "within the cap",
+  async () => {
+    const { h, active, finished } = await manyJobs();
+    const expected = [...active, ...finished];
+    const byDefault = await walk(h, {}, 20_000);
+    assert.deepEqual(byDefault.ids, expected);
+    assert.equal(byDefault.pages.length, 15);
+    const widest = await walk(h, { limit: 100 }, 20_000);
+    assert.deepEqual(widest.ids, expected);
+    // 100 jobs in directories of about 150 characters exceed the cap: the pages hold fewer.
+    assert.ok(widest.pages.length > 3, `${widest.pages.length} pages`);
+  },
+);
 
-test("claude_list: at the smallest cap, with hostile directories and prompts, every page holds a job and fits", async () => {
-  const h = handlerHarness({ maxResultChars: 1_000 });
-  const ids: string[] = [];
-  const cwdOf = (i: number): string => `/${'"\\'.repeat(3_000)}${i}`;
-  for (let i = 0; i < 4; i += 1) {
-    // Quotes and backslashes: each is two characters in JSON.
-    const started = await call(h, "claude_start", { prompt: '"\\'.repeat(200), cwd: cwdOf(i) });
-    ids.push(String(started.structured.job_id));
-    await h.clock.advance(10);
-  }
-  const every = ["running", "queued", "input_required", "completed", "failed", "killed", "lost"];
-  const { ids: walked, pages } = await walk(h, { limit: 100, status: every }, 1_000);
-  assert.deepEqual(walked, ids);
-  assert.equal(pages[0]?.jobs?.[0]?.cwd, `${cwdOf(0).slice(0, 20)}…${cwdOf(0).slice(-20)}`, "cut to 40 characters in its middle");
-});
+test(
+  "claude_list: at the smallest cap, with hostile directories and prompts, every page holds a " + "job and fits",
+  async () => {
+    const h = handlerHarness({ maxResultChars: 1_000 });
+    const ids: string[] = [];
+    const cwdOf = (i: number): string => `/${'"\\'.repeat(3_000)}${i}`;
+    for (let i = 0; i < 4; i += 1) {
+      // Quotes and backslashes: each is two characters in JSON.
+      const started = await call(h, "claude_start", { prompt: '"\\'.repeat(200), cwd: cwdOf(i) });
+      ids.push(String(started.structured.job_id));
+      await h.clock.advance(10);
+    }
+    const every = ["running", "queued", "input_required", "completed", "failed", "killed", "lost"];
+    const { ids: walked, pages } = await walk(h, { limit: 100, status: every }, 1_000);
+    assert.deepEqual(walked, ids);
+    assert.equal(
+      pages[0]?.jobs?.[0]?.cwd,
+      `${cwdOf(0).slice(0, 20)}…${cwdOf(0).slice(-20)}`,
+      "cut to 40 characters in its middle",
+    );
+  },
+);
 
 test("claude_list: status filters, one or several; the cursor keeps the filter and the limit", async () => {
   const { h, active, byStatus } = await manyJobs();
@@ -190,44 +216,68 @@ test("claude_list refuses a bad status, limit or cursor, naming the argument", a
     const result = await call(h, "claude_list", args);
     assert.equal(result.isError, true, JSON.stringify(args));
     assert.equal(result.structured.error?.code, "INVALID_ARGUMENT", JSON.stringify(args));
-    assert.ok(result.structured.error?.detail.includes(`"${name}"`), `${JSON.stringify(args)}: ${result.structured.error?.detail}`);
+    assert.ok(
+      result.structured.error?.detail.includes(`"${name}"`),
+      `${JSON.stringify(args)}: ${result.structured.error?.detail}`,
+    );
   }
-  assert.equal((await call(h, "claude_list", { status: null, limit: null, cursor: null })).isError, false, "null means not given");
+  assert.equal(
+    (await call(h, "claude_list", { status: null, limit: null, cursor: null })).isError,
+    false,
+    "null means not given",
+  );
 });
 
 /* ------------------------------------------------------------------ *
  * The tool listing the host's model reads
  * ------------------------------------------------------------------ */
 
-/** What a model is shown of this server in every conversation: each tool's name, description and input schema, and the instructions. */
+/**
+ * What a model is shown of this server in every conversation: each tool's name,
+ * description and input schema, and the instructions.
+ */
 const MODEL_VISIBLE_LIMIT_BYTES = 6_144;
 
-test(`the model-visible listing, with every agent and two hosts offered, is at most ${MODEL_VISIBLE_LIMIT_BYTES} bytes`, async () => {
-  const hosts = {
-    box: { ssh: "me@build-box", roots: ["/srv/repos", "/home/me/src"], agents: ["claude", "codex"] },
-    gpu: { ssh: "gpu.example.org", roots: ["/data/work"], agents: ["claude", "codex", "gemini"] },
-  };
-  const config = loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude,codex,gemini", CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts) });
-  const policy = {
-    ...config.policy,
-    roots: undefined,
-    agents: offeredAgents(config, {}, "linux"),
-    hosts: (config.hosts ?? []).map((host) => ({ name: host.name, roots: host.roots, agents: host.agents })),
-  };
-  const h = handlerHarness({ policy });
-  const params = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } };
-  const init = (await h.handle({ jsonrpc: "2.0", id: 1, method: "initialize", params })) as { result: { instructions: string } };
-  const listed = (await h.handle({ jsonrpc: "2.0", id: 2, method: "tools/list" })) as {
-    result: { tools: Array<{ name: string; description: string; inputSchema: Record<string, unknown> }> };
-  };
-  const tools = listed.result.tools;
-  const run = tools.find((tool) => tool.name === "claude_run")?.inputSchema.properties as Record<string, { enum?: string[] }>;
-  assert.deepEqual(run.agent?.enum, ["claude", "codex", "gemini"], "every agent is offered");
-  assert.deepEqual(run.host?.enum, ["box", "gpu"], "both hosts are offered");
-  const bytes = (text: string): number => new TextEncoder().encode(text).length;
-  const perTool = tools.map(({ name, description, inputSchema }) => bytes(JSON.stringify({ name, description, inputSchema })));
-  const instructions = bytes(init.result.instructions);
-  const total = perTool.reduce((sum, size) => sum + size, 0) + instructions;
-  const parts = tools.map((tool, i) => `${tool.name} ${perTool[i]}`).join(", ");
-  assert.ok(total <= MODEL_VISIBLE_LIMIT_BYTES, `${total} bytes: ${parts}, instructions ${instructions}`);
-});
+test(
+  `the model-visible listing, with every agent and two hosts offered, is at most ` +
+    `${MODEL_VISIBLE_LIMIT_BYTES} bytes`,
+  async () => {
+    const hosts = {
+      box: { ssh: "me@build-box", roots: ["/srv/repos", "/home/me/src"], agents: ["claude", "codex"] },
+      gpu: { ssh: "gpu.example.org", roots: ["/data/work"], agents: ["claude", "codex", "gemini"] },
+    };
+    const config = loadConfig({
+      CLAUDE_DISPATCH_AGENTS: "claude,codex,gemini",
+      CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts),
+    });
+    const policy = {
+      ...config.policy,
+      roots: undefined,
+      agents: offeredAgents(config, {}, "linux"),
+      hosts: (config.hosts ?? []).map((host) => ({ name: host.name, roots: host.roots, agents: host.agents })),
+    };
+    const h = handlerHarness({ policy });
+    const params = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } };
+    const init = (await h.handle({ jsonrpc: "2.0", id: 1, method: "initialize", params })) as {
+      result: { instructions: string };
+    };
+    const listed = (await h.handle({ jsonrpc: "2.0", id: 2, method: "tools/list" })) as {
+      result: { tools: Array<{ name: string; description: string; inputSchema: Record<string, unknown> }> };
+    };
+    const tools = listed.result.tools;
+    const run = tools.find((tool) => tool.name === "claude_run")?.inputSchema.properties as Record<
+      string,
+      { enum?: string[] }
+    >;
+    assert.deepEqual(run.agent?.enum, ["claude", "codex", "gemini"], "every agent is offered");
+    assert.deepEqual(run.host?.enum, ["box", "gpu"], "both hosts are offered");
+    const bytes = (text: string): number => new TextEncoder().encode(text).length;
+    const perTool = tools.map(({ name, description, inputSchema }) =>
+      bytes(JSON.stringify({ name, description, inputSchema })),
+    );
+    const instructions = bytes(init.result.instructions);
+    const total = perTool.reduce((sum, size) => sum + size, 0) + instructions;
+    const parts = tools.map((tool, i) => `${tool.name} ${perTool[i]}`).join(", ");
+    assert.ok(total <= MODEL_VISIBLE_LIMIT_BYTES, `${total} bytes: ${parts}, instructions ${instructions}`);
+  },
+);

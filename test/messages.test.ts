@@ -13,7 +13,11 @@ const B = "3e1e0b00-0000-4000-8000-000000000002";
 
 async function call(h: ReturnType<typeof handlerHarness>, name: string, args: Record<string, unknown>) {
   const response = await h.handle({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } });
-  return (response as { result: { isError?: boolean; content: Array<{ text: string }>; structuredContent: Record<string, any> } }).result;
+  return (
+    response as {
+      result: { isError?: boolean; content: Array<{ text: string }>; structuredContent: Record<string, any> };
+    }
+  ).result;
 }
 
 test("a unique start of a job id, 8 hex digits or more, names its job in the tools", async () => {
@@ -43,14 +47,18 @@ test("a start that begins two ids is INVALID_ARGUMENT asking for more of it", as
   assert.equal(result.content[0]?.text, `INVALID_ARGUMENT: "job_id" "77770000" starts 2 job ids: give more of it`);
 });
 
-test("JOB_NOT_FOUND says to check the id and how long finished jobs are kept, never that another server serves it", async () => {
-  const h = handlerHarness();
-  const result = await call(h, "claude_wait", { job_id: "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9", hold_ms: 0 });
-  assert.equal(
-    result.content[0]?.text,
-    'JOB_NOT_FOUND: no job with id "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9" in this state directory: check the id (claude_list lists the jobs); a finished job is forgotten 10 minutes after it ends',
-  );
-});
+test(
+  "JOB_NOT_FOUND says to check the id and how long finished jobs are kept, never that another " + "server serves it",
+  async () => {
+    const h = handlerHarness();
+    const result = await call(h, "claude_wait", { job_id: "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9", hold_ms: 0 });
+    assert.equal(
+      result.content[0]?.text,
+      'JOB_NOT_FOUND: no job with id "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9" in this state directory: check the id ' +
+        "(claude_list lists the jobs); a finished job is forgotten 10 minutes after it ends",
+    );
+  },
+);
 
 test("claude_respond to a finished job: a request it never filed is not 'no longer pending'", async () => {
   const h = handlerHarness();
@@ -81,7 +89,10 @@ test("a missing argument is 'required'; an unknown one is met with only what thi
   assert.equal(action.content[0]?.text, 'INVALID_ARGUMENT: "action" is required');
   const unknown = await call(h, "claude_run", { prompt: "hi", cwd: "/w", timeout: 5 });
   const text = unknown.content[0]?.text ?? "";
-  assert.match(text, /^INVALID_ARGUMENT: unknown argument "timeout"; expected only prompt, cwd, session_id, timeout_ms, /);
+  assert.match(
+    text,
+    /^INVALID_ARGUMENT: unknown argument "timeout"; expected only prompt, cwd, session_id, timeout_ms, /,
+  );
   // Claude Code alone, and no hosts: neither "agent" nor "host" is a choice here.
   assert.doesNotMatch(text, /\bagent\b|\bhost\b/);
   // Both are still accepted, as earlier versions took them.

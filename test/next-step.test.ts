@@ -56,9 +56,15 @@ function uuidHarness(maxResultChars = 20_000, maxRunning = 1000): HandlerHarness
   return { ...handlerHarness({ jobs, clock, logger, maxResultChars }), jobs, clock, launcher, logger };
 }
 
-const schemas = new Map<string, { properties: Record<string, { type?: string; enum?: unknown[] }>; required: string[] }>();
+const schemas = new Map<
+  string,
+  { properties: Record<string, { type?: string; enum?: unknown[] }>; required: string[] }
+>();
 
-async function outputSchema(h: HandlerHarness, name: string): Promise<{ properties: Record<string, { type?: string; enum?: unknown[] }>; required: string[] }> {
+async function outputSchema(
+  h: HandlerHarness,
+  name: string,
+): Promise<{ properties: Record<string, { type?: string; enum?: unknown[] }>; required: string[] }> {
   if (schemas.size === 0) {
     type Listed = { result: { tools: Array<{ name: string; outputSchema: never }> } };
     const listed = (await h.handle(request("tools/list"))) as Listed;
@@ -78,15 +84,23 @@ const JSON_TYPES: Record<string, (value: unknown) => boolean> = {
   array: (value) => Array.isArray(value),
 };
 
-/** What an SDK client checks of structuredContent, one level deep: every field declared, of its type, required ones present. */
+/**
+ * What an SDK client checks of structuredContent, one level deep: every field
+ * declared, of its type, required ones present.
+ */
 async function checkAgainstSchema(h: HandlerHarness, name: string, structured: Structured): Promise<void> {
   const schema = await outputSchema(h, name);
   for (const key of schema.required) assert.ok(key in structured, `${name}: required ${key} missing`);
   for (const [key, value] of Object.entries(structured)) {
     const property = schema.properties[key];
     assert.ok(property, `${name}: structuredContent.${key} is not declared in the outputSchema`);
-    if (property.type) assert.ok(JSON_TYPES[property.type]?.(value), `${name}: ${key} should be ${property.type}, got ${JSON.stringify(value)}`);
-    if (property.enum) assert.ok(property.enum.includes(value), `${name}: ${key} ${JSON.stringify(value)} not in its enum`);
+    if (property.type)
+      assert.ok(
+        JSON_TYPES[property.type]?.(value),
+        `${name}: ${key} should be ${property.type}, got ${JSON.stringify(value)}`,
+      );
+    if (property.enum)
+      assert.ok(property.enum.includes(value), `${name}: ${key} ${JSON.stringify(value)} not in its enum`);
   }
 }
 
@@ -95,7 +109,11 @@ async function tool(h: HandlerHarness, name: string, args: Structured): Promise<
   assert.ok(response && "result" in response, `${name}: expected a result, got ${JSON.stringify(response)}`);
   const result = response.result as { content: Array<{ text: string }>; structuredContent: Structured; isError?: true };
   await checkAgainstSchema(h, name, result.structuredContent);
-  return { text: result.content[0]?.text ?? "", structured: result.structuredContent, isError: result.isError === true };
+  return {
+    text: result.content[0]?.text ?? "",
+    structured: result.structuredContent,
+    isError: result.isError === true,
+  };
 }
 
 interface ParsedCall {
@@ -114,7 +132,8 @@ function callsIn(next: unknown): ParsedCall[] {
     const start = (match.index ?? 0) + name.length;
     const segment = sentence.slice(start, names[index + 1]?.index ?? sentence.length);
     const args: Record<string, string | number> = {};
-    for (const [, key, value] of segment.matchAll(/\b(job_id|session_id|view) "([^"]*)"/g)) if (key && value !== undefined) args[key] = value;
+    for (const [, key, value] of segment.matchAll(/\b(job_id|session_id|view) "([^"]*)"/g))
+      if (key && value !== undefined) args[key] = value;
     const offset = /\boffset (\d+)/.exec(segment)?.[1];
     if (offset !== undefined) args.offset = Number(offset);
     return { tool: name, args };
@@ -178,43 +197,57 @@ test("a queued job: next names claude_wait with its job_id", async () => {
   assert.deepEqual(firstCall(page.structured), { tool: "claude_wait", args: { job_id: id } });
 });
 
-test("a truncated result: next names claude_output with the job_id and the offset where it was cut, and following it reads the rest", async () => {
-  const h = uuidHarness(100);
-  const id = await startUuidJob(h);
-  const whole = Array.from({ length: 250 }, (_, index) => String.fromCharCode(65 + (index % 26))).join("");
-  h.launcher.last.succeed(whole, SESSION);
-  await jobFinished(h, id);
+test(
+  "a truncated result: next names claude_output with the job_id and the offset where it was cut, and following it " +
+    "reads the rest",
+  async () => {
+    const h = uuidHarness(100);
+    const id = await startUuidJob(h);
+    const whole = Array.from({ length: 250 }, (_, index) => String.fromCharCode(65 + (index % 26))).join("");
+    h.launcher.last.succeed(whole, SESSION);
+    await jobFinished(h, id);
 
-  const waited = await tool(h, "claude_wait", { job_id: id, hold_ms: 0 });
-  assert.equal(waited.structured.status, "completed");
-  assert.equal(waited.structured.truncated, true);
-  const call = firstCall(waited.structured);
-  assert.deepEqual(call, { tool: "claude_output", args: { job_id: id, offset: (waited.structured.result as string).length } });
-  assert.equal(call.args.offset, 100);
-  assert.ok(waited.text.includes(waited.structured.next as string), "the text gives the same hint");
+    const waited = await tool(h, "claude_wait", { job_id: id, hold_ms: 0 });
+    assert.equal(waited.structured.status, "completed");
+    assert.equal(waited.structured.truncated, true);
+    const call = firstCall(waited.structured);
+    assert.deepEqual(call, {
+      tool: "claude_output",
+      args: { job_id: id, offset: (waited.structured.result as string).length },
+    });
+    assert.equal(call.args.offset, 100);
+    assert.ok(waited.text.includes(waited.structured.next as string), "the text gives the same hint");
 
-  // Page on, from next alone, until nothing is left.
-  let read = waited.structured.result as string;
-  let page = await follow(h, call);
-  for (;;) {
-    read += page.structured.text as string;
-    if (page.structured.next_offset === undefined) break;
-    const onward = firstCall(page.structured);
-    assert.deepEqual(onward, { tool: "claude_output", args: { job_id: id, offset: page.structured.next_offset as number } });
-    assert.ok(page.text.includes(page.structured.next as string), "the page's text gives the same hint");
-    page = await follow(h, onward);
-  }
-  assert.equal(read, whole);
-  assert.equal(page.structured.next, undefined, "the last page has no next step");
-});
+    // Page on, from next alone, until nothing is left.
+    let read = waited.structured.result as string;
+    let page = await follow(h, call);
+    for (;;) {
+      read += page.structured.text as string;
+      if (page.structured.next_offset === undefined) break;
+      const onward = firstCall(page.structured);
+      assert.deepEqual(onward, {
+        tool: "claude_output",
+        args: { job_id: id, offset: page.structured.next_offset as number },
+      });
+      assert.ok(page.text.includes(page.structured.next as string), "the page's text gives the same hint");
+      page = await follow(h, onward);
+    }
+    assert.equal(read, whole);
+    assert.equal(page.structured.next, undefined, "the last page has no next step");
+  },
+);
 
 test("a transcript page with more to read: next keeps view transcript", async () => {
   const h = uuidHarness();
   const id = await startUuidJob(h);
-  for (let turn = 1; turn <= 5; turn += 1) h.launcher.last.report({ turns: turn, lastActivity: "text" }, `assistant: turn ${turn} of the work`);
+  for (let turn = 1; turn <= 5; turn += 1)
+    h.launcher.last.report({ turns: turn, lastActivity: "text" }, `assistant: turn ${turn} of the work`);
   const page = await tool(h, "claude_output", { job_id: id, view: "transcript", limit: 20 });
   assert.equal(typeof page.structured.next_offset, "number");
-  assert.deepEqual(firstCall(page.structured), { tool: "claude_output", args: { job_id: id, view: "transcript", offset: page.structured.next_offset as number } });
+  assert.deepEqual(firstCall(page.structured), {
+    tool: "claude_output",
+    args: { job_id: id, view: "transcript", offset: page.structured.next_offset as number },
+  });
   const onward = await follow(h, firstCall(page.structured));
   assert.equal(onward.structured.view, "transcript");
   assert.equal(onward.structured.offset, page.structured.next_offset);
@@ -231,22 +264,31 @@ test("a completed job that fits needs no next step", async () => {
   assert.equal((await tool(h, "claude_output", { job_id: id })).structured.next, undefined);
 });
 
-test("a failed job: next names claude_output with its job_id and the transcript, then claude_start with its session_id", async () => {
-  const h = uuidHarness();
-  const id = await startUuidJob(h);
-  h.launcher.last.report({ sessionId: SESSION, turns: 1, lastActivity: "text" }, "assistant: trying");
-  h.launcher.last.finish({ ok: false, code: "AGENT_ERROR", detail: "API Error: 500", result: { text: "API Error: 500", sessionId: SESSION } });
-  await jobFinished(h, id);
+test(
+  "a failed job: next names claude_output with its job_id and the transcript, then claude_start with " +
+    "its session_id",
+  async () => {
+    const h = uuidHarness();
+    const id = await startUuidJob(h);
+    h.launcher.last.report({ sessionId: SESSION, turns: 1, lastActivity: "text" }, "assistant: trying");
+    h.launcher.last.finish({
+      ok: false,
+      code: "AGENT_ERROR",
+      detail: "API Error: 500",
+      result: { text: "API Error: 500", sessionId: SESSION },
+    });
+    await jobFinished(h, id);
 
-  const waited = await tool(h, "claude_wait", { job_id: id, hold_ms: 0 });
-  assert.equal(waited.structured.status, "failed");
-  assert.equal(waited.isError, true);
-  const [look, resume] = callsIn(waited.structured.next);
-  assert.deepEqual(look, { tool: "claude_output", args: { job_id: id, view: "transcript" } });
-  assert.deepEqual(resume, { tool: "claude_start", args: { session_id: SESSION } });
-  const transcript = await follow(h, look as ParsedCall);
-  assert.match(transcript.structured.text as string, /assistant: trying/);
-});
+    const waited = await tool(h, "claude_wait", { job_id: id, hold_ms: 0 });
+    assert.equal(waited.structured.status, "failed");
+    assert.equal(waited.isError, true);
+    const [look, resume] = callsIn(waited.structured.next);
+    assert.deepEqual(look, { tool: "claude_output", args: { job_id: id, view: "transcript" } });
+    assert.deepEqual(resume, { tool: "claude_start", args: { session_id: SESSION } });
+    const transcript = await follow(h, look as ParsedCall);
+    assert.match(transcript.structured.text as string, /assistant: trying/);
+  },
+);
 
 test("a lost job: next names claude_output with its job_id", async () => {
   const h = uuidHarness();
@@ -283,7 +325,10 @@ test("a claude_run killed from elsewhere is its failure, and says where to look"
   assert.equal(killed.structured.status, "killed");
   const result = await bounded("the run to answer", run.promise);
   assert.equal((result.structured.error as { code: string }).code, "KILLED");
-  assert.deepEqual(firstCall(result.structured), { tool: "claude_output", args: { job_id: jobId, view: "transcript" } });
+  assert.deepEqual(firstCall(result.structured), {
+    tool: "claude_output",
+    args: { job_id: jobId, view: "transcript" },
+  });
 });
 
 test("JOB_NOT_FOUND: next names claude_list, and following it lists the jobs", async () => {
@@ -296,7 +341,10 @@ test("JOB_NOT_FOUND: next names claude_list, and following it lists the jobs", a
   assert.equal(result.structured.job_id, missing, "a well-formed id is echoed");
   assert.deepEqual(callsIn(result.structured.next), [{ tool: "claude_list", args: {} }]);
   const listed = await follow(h, firstCall(result.structured));
-  assert.deepEqual((listed.structured.jobs as Array<{ job_id: string }>).map((job) => job.job_id), [id]);
+  assert.deepEqual(
+    (listed.structured.jobs as Array<{ job_id: string }>).map((job) => job.job_id),
+    [id],
+  );
 });
 
 test("a failure echoes job_id only when it is a well-formed job id", async () => {
@@ -305,7 +353,10 @@ test("a failure echoes job_id only when it is a well-formed job id", async () =>
     for (const name of ["claude_wait", "claude_kill", "claude_output"]) {
       const result = await tool(h, name, { job_id: malformed });
       assert.equal(result.isError, true);
-      assert.ok(!("job_id" in result.structured), `${name} echoed a malformed job_id of ${malformed.length} characters`);
+      assert.ok(
+        !("job_id" in result.structured),
+        `${name} echoed a malformed job_id of ${malformed.length} characters`,
+      );
     }
   }
 });

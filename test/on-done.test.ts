@@ -77,11 +77,20 @@ test("the argv as given, in the job's cwd, with the job in the environment; a cl
       session: child.request.env.CLAUDE_DISPATCH_JOB_SESSION_ID,
       display: child.request.env.DISPLAY,
     },
-    { id: JOB.id, status: "completed", cwd: "/work/app", session: "8f01635f-202a-449c-ab8a-05f75520788e", display: ":0" },
+    {
+      id: JOB.id,
+      status: "completed",
+      cwd: "/work/app",
+      session: "8f01635f-202a-449c-ab8a-05f75520788e",
+      display: ":0",
+    },
   );
   child.end({ exitCode: 0 });
   await ran;
-  assert.deepEqual(logger.lines.filter((line) => line.startsWith("warn")), []);
+  assert.deepEqual(
+    logger.lines.filter((line) => line.startsWith("warn")),
+    [],
+  );
 });
 
 test("a failing command is logged with its stderr; one that cannot start too", async () => {

@@ -113,26 +113,28 @@ describe("once per request, by the job's owner", () => {
     assert.deepEqual(request?.args, ["claude-dispatch"]);
     assert.equal(request?.cwd, CWD);
     assert.equal(request?.stdin, "");
-    const names = ["PATH", "CLAUDE_DISPATCH_JOB_ID", "CLAUDE_DISPATCH_REQUEST_ID", "CLAUDE_DISPATCH_TOOL_NAME"]
-      .concat("CLAUDE_DISPATCH_PREVIEW", "CLAUDE_DISPATCH_JOB_CWD");
-    assert.deepEqual(
-      Object.fromEntries(names.map((name) => [name, request?.env[name]])),
-      {
-        PATH: "/usr/bin",
-        CLAUDE_DISPATCH_JOB_ID: job.id,
-        CLAUDE_DISPATCH_REQUEST_ID: "1",
-        CLAUDE_DISPATCH_TOOL_NAME: "Bash",
-        CLAUDE_DISPATCH_PREVIEW: "Bash · echo hi > out.txt",
-        CLAUDE_DISPATCH_JOB_CWD: CWD,
-      },
+    const names = ["PATH", "CLAUDE_DISPATCH_JOB_ID", "CLAUDE_DISPATCH_REQUEST_ID", "CLAUDE_DISPATCH_TOOL_NAME"].concat(
+      "CLAUDE_DISPATCH_PREVIEW",
+      "CLAUDE_DISPATCH_JOB_CWD",
     );
+    assert.deepEqual(Object.fromEntries(names.map((name) => [name, request?.env[name]])), {
+      PATH: "/usr/bin",
+      CLAUDE_DISPATCH_JOB_ID: job.id,
+      CLAUDE_DISPATCH_REQUEST_ID: "1",
+      CLAUDE_DISPATCH_TOOL_NAME: "Bash",
+      CLAUDE_DISPATCH_PREVIEW: "Bash · echo hi > out.txt",
+      CLAUDE_DISPATCH_JOB_CWD: CWD,
+    });
     assert.equal(told(h, job.id, "1"), true, "its mark is in the job's folder");
 
     // Looked at again, by the poll and by a refresh: not new any more.
     h.jobs.approvals.refresh(job);
     await h.clock.advance(POLL_MS * 3);
     assert.equal(h.spawned.length, 1, "never twice in one process");
-    assert.deepEqual(h.logger.lines.filter((line) => line.startsWith("warn")), []);
+    assert.deepEqual(
+      h.logger.lines.filter((line) => line.startsWith("warn")),
+      [],
+    );
   });
 
   test("another process that sees the same request as new (a second server, a new owner) runs nothing", async () => {
@@ -166,7 +168,10 @@ describe("once per request, by the job's owner", () => {
     assert.equal(told(h, job.id, "1") || told(h, job.id, "2"), false, "no mark either");
     ask(h, job.id, "Bash · the third");
     await h.clock.advance(POLL_MS);
-    assert.deepEqual(h.spawned.map((request) => request.env.CLAUDE_DISPATCH_REQUEST_ID), ["3"]);
+    assert.deepEqual(
+      h.spawned.map((request) => request.env.CLAUDE_DISPATCH_REQUEST_ID),
+      ["3"],
+    );
   });
 
   test("the preview and the tool's name are cleaned onto one line and cut: no escape or newline passes", async () => {
@@ -242,7 +247,10 @@ describe("through the built server, approver and command line", () => {
     writeFileSync(gate, "");
     assert.equal((await server.waitForJob(jobId)).status, "completed");
 
-    const told = readFileSync(lines, "utf8").trim().split("\n").map((line) => JSON.parse(line) as string[]);
+    const told = readFileSync(lines, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as string[]);
     assert.deepEqual(told, [[jobId, "1", "Bash", preview, cwd, cwd]], "once, with all four, in the job's cwd");
     assert.doesNotMatch(preview, /[\u001b\n]/);
     assert.match(preview, /^Bash · echo hi > out\.txt echo there$/);

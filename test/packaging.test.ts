@@ -19,14 +19,20 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe("packaging", () => {
   test("an MIT LICENSE, as package.json says, shipped in the package", () => {
-    const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { license: string; files: string[] };
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+      license: string;
+      files: string[];
+    };
     assert.equal(pkg.license, "MIT");
     assert.ok(pkg.files.includes("LICENSE"));
     assert.match(readFileSync(path.join(ROOT, "LICENSE"), "utf8"), /^MIT License\n\nCopyright \(c\) \d{4} /);
   });
 
   test("npm pack's output is ignored by git", () => {
-    const checked = spawnSync("git", ["check-ignore", "--no-index", "-q", "claude-dispatch-0.1.0.tgz"], { cwd: ROOT, env: minimalEnvironment() });
+    const checked = spawnSync("git", ["check-ignore", "--no-index", "-q", "claude-dispatch-0.1.0.tgz"], {
+      cwd: ROOT,
+      env: minimalEnvironment(),
+    });
     assert.equal(checked.status, 0, "git check-ignore claude-dispatch-0.1.0.tgz");
   });
 
@@ -35,7 +41,10 @@ describe("packaging", () => {
     mkdirSync(bin, { recursive: true });
     const link = path.join(bin, "claude-dispatch");
     symlinkSync(SERVER_MAIN, link);
-    const env = minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: path.join(scratch, "state"), CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE });
+    const env = minimalEnvironment({
+      CLAUDE_DISPATCH_STATE_DIR: path.join(scratch, "state"),
+      CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE,
+    });
     let output: string;
     try {
       output = execFileSync(process.execPath, [link, "doctor"], { env, encoding: "utf8" });

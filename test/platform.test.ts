@@ -87,13 +87,22 @@ const proc = (pid: number, ppid: number, startTime: string, extra: Partial<Proce
 
 test("parseProcStat reads ppid, group, session and start time after a command name with spaces and parentheses", () => {
   const line = "4242 (my (odd) name) S 4000 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1234 56";
-  assert.deepEqual(parseProcStat(line), { pid: 4242, ppid: 4000, pgid: 4242, sid: 4242, startTime: "987654", zombie: false });
+  assert.deepEqual(parseProcStat(line), {
+    pid: 4242,
+    ppid: 4000,
+    pgid: 4242,
+    sid: 4242,
+    startTime: "987654",
+    zombie: false,
+  });
   assert.equal(parseProcStat("4243 (z) Z 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0")?.zombie, true);
   assert.equal(parseProcStat("garbage"), undefined);
 });
 
 test("parsePsOutput reads the macOS/BSD ps format, with lstart as the rest of the line", () => {
-  const text = "  1     0     1 Ss   Mon Nov 30 04:00:41 2026\n 501     1   501 S+   Mon Nov 30 04:01:02 2026\n 777   501   501 Z    Mon Nov 30 04:02:03 2026\n";
+  const text =
+    "  1     0     1 Ss   Mon Nov 30 04:00:41 2026\n 501     1   501 S+   Mon Nov 30 04:01:02 2026\n 777   501   501 " +
+    "Z    Mon Nov 30 04:02:03 2026\n";
   assert.deepEqual(parsePsOutput(text), [
     { pid: 1, ppid: 0, pgid: 1, sid: undefined, startTime: "Mon Nov 30 04:00:41 2026", zombie: false },
     { pid: 501, ppid: 1, pgid: 501, sid: undefined, startTime: "Mon Nov 30 04:01:02 2026", zombie: false },
@@ -104,7 +113,11 @@ test("parsePsOutput reads the macOS/BSD ps format, with lstart as the rest of th
 const IGNORES_SIGTERM = new Set([300]);
 
 /** A scripted POSIX machine: a process table the test edits, and signals that kill what they hit. */
-function fakePosix(table: ProcessInfo[]): { platform: PosixPlatform; signals: Array<[number, Signal]>; calls: SpawnCall[] } {
+function fakePosix(table: ProcessInfo[]): {
+  platform: PosixPlatform;
+  signals: Array<[number, Signal]>;
+  calls: SpawnCall[];
+} {
   const signals: Array<[number, Signal]> = [];
   const calls: SpawnCall[] = [];
   const platform: PosixPlatform = {
@@ -126,7 +139,13 @@ function fakePosix(table: ProcessInfo[]): { platform: PosixPlatform; signals: Ar
 
 test("POSIX spawn: no shell, detached, windowsHide, prompt on stdin", async () => {
   const { platform, calls } = fakePosix([proc(10, 1, "s10", { pgid: 10, sid: 5 }), proc(100, 10, "s100")]);
-  const control = createProcessControl({ ...INJECTED, platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  const control = createProcessControl({
+    ...INJECTED,
+    platform,
+    clock: new FakeClock(),
+    logger: new RecordingLogger(),
+    killGraceMs: 0,
+  });
   control.start(request);
   const call = calls[0];
   assert.ok(call);
@@ -140,46 +159,78 @@ test("POSIX spawn: no shell, detached, windowsHide, prompt on stdin", async () =
   assert.equal(call.child.stdinText, "the prompt");
 });
 
-test("tree kill: signals descendants in other sessions, re-walks for new ones, never a reused pid, never our own group", async () => {
-  // 10 is this server (group 10, session 5). 100 is the agent. 200 is a tool shell in its own
-  // session (as Claude Code runs Bash); 201 its child. 300 ignores SIGTERM. 900 is unrelated.
+test(
+  "tree kill: signals descendants in other sessions, re-walks for new ones, never a reused pid, never " +
+    "our own group",
+  async () => {
+    // 10 is this server (group 10, session 5). 100 is the agent. 200 is a tool shell in its own
+    // session (as Claude Code runs Bash); 201 its child. 300 ignores SIGTERM. 900 is unrelated.
+    const table = [
+      proc(10, 1, "s10", { pgid: 10, sid: 5 }),
+      proc(100, 10, "s100"),
+      proc(200, 100, "s200"),
+      proc(201, 200, "s201", { pgid: 200, sid: 200 }),
+      proc(300, 100, "s300", { pgid: 100, sid: 100 }),
+      proc(900, 1, "s900"),
+    ];
+    const { platform, signals } = fakePosix(table);
+    const clock = new FakeClock();
+    const control = createProcessControl({
+      ...INJECTED,
+      platform,
+      clock,
+      logger: new RecordingLogger(),
+      killGraceMs: 1000,
+      killPollMs: 100,
+      treeRefreshMs: 1000,
+    });
+    const handle = control.start(request);
+    await settle();
+
+    // The tool shell exits; its child is reparented to init but stays remembered.
+    table.splice(
+      table.findIndex((info) => info.pid === 200),
+      1,
+    );
+    table.find((info) => info.pid === 201)!.ppid = 1;
+    const killing = handle.killTree();
+    await clock.advance(5000);
+    const report = await killing;
+
+    assert.deepEqual(report.survivors, []);
+    const hit = new Set(signals.map(([pid]) => pid));
+    for (const pid of [100, 201, 300]) assert.ok(hit.has(pid), `pid ${pid} was not signalled`);
+    assert.ok(
+      !hit.has(900) && !hit.has(10) && !hit.has(-10) && !hit.has(-5),
+      "an unrelated process or our own group was signalled",
+    );
+    assert.ok(
+      signals.some(([pid, signal]) => pid === 300 && signal === "SIGKILL"),
+      "the SIGTERM-ignoring child got SIGKILL after the grace",
+    );
+    assert.deepEqual(
+      table.map((info) => info.pid),
+      [10, 900],
+    );
+  },
+);
+
+test("a remembered pid that now belongs to another process (new start time) is not signalled", async () => {
   const table = [
     proc(10, 1, "s10", { pgid: 10, sid: 5 }),
     proc(100, 10, "s100"),
-    proc(200, 100, "s200"),
-    proc(201, 200, "s201", { pgid: 200, sid: 200 }),
-    proc(300, 100, "s300", { pgid: 100, sid: 100 }),
-    proc(900, 1, "s900"),
+    proc(150, 100, "old", { pgid: 150, sid: 150 }),
   ];
   const { platform, signals } = fakePosix(table);
   const clock = new FakeClock();
-  const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 1000, killPollMs: 100, treeRefreshMs: 1000 });
-  const handle = control.start(request);
-  await settle();
-
-  // The tool shell exits; its child is reparented to init but stays remembered.
-  table.splice(table.findIndex((info) => info.pid === 200), 1);
-  table.find((info) => info.pid === 201)!.ppid = 1;
-  const killing = handle.killTree();
-  await clock.advance(5000);
-  const report = await killing;
-
-  assert.deepEqual(report.survivors, []);
-  const hit = new Set(signals.map(([pid]) => pid));
-  for (const pid of [100, 201, 300]) assert.ok(hit.has(pid), `pid ${pid} was not signalled`);
-  assert.ok(!hit.has(900) && !hit.has(10) && !hit.has(-10) && !hit.has(-5), "an unrelated process or our own group was signalled");
-  assert.ok(signals.some(([pid, signal]) => pid === 300 && signal === "SIGKILL"), "the SIGTERM-ignoring child got SIGKILL after the grace");
-  assert.deepEqual(
-    table.map((info) => info.pid),
-    [10, 900],
-  );
-});
-
-test("a remembered pid that now belongs to another process (new start time) is not signalled", async () => {
-  const table = [proc(10, 1, "s10", { pgid: 10, sid: 5 }), proc(100, 10, "s100"), proc(150, 100, "old", { pgid: 150, sid: 150 })];
-  const { platform, signals } = fakePosix(table);
-  const clock = new FakeClock();
-  const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
+  const control = createProcessControl({
+    ...INJECTED,
+    platform,
+    clock,
+    logger: new RecordingLogger(),
+    killGraceMs: 100,
+    killPollMs: 50,
+  });
   const handle = control.start(request);
   await settle();
   // 150 exits and an unrelated process is born with the same pid.
@@ -223,7 +274,14 @@ test("processes carrying the agent's environment marker are adopted, others are 
     return environments.get(pid);
   };
   const clock = new FakeClock();
-  const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
+  const control = createProcessControl({
+    ...INJECTED,
+    platform,
+    clock,
+    logger: new RecordingLogger(),
+    killGraceMs: 100,
+    killPollMs: 50,
+  });
   const handle = control.start(request);
   const marker = String(calls[0]?.options.env?.CLAUDE_DISPATCH_TREE);
   assert.match(marker, /^[0-9a-f-]{36}$/, "each agent gets its own marker");
@@ -246,7 +304,14 @@ test("without a process table the kill falls back to the group and reports the a
     throw new Error("no /proc");
   };
   const clock = new FakeClock();
-  const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50 });
+  const control = createProcessControl({
+    ...INJECTED,
+    platform,
+    clock,
+    logger: new RecordingLogger(),
+    killGraceMs: 100,
+    killPollMs: 50,
+  });
   const handle = control.start(request);
   const killing = handle.killTree();
   await clock.advance(1000);
@@ -262,7 +327,11 @@ test("stderr keeps only its tail; stdout goes to the reader as it arrives", asyn
   const clock = new FakeClock();
   const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 0 });
   const received: string[] = [];
-  const handle = control.start({ ...request, onStdout: (chunk) => received.push(chunk.toString()), stderrTailBytes: 100 });
+  const handle = control.start({
+    ...request,
+    onStdout: (chunk) => received.push(chunk.toString()),
+    stderrTailBytes: 100,
+  });
   const child = calls[0]?.child;
   assert.ok(child);
   for (let i = 0; i < 50; i += 1) child.stderr.write(`line ${i} ${"e".repeat(50)}\n`);
@@ -309,7 +378,12 @@ CALL :find_dp0
 "%dp0%\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe"   %*
 `;
 
-function fakeWindows(files: Record<string, string>, calls: SpawnCall[] = [], taskkill: Array<readonly string[]> = [], taskkillExit = 0): WindowsPlatform {
+function fakeWindows(
+  files: Record<string, string>,
+  calls: SpawnCall[] = [],
+  taskkill: Array<readonly string[]> = [],
+  taskkillExit = 0,
+): WindowsPlatform {
   const lower = new Map(Object.entries(files).map(([name, text]) => [name.toLowerCase(), text]));
   return {
     kind: "windows",
@@ -319,7 +393,11 @@ function fakeWindows(files: Record<string, string>, calls: SpawnCall[] = [], tas
       taskkill.push([file, ...args]);
       return { exitCode: taskkillExit };
     },
-    env: { PATH: "C:\\Tools;C:\\Users\\me\\AppData\\Roaming\\npm", PATHEXT: ".COM;.EXE;.BAT;.CMD", SystemRoot: "C:\\Windows" },
+    env: {
+      PATH: "C:\\Tools;C:\\Users\\me\\AppData\\Roaming\\npm",
+      PATHEXT: ".COM;.EXE;.BAT;.CMD",
+      SystemRoot: "C:\\Windows",
+    },
     fileExists: (file) => lower.has(file.toLowerCase()),
     readTextFile: (file) => lower.get(file.toLowerCase()),
     nodePath: "C:\\Program Files\\nodejs\\node.exe",
@@ -352,7 +430,11 @@ test("Windows: an npm shim wrapping the native claude.exe runs the exe directly"
 
 test("Windows: PATH order and PATHEXT decide, and an .exe is run directly", () => {
   const platform = fakeWindows({ "C:\\Tools\\claude.exe": "", [`${NPM_DIR}\\claude.cmd`]: NPM_EXE_SHIM });
-  assert.deepEqual(resolveWindowsInvocation("claude", ["-p"], platform), { command: "C:\\Tools\\claude.EXE", args: ["-p"], verbatim: false });
+  assert.deepEqual(resolveWindowsInvocation("claude", ["-p"], platform), {
+    command: "C:\\Tools\\claude.EXE",
+    args: ["-p"],
+    verbatim: false,
+  });
 });
 
 test("Windows: an unknown .cmd goes through cmd.exe by absolute path, with constant arguments only", () => {
@@ -363,20 +445,35 @@ test("Windows: an unknown .cmd goes through cmd.exe by absolute path, with const
     args: ["/d", "/s", "/c", `""C:\\Tools\\claude.CMD" -p --resume ${uuid}"`],
     verbatim: true,
   });
-  assert.throws(() => resolveWindowsInvocation("claude", ["-p", "a & calc.exe"], platform), /refusing to pass argument/);
+  assert.throws(
+    () => resolveWindowsInvocation("claude", ["-p", "a & calc.exe"], platform),
+    /refusing to pass argument/,
+  );
   assert.throws(() => resolveWindowsInvocation("claude", ['"quoted"'], platform), /refusing/);
 });
 
 test("Windows: the shim target parser handles both %dp0% forms and rejects others", () => {
-  assert.equal(parseNpmShimTarget(NPM_EXE_SHIM, "C:\\npm"), "C:\\npm\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe");
-  assert.equal(parseNpmShimTarget(`"%~dp0\\node_modules\\x\\cli.js" %*`, "C:\\npm"), "C:\\npm\\node_modules\\x\\cli.js");
+  assert.equal(
+    parseNpmShimTarget(NPM_EXE_SHIM, "C:\\npm"),
+    "C:\\npm\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe",
+  );
+  assert.equal(
+    parseNpmShimTarget(`"%~dp0\\node_modules\\x\\cli.js" %*`, "C:\\npm"),
+    "C:\\npm\\node_modules\\x\\cli.js",
+  );
   assert.equal(parseNpmShimTarget("echo hi", "C:\\npm"), undefined);
 });
 
 test("Windows: spawn hides the window, is not detached, and a missing claude is SPAWN_FAILED", async () => {
   const calls: SpawnCall[] = [];
   const platform = fakeWindows({ "C:\\Tools\\claude.exe": "" }, calls);
-  const control = createProcessControl({ ...INJECTED, platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  const control = createProcessControl({
+    ...INJECTED,
+    platform,
+    clock: new FakeClock(),
+    logger: new RecordingLogger(),
+    killGraceMs: 0,
+  });
   control.start(request);
   const call = calls[0];
   assert.ok(call);
@@ -385,9 +482,19 @@ test("Windows: spawn hides the window, is not detached, and a missing claude is 
   assert.equal(call.options.detached, undefined);
   assert.equal(call.options.shell, undefined);
 
-  const missing = createProcessControl({ ...INJECTED, platform: fakeWindows({}), clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 }).start(request);
+  const missing = createProcessControl({
+    ...INJECTED,
+    platform: fakeWindows({}),
+    clock: new FakeClock(),
+    logger: new RecordingLogger(),
+    killGraceMs: 0,
+  }).start(request);
   const exit = await missing.exited;
-  const outcome = interpretExit(exit, new ClaudeStream({ maxLineBytes: 1024, transcriptChars: 1024, onOverflow: () => undefined }), "claude");
+  const outcome = interpretExit(
+    exit,
+    new ClaudeStream({ maxLineBytes: 1024, transcriptChars: 1024, onOverflow: () => undefined }),
+    "claude",
+  );
   assert.ok(!outcome.ok && outcome.code === "SPAWN_FAILED" && outcome.detail.includes("not found on PATH"));
 });
 
@@ -395,7 +502,13 @@ test("Windows: kill runs taskkill /T /F by its absolute System32 path; 'not foun
   const calls: SpawnCall[] = [];
   const taskkill: Array<readonly string[]> = [];
   const platform = fakeWindows({ "C:\\Tools\\claude.exe": "" }, calls, taskkill, 128);
-  const control = createProcessControl({ ...INJECTED, platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  const control = createProcessControl({
+    ...INJECTED,
+    platform,
+    clock: new FakeClock(),
+    logger: new RecordingLogger(),
+    killGraceMs: 0,
+  });
   const handle = control.start(request);
   const report = await handle.killTree();
   assert.deepEqual(taskkill, [["C:\\Windows\\System32\\taskkill.exe", "/pid", "4321", "/T", "/F"]]);
@@ -407,7 +520,10 @@ test("Windows: kill runs taskkill /T /F by its absolute System32 path; 'not foun
 });
 
 /** An attached agent's output files, stdout holding `stdout`, in a folder removed afterwards. */
-async function withOutputFiles(stdout: string, body: (output: { stdoutPath: string; stderrPath: string }) => Promise<void>): Promise<void> {
+async function withOutputFiles(
+  stdout: string,
+  body: (output: { stdoutPath: string; stderrPath: string }) => Promise<void>,
+): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), "claude-dispatch-attach-"));
   try {
     const output = { stdoutPath: path.join(dir, "stdout.jsonl"), stderrPath: path.join(dir, "stderr.log") };
@@ -418,136 +534,245 @@ async function withOutputFiles(stdout: string, body: (output: { stdoutPath: stri
   }
 }
 
-test("Windows: an agent of an earlier server is followed from its output file until its pid is gone, and killed with taskkill", async () => {
-  await withOutputFiles(`${JSON.stringify({ type: "result", is_error: false, result: "done while away" })}\n`, async (output) => {
-    writeFileSync(output.stderrPath, "a warning\n");
-    const taskkill: Array<readonly string[]> = [];
-    let running = true;
-    const platform: WindowsPlatform = { ...fakeWindows({}, [], taskkill, 0), isRunning: (pid) => pid === 777 && running };
-    const clock = new FakeClock();
-    const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 0, followMs: 10 });
-    const chunks: Buffer[] = [];
-    const handle = control.attach({ pid: 777, startTime: undefined, marker: undefined, output, onStdout: (chunk) => chunks.push(chunk), stderrTailBytes: 100 });
-    let exited = false;
-    void handle.exited.then(() => (exited = true));
-    await clock.advance(5000);
-    assert.equal(exited, false, "alive: still followed");
-    const report = await handle.killTree();
-    assert.deepEqual(taskkill, [["C:\\Windows\\System32\\taskkill.exe", "/pid", "777", "/T", "/F"]]);
-    assert.deepEqual(report.survivors, []);
-    running = false;
-    await clock.advance(2000);
-    const exit = await handle.exited;
-    assert.deepEqual([exit.unobserved, exit.exitCode, exit.stderrTail], [true, null, "a warning\n"]);
-    assert.match(Buffer.concat(chunks).toString(), /done while away/);
-    await control.idle();
-  });
-});
+test(
+  "Windows: an agent of an earlier server is followed from its output file until its pid is gone, and killed " +
+    "with taskkill",
+  async () => {
+    await withOutputFiles(
+      `${JSON.stringify({ type: "result", is_error: false, result: "done while away" })}\n`,
+      async (output) => {
+        writeFileSync(output.stderrPath, "a warning\n");
+        const taskkill: Array<readonly string[]> = [];
+        let running = true;
+        const platform: WindowsPlatform = {
+          ...fakeWindows({}, [], taskkill, 0),
+          isRunning: (pid) => pid === 777 && running,
+        };
+        const clock = new FakeClock();
+        const control = createProcessControl({
+          ...INJECTED,
+          platform,
+          clock,
+          logger: new RecordingLogger(),
+          killGraceMs: 0,
+          followMs: 10,
+        });
+        const chunks: Buffer[] = [];
+        const handle = control.attach({
+          pid: 777,
+          startTime: undefined,
+          marker: undefined,
+          output,
+          onStdout: (chunk) => chunks.push(chunk),
+          stderrTailBytes: 100,
+        });
+        let exited = false;
+        void handle.exited.then(() => (exited = true));
+        await clock.advance(5000);
+        assert.equal(exited, false, "alive: still followed");
+        const report = await handle.killTree();
+        assert.deepEqual(taskkill, [["C:\\Windows\\System32\\taskkill.exe", "/pid", "777", "/T", "/F"]]);
+        assert.deepEqual(report.survivors, []);
+        running = false;
+        await clock.advance(2000);
+        const exit = await handle.exited;
+        assert.deepEqual([exit.unobserved, exit.exitCode, exit.stderrTail], [true, null, "a warning\n"]);
+        assert.match(Buffer.concat(chunks).toString(), /done while away/);
+        await control.idle();
+      },
+    );
+  },
+);
 
-test("attaching without a recorded start time: a pid that does not carry the agent's marker is neither followed nor signalled", async () => {
-  await withOutputFiles("", async (output) => {
-    // 700 reused the agent's pid (a stranger, with a child 701); 800 is a real agent with the recorded marker.
-    const table = [proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(700, 1, "7000"), proc(701, 700, "7001"), proc(800, 1, "8000")];
-    const { platform, signals } = fakePosix(table);
-    platform.readEnvironment = (pid) => (pid === 800 ? `CLAUDE_DISPATCH_TREE=the-marker\0` : `CLAUDE_DISPATCH_TREE=other\0`);
-    const clock = new FakeClock();
-    const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50, followMs: 10 });
-    const attach = (pid: number, marker: string) => control.attach({ pid, startTime: undefined, marker, output, onStdout: () => undefined, stderrTailBytes: 10 });
+test(
+  "attaching without a recorded start time: a pid that does not carry the agent's marker is neither followed " +
+    "nor signalled",
+  async () => {
+    await withOutputFiles("", async (output) => {
+      // 700 reused the agent's pid (a stranger, with a child 701); 800 is a real agent with the recorded marker.
+      const table = [
+        proc(10, 1, "10", { pgid: 10, sid: 5 }),
+        proc(700, 1, "7000"),
+        proc(701, 700, "7001"),
+        proc(800, 1, "8000"),
+      ];
+      const { platform, signals } = fakePosix(table);
+      platform.readEnvironment = (pid) =>
+        pid === 800 ? `CLAUDE_DISPATCH_TREE=the-marker\0` : `CLAUDE_DISPATCH_TREE=other\0`;
+      const clock = new FakeClock();
+      const control = createProcessControl({
+        ...INJECTED,
+        platform,
+        clock,
+        logger: new RecordingLogger(),
+        killGraceMs: 100,
+        killPollMs: 50,
+        followMs: 10,
+      });
+      const attach = (pid: number, marker: string) =>
+        control.attach({ pid, startTime: undefined, marker, output, onStdout: () => undefined, stderrTailBytes: 10 });
 
-    assert.equal(await control.isAlive(700, undefined, "the-marker"), false);
-    assert.equal(await control.isAlive(800, undefined, "the-marker"), true);
-    // The record of an agent that is gone, whose pid 700 now names a stranger.
-    const stranger = attach(700, "a-gone-agent");
-    await clock.advance(100);
-    const exit = await stranger.exited;
-    assert.equal(exit.unobserved, true, "taken for gone at once");
-    const killingStranger = stranger.killTree();
-    await clock.advance(2000);
-    const report = await killingStranger;
-    assert.deepEqual([report.signalled, report.survivors, signals], [0, [], []], "the stranger and its child were never signalled");
+      assert.equal(await control.isAlive(700, undefined, "the-marker"), false);
+      assert.equal(await control.isAlive(800, undefined, "the-marker"), true);
+      // The record of an agent that is gone, whose pid 700 now names a stranger.
+      const stranger = attach(700, "a-gone-agent");
+      await clock.advance(100);
+      const exit = await stranger.exited;
+      assert.equal(exit.unobserved, true, "taken for gone at once");
+      const killingStranger = stranger.killTree();
+      await clock.advance(2000);
+      const report = await killingStranger;
+      assert.deepEqual(
+        [report.signalled, report.survivors, signals],
+        [0, [], []],
+        "the stranger and its child were never signalled",
+      );
 
-    const agent = attach(800, "the-marker");
-    await clock.advance(600);
-    const killing = agent.killTree();
-    await clock.advance(2000);
-    assert.deepEqual((await killing).survivors, []);
-    assert.ok(signals.some(([pid]) => pid === 800), "the marked agent was killed");
-    await clock.advance(3000);
-    await agent.exited;
-    await control.idle();
-  });
-});
+      const agent = attach(800, "the-marker");
+      await clock.advance(600);
+      const killing = agent.killTree();
+      await clock.advance(2000);
+      assert.deepEqual((await killing).survivors, []);
+      assert.ok(
+        signals.some(([pid]) => pid === 800),
+        "the marked agent was killed",
+      );
+      await clock.advance(3000);
+      await agent.exited;
+      await control.idle();
+    });
+  },
+);
 
 test("an agent attached a moment after its spawn is not taken for gone from a table read before it", async () => {
   await withOutputFiles("", async (output) => {
     const table = [proc(10, 1, "10", { pgid: 10, sid: 5 })];
     const { platform, signals } = fakePosix(table);
     const clock = new FakeClock();
-    const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50, followMs: 10, livenessMs: { first: 500, max: 2000 } });
+    const control = createProcessControl({
+      ...INJECTED,
+      platform,
+      clock,
+      logger: new RecordingLogger(),
+      killGraceMs: 100,
+      killPollMs: 50,
+      followMs: 10,
+      livenessMs: { first: 500, max: 2000 },
+    });
     // A table read shared for a moment (another server's job looked at just before)...
     assert.equal(await control.isAlive(999, "1"), false);
     // ...and then that server's agent spawns, and its pid goes on record: this server follows it at once.
     table.push(proc(950, 1, "9500"));
-    const handle = control.attach({ pid: 950, startTime: "9500", marker: undefined, output, onStdout: () => undefined, stderrTailBytes: 10 });
+    const handle = control.attach({
+      pid: 950,
+      startTime: "9500",
+      marker: undefined,
+      output,
+      onStdout: () => undefined,
+      stderrTailBytes: 10,
+    });
     let exited = false;
     void handle.exited.then(() => (exited = true));
     await clock.advance(100);
     assert.equal(exited, false, "the agent is alive");
     assert.deepEqual(signals, [], "and nothing of it was stopped as a leftover");
-    table.splice(table.findIndex((info) => info.pid === 950), 1);
+    table.splice(
+      table.findIndex((info) => info.pid === 950),
+      1,
+    );
     await clock.advance(3000);
     await handle.exited;
     await control.idle();
   });
 });
 
-test("an attached agent that survives its kill is still polled at the usual pace, and a failed table read does not make it gone", async () => {
-  await withOutputFiles("", async (output) => {
-    const table = [proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(900, 1, "9000")];
-    const { platform } = fakePosix(table);
-    // 900 is stuck in the kernel: no signal removes it.
-    platform.signal = () => undefined;
-    let reads = 0;
-    let failNextRead = false;
-    platform.listProcesses = async () => {
-      reads += 1;
-      if (failNextRead) {
-        failNextRead = false;
-        throw Object.assign(new Error("EMFILE: too many open files"), { code: "EMFILE" });
-      }
-      return table.map((info) => ({ ...info }));
-    };
-    const clock = new FakeClock();
-    const control = createProcessControl({ ...INJECTED, platform, clock, logger: new RecordingLogger(), killGraceMs: 100, killPollMs: 50, followMs: 10, livenessMs: { first: 500, max: 2000 } });
-    const handle = control.attach({ pid: 900, startTime: "9000", marker: undefined, output, onStdout: () => undefined, stderrTailBytes: 10 });
-    let exited = false;
-    void handle.exited.then(() => (exited = true));
-    await clock.advance(1000);
-    failNextRead = true;
-    await clock.advance(3000);
-    assert.equal(exited, false, "one failed read of the process table is not taken for the agent's death");
+test(
+  "an attached agent that survives its kill is still polled at the usual pace, and a failed table read does not " +
+    "make it gone",
+  async () => {
+    await withOutputFiles("", async (output) => {
+      const table = [proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(900, 1, "9000")];
+      const { platform } = fakePosix(table);
+      // 900 is stuck in the kernel: no signal removes it.
+      platform.signal = () => undefined;
+      let reads = 0;
+      let failNextRead = false;
+      platform.listProcesses = async () => {
+        reads += 1;
+        if (failNextRead) {
+          failNextRead = false;
+          throw Object.assign(new Error("EMFILE: too many open files"), { code: "EMFILE" });
+        }
+        return table.map((info) => ({ ...info }));
+      };
+      const clock = new FakeClock();
+      const control = createProcessControl({
+        ...INJECTED,
+        platform,
+        clock,
+        logger: new RecordingLogger(),
+        killGraceMs: 100,
+        killPollMs: 50,
+        followMs: 10,
+        livenessMs: { first: 500, max: 2000 },
+      });
+      const handle = control.attach({
+        pid: 900,
+        startTime: "9000",
+        marker: undefined,
+        output,
+        onStdout: () => undefined,
+        stderrTailBytes: 10,
+      });
+      let exited = false;
+      void handle.exited.then(() => (exited = true));
+      await clock.advance(1000);
+      failNextRead = true;
+      await clock.advance(3000);
+      assert.equal(exited, false, "one failed read of the process table is not taken for the agent's death");
 
-    const killing = handle.killTree();
-    await clock.advance(3000);
-    assert.deepEqual((await killing).survivors, [900]);
-    const before = reads;
-    await clock.advance(10_000);
-    assert.ok(reads - before < 40, `after the kill, liveness is polled at the usual pace, not in a busy loop (${reads - before} reads in 10 s)`);
-    assert.equal(exited, false);
-    table.splice(table.findIndex((info) => info.pid === 900), 1);
-    await clock.advance(3000);
-    await handle.exited;
-    await control.idle();
-  });
-});
+      const killing = handle.killTree();
+      await clock.advance(3000);
+      assert.deepEqual((await killing).survivors, [900]);
+      const before = reads;
+      await clock.advance(10_000);
+      assert.ok(
+        reads - before < 40,
+        `after the kill, liveness is polled at the usual pace, not in a busy loop (${reads - before} reads in 10 s)`,
+      );
+      assert.equal(exited, false);
+      table.splice(
+        table.findIndex((info) => info.pid === 900),
+        1,
+      );
+      await clock.advance(3000);
+      await handle.exited;
+      await control.idle();
+    });
+  },
+);
 
 test("the end of stderr is read without a character cut in two at its start", async () => {
   await withOutputFiles("", async (output) => {
     // "é" is two bytes and "€" three: the last 4 bytes of "xxé€" start inside the é.
     writeFileSync(output.stderrPath, "xxé€");
     const platform: WindowsPlatform = { ...fakeWindows({}), isRunning: () => false };
-    const control = createProcessControl({ ...INJECTED, platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0, followMs: 10 });
-    const exit = await control.attach({ pid: 5, startTime: undefined, marker: undefined, output, onStdout: () => undefined, stderrTailBytes: 4 }).exited;
+    const control = createProcessControl({
+      ...INJECTED,
+      platform,
+      clock: new FakeClock(),
+      logger: new RecordingLogger(),
+      killGraceMs: 0,
+      followMs: 10,
+    });
+    const exit = await control.attach({
+      pid: 5,
+      startTime: undefined,
+      marker: undefined,
+      output,
+      onStdout: () => undefined,
+      stderrTailBytes: 4,
+    }).exited;
     assert.equal(exit.stderrTail, "€");
     await control.idle();
   });
@@ -555,7 +780,13 @@ test("the end of stderr is read without a character cut in two at its start", as
 
 test("a pid recorded alone (no start time, no marker) is neither alive nor gone while it exists", async () => {
   const { platform } = fakePosix([proc(10, 1, "10", { pgid: 10, sid: 5 }), proc(600, 1, "6000")]);
-  const control = createProcessControl({ ...INJECTED, platform, clock: new FakeClock(), logger: new RecordingLogger(), killGraceMs: 0 });
+  const control = createProcessControl({
+    ...INJECTED,
+    platform,
+    clock: new FakeClock(),
+    logger: new RecordingLogger(),
+    killGraceMs: 0,
+  });
   assert.equal(await control.isAlive(600, undefined), undefined);
   assert.equal(await control.isAlive(601, undefined), false);
   assert.equal(await control.isAlive(600, "6000"), true);

@@ -57,7 +57,12 @@ test("DEFAULT_POLICY offers Claude Code with the default modes and sets no defau
   const { agents, ...rest } = DEFAULT_POLICY;
   assert.deepEqual(rest, { maxTurns: undefined, maxBudgetUsd: undefined, defaultTimeoutMs: 120_000, roots: undefined });
   assert.deepEqual(
-    agents.map(({ name, allowedModes, defaultMode, defaultModel }) => ({ name, allowedModes, defaultMode, defaultModel })),
+    agents.map(({ name, allowedModes, defaultMode, defaultModel }) => ({
+      name,
+      allowedModes,
+      defaultMode,
+      defaultModel,
+    })),
     [{ name: "claude", allowedModes: DEFAULT_PERMISSION_MODES, defaultMode: undefined, defaultModel: undefined }],
   );
 });
@@ -90,7 +95,8 @@ test("bypassPermissions is refused under the default modes, naming the variable 
   const message = denial({ permissionMode: "bypassPermissions" }, DEFAULT_POLICY);
   assert.equal(
     message,
-    `permission_mode "bypassPermissions" is not allowed here (an operator can allow it with CLAUDE_DISPATCH_PERMISSION_MODES); allowed: ${DEFAULT_PERMISSION_MODES.join(", ")}`,
+    `permission_mode "bypassPermissions" is not allowed here (an operator can allow it with ` +
+      `CLAUDE_DISPATCH_PERMISSION_MODES); allowed: ${DEFAULT_PERMISSION_MODES.join(", ")}`,
   );
 });
 
@@ -106,7 +112,10 @@ test("with no modes allowed, the message says none", () => {
 });
 
 test("an operator may allow bypassPermissions", () => {
-  const result = applyPolicy({ permissionMode: "bypassPermissions" }, policy({}, { allowedModes: [...CLAUDE_PERMISSION_MODES] }));
+  const result = applyPolicy(
+    { permissionMode: "bypassPermissions" },
+    policy({}, { allowedModes: [...CLAUDE_PERMISSION_MODES] }),
+  );
   assert.equal(result.permissionMode, "bypassPermissions");
 });
 
@@ -149,7 +158,12 @@ test("a refused permission mode is reported before an exceeded cap", () => {
 
 test("the operator's defaults and caps fill in what the call leaves out", () => {
   const p = policy({ maxTurns: 10, maxBudgetUsd: 2 }, { defaultMode: "acceptEdits", defaultModel: "sonnet" });
-  assert.deepEqual(applyPolicy({}, p), { permissionMode: "acceptEdits", model: "sonnet", maxTurns: 10, maxBudgetUsd: 2 });
+  assert.deepEqual(applyPolicy({}, p), {
+    permissionMode: "acceptEdits",
+    model: "sonnet",
+    maxTurns: 10,
+    maxBudgetUsd: 2,
+  });
 });
 
 test("each default fills in on its own", () => {
@@ -232,10 +246,15 @@ const FOURTH: AgentOffer = {
 test("another agent takes the same path: its own modes, its defaults, and only the caps it has flags for", () => {
   const p = policy({ maxTurns: 5, maxBudgetUsd: 2, agents: [...DEFAULT_POLICY.agents, FOURTH] });
   assert.deepEqual(applyPolicy({}, p, "fourth"), { permissionMode: "careful", model: "fourth-1", maxTurns: 5 });
-  assert.deepEqual(applyPolicy({ model: "fourth-2", maxTurns: 2 }, p, "fourth"), { model: "fourth-2", maxTurns: 2, permissionMode: "careful" });
+  assert.deepEqual(applyPolicy({ model: "fourth-2", maxTurns: 2 }, p, "fourth"), {
+    model: "fourth-2",
+    maxTurns: 2,
+    permissionMode: "careful",
+  });
   assert.equal(
     denial({ permissionMode: "reckless" }, p, "fourth"),
-    'permission_mode "reckless" is not allowed for agent "fourth" (an operator can allow it with CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES); allowed: careful',
+    'permission_mode "reckless" is not allowed for agent "fourth" (an operator can allow it with ' +
+      "CLAUDE_DISPATCH_FOURTH_PERMISSION_MODES); allowed: careful",
   );
   assert.equal(denial({ maxBudgetUsd: 1 }, p, "fourth"), 'max_budget_usd is not an option of agent "fourth"');
   assert.equal(denial({ maxTurns: 6 }, p, "fourth"), "max_turns 6 is above the operator's cap of 5");

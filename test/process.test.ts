@@ -72,7 +72,11 @@ function control(overrides: { killGraceMs?: number; maxLineBytes?: number } = {}
         maxLineBytes: overrides.maxLineBytes ?? 1024 * 1024,
         transcriptChars: 100_000,
         stderrTailBytes: 64 * 1024,
-      }).launch({ prompt, cwd: scratch, ...(options.resumeSessionId ? { resumeSessionId: options.resumeSessionId } : {}) }),
+      }).launch({
+        prompt,
+        cwd: scratch,
+        ...(options.resumeSessionId ? { resumeSessionId: options.resumeSessionId } : {}),
+      }),
   };
 }
 
@@ -123,22 +127,32 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
     await processes.idle();
   });
 
-  test("argv is exactly -p --output-format stream-json --verbose [--resume=id], and the environment carries the depth without CLAUDECODE", async () => {
-    const { run, processes } = control();
-    const record = scratchFile("record");
-    expectOk(await run(`@record ${record}`, { env: { CLAUDECODE: "1" } }).outcome);
-    const first = JSON.parse(readFileSync(record, "utf8"));
-    assert.deepEqual(first.argv, ["-p", "--output-format", "stream-json", "--verbose"]);
-    assert.equal(first.depth, "1");
-    assert.equal(first.claudecode, null, "CLAUDECODE makes a real claude refuse to start as a nested session");
-    assert.equal(first.cwd, scratch);
+  test(
+    "argv is exactly -p --output-format stream-json --verbose [--resume=id], and the environment carries the " +
+      "depth without CLAUDECODE",
+    async () => {
+      const { run, processes } = control();
+      const record = scratchFile("record");
+      expectOk(await run(`@record ${record}`, { env: { CLAUDECODE: "1" } }).outcome);
+      const first = JSON.parse(readFileSync(record, "utf8"));
+      assert.deepEqual(first.argv, ["-p", "--output-format", "stream-json", "--verbose"]);
+      assert.equal(first.depth, "1");
+      assert.equal(first.claudecode, null, "CLAUDECODE makes a real claude refuse to start as a nested session");
+      assert.equal(first.cwd, scratch);
 
-    const session = "8f01635f-202a-449c-ab8a-05f75520788e";
-    const resumed = expectOk(await run(`@record ${record}`, { resumeSessionId: session }).outcome);
-    assert.deepEqual(JSON.parse(readFileSync(record, "utf8")).argv, ["-p", "--output-format", "stream-json", "--verbose", `--resume=${session}`]);
-    assert.equal(resumed.result.sessionId, session);
-    await processes.idle();
-  });
+      const session = "8f01635f-202a-449c-ab8a-05f75520788e";
+      const resumed = expectOk(await run(`@record ${record}`, { resumeSessionId: session }).outcome);
+      assert.deepEqual(JSON.parse(readFileSync(record, "utf8")).argv, [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        `--resume=${session}`,
+      ]);
+      assert.equal(resumed.result.sessionId, session);
+      await processes.idle();
+    },
+  );
 
   test("besides stream-json, one object, an array of events and pretty-printed JSON are read", async () => {
     const { run, processes } = control();
@@ -148,14 +162,17 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
     await processes.idle();
   });
 
-  test("exit 1 with the result JSON on stdout surfaces the CLI's message, not stderr (the reference read stderr)", async () => {
-    const { run, processes } = control();
-    const failure = expectFailure(await run("@error-json Not logged in · Please run /login").outcome, "AGENT_ERROR");
-    assert.match(failure.detail, /^Not logged in · Please run \/login/);
-    assert.match(failure.detail, /API status 500/);
-    assert.match(failure.result?.sessionId ?? "", UUID);
-    await processes.idle();
-  });
+  test(
+    "exit 1 with the result JSON on stdout surfaces the CLI's message, not stderr (the reference " + "read stderr)",
+    async () => {
+      const { run, processes } = control();
+      const failure = expectFailure(await run("@error-json Not logged in · Please run /login").outcome, "AGENT_ERROR");
+      assert.match(failure.detail, /^Not logged in · Please run \/login/);
+      assert.match(failure.detail, /API status 500/);
+      assert.match(failure.result?.sessionId ?? "", UUID);
+      await processes.idle();
+    },
+  );
 
   test("a max-turns result has no `result` field: its errors are the message", async () => {
     const { run, processes } = control();
@@ -177,14 +194,20 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
 
   test("an unknown --resume id is SESSION_NOT_FOUND", async () => {
     const { run, processes } = control();
-    const failure = expectFailure(await run("hi", { resumeSessionId: "00000000-0000-4000-8000-000000000000" }).outcome, "SESSION_NOT_FOUND");
+    const failure = expectFailure(
+      await run("hi", { resumeSessionId: "00000000-0000-4000-8000-000000000000" }).outcome,
+      "SESSION_NOT_FOUND",
+    );
     assert.match(failure.detail, /00000000-0000-4000-8000-000000000000/);
     await processes.idle();
   });
 
   test("a missing binary is SPAWN_FAILED with install advice", async () => {
     const { run, processes } = control();
-    const failure = expectFailure(await run("hi", { bin: path.join(scratch, "no-such-claude") }).outcome, "SPAWN_FAILED");
+    const failure = expectFailure(
+      await run("hi", { bin: path.join(scratch, "no-such-claude") }).outcome,
+      "SPAWN_FAILED",
+    );
     assert.match(failure.detail, /not found \(CLAUDE_DISPATCH_CLAUDE_BIN\)/);
     const onPath = expectFailure(await run("hi", { bin: "claude", env: { PATH: scratch } }).outcome, "SPAWN_FAILED");
     assert.equal(onPath.detail, "claude not found on PATH; install Claude Code or set CLAUDE_DISPATCH_CLAUDE_BIN");
@@ -193,7 +216,14 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
 
   test("a working directory that vanished before the spawn is reported as such, not as a missing claude", async () => {
     const logger = new RecordingLogger();
-    const processes = createProcessControl({ platform, clock: systemClock, logger, killGraceMs: 100, newMarker: () => randomUUID(), defer: (fn) => void setImmediate(fn) });
+    const processes = createProcessControl({
+      platform,
+      clock: systemClock,
+      logger,
+      killGraceMs: 100,
+      newMarker: () => randomUUID(),
+      defer: (fn) => void setImmediate(fn),
+    });
     const { launch } = createClaudeAgents({
       start: (request) => processes.start(request),
       attach: (request) => processes.attach(request),
@@ -230,38 +260,52 @@ describe("agent outcomes through real processes", { skip: !isLinux && "POSIX pro
 });
 
 describe("completion and tree kill", { skip: !isLinux && "POSIX process tests run on Linux" }, () => {
-  test("a job completes when the agent exits even though a grandchild holds its stdout; the grandchild is then stopped", async () => {
-    const { run, processes } = control();
-    const pidFile = scratchFile("hold");
-    const outcome = expectOk(await run(`@hold-stdout ${pidFile}`).outcome);
-    assert.match(outcome.result.text ?? "", /ECHO/);
-    const [holder] = readPids(pidFile);
-    assert.ok(holder);
-    // The cleanup starts only after the outcome is answered, and the holder never closes stdout on its own.
-    assert.equal(isAlive(holder), true, "completion must not wait for the grandchild to close stdout");
-    await processes.idle();
-    assert.equal(isAlive(holder), false, "the process left holding stdout is stopped after the agent exits");
-  });
+  test(
+    "a job completes when the agent exits even though a grandchild holds its stdout; the grandchild is " +
+      "then stopped",
+    async () => {
+      const { run, processes } = control();
+      const pidFile = scratchFile("hold");
+      const outcome = expectOk(await run(`@hold-stdout ${pidFile}`).outcome);
+      assert.match(outcome.result.text ?? "", /ECHO/);
+      const [holder] = readPids(pidFile);
+      assert.ok(holder);
+      // The cleanup starts only after the outcome is answered, and the holder never closes stdout on its own.
+      assert.equal(isAlive(holder), true, "completion must not wait for the grandchild to close stdout");
+      await processes.idle();
+      assert.equal(isAlive(holder), false, "the process left holding stdout is stopped after the agent exits");
+    },
+  );
 
-  test("kill leaves no survivors: children in the agent's session, in new sessions, and ones ignoring SIGTERM", async () => {
-    const { run, processes, tableRead } = control({ killGraceMs: 400 });
-    const pidFile = scratchFile("tree");
-    const agent = run(
-      [`@pid ${pidFile}`, "@ignore-term", `@spawn ${pidFile}`, `@spawn ${pidFile} detached`, `@spawn ${pidFile} detached ignore-term`, "@sleep 60000"].join("\n"),
-    );
-    await waitFor(() => readPids(pidFile).length === 4, "the agent and its three children");
-    const pids = readPids(pidFile);
-    assert.ok(pids.every(isAlive));
-    // A read of the table that shows them all: the detached children are remembered, as Claude Code's tool calls are.
-    await tableRead("the agent and its children in one table", (table) => pids.every((pid) => table.has(pid)));
+  test(
+    "kill leaves no survivors: children in the agent's session, in new sessions, and ones " + "ignoring SIGTERM",
+    async () => {
+      const { run, processes, tableRead } = control({ killGraceMs: 400 });
+      const pidFile = scratchFile("tree");
+      const agent = run(
+        [
+          `@pid ${pidFile}`,
+          "@ignore-term",
+          `@spawn ${pidFile}`,
+          `@spawn ${pidFile} detached`,
+          `@spawn ${pidFile} detached ignore-term`,
+          "@sleep 60000",
+        ].join("\n"),
+      );
+      await waitFor(() => readPids(pidFile).length === 4, "the agent and its three children");
+      const pids = readPids(pidFile);
+      assert.ok(pids.every(isAlive));
+      // A read of the table that shows them all: the detached children are remembered, as Claude Code's tool calls are.
+      await tableRead("the agent and its children in one table", (table) => pids.every((pid) => table.has(pid)));
 
-    const report = await agent.kill();
-    assert.deepEqual(report.survivors, []);
-    const outcome = await agent.outcome;
-    assert.equal(outcome.ok, false);
-    await processes.idle();
-    for (const pid of pids) assert.equal(isAlive(pid), false, `pid ${pid} survived the kill`);
-  });
+      const report = await agent.kill();
+      assert.deepEqual(report.survivors, []);
+      const outcome = await agent.outcome;
+      assert.equal(outcome.ok, false);
+      await processes.idle();
+      for (const pid of pids) assert.equal(isAlive(pid), false, `pid ${pid} survived the kill`);
+    },
+  );
 
   test("a process-group kill alone would miss the new-session child (the reference's defect)", async () => {
     const pidFile = scratchFile("group");
@@ -280,15 +324,18 @@ describe("completion and tree kill", { skip: !isLinux && "POSIX process tests ru
     assert.equal(isAlive(detachedPid), false);
   });
 
-  test("a tool child whose parent already exited is still killed, because the periodic refresh remembered it", async () => {
-    // The middle process exits after 300 ms, refreshes having seen it meanwhile.
-    const { agent, orphan, processes } = await orphaned(300);
-    assert.equal(isAlive(orphan), true);
-    const report = await agent.kill();
-    assert.deepEqual(report.survivors, []);
-    await processes.idle();
-    assert.equal(isAlive(orphan), false, "the orphaned tool child survived");
-  });
+  test(
+    "a tool child whose parent already exited is still killed, because the periodic refresh " + "remembered it",
+    async () => {
+      // The middle process exits after 300 ms, refreshes having seen it meanwhile.
+      const { agent, orphan, processes } = await orphaned(300);
+      assert.equal(isAlive(orphan), true);
+      const report = await agent.kill();
+      assert.deepEqual(report.survivors, []);
+      await processes.idle();
+      assert.equal(isAlive(orphan), false, "the orphaned tool child survived");
+    },
+  );
 
   test("a child whose shell exited before any refresh saw it is found by the agent's environment marker", async () => {
     // `server &` in a tool call that returns at once: the middle lives 30 ms, far less than a refresh.

@@ -3,7 +3,12 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
-import { listLinuxProcesses, readLinuxEnvironment, readLinuxProcess, type PosixPlatform } from "../src/hosts/local/index.js";
+import {
+  listLinuxProcesses,
+  readLinuxEnvironment,
+  readLinuxProcess,
+  type PosixPlatform,
+} from "../src/hosts/local/index.js";
 
 /** The real process layer's platform on Linux, as src/main.ts builds it. */
 export const LINUX_PLATFORM: PosixPlatform = {
@@ -71,5 +76,8 @@ export function readRecordFile(stateDir: string, id: string): Record<string, any
 
 /** The agent is recorded with its start time, so a later server can recognise it. */
 export async function agentRecorded(stateDir: string, id: string): Promise<void> {
-  await waitFor(() => readRecordFile(stateDir, id).agent?.start_time !== undefined, "the agent's start time in the record");
+  await waitFor(
+    () => readRecordFile(stateDir, id).agent?.start_time !== undefined,
+    "the agent's start time in the record",
+  );
 }

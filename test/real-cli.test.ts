@@ -39,7 +39,10 @@ interface Mock {
 const version = realCliVersion("the tools");
 
 /** Feeds stdin, collects stdout and stderr, and resolves at exit. */
-function runToEnd(child: ChildProcessWithoutNullStreams, input: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function runToEnd(
+  child: ChildProcessWithoutNullStreams,
+  input: string,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -66,9 +69,13 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
     permissiveHome = path.join(scratch, "home-permissive");
     plainHome = path.join(scratch, "home-plain");
     project = path.join(scratch, "project");
-    for (const dir of [permissiveHome, plainHome, project, path.join(scratch, "tmp")]) mkdirSync(dir, { recursive: true });
+    for (const dir of [permissiveHome, plainHome, project, path.join(scratch, "tmp")])
+      mkdirSync(dir, { recursive: true });
     mkdirSync(path.join(permissiveHome, ".claude"));
-    writeFileSync(path.join(permissiveHome, ".claude", "settings.json"), JSON.stringify({ permissions: { allow: ["Bash"] } }));
+    writeFileSync(
+      path.join(permissiveHome, ".claude", "settings.json"),
+      JSON.stringify({ permissions: { allow: ["Bash"] } }),
+    );
   });
 
   afterEach(() => {
@@ -84,7 +91,9 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
    * The server as a host would start it, with an environment built from
    * nothing: no real API key or user setting of the runner can leak in.
    */
-  function startServer(options: { home?: string; apiKey?: string | null; env?: Record<string, string> } = {}): ServerProcess {
+  function startServer(
+    options: { home?: string; apiKey?: string | null; env?: Record<string, string> } = {},
+  ): ServerProcess {
     const env = minimalEnvironment({
       HOME: options.home ?? permissiveHome,
       TMPDIR: path.join(scratch, "tmp"),
@@ -115,7 +124,9 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
       const info = queue.pop() as ProcessInfo;
       if (found.has(info.pid)) continue;
       found.set(info.pid, info);
-      queue.push(...table.filter((other) => other.ppid === info.pid || (other.sid === info.pid && other.pid !== info.pid)));
+      queue.push(
+        ...table.filter((other) => other.ppid === info.pid || (other.sid === info.pid && other.pid !== info.pid)),
+      );
     }
     return [...found.values()];
   }
@@ -125,7 +136,10 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
   }
 
   /** Waits for a process whose command line holds `token`, and returns the agent's whole tree then. */
-  async function waitForToolProcess(server: ServerProcess, token: string): Promise<{ agent: number; tree: ProcessInfo[]; tool: number }> {
+  async function waitForToolProcess(
+    server: ServerProcess,
+    token: string,
+  ): Promise<{ agent: number; tree: ProcessInfo[]; tool: number }> {
     let found: { agent: number; tree: ProcessInfo[]; tool: number } | undefined;
     // The tool's own session is what the tests are about: a process naming the token that is still in the
     // agent's session (a wrapper on its way to the tool's shell) is taken only if none other appears in 5 s.
@@ -179,10 +193,14 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
     const server = startServer();
     await server.initialize();
     const workdir = mkdtempSync(path.join(scratch, "tool-"));
-    const started = await server.callTool("claude_start", { prompt: "MOCK:BASH echo written-by-tool > out.txt", cwd: workdir });
+    const started = await server.callTool("claude_start", {
+      prompt: "MOCK:BASH echo written-by-tool > out.txt",
+      cwd: workdir,
+    });
     const jobId = report(started).job_id;
     let waited = await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
-    while (report(waited).status === "running") waited = await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
+    while (report(waited).status === "running")
+      waited = await server.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
     assert.equal(report(waited).status, "completed", text(waited));
     assert.equal(report(waited).num_turns, 2);
     assert.equal(report(waited).permission_denials, undefined);
@@ -204,59 +222,85 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
     assert.equal(existsSync(path.join(workdir, "out.txt")), false);
   });
 
-  test("5. claude_kill during a long Bash tool call: no descendant survives, the tool's own session included", async () => {
-    const server = startServer();
-    await server.initialize();
-    const token = `kill-${Date.now()}`;
-    const started = await server.callTool("claude_start", { prompt: `MOCK:BASH echo ${token}; sleep 300; echo end`, cwd: project });
-    const { agent, tree, tool } = await waitForToolProcess(server, token);
-    const toolInfo = tree.find((info) => info.pid === tool);
-    assert.ok(toolInfo);
-    assert.notEqual(toolInfo.sid, agent, "Claude Code no longer runs tools in their own session; revisit the tree walk");
-    const killed = await server.callTool("claude_kill", { job_id: report(started).job_id });
-    assert.equal(report(killed).status, "killed", text(killed));
-    const table = await listLinuxProcesses();
-    const survivors = table.filter(
-      (info) => !info.zombie && (tree.some((member) => member.pid === info.pid && member.startTime === info.startTime) || info.sid === toolInfo.sid),
-    );
-    assert.deepEqual(survivors, [], "processes of the killed job survived");
-  });
+  test(
+    "5. claude_kill during a long Bash tool call: no descendant survives, the tool's own " + "session included",
+    async () => {
+      const server = startServer();
+      await server.initialize();
+      const token = `kill-${Date.now()}`;
+      const started = await server.callTool("claude_start", {
+        prompt: `MOCK:BASH echo ${token}; sleep 300; echo end`,
+        cwd: project,
+      });
+      const { agent, tree, tool } = await waitForToolProcess(server, token);
+      const toolInfo = tree.find((info) => info.pid === tool);
+      assert.ok(toolInfo);
+      assert.notEqual(
+        toolInfo.sid,
+        agent,
+        "Claude Code no longer runs tools in their own session; revisit the tree walk",
+      );
+      const killed = await server.callTool("claude_kill", { job_id: report(started).job_id });
+      assert.equal(report(killed).status, "killed", text(killed));
+      const table = await listLinuxProcesses();
+      const survivors = table.filter(
+        (info) =>
+          !info.zombie &&
+          (tree.some((member) => member.pid === info.pid && member.startTime === info.startTime) ||
+            info.sid === toolInfo.sid),
+      );
+      assert.deepEqual(survivors, [], "processes of the killed job survived");
+    },
+  );
 
-  test("the premises: a group kill misses the tool's session, and an API error exits 1 with an empty stderr", async () => {
-    // What the reference server did, against the real CLI. If either stops being true, scenarios 5
-    // and 7 no longer prove what they claim.
-    const env = mockedCliEnvironment(permissiveHome, path.join(scratch, "tmp"), mock.url);
-    const token = `premise-${Date.now()}`;
-    const agent = spawn(cliPath, ["-p", "--output-format", "json"], { cwd: project, env, detached: true, stdio: ["pipe", "ignore", "ignore"] });
-    agent.stdin.end(`MOCK:BASH echo ${token}; sleep 300; echo end`);
-    let tool: ProcessInfo | undefined;
-    try {
-      const deadline = Date.now() + 20_000;
-      while (!tool && Date.now() < deadline) {
-        tool = (await treeOf(agent.pid as number)).find((info) => commandLine(info.pid).includes(token));
-        if (!tool) await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      assert.ok(tool, "the tool never started");
-      process.kill(-(agent.pid as number), "SIGKILL");
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      assert.equal(isAlive(tool.pid), true, "a group SIGKILL now reaches the tool's shell");
-    } finally {
-      const leftovers = (await listLinuxProcesses()).filter((other) => other.pid === agent.pid || (tool !== undefined && other.sid === tool.sid));
-      for (const info of leftovers) {
-        try {
-          process.kill(info.pid, "SIGKILL");
-        } catch {
-          // already gone
+  test(
+    "the premises: a group kill misses the tool's session, and an API error exits 1 with an " + "empty stderr",
+    async () => {
+      // What the reference server did, against the real CLI. If either stops being true, scenarios 5
+      // and 7 no longer prove what they claim.
+      const env = mockedCliEnvironment(permissiveHome, path.join(scratch, "tmp"), mock.url);
+      const token = `premise-${Date.now()}`;
+      const agent = spawn(cliPath, ["-p", "--output-format", "json"], {
+        cwd: project,
+        env,
+        detached: true,
+        stdio: ["pipe", "ignore", "ignore"],
+      });
+      agent.stdin.end(`MOCK:BASH echo ${token}; sleep 300; echo end`);
+      let tool: ProcessInfo | undefined;
+      try {
+        const deadline = Date.now() + 20_000;
+        while (!tool && Date.now() < deadline) {
+          tool = (await treeOf(agent.pid as number)).find((info) => commandLine(info.pid).includes(token));
+          if (!tool) await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        assert.ok(tool, "the tool never started");
+        process.kill(-(agent.pid as number), "SIGKILL");
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.equal(isAlive(tool.pid), true, "a group SIGKILL now reaches the tool's shell");
+      } finally {
+        const leftovers = (await listLinuxProcesses()).filter(
+          (other) => other.pid === agent.pid || (tool !== undefined && other.sid === tool.sid),
+        );
+        for (const info of leftovers) {
+          try {
+            process.kill(info.pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
         }
       }
-    }
 
-    // Not spawnSync: the mock answers from this very event loop.
-    const failing = await runToEnd(spawn(cliPath, ["-p", "--output-format", "json"], { cwd: project, env }), "MOCK:HTTP 500\nMOCK:NO_RETRY");
-    assert.equal(failing.status, 1);
-    assert.equal(failing.stderr, "", "the message is only in the stdout JSON");
-    assert.match(failing.stdout, /"is_error":true/);
-  });
+      // Not spawnSync: the mock answers from this very event loop.
+      const failing = await runToEnd(
+        spawn(cliPath, ["-p", "--output-format", "json"], { cwd: project, env }),
+        "MOCK:HTTP 500\nMOCK:NO_RETRY",
+      );
+      assert.equal(failing.status, 1);
+      assert.equal(failing.stderr, "", "the message is only in the stdout JSON");
+      assert.match(failing.stdout, /"is_error":true/);
+    },
+  );
 
   test("progress names the tool in use while a real agent runs it", async () => {
     const server = startServer({ env: { CLAUDE_DISPATCH_HEARTBEAT_MS: "1000" } });
@@ -267,33 +311,47 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
       _meta: { progressToken: 7 },
     });
     assert.equal(report(response).status, "completed", text(response));
-    const progress = server.lines.map((line) => JSON.parse(line)).filter((message) => message.method === "notifications/progress");
+    const progress = server.lines
+      .map((line) => JSON.parse(line))
+      .filter((message) => message.method === "notifications/progress");
     assert.ok(
       progress.some((note) => /turn 1 · Bash · echo progress-check; sleep 2; echo done/.test(note.params.message)),
       progress.map((note) => note.params.message).join(" | "),
     );
     const values = progress.map((note) => note.params.progress);
-    assert.deepEqual(values, values.map((_, index) => index + 1));
+    assert.deepEqual(
+      values,
+      values.map((_, index) => index + 1),
+    );
   });
 
-  test("agent options reach the real CLI: a disallowed tool is gone, the appended system prompt is sent, max_turns stops it", async () => {
-    const server = startServer({ home: plainHome });
-    await server.initialize();
-    const run = await server.callTool("claude_run", {
-      prompt: "options check",
-      cwd: project,
-      disallowed_tools: ["Bash"],
-      append_system_prompt: "--not-a-flag: be terse",
-      model: "sonnet",
-    });
-    assert.equal(report(run).status, "completed", text(run));
-    const seen = mock.requests.at(-1);
-    assert.ok(seen && !seen.tools.includes("Bash") && seen.tools.length > 0, `tools sent: ${seen?.tools.join(",")}`);
-    assert.match(seen.system, /--not-a-flag: be terse/);
-    const limited = await server.callTool("claude_run", { prompt: "MOCK:REPEAT 5", cwd: project, max_turns: 2, allowed_tools: ["Bash"] });
-    assert.equal(limited.result.isError, true);
-    assert.match(text(limited), /^AGENT_ERROR: Reached maximum number of turns \(2\)/);
-  });
+  test(
+    "agent options reach the real CLI: a disallowed tool is gone, the appended system prompt is sent, " +
+      "max_turns stops it",
+    async () => {
+      const server = startServer({ home: plainHome });
+      await server.initialize();
+      const run = await server.callTool("claude_run", {
+        prompt: "options check",
+        cwd: project,
+        disallowed_tools: ["Bash"],
+        append_system_prompt: "--not-a-flag: be terse",
+        model: "sonnet",
+      });
+      assert.equal(report(run).status, "completed", text(run));
+      const seen = mock.requests.at(-1);
+      assert.ok(seen && !seen.tools.includes("Bash") && seen.tools.length > 0, `tools sent: ${seen?.tools.join(",")}`);
+      assert.match(seen.system, /--not-a-flag: be terse/);
+      const limited = await server.callTool("claude_run", {
+        prompt: "MOCK:REPEAT 5",
+        cwd: project,
+        max_turns: 2,
+        allowed_tools: ["Bash"],
+      });
+      assert.equal(limited.result.isError, true);
+      assert.match(text(limited), /^AGENT_ERROR: Reached maximum number of turns \(2\)/);
+    },
+  );
 
   test("6. claude_run timeout against a hanging API: TIMEOUT, and the whole tree is gone", async () => {
     const server = startServer();
@@ -334,9 +392,16 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
   test("9. an unknown resume id is SESSION_NOT_FOUND", async () => {
     const server = startServer();
     await server.initialize();
-    const run = await server.callTool("claude_run", { prompt: "hello", cwd: project, session_id: "11111111-2222-4333-8444-555555555555" });
+    const run = await server.callTool("claude_run", {
+      prompt: "hello",
+      cwd: project,
+      session_id: "11111111-2222-4333-8444-555555555555",
+    });
     assert.equal(run.result.isError, true);
-    assert.match(text(run), /^SESSION_NOT_FOUND: No conversation found with session ID 11111111-2222-4333-8444-555555555555/);
+    assert.match(
+      text(run),
+      /^SESSION_NOT_FOUND: No conversation found with session ID 11111111-2222-4333-8444-555555555555/,
+    );
   });
 
   test("10. stdin EOF while a real agent runs a tool: the tree is gone and the server exits", async () => {
@@ -353,41 +418,56 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
     for (const info of tree) assert.equal(isAlive(info.pid), false, `pid ${info.pid} survived shutdown`);
   });
 
-  test("11. the server is SIGKILLed while a real agent runs a tool: the next server takes the job over and gets its result", async () => {
-    const stateDir = mkdtempSync(path.join(scratch, "state-"));
-    const gate = path.join(stateDir, "gate");
-    const token = `crash-${Date.now()}`;
-    const first = startServer({ env: { CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "keep" } });
-    await first.initialize();
-    const started = await first.callTool("claude_start", {
-      prompt: `MOCK:BASH echo ${token}; while [ ! -e ${gate} ]; do sleep 0.05; done; echo released-${token}`,
-      cwd: project,
-    });
-    const jobId = report(started).job_id as string;
-    const { agent, tool } = await waitForToolProcess(first, token);
-    try {
-      const recordFile = path.join(stateDir, "jobs", jobId, "record.json");
-      await waitFor(() => JSON.parse(readFileSync(recordFile, "utf8")).agent?.start_time !== undefined, "the agent's identity in its record");
-      first.child.kill("SIGKILL");
-      await first.exited;
-      assert.ok(isAlive(agent) && isAlive(tool), "the agent and its tool outlive the server (its output goes to a file, not a pipe)");
+  test(
+    "11. the server is SIGKILLed while a real agent runs a tool: the next server takes the job over and " +
+      "gets its result",
+    async () => {
+      const stateDir = mkdtempSync(path.join(scratch, "state-"));
+      const gate = path.join(stateDir, "gate");
+      const token = `crash-${Date.now()}`;
+      const first = startServer({ env: { CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "keep" } });
+      await first.initialize();
+      const started = await first.callTool("claude_start", {
+        prompt: `MOCK:BASH echo ${token}; while [ ! -e ${gate} ]; do sleep 0.05; done; echo released-${token}`,
+        cwd: project,
+      });
+      const jobId = report(started).job_id as string;
+      const { agent, tool } = await waitForToolProcess(first, token);
+      try {
+        const recordFile = path.join(stateDir, "jobs", jobId, "record.json");
+        await waitFor(
+          () => JSON.parse(readFileSync(recordFile, "utf8")).agent?.start_time !== undefined,
+          "the agent's identity in its record",
+        );
+        first.child.kill("SIGKILL");
+        await first.exited;
+        assert.ok(
+          isAlive(agent) && isAlive(tool),
+          "the agent and its tool outlive the server (its output goes to a file, not a pipe)",
+        );
 
-      const second = startServer({ env: { CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "kill" } });
-      await second.initialize();
-      const following = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 200 });
-      assert.equal(report(following).status, "running", text(following));
-      assert.match(report(following).last_activity, /Bash/, "what the agent did before the crash is read back from its output file");
-      writeFileSync(gate, "");
-      let waited = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
-      while (report(waited).status === "running") waited = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
-      assert.equal(report(waited).status, "completed", text(waited));
-      assert.match(report(waited).result, new RegExp(`released-${token}`));
-      assert.match(report(waited).session_id, /^[0-9a-f-]{36}$/);
-      await waitFor(() => !isAlive(agent) && !isAlive(tool), "the agent and its tool to be gone");
-    } finally {
-      // On failure too: nothing may be left waiting on the gate.
-      writeFileSync(gate, "");
-      for (const pid of [tool, agent]) if (isAlive(pid)) process.kill(pid, "SIGKILL");
-    }
-  });
+        const second = startServer({ env: { CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "kill" } });
+        await second.initialize();
+        const following = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 200 });
+        assert.equal(report(following).status, "running", text(following));
+        assert.match(
+          report(following).last_activity,
+          /Bash/,
+          "what the agent did before the crash is read back from its output file",
+        );
+        writeFileSync(gate, "");
+        let waited = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
+        while (report(waited).status === "running")
+          waited = await second.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 });
+        assert.equal(report(waited).status, "completed", text(waited));
+        assert.match(report(waited).result, new RegExp(`released-${token}`));
+        assert.match(report(waited).session_id, /^[0-9a-f-]{36}$/);
+        await waitFor(() => !isAlive(agent) && !isAlive(tool), "the agent and its tool to be gone");
+      } finally {
+        // On failure too: nothing may be left waiting on the gate.
+        writeFileSync(gate, "");
+        for (const pid of [tool, agent]) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+      }
+    },
+  );
 });

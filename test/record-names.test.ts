@@ -58,7 +58,18 @@ function freshStore(name: string): StateStore {
 
 /** A record as an earlier version wrote it: naming neither runtime nor host unless the test says. */
 function queuedRecord(overrides: Partial<JobRecord> = {}): JobRecord {
-  const old = { format: 1, id: randomUUID(), kind: "start", cwd: "/w", prompt_preview: "p", options: {}, status: "queued", submitted_at: 1, owner: { pid: 999_999 }, generation: 0 };
+  const old = {
+    format: 1,
+    id: randomUUID(),
+    kind: "start",
+    cwd: "/w",
+    prompt_preview: "p",
+    options: {},
+    status: "queued",
+    submitted_at: 1,
+    owner: { pid: 999_999 },
+    generation: 0,
+  };
   return { ...old, ...overrides } as JobRecord;
 }
 
@@ -71,21 +82,27 @@ test("a new job's record names its runtime and host", () => {
   assert.equal(record?.host, "local");
 });
 
-test("a record of an earlier version, naming neither, loads and is taken over as Claude Code on this machine", async () => {
-  const store = freshStore("old");
-  const old = queuedRecord();
-  store.create(old, "from an earlier version");
-  const onDisk = JSON.parse(readFileSync(path.join(store.jobDir(old.id), "record.json"), "utf8")) as Record<string, unknown>;
-  assert.equal(onDisk.runtime, undefined, "written as an earlier version writes it");
-  assert.equal(store.read(old.id)?.runtime, "claude", "read as Claude Code");
-  assert.equal(store.read(old.id)?.host, "local", "on this machine");
-  const { jobs, launcher } = registry(store);
-  await jobs.restore(store.loadAll().records);
-  await settle();
-  assert.equal(jobs.get(old.id)?.status, "running", "adopted and started");
-  assert.equal(launcher.agents.length, 1);
-  assert.equal(store.read(old.id)?.runtime, "claude", "and named from then on");
-});
+test(
+  "a record of an earlier version, naming neither, loads and is taken over as Claude Code on " + "this machine",
+  async () => {
+    const store = freshStore("old");
+    const old = queuedRecord();
+    store.create(old, "from an earlier version");
+    const onDisk = JSON.parse(readFileSync(path.join(store.jobDir(old.id), "record.json"), "utf8")) as Record<
+      string,
+      unknown
+    >;
+    assert.equal(onDisk.runtime, undefined, "written as an earlier version writes it");
+    assert.equal(store.read(old.id)?.runtime, "claude", "read as Claude Code");
+    assert.equal(store.read(old.id)?.host, "local", "on this machine");
+    const { jobs, launcher } = registry(store);
+    await jobs.restore(store.loadAll().records);
+    await settle();
+    assert.equal(jobs.get(old.id)?.status, "running", "adopted and started");
+    assert.equal(launcher.agents.length, 1);
+    assert.equal(store.read(old.id)?.runtime, "claude", "and named from then on");
+  },
+);
 
 test("a job of a runtime this server does not have is left alone, with a warning", async () => {
   const store = freshStore("other");
@@ -97,7 +114,10 @@ test("a job of a runtime this server does not have is left alone, with a warning
   assert.equal(jobs.get(other.id), undefined);
   assert.equal(launcher.agents.length, 0);
   assert.deepEqual(store.read(other.id), { ...other, host: "local" }, "its record is untouched");
-  assert.ok(logger.lines.some((line) => /runs on codex at local, which this server does not have/.test(line)), logger.lines.join("\n"));
+  assert.ok(
+    logger.lines.some((line) => /runs on codex at local, which this server does not have/.test(line)),
+    logger.lines.join("\n"),
+  );
 });
 
 test("a record whose runtime or host is not a string is invalid", () => {

@@ -7,7 +7,12 @@ import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 let nextId = 1;
-function call(h: HandlerHarness, name: string, args: Record<string, unknown>, options: { id?: number; token?: string } = {}): Promise<JsonRpcResponse | null> {
+function call(
+  h: HandlerHarness,
+  name: string,
+  args: Record<string, unknown>,
+  options: { id?: number; token?: string } = {},
+): Promise<JsonRpcResponse | null> {
   const params: Record<string, unknown> = { name, arguments: args };
   if (options.token !== undefined) params._meta = { progressToken: options.token };
   return h.handle({ jsonrpc: "2.0", id: options.id ?? (nextId += 1), method: "tools/call", params });
@@ -27,7 +32,9 @@ test("claude_kill of a finished job respects the result cap", async () => {
 test("recent_text is the end of the agent's latest text, not its start", () => {
   const stream = new ClaudeStream({ maxLineBytes: 1 << 20, transcriptChars: 10_000, onOverflow: () => undefined });
   const text = `${"a".repeat(2000)}THE END`;
-  stream.push(Buffer.from(`${JSON.stringify({ type: "assistant", message: { id: "m1", content: [{ type: "text", text }] } })}\n`));
+  stream.push(
+    Buffer.from(`${JSON.stringify({ type: "assistant", message: { id: "m1", content: [{ type: "text", text }] } })}\n`),
+  );
   const last = stream.live().lastText ?? "";
   assert.ok(last.endsWith("THE END"), last.slice(-20));
   assert.ok(last.length <= 501);

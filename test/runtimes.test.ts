@@ -29,7 +29,10 @@ test("each runtime declares its program setting, its modes in its own words and 
     assert.equal(runtime.program.defaultBin, runtime.name);
     assert.match(runtime.program.install, /^install /);
     assert.ok(runtime.dangerousModes.length > 0, `${runtime.name} names the modes an operator must allow`);
-    assert.ok(runtime.dangerousModes.every((mode) => runtime.permissionModes.includes(mode)), runtime.name);
+    assert.ok(
+      runtime.dangerousModes.every((mode) => runtime.permissionModes.includes(mode)),
+      runtime.name,
+    );
     assert.match(runtime.policySettings.modes, /^CLAUDE_DISPATCH_([A-Z]+_)?PERMISSION_MODES$/);
   }
   const settings = RUNTIMES.flatMap((runtime) => [runtime.program.setting, ...Object.values(runtime.policySettings)]);
@@ -66,7 +69,10 @@ test("the sessions capability reads the store where the CLI keeps it, and says w
   const store = sessionStore(env, undefined);
   assert.equal(store.folderOf("/no/such/dir"), claudeSessionFolder(claudeConfigDir(env, ""), "/no/such/dir"));
   assert.deepEqual(store.list("/no/such/dir", 5), [], "a missing folder is no sessions");
-  assert.throws(() => sessionStore({}, undefined), /INVALID_ARGUMENT|no home directory to find ~\/\.claude in; set CLAUDE_CONFIG_DIR/);
+  assert.throws(
+    () => sessionStore({}, undefined),
+    /INVALID_ARGUMENT|no home directory to find ~\/\.claude in; set CLAUDE_CONFIG_DIR/,
+  );
 });
 
 /* ------------------------------------------------------------------ *
@@ -87,7 +93,11 @@ class FourthReader extends JsonLinesReader {
   forgetResult(): void {}
 }
 
-function fourthReader(options: Partial<ReaderOptions> = {}): { reader: FourthReader; malformed: string[]; overflows: number[] } {
+function fourthReader(options: Partial<ReaderOptions> = {}): {
+  reader: FourthReader;
+  malformed: string[];
+  overflows: number[];
+} {
   const malformed: string[] = [];
   const overflows: number[] = [];
   const reader = new FourthReader({
@@ -130,7 +140,12 @@ test("the scaffold stops the agent once however many lines pass the bound, and r
  * The end without a result
  * ------------------------------------------------------------------ */
 
-const exit = (overrides: Partial<ChildExit>): ChildExit => ({ exitCode: 0, signal: null, stderrTail: "", ...overrides });
+const exit = (overrides: Partial<ChildExit>): ChildExit => ({
+  exitCode: 0,
+  signal: null,
+  stderrTail: "",
+  ...overrides,
+});
 
 test("an end the output says nothing about reads alike for every runtime, in its own words", () => {
   const fourth = { agent: "fourth", printed: "" };
@@ -140,16 +155,29 @@ test("an end the output says nothing about reads alike for every runtime, in its
   assert.deepEqual(lost, {
     ok: false,
     code: "AGENT_LOST",
-    detail: "fourth ended without printing a result; it was started by an earlier server, so its exit status is unknown; its stderr ends: bye",
+    detail:
+      "fourth ended without printing a result; it was started by an earlier server, so its exit status is unknown; " +
+      "its stderr ends: bye",
   });
-  const known = endedWithoutResult(exit({ exitCode: 41 }), undefined, { ...fourth, knownExits: { 41: "fourth cannot sign in" } });
+  const known = endedWithoutResult(exit({ exitCode: 41 }), undefined, {
+    ...fourth,
+    knownExits: { 41: "fourth cannot sign in" },
+  });
   assert.deepEqual(known, { ok: false, code: "AGENT_ERROR", detail: "fourth cannot sign in" });
   const killed = endedWithoutResult(exit({ exitCode: null, signal: "SIGKILL" }), undefined, fourth);
-  assert.deepEqual(killed, { ok: false, code: "AGENT_EXITED", detail: "fourth was killed by SIGKILL and printed no result" });
+  assert.deepEqual(killed, {
+    ok: false,
+    code: "AGENT_EXITED",
+    detail: "fourth was killed by SIGKILL and printed no result",
+  });
   const missing = { ...NO_RESULT_EVENT, printed: "printed no answer" };
   const bad = endedWithoutResult(exit({}), undefined, { agent: "fourth", printed: "hello", missing });
   assert.deepEqual(bad, { ok: false, code: "BAD_OUTPUT", detail: "fourth printed no answer: hello" });
-  assert.deepEqual(endedWithoutResult(exit({}), undefined, fourth), { ok: false, code: "BAD_OUTPUT", detail: "fourth exited 0 and printed nothing" });
+  assert.deepEqual(endedWithoutResult(exit({}), undefined, fourth), {
+    ok: false,
+    code: "BAD_OUTPUT",
+    detail: "fourth exited 0 and printed nothing",
+  });
 });
 
 /* ------------------------------------------------------------------ *
@@ -187,19 +215,41 @@ function approvalFiles(): ApprovalFiles & { filed: ApprovalRequest[] } {
 test("the approver lists and answers the tool of each runtime that forwards its prompts, by name", async () => {
   const files = approvalFiles();
   const prompts = [...PERMISSION_PROMPTS, FOURTH_PROMPTS];
-  const handle = createApprover({ jobId: "j", files, clock: new FakeClock(), logger: new RecordingLogger(), waitMs: 60_000, prompts });
-  const listed = (await handle({ jsonrpc: "2.0", id: 1, method: "tools/list" })) as { result: { tools: Array<{ name: string }> } };
+  const handle = createApprover({
+    jobId: "j",
+    files,
+    clock: new FakeClock(),
+    logger: new RecordingLogger(),
+    waitMs: 60_000,
+    prompts,
+  });
+  const listed = (await handle({ jsonrpc: "2.0", id: 1, method: "tools/list" })) as {
+    result: { tools: Array<{ name: string }> };
+  };
   assert.deepEqual(
     listed.result.tools.map((tool) => tool.name),
     ["approve", "fourth_permission"],
   );
-  const call = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "fourth_permission", arguments: { action: "rm -rf build" } } };
+  const call = {
+    jsonrpc: "2.0",
+    id: 2,
+    method: "tools/call",
+    params: { name: "fourth_permission", arguments: { action: "rm -rf build" } },
+  };
   const answered = (await handle(call)) as { result: { content: Array<{ text: string }> } };
   assert.equal(answered.result.content[0]?.text, "yes");
   assert.equal(files.filed[0]?.preview, "shell · rm -rf build");
   const wrong = { ...call, id: 3, params: { name: "fourth_permission", arguments: {} } };
   const refused = (await handle(wrong)) as { result: { content: Array<{ text: string }>; isError: boolean } };
-  assert.deepEqual(refused.result, { content: [{ type: "text", text: "INVALID_ARGUMENT: expected {action}" }], isError: true });
-  const unknown = (await handle({ ...call, id: 4, params: { name: "other" } })) as { result: { content: Array<{ text: string }> } };
-  assert.equal(unknown.result.content[0]?.text, "INVALID_ARGUMENT: the approver has the tools, approve, fourth_permission");
+  assert.deepEqual(refused.result, {
+    content: [{ type: "text", text: "INVALID_ARGUMENT: expected {action}" }],
+    isError: true,
+  });
+  const unknown = (await handle({ ...call, id: 4, params: { name: "other" } })) as {
+    result: { content: Array<{ text: string }> };
+  };
+  assert.equal(
+    unknown.result.content[0]?.text,
+    "INVALID_ARGUMENT: the approver has the tools, approve, fourth_permission",
+  );
 });

@@ -111,7 +111,9 @@ export class ServerProcess {
   /** Resolves with the response that carries this id. */
   responseTo(id: string | number | null): Promise<RpcResponse> {
     const key = JSON.stringify(id);
-    const already = this.lines.map((line) => JSON.parse(line) as RpcResponse).find((message) => JSON.stringify(message.id) === key);
+    const already = this.lines
+      .map((line) => JSON.parse(line) as RpcResponse)
+      .find((message) => JSON.stringify(message.id) === key);
     if (already) return Promise.resolve(already);
     return new Promise((resolve) => this.waiting.set(key, resolve));
   }
@@ -131,7 +133,11 @@ export class ServerProcess {
   }
 
   async initialize(version = "2025-06-18"): Promise<RpcResponse> {
-    const response = await this.request("initialize", { protocolVersion: version, capabilities: {}, clientInfo: { name: "test-host", version: "1" } });
+    const response = await this.request("initialize", {
+      protocolVersion: version,
+      capabilities: {},
+      clientInfo: { name: "test-host", version: "1" },
+    });
     this.send({ method: "notifications/initialized" });
     return response;
   }
@@ -142,7 +148,8 @@ export class ServerProcess {
 
   /** claude_wait, holding 30 s a call, until the job is neither queued nor running: its report then. */
   async waitForJob(jobId: string): Promise<Record<string, any>> {
-    const wait = async (): Promise<Record<string, any>> => (await this.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 })).result.structuredContent;
+    const wait = async (): Promise<Record<string, any>> =>
+      (await this.callTool("claude_wait", { job_id: jobId, hold_ms: 30_000 })).result.structuredContent;
     let waited = await wait();
     while (waited.status === "running" || waited.status === "queued") waited = await wait();
     return waited;
@@ -152,7 +159,9 @@ export class ServerProcess {
     this.child.stdin.end();
   }
 
-  /** Ends it as a host does (stdin closed: CLAUDE_DISPATCH_ON_EXIT applies), waits at most 10 s, then disposes of it. */
+  /**
+   * Ends it as a host does (stdin closed: CLAUDE_DISPATCH_ON_EXIT applies), waits at most 10 s, then disposes of it.
+   */
   async shutdown(): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) {
       this.endInput();

@@ -8,7 +8,19 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { copyFileSync, lutimesSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  lutimesSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -75,18 +87,41 @@ function queued(ms: number, text: string): Event {
 }
 
 function prompt(ms: number, text: string, turnIndex: number, cwd = "/home/me/proj/a"): Event {
-  return { type: "user", message: { role: "user", content: `${text}\n` }, timestamp: iso(ms), turnPosition: { promptIndex: 0, turnIndex }, cwd, uuid: randomUUID() };
+  return {
+    type: "user",
+    message: { role: "user", content: `${text}\n` },
+    timestamp: iso(ms),
+    turnPosition: { promptIndex: 0, turnIndex },
+    cwd,
+    uuid: randomUUID(),
+  };
 }
 
 function toolResult(ms: number, output: string): Event {
-  return { type: "user", message: { role: "user", content: [{ tool_use_id: "toolu_1", type: "tool_result", content: output, is_error: false }] }, timestamp: iso(ms), cwd: "/home/me/proj/a" };
+  return {
+    type: "user",
+    message: {
+      role: "user",
+      content: [{ tool_use_id: "toolu_1", type: "tool_result", content: output, is_error: false }],
+    },
+    timestamp: iso(ms),
+    cwd: "/home/me/proj/a",
+  };
 }
 
 function reply(ms: number, text: string): Event {
-  return { type: "assistant", message: { role: "assistant", content: [{ type: "text", text }] }, timestamp: iso(ms), cwd: "/home/me/proj/a" };
+  return {
+    type: "assistant",
+    message: { role: "assistant", content: [{ type: "text", text }] },
+    timestamp: iso(ms),
+    cwd: "/home/me/proj/a",
+  };
 }
 
-/** Lines without a timestamp, as the CLI's prompt snapshots and request shapes are: bulk that is read but changes nothing. */
+/**
+ * Lines without a timestamp, as the CLI's prompt snapshots and request
+ * shapes are: bulk that is read but changes nothing.
+ */
 function bulk(bytes: number): string {
   const line = `${JSON.stringify({ type: "api-request-blob", hash: "0".repeat(64), message: { role: "system", content: "z".repeat(900) } })}\n`;
   return line.repeat(Math.ceil(bytes / line.length));
@@ -110,11 +145,17 @@ function largeSession(start: Event[], middle: string | Buffer, end: Event[]): Bu
   const head = lines(...start) + bulk(70 * KIB);
   const tail = bulk(70 * KIB) + lines(...end);
   const file = Buffer.concat([Buffer.from(head), Buffer.from(middle), Buffer.from(tail)]);
-  assert.ok(head.length > 64 * KIB && tail.length > 64 * KIB && file.length > 128 * KIB, "the middle lies outside both windows");
+  assert.ok(
+    head.length > 64 * KIB && tail.length > 64 * KIB && file.length > 128 * KIB,
+    "the middle lies outside both windows",
+  );
   return file;
 }
 
-/** What a reader that read the middle would find: prompts with a high counter, a later time, another cwd, and bytes that are not JSON or UTF-8. */
+/**
+ * What a reader that read the middle would find: prompts with a high counter, a later
+ * time, another cwd, and bytes that are not JSON or UTF-8.
+ */
 function decoys(count: number): Buffer {
   const decoy = lines(
     { ...prompt(NOW + 365 * DAY, "DECOY prompt from the middle", 99, "/decoy/cwd"), sessionId: "decoy" },
@@ -128,7 +169,10 @@ function decoys(count: number): Buffer {
 
 describe("the folder Claude Code keeps a directory's sessions in", () => {
   test("every character but an ASCII letter or digit becomes a dash (observed with 2.1.332)", () => {
-    assert.equal(claudeProjectFolder("/home/me/.claude", "/home/me/proj/a"), "/home/me/.claude/projects/-home-me-proj-a");
+    assert.equal(
+      claudeProjectFolder("/home/me/.claude", "/home/me/proj/a"),
+      "/home/me/.claude/projects/-home-me-proj-a",
+    );
     // Made by the CLI in a directory of that name: the accented letter, the space, _ . + are dashes.
     assert.equal(path.basename(claudeProjectFolder("/c", "/tmp/sx/Wéird dir_x.y+z")), "-tmp-sx-W-ird-dir-x-y-z");
   });
@@ -139,22 +183,33 @@ describe("the folder Claude Code keeps a directory's sessions in", () => {
     const name = path.basename(claudeProjectFolder("/c", cwd));
     assert.equal(name, `${`-tmp-sx-${"long".repeat(60)}`.slice(0, 200)}-g3bmod`);
     assert.equal(name.length, 207);
-    assert.equal(path.basename(claudeProjectFolder("/c", `/tmp/${"a".repeat(195)}`)), `-tmp-${"a".repeat(195)}`, "200 characters are kept whole");
+    assert.equal(
+      path.basename(claudeProjectFolder("/c", `/tmp/${"a".repeat(195)}`)),
+      `-tmp-${"a".repeat(195)}`,
+      "200 characters are kept whole",
+    );
   });
 
   test("the config folder is CLAUDE_CONFIG_DIR when set, else ~/.claude", () => {
     assert.equal(claudeConfigDir({ CLAUDE_CONFIG_DIR: "/srv/claude-config" }, "/home/me"), "/srv/claude-config");
     assert.equal(claudeConfigDir({}, "/home/me"), path.join("/home/me", ".claude"));
-    assert.equal(claudeConfigDir({ CLAUDE_CONFIG_DIR: "" }, "/home/me"), path.join("/home/me", ".claude"), "empty is unset");
+    assert.equal(
+      claudeConfigDir({ CLAUDE_CONFIG_DIR: "" }, "/home/me"),
+      path.join("/home/me", ".claude"),
+      "empty is unset",
+    );
   });
 
-  test("a symlinked directory's sessions are those of its real path; a deleted one's are under the path as given", () => {
-    const real = newDir("real-");
-    const link = path.join(scratch, `link-${randomUUID()}`);
-    symlinkSync(real, link);
-    assert.equal(claudeSessionFolder("/c", link), claudeProjectFolder("/c", real));
-    assert.equal(claudeSessionFolder("/c", "/no/such/dir/../dir"), claudeProjectFolder("/c", "/no/such/dir"));
-  });
+  test(
+    "a symlinked directory's sessions are those of its real path; a deleted one's are under the " + "path as given",
+    () => {
+      const real = newDir("real-");
+      const link = path.join(scratch, `link-${randomUUID()}`);
+      symlinkSync(real, link);
+      assert.equal(claudeSessionFolder("/c", link), claudeProjectFolder("/c", real));
+      assert.equal(claudeSessionFolder("/c", "/no/such/dir/../dir"), claudeProjectFolder("/c", "/no/such/dir"));
+    },
+  );
 });
 
 describe("listClaudeSessions on a projects folder prepared here", () => {
@@ -162,16 +217,30 @@ describe("listClaudeSessions on a projects folder prepared here", () => {
   const cwd = newDir("project-");
   const folder = claudeProjectFolder(configDir, cwd);
   mkdirSync(folder, { recursive: true });
-  const ids = { older: randomUUID(), torn: randomUUID(), large: randomUUID(), noPromptAtEnd: randomUUID(), empty: randomUUID() };
+  const ids = {
+    older: randomUUID(),
+    torn: randomUUID(),
+    large: randomUUID(),
+    noPromptAtEnd: randomUUID(),
+    empty: randomUUID(),
+  };
 
   writeSession(
     folder,
     `${ids.older}.jsonl`,
-    lines(queued(NOW - 3 * DAY, "first"), prompt(NOW - 3 * DAY, "first", 1), reply(NOW - 3 * DAY + MINUTE, "ok"), prompt(NOW - 2 * DAY, "second", 2), reply(NOW - 2 * DAY, "ok")),
+    lines(
+      queued(NOW - 3 * DAY, "first"),
+      prompt(NOW - 3 * DAY, "first", 1),
+      reply(NOW - 3 * DAY + MINUTE, "ok"),
+      prompt(NOW - 2 * DAY, "second", 2),
+      reply(NOW - 2 * DAY, "ok"),
+    ),
     NOW - 2 * DAY,
   );
   // A running session: its last line is half written.
-  const tornText = lines(prompt(NOW - 2 * HOUR, "still running", 1), reply(NOW - HOUR, "working")) + JSON.stringify(reply(NOW - MINUTE, "half")).slice(0, 40);
+  const tornText =
+    lines(prompt(NOW - 2 * HOUR, "still running", 1), reply(NOW - HOUR, "working")) +
+    JSON.stringify(reply(NOW - MINUTE, "half")).slice(0, 40);
   writeSession(folder, `${ids.torn}.jsonl`, tornText, NOW - HOUR);
   writeSession(
     folder,
@@ -179,7 +248,11 @@ describe("listClaudeSessions on a projects folder prepared here", () => {
     largeSession(
       [queued(NOW - 5 * DAY, "large session, first prompt"), prompt(NOW - 5 * DAY, "large session, first prompt", 1)],
       decoys(2000),
-      [prompt(NOW - 20 * MINUTE, "large session, seventh prompt", 7), toolResult(NOW - 15 * MINUTE, "done"), reply(NOW - 10 * MINUTE, "all done")],
+      [
+        prompt(NOW - 20 * MINUTE, "large session, seventh prompt", 7),
+        toolResult(NOW - 15 * MINUTE, "done"),
+        reply(NOW - 10 * MINUTE, "all done"),
+      ],
     ),
     NOW - 10 * MINUTE,
   );
@@ -187,13 +260,27 @@ describe("listClaudeSessions on a projects folder prepared here", () => {
   writeSession(
     folder,
     `${ids.noPromptAtEnd}.jsonl`,
-    largeSession([prompt(NOW - 4 * DAY, "a long tool run", 1)], decoys(100), [toolResult(NOW - 31 * MINUTE, "step"), reply(NOW - 30 * MINUTE, "step done")]),
+    largeSession([prompt(NOW - 4 * DAY, "a long tool run", 1)], decoys(100), [
+      toolResult(NOW - 31 * MINUTE, "step"),
+      reply(NOW - 30 * MINUTE, "step done"),
+    ]),
     NOW - 30 * MINUTE,
   );
   writeSession(folder, `${ids.empty}.jsonl`, "", NOW - 5 * MINUTE);
   // Newer than all of those, and never read: names that are not <uuid>.jsonl, a symlink, a folder.
-  const elsewhere = writeSession(newDir("elsewhere-"), "target.jsonl", lines(prompt(NOW, "DECOY behind a symlink", 1)), NOW);
-  for (const name of ["notes.jsonl", `${randomUUID()}.json`, `${randomUUID()}.jsonl.bak`, `${randomUUID().toUpperCase()}.jsonl`, "agent-1234.jsonl"]) {
+  const elsewhere = writeSession(
+    newDir("elsewhere-"),
+    "target.jsonl",
+    lines(prompt(NOW, "DECOY behind a symlink", 1)),
+    NOW,
+  );
+  for (const name of [
+    "notes.jsonl",
+    `${randomUUID()}.json`,
+    `${randomUUID()}.jsonl.bak`,
+    `${randomUUID().toUpperCase()}.jsonl`,
+    "agent-1234.jsonl",
+  ]) {
     writeSession(folder, name, lines(prompt(NOW, `DECOY in ${name}`, 1)), NOW);
   }
   const link = path.join(folder, `${randomUUID()}.jsonl`);
@@ -202,7 +289,8 @@ describe("listClaudeSessions on a projects folder prepared here", () => {
   mkdirSync(path.join(folder, `${randomUUID()}.jsonl`));
 
   const listed = listClaudeSessions({ configDir, cwd });
-  const byId = (id: string): ClaudeSession => listed.find((session) => session.session_id === id) ?? assert.fail(`no session ${id}`);
+  const byId = (id: string): ClaudeSession =>
+    listed.find((session) => session.session_id === id) ?? assert.fail(`no session ${id}`);
 
   test("only regular <uuid>.jsonl files with events, most recently active first", () => {
     assert.deepEqual(
@@ -240,12 +328,20 @@ describe("listClaudeSessions on a projects folder prepared here", () => {
     assert.equal(large.last_active_at, NOW - 10 * MINUTE, "the middle's later times are not read");
     assert.equal(large.first_prompt_preview, "large session, first prompt");
     assert.equal(large.cwd, "/home/me/proj/a");
-    assert.deepEqual([large.turns, large.turns_exact], [7, true], "the counter on the last prompt, which is in the last 64 KiB");
+    assert.deepEqual(
+      [large.turns, large.turns_exact],
+      [7, true],
+      "the counter on the last prompt, which is in the last 64 KiB",
+    );
   });
 
   test("with no prompt in the last 64 KiB, turns is a lower bound", () => {
     const partial = byId(ids.noPromptAtEnd);
-    assert.deepEqual([partial.turns, partial.turns_exact], [1, false], "the middle's prompts (counter 99) are not read");
+    assert.deepEqual(
+      [partial.turns, partial.turns_exact],
+      [1, false],
+      "the middle's prompts (counter 99) are not read",
+    );
     assert.equal(partial.last_active_at, NOW - 30 * MINUTE);
   });
 
@@ -274,12 +370,28 @@ describe("listClaudeSessions on a projects folder prepared here", () => {
       previewFolder,
       `${id}.jsonl`,
       lines(
-        { type: "user", isMeta: true, message: { role: "user", content: "Caveat: generated by local commands" }, timestamp: iso(NOW - HOUR) },
-        toolResult(NOW - HOUR, "not a prompt"),
-        { type: "user", isSidechain: true, message: { role: "user", content: "a subagent's task" }, timestamp: iso(NOW - HOUR) },
         {
           type: "user",
-          message: { role: "user", content: [{ type: "text", text: "<system-reminder>\nbackground\n</system-reminder>" }, { type: "text", text: long }] },
+          isMeta: true,
+          message: { role: "user", content: "Caveat: generated by local commands" },
+          timestamp: iso(NOW - HOUR),
+        },
+        toolResult(NOW - HOUR, "not a prompt"),
+        {
+          type: "user",
+          isSidechain: true,
+          message: { role: "user", content: "a subagent's task" },
+          timestamp: iso(NOW - HOUR),
+        },
+        {
+          type: "user",
+          message: {
+            role: "user",
+            content: [
+              { type: "text", text: "<system-reminder>\nbackground\n</system-reminder>" },
+              { type: "text", text: long },
+            ],
+          },
           timestamp: iso(NOW - HOUR),
           turnPosition: { promptIndex: 0, turnIndex: 1 },
         },
@@ -302,7 +414,13 @@ describe("listClaudeSessions on a projects folder prepared here", () => {
     writeSession(
       forkFolder,
       `${id}.jsonl`,
-      lines({ type: "mode", mode: "normal" }, queued(NOW - HOUR, "forked"), prompt(NOW - 3 * DAY, "the original first prompt", 1), prompt(NOW - HOUR, "forked", 2), reply(NOW - HOUR + MINUTE, "ok")),
+      lines(
+        { type: "mode", mode: "normal" },
+        queued(NOW - HOUR, "forked"),
+        prompt(NOW - 3 * DAY, "the original first prompt", 1),
+        prompt(NOW - HOUR, "forked", 2),
+        reply(NOW - HOUR + MINUTE, "ok"),
+      ),
       NOW,
     );
     const [session] = listClaudeSessions({ configDir, cwd: dir });
@@ -317,8 +435,22 @@ describe("listClaudeSessions on a projects folder prepared here", () => {
     const plainFolder = claudeProjectFolder(configDir, dir);
     mkdirSync(plainFolder, { recursive: true });
     const id = randomUUID();
-    const uncounted = (ms: number, text: string): Event => ({ type: "user", message: { role: "user", content: text }, timestamp: iso(ms) });
-    writeSession(plainFolder, `${id}.jsonl`, lines(uncounted(NOW - 3 * HOUR, "one"), reply(NOW - 3 * HOUR, "a"), uncounted(NOW - 2 * HOUR, "two"), toolResult(NOW - 2 * HOUR, "r")), NOW);
+    const uncounted = (ms: number, text: string): Event => ({
+      type: "user",
+      message: { role: "user", content: text },
+      timestamp: iso(ms),
+    });
+    writeSession(
+      plainFolder,
+      `${id}.jsonl`,
+      lines(
+        uncounted(NOW - 3 * HOUR, "one"),
+        reply(NOW - 3 * HOUR, "a"),
+        uncounted(NOW - 2 * HOUR, "two"),
+        toolResult(NOW - 2 * HOUR, "r"),
+      ),
+      NOW,
+    );
     const [session] = listClaudeSessions({ configDir, cwd: dir });
     assert.deepEqual([session?.turns, session?.turns_exact, session?.cwd], [2, true, "/home/me/proj/a"]);
   });
@@ -390,7 +522,10 @@ interface SessionsSetup {
  * runCli in process as cli-harness.ts runs it, with what that harness cannot
  * set: CLAUDE_CONFIG_DIR, the home and the command's directory.
  */
-async function sessionsCli(args: string[], setup: SessionsSetup): Promise<{ code: number; stdout: string; stderr: string }> {
+async function sessionsCli(
+  args: string[],
+  setup: SessionsSetup,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
   const io: RunIo = {
@@ -419,7 +554,9 @@ async function sessionsCli(args: string[], setup: SessionsSetup): Promise<{ code
 
 function jobRecord(overrides: Partial<JobRecord>): JobRecord {
   return {
-    format: 1, runtime: "claude", host: "local",
+    format: 1,
+    runtime: "claude",
+    host: "local",
     id: randomUUID(),
     kind: "start",
     cwd: "/tmp/sxfix/project",
@@ -451,7 +588,10 @@ describe("claude-dispatch sessions", () => {
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.trimEnd().split("\n");
     for (const line of lines) assert.ok(line.length <= 60, `${line.length} columns: ${line}`);
-    assert.ok(lines.some((line) => line.startsWith(`${THREE_PROMPTS.id}  `)), run.stdout);
+    assert.ok(
+      lines.some((line) => line.startsWith(`${THREE_PROMPTS.id}  `)),
+      run.stdout,
+    );
     assert.ok(run.stdout.includes(resumed.id), "a job id is never cut");
   });
 
@@ -475,16 +615,26 @@ describe("claude-dispatch sessions", () => {
   test("--json: the directory, the folder read and every session with its job ids", async () => {
     const run = await sessionsCli(["sessions", cwd, "--json", "--limit", "1"], { stateDir, configDir, now });
     assert.equal(run.code, 0, run.stderr);
-    const document = JSON.parse(run.stdout) as { dir: string; project_folder: string; sessions: (ClaudeSession & { job_ids: string[] })[] };
+    const document = JSON.parse(run.stdout) as {
+      dir: string;
+      project_folder: string;
+      sessions: (ClaudeSession & { job_ids: string[] })[];
+    };
     assert.equal(document.dir, cwd);
     assert.equal(document.project_folder, folder);
-    assert.deepEqual(document.sessions, [{ ...listClaudeSessions({ configDir, cwd, limit: 1 })[0], job_ids: [ended.id] }]);
+    assert.deepEqual(document.sessions, [
+      { ...listClaudeSessions({ configDir, cwd, limit: 1 })[0], job_ids: [ended.id] },
+    ]);
     assert.equal(document.sessions[0]?.session_id, BARE.id);
   });
 
   test("DIR defaults to the command's directory, and a relative one is taken from it", async () => {
     const parent = path.dirname(cwd);
-    for (const [args, from] of [[["sessions", "--json"], cwd], [["sessions", path.basename(cwd), "--json"], parent], [["sessions", `--limit=2`, "--json", "."], cwd]] as const) {
+    for (const [args, from] of [
+      [["sessions", "--json"], cwd],
+      [["sessions", path.basename(cwd), "--json"], parent],
+      [["sessions", `--limit=2`, "--json", "."], cwd],
+    ] as const) {
       const run = await sessionsCli([...args], { stateDir, configDir, cwd: from, now });
       assert.equal(run.code, 0, run.stderr);
       const document = JSON.parse(run.stdout) as { dir: string; sessions: unknown[] };
@@ -508,13 +658,20 @@ describe("claude-dispatch sessions", () => {
   test("no sessions: one line that says where it looked", async () => {
     const empty = newDir("empty-");
     const run = await sessionsCli(["sessions", empty], { stateDir, configDir, now });
-    assert.deepEqual(run, { code: 0, stderr: "", stdout: `No Claude Code sessions of ${empty} (looked in ${claudeProjectFolder(configDir, empty)}).\n` });
+    assert.deepEqual(run, {
+      code: 0,
+      stderr: "",
+      stdout: `No Claude Code sessions of ${empty} (looked in ${claudeProjectFolder(configDir, empty)}).\n`,
+    });
   });
 
   test("usage errors: exit 2 and the short usage, never a listing", async () => {
     const cases: [string[], string][] = [
       [["sessions"], "sessions needs a directory here (the current one is not known)"],
-      [["sessions", "relative/dir"], 'sessions needs an absolute directory here (the current one is not known), got "relative/dir"'],
+      [
+        ["sessions", "relative/dir"],
+        'sessions needs an absolute directory here (the current one is not known), got "relative/dir"',
+      ],
       [["sessions", "/a", "/b"], 'sessions takes one directory at most, got "/b"'],
       [["sessions", "/a", "--limit"], "--limit needs a number of sessions from 1 to 200"],
       [["sessions", "/a", "--limit", "0"], '--limit needs a number of sessions from 1 to 200, got "0"'],
@@ -594,7 +751,8 @@ describe(`sessions the real Claude Code CLI (${version ?? "missing"}) writes`, {
           .filter((line) => line.startsWith("{"))
           .map((line) => JSON.parse(line) as { type: string; session_id?: string })
           .findLast((event) => event.type === "result");
-        if (status !== 0 || !result?.session_id) reject(new Error(`claude exited ${status}: ${stderr}${stdout.slice(-2000)}`));
+        if (status !== 0 || !result?.session_id)
+          reject(new Error(`claude exited ${status}: ${stderr}${stdout.slice(-2000)}`));
         else resolve(result.session_id);
       });
     });
@@ -622,7 +780,10 @@ describe(`sessions the real Claude Code CLI (${version ?? "missing"}) writes`, {
     const { dir: stateDir } = newStateIn(scratch);
     const run = await sessionsCli(["sessions", "--json"], { stateDir, home, cwd: project, now: Date.now() });
     assert.equal(run.code, 0, run.stderr);
-    assert.deepEqual((JSON.parse(run.stdout) as { sessions: ClaudeSession[] }).sessions.map((session) => session.session_id), [other, first]);
+    assert.deepEqual(
+      (JSON.parse(run.stdout) as { sessions: ClaudeSession[] }).sessions.map((session) => session.session_id),
+      [other, first],
+    );
   });
 
   test("CLAUDE_CONFIG_DIR moves the store, and the listing follows it", async () => {
@@ -632,7 +793,11 @@ describe(`sessions the real Claude Code CLI (${version ?? "missing"}) writes`, {
       listClaudeSessions({ configDir, cwd: project }).map((session) => session.session_id),
       [id],
     );
-    assert.ok(!listClaudeSessions({ configDir: claudeConfigDir({}, home), cwd: project }).some((session) => session.session_id === id));
+    assert.ok(
+      !listClaudeSessions({ configDir: claudeConfigDir({}, home), cwd: project }).some(
+        (session) => session.session_id === id,
+      ),
+    );
     const recorded = readFileSync(path.join(claudeProjectFolder(configDir, project), `${id}.jsonl`), "utf8");
     assert.ok(recorded.includes(`"sessionId":"${id}"`));
   });

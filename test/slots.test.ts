@@ -40,7 +40,12 @@ test("at most count are held across servers; one given back is the next taker's"
   assert.equal(third?.generation, first.generation + 1);
   assert.equal(a.take("job-4"), undefined);
   // Only the latest holder of each slot is left on disk.
-  assert.deepEqual(readdirSync(dir).filter((name) => !name.endsWith(".tmp")).sort(), [`${first.index}.1`, `${second.index}.0`].sort());
+  assert.deepEqual(
+    readdirSync(dir)
+      .filter((name) => !name.endsWith(".tmp"))
+      .sort(),
+    [`${first.index}.1`, `${second.index}.0`].sort(),
+  );
 });
 
 test("reclaim takes the slot of a holder that is gone, unless its job still runs", async () => {
@@ -48,11 +53,23 @@ test("reclaim takes the slot of a holder that is gone, unless its job still runs
   const { a, b } = pair(2, running);
   assert.ok(a.take("job-running"));
   assert.ok(a.take("job-done"));
-  assert.equal(await b.reclaim("job-3", alive([SERVER_A.pid, SERVER_B.pid])), undefined, "a holder that lives keeps its slots");
+  assert.equal(
+    await b.reclaim("job-3", alive([SERVER_A.pid, SERVER_B.pid])),
+    undefined,
+    "a holder that lives keeps its slots",
+  );
   const reclaimed = await b.reclaim("job-3", alive([SERVER_B.pid]));
   assert.ok(reclaimed, "the slot of a finished job whose server died comes back");
-  assert.equal(await b.reclaim("job-4", alive([SERVER_B.pid])), undefined, "a job still running keeps its slot for whoever takes it over");
-  assert.equal(await b.reclaim("job-4", async () => undefined), undefined, "a holder that cannot be told keeps its slot");
+  assert.equal(
+    await b.reclaim("job-4", alive([SERVER_B.pid])),
+    undefined,
+    "a job still running keeps its slot for whoever takes it over",
+  );
+  assert.equal(
+    await b.reclaim("job-4", async () => undefined),
+    undefined,
+    "a holder that cannot be told keeps its slot",
+  );
 });
 
 test("a job taken over inherits the slot its dead server held for it", () => {

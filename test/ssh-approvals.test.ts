@@ -43,7 +43,9 @@ describe(`permission requests from another host (${version ?? "missing"})`, { sk
     for (const dir of [home, tmp]) mkdirSync(dir, { recursive: true });
     remoteState = path.join(scratch, "remote-state");
     // That machine's own environment: a HOME with no settings (so a redirection needs approval) and the mock.
-    sshd = await startSshd({ env: { ...mockedCliEnvironment(home, tmp, mock.url), PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` } });
+    sshd = await startSshd({
+      env: { ...mockedCliEnvironment(home, tmp, mock.url), PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` },
+    });
   });
 
   afterEach(async () => {
@@ -58,8 +60,20 @@ describe(`permission requests from another host (${version ?? "missing"})`, { sk
   });
 
   function startServer(): ServerProcess {
-    const hosts = { box: { ssh: sshd.alias, ssh_config: sshd.clientConfig, roots: [scratch], command: [process.execPath, SERVER_MAIN], state_dir: remoteState, programs: { claude: cliPath } } };
-    const server = new ServerProcess({ CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts), CLAUDE_DISPATCH_KILL_GRACE_MS: "1000" });
+    const hosts = {
+      box: {
+        ssh: sshd.alias,
+        ssh_config: sshd.clientConfig,
+        roots: [scratch],
+        command: [process.execPath, SERVER_MAIN],
+        state_dir: remoteState,
+        programs: { claude: cliPath },
+      },
+    };
+    const server = new ServerProcess({
+      CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts),
+      CLAUDE_DISPATCH_KILL_GRACE_MS: "1000",
+    });
     servers.push(server);
     return server;
   }
@@ -67,7 +81,10 @@ describe(`permission requests from another host (${version ?? "missing"})`, { sk
   const project = (): string => mkdtempSync(path.join(scratch, "project-"));
   const report = (response: RpcResponse): Record<string, any> => response.result.structuredContent;
 
-  async function startAsking(server: ServerProcess, cwd: string): Promise<{ jobId: string; waited: Record<string, any> }> {
+  async function startAsking(
+    server: ServerProcess,
+    cwd: string,
+  ): Promise<{ jobId: string; waited: Record<string, any> }> {
     await server.initialize();
     const jobId = report(await server.callTool("claude_start", { prompt: PROMPT, cwd, host: "box" })).job_id as string;
     return { jobId, waited: await server.waitForJob(jobId) };
@@ -81,12 +98,21 @@ describe(`permission requests from another host (${version ?? "missing"})`, { sk
     assert.equal(waited.pending_approvals[0].tool_name, "Bash");
     assert.equal(waited.pending_approvals[0].preview, `Bash · ${COMMAND}`);
     assert.equal(existsSync(path.join(cwd, "out.txt")), false, "nothing ran before the answer");
-    const answered = await server.callTool("claude_respond", { job_id: jobId, request_id: waited.pending_approvals[0].request_id, decision: "allow" });
+    const answered = await server.callTool("claude_respond", {
+      job_id: jobId,
+      request_id: waited.pending_approvals[0].request_id,
+      decision: "allow",
+    });
     assert.equal(report(answered).status, "answered", answered.result.content[0].text);
     const done = await server.waitForJob(jobId);
     assert.equal(done.status, "completed", JSON.stringify(done));
     assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
-    const decisions = (record: Record<string, any>) => record.approvals?.map((approval: Record<string, unknown>) => [approval.tool_name, approval.decision, approval.by]);
+    const decisions = (record: Record<string, any>) =>
+      record.approvals?.map((approval: Record<string, unknown>) => [
+        approval.tool_name,
+        approval.decision,
+        approval.by,
+      ]);
     assert.deepEqual(decisions(readRecordFile(server.stateDir, jobId)), [["Bash", "allow", "tool"]]);
     // There, the request and the answer are in that job's own folder.
     assert.ok(existsSync(path.join(remoteState, "jobs", jobId, "approval.1.answer.json")));
@@ -97,7 +123,12 @@ describe(`permission requests from another host (${version ?? "missing"})`, { sk
     const cwd = project();
     const { jobId, waited } = await startAsking(server, cwd);
     assert.equal(waited.status, "input_required", JSON.stringify(waited));
-    await server.callTool("claude_respond", { job_id: jobId, request_id: waited.pending_approvals[0].request_id, decision: "deny", message: "use a temporary file instead" });
+    await server.callTool("claude_respond", {
+      job_id: jobId,
+      request_id: waited.pending_approvals[0].request_id,
+      decision: "deny",
+      message: "use a temporary file instead",
+    });
     const done = await server.waitForJob(jobId);
     assert.equal(done.status, "completed", JSON.stringify(done));
     assert.equal(existsSync(path.join(cwd, "out.txt")), false);
@@ -105,23 +136,39 @@ describe(`permission requests from another host (${version ?? "missing"})`, { sk
     assert.equal(answer.message, "use a temporary file instead");
   });
 
-  test("answered there, with that machine's claude-dispatch approve: recorded here as its answer file says, the command line's", async () => {
-    const server = startServer();
-    const cwd = project();
-    const { jobId, waited } = await startAsking(server, cwd);
-    assert.equal(waited.status, "input_required", JSON.stringify(waited));
-    const approve = await new Promise<{ code: number; stderr: string }>((resolve) =>
-      execFile(process.execPath, [SERVER_MAIN, "approve", jobId], { env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: remoteState }) }, (error, _stdout, stderr) =>
-        resolve({ code: error ? 1 : 0, stderr }),
-      ),
-    );
-    assert.equal(approve.code, 0, approve.stderr);
-    // Mirrored here within a follow's tick or two; until then the job is still input_required here.
-    await waitFor(() => readRecordFile(server.stateDir, jobId).approvals?.[0]?.decision === "allow", "the answer there recorded here");
-    const done = await server.waitForJob(jobId);
-    assert.equal(done.status, "completed", JSON.stringify(done));
-    assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
-    // Written there by another process: recorded as its answer file says, not as a fact known here (§18).
-    assert.deepEqual([readRecordFile(server.stateDir, jobId).approvals?.[0]?.by, readRecordFile(server.stateDir, jobId).approvals?.[0]?.claimed_by], [undefined, "cli"]);
-  });
+  test(
+    "answered there, with that machine's claude-dispatch approve: recorded here as its answer file says, the " +
+      "command line's",
+    async () => {
+      const server = startServer();
+      const cwd = project();
+      const { jobId, waited } = await startAsking(server, cwd);
+      assert.equal(waited.status, "input_required", JSON.stringify(waited));
+      const approve = await new Promise<{ code: number; stderr: string }>((resolve) =>
+        execFile(
+          process.execPath,
+          [SERVER_MAIN, "approve", jobId],
+          { env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: remoteState }) },
+          (error, _stdout, stderr) => resolve({ code: error ? 1 : 0, stderr }),
+        ),
+      );
+      assert.equal(approve.code, 0, approve.stderr);
+      // Mirrored here within a follow's tick or two; until then the job is still input_required here.
+      await waitFor(
+        () => readRecordFile(server.stateDir, jobId).approvals?.[0]?.decision === "allow",
+        "the answer there recorded here",
+      );
+      const done = await server.waitForJob(jobId);
+      assert.equal(done.status, "completed", JSON.stringify(done));
+      assert.equal(readFileSync(path.join(cwd, "out.txt"), "utf8"), "approved\n");
+      // Written there by another process: recorded as its answer file says, not as a fact known here (§18).
+      assert.deepEqual(
+        [
+          readRecordFile(server.stateDir, jobId).approvals?.[0]?.by,
+          readRecordFile(server.stateDir, jobId).approvals?.[0]?.claimed_by,
+        ],
+        [undefined, "cli"],
+      );
+    },
+  );
 });

@@ -10,7 +10,13 @@ import { describe, test } from "node:test";
 import { checkRemoteDirectory } from "../src/agent/policy.js";
 import { remoteCommandLine, shellQuote, sshArguments } from "../src/hosts/ssh/command.js";
 import type { SshHostConfig } from "../src/hosts/ssh/config.js";
-import { OUTPUT_CHUNK_BYTES, parseFrame, parseRequest, type RemoteFrame, type StartRequest } from "../src/hosts/ssh/protocol.js";
+import {
+  OUTPUT_CHUNK_BYTES,
+  parseFrame,
+  parseRequest,
+  type RemoteFrame,
+  type StartRequest,
+} from "../src/hosts/ssh/protocol.js";
 import { serveRemote, type RemoteJobView, type RemoteSide } from "../src/hosts/ssh/remote.js";
 import type { Approval } from "../src/store/approvals.js";
 import { FakeClock, settle } from "./helpers.js";
@@ -31,13 +37,29 @@ const HOST: SshHostConfig = {
 
 function sh(script: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile("/bin/sh", ["-c", script], { env: { PATH: "/usr/bin:/bin" } }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    execFile("/bin/sh", ["-c", script], { env: { PATH: "/usr/bin:/bin" } }, (error, stdout) =>
+      error ? reject(error) : resolve(stdout),
+    );
   });
 }
 
 describe("the remote command line", { skip: process.platform === "win32" ? "no POSIX shell" : undefined }, () => {
   test("a POSIX shell reads back every word exactly, whatever it holds", async () => {
-    const words = ["plain", "with space", "it's", "'", "$HOME", "`id`", "a;b", "a\\b", "*", "", "-n", "\"q\"", "$(touch /tmp/nope)"];
+    const words = [
+      "plain",
+      "with space",
+      "it's",
+      "'",
+      "$HOME",
+      "`id`",
+      "a;b",
+      "a\\b",
+      "*",
+      "",
+      "-n",
+      '"q"',
+      "$(touch /tmp/nope)",
+    ];
     const printed = await sh(`printf '%s\\n' ${words.map(shellQuote).join(" ")}`);
     assert.deepEqual(printed.split("\n").slice(0, -1), words);
     assert.equal(shellQuote("/usr/bin/node"), "/usr/bin/node", "a plain word is left as it is");
@@ -46,7 +68,12 @@ describe("the remote command line", { skip: process.platform === "win32" ? "no P
   test("it is the configured command, remote, and the state directory: nothing else", async () => {
     const line = remoteCommandLine(HOST);
     const printed = await sh(`printf '%s\\n' ${line}`);
-    assert.deepEqual(printed.split("\n").slice(0, -1), ["/opt/node dir/bin/node", "it's/main.js", "remote", "--state-dir=/var/lib/cd state"]);
+    assert.deepEqual(printed.split("\n").slice(0, -1), [
+      "/opt/node dir/bin/node",
+      "it's/main.js",
+      "remote",
+      "--state-dir=/var/lib/cd state",
+    ]);
   });
 
   test("ssh's argv: batch mode, the shared connection, the operator's options, then -- and the destination", () => {
@@ -57,7 +84,10 @@ describe("the remote command line", { skip: process.platform === "win32" ? "no P
     assert.deepEqual(argv.slice(argv.indexOf("-F"), argv.indexOf("-F") + 2), ["-F", "/etc/dispatch/ssh_config"]);
     assert.ok(argv.includes("Port=2222"));
     assert.deepEqual(argv.slice(-3), ["--", "me@build-box", "LINE"]);
-    assert.ok(!sshArguments(HOST, undefined, "LINE").some((arg) => arg.startsWith("Control")), "no sharing without a folder");
+    assert.ok(
+      !sshArguments(HOST, undefined, "LINE").some((arg) => arg.startsWith("Control")),
+      "no sharing without a folder",
+    );
   });
 });
 
@@ -67,16 +97,35 @@ describe("the roots of another machine, checked by path here", () => {
     assert.deepEqual(checkRemoteDirectory("/srv", ["/srv/"]), { ok: true, path: "/srv" });
     assert.equal(checkRemoteDirectory("/srv/../etc", ["/srv"]).ok, false);
     assert.equal(checkRemoteDirectory("/srv2/app", ["/srv"]).ok, false);
-    assert.deepEqual(checkRemoteDirectory("srv/app", ["/srv"]), { ok: false, code: "INVALID_ARGUMENT", problem: "must be an absolute path on that host" });
+    assert.deepEqual(checkRemoteDirectory("srv/app", ["/srv"]), {
+      ok: false,
+      code: "INVALID_ARGUMENT",
+      problem: "must be an absolute path on that host",
+    });
   });
 });
 
 describe("what each end reads", () => {
-  const start: StartRequest = { op: "start", job_id: JOB, agent: "claude", cwd: "/srv/app", roots: ["/srv"], command: "claude", args: ["-p"], env: { CLAUDE_DISPATCH_DEPTH: "1" }, prompt: "hi", offset: 0 };
+  const start: StartRequest = {
+    op: "start",
+    job_id: JOB,
+    agent: "claude",
+    cwd: "/srv/app",
+    roots: ["/srv"],
+    command: "claude",
+    args: ["-p"],
+    env: { CLAUDE_DISPATCH_DEPTH: "1" },
+    prompt: "hi",
+    offset: 0,
+  };
 
   test("a well-formed request is taken as it is; every malformed one is refused with a reason", () => {
     assert.deepEqual(parseRequest(JSON.stringify(start)), start);
-    assert.deepEqual(parseRequest(JSON.stringify({ op: "follow", job_id: JOB, offset: 10 })), { op: "follow", job_id: JOB, offset: 10 });
+    assert.deepEqual(parseRequest(JSON.stringify({ op: "follow", job_id: JOB, offset: 10 })), {
+      op: "follow",
+      job_id: JOB,
+      offset: 10,
+    });
     const refusals: unknown[] = [
       "not json",
       [],
@@ -94,18 +143,29 @@ describe("what each end reads", () => {
       { op: "follow", job_id: JOB, offset: 1.5 },
       { op: "kill" },
     ];
-    for (const request of refusals) assert.equal(typeof parseRequest(typeof request === "string" ? request : JSON.stringify(request)), "string", JSON.stringify(request));
+    for (const request of refusals)
+      assert.equal(
+        typeof parseRequest(typeof request === "string" ? request : JSON.stringify(request)),
+        "string",
+        JSON.stringify(request),
+      );
   });
 
   test("frames: known ones parsed, anything else skipped", () => {
     assert.deepEqual(parseFrame('{"type":"output","data":"aGk="}'), { type: "output", data: "aGk=" });
-    assert.deepEqual(parseFrame('{"type":"end","outcome":{"ok":false,"code":"KILLED","detail":"x"},"stderr_tail":"","size":3}'), {
-      type: "end",
-      outcome: { ok: false, code: "KILLED", detail: "x" },
-      stderr_tail: "",
-      size: 3,
-    });
-    assert.equal(parseFrame('{"type":"end","outcome":{"ok":false,"code":"NOT_A_CODE"},"stderr_tail":"","size":3}'), undefined);
+    assert.deepEqual(
+      parseFrame('{"type":"end","outcome":{"ok":false,"code":"KILLED","detail":"x"},"stderr_tail":"","size":3}'),
+      {
+        type: "end",
+        outcome: { ok: false, code: "KILLED", detail: "x" },
+        stderr_tail: "",
+        size: 3,
+      },
+    );
+    assert.equal(
+      parseFrame('{"type":"end","outcome":{"ok":false,"code":"NOT_A_CODE"},"stderr_tail":"","size":3}'),
+      undefined,
+    );
     assert.equal(parseFrame('{"type":"error","code":"rm -rf","message":"x"}'), undefined);
     assert.equal(parseFrame('{"type":"killed","killed":true,"survivors":["1"]}'), undefined);
     assert.equal(parseFrame("Welcome to the build box!"), undefined);
@@ -113,7 +173,10 @@ describe("what each end reads", () => {
 });
 
 /** A job layer with one job whose stdout is `output` and which ends when told. */
-function fakeSide(output: Buffer, known = true): RemoteSide & { end(): void; left: number; started: StartRequest[]; written: number; filed: Approval[] } {
+function fakeSide(
+  output: Buffer,
+  known = true,
+): RemoteSide & { end(): void; left: number; started: StartRequest[]; written: number; filed: Approval[] } {
   let finish: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (finish = resolve));
   const view: RemoteJobView = { id: JOB, done, outcome: () => ({ ok: true, exit: { code: 0, signal: null } }) };
@@ -126,10 +189,12 @@ function fakeSide(output: Buffer, known = true): RemoteSide & { end(): void; lef
     kill: async () => ({ killed: true, survivors: [] }),
     check: async () => ({ type: "check" as const, version: "1", state_dir: "/s", programs: {} }),
     // What the agent has written so far grows with `written`.
-    readOutput: (_id: string, offset: number, length: number) => output.subarray(offset, Math.min(side.written, offset + length)),
+    readOutput: (_id: string, offset: number, length: number) =>
+      output.subarray(offset, Math.min(side.written, offset + length)),
     written: 0,
     stderrTail: async () => "the tail",
-    lookUpApproval: (_id: string, requestId: string) => side.filed.find((approval) => approval.request.id === requestId),
+    lookUpApproval: (_id: string, requestId: string) =>
+      side.filed.find((approval) => approval.request.id === requestId),
     filed: [] as Approval[],
     answer: () => undefined,
     worktree: async () => null,
@@ -165,50 +230,69 @@ function channel(clock: FakeClock) {
 }
 
 describe("the remote mode's loop", () => {
-  test("start: accepted, the output from the offset in order, then end with the outcome and size; then it leaves", async () => {
-    const clock = new FakeClock();
-    const output = Buffer.alloc(OUTPUT_CHUNK_BYTES * 2 + 10, "x");
-    const side = fakeSide(output);
-    const c = channel(clock);
-    const served = serveRemote(c.io, side);
-    c.input.write(`${JSON.stringify({ op: "start", job_id: JOB, agent: "claude", cwd: "/srv", roots: ["/srv"], command: "claude", args: [], env: {}, prompt: "hi", offset: 5 })}\n`);
-    await settle();
-    side.written = 100;
-    await clock.advance(100);
-    // A slow channel: nothing more is read until the frame is taken.
-    c.hold();
-    side.written = output.length;
-    await clock.advance(100);
-    const whileHeld = c.frames.length;
-    await clock.advance(1000);
-    assert.equal(c.frames.length, whileHeld, "no frame is read while the last one waits");
-    c.release();
-    await settle();
-    side.end();
-    await clock.advance(100);
-    assert.equal(await served, 0);
-    assert.equal(c.frames[0]?.type, "accepted");
-    const data = Buffer.concat(c.frames.flatMap((frame) => (frame.type === "output" ? [Buffer.from(frame.data, "base64")] : [])));
-    assert.ok(data.equals(output.subarray(5)));
-    assert.deepEqual(c.frames.at(-1), { type: "end", outcome: { ok: true }, exit: { code: 0, signal: null }, stderr_tail: "the tail", size: output.length });
-    assert.equal(side.started[0]?.offset, 5);
-    assert.equal(side.left, 1);
-  });
+  test(
+    "start: accepted, the output from the offset in order, then end with the outcome and size; " + "then it leaves",
+    async () => {
+      const clock = new FakeClock();
+      const output = Buffer.alloc(OUTPUT_CHUNK_BYTES * 2 + 10, "x");
+      const side = fakeSide(output);
+      const c = channel(clock);
+      const served = serveRemote(c.io, side);
+      c.input.write(
+        `${JSON.stringify({ op: "start", job_id: JOB, agent: "claude", cwd: "/srv", roots: ["/srv"], command: "claude", args: [], env: {}, prompt: "hi", offset: 5 })}\n`,
+      );
+      await settle();
+      side.written = 100;
+      await clock.advance(100);
+      // A slow channel: nothing more is read until the frame is taken.
+      c.hold();
+      side.written = output.length;
+      await clock.advance(100);
+      const whileHeld = c.frames.length;
+      await clock.advance(1000);
+      assert.equal(c.frames.length, whileHeld, "no frame is read while the last one waits");
+      c.release();
+      await settle();
+      side.end();
+      await clock.advance(100);
+      assert.equal(await served, 0);
+      assert.equal(c.frames[0]?.type, "accepted");
+      const data = Buffer.concat(
+        c.frames.flatMap((frame) => (frame.type === "output" ? [Buffer.from(frame.data, "base64")] : [])),
+      );
+      assert.ok(data.equals(output.subarray(5)));
+      assert.deepEqual(c.frames.at(-1), {
+        type: "end",
+        outcome: { ok: true },
+        exit: { code: 0, signal: null },
+        stderr_tail: "the tail",
+        size: output.length,
+      });
+      assert.equal(side.started[0]?.offset, 5);
+      assert.equal(side.left, 1);
+    },
+  );
 
-  test("its stdin closing mid-job (the local server went away) ends it without an end frame; the job is left running", async () => {
-    const clock = new FakeClock();
-    const side = fakeSide(Buffer.from("abc"));
-    const c = channel(clock);
-    const served = serveRemote(c.io, side);
-    c.input.write(`${JSON.stringify({ op: "follow", job_id: JOB, offset: 0 })}\n`);
-    side.written = 3;
-    await clock.advance(100);
-    c.input.end();
-    await clock.advance(100);
-    assert.equal(await served, 0);
-    assert.deepEqual(c.frames.map((frame) => frame.type), ["accepted", "output"]);
-    assert.equal(side.left, 1);
-  });
+  test(
+    "its stdin closing mid-job (the local server went away) ends it without an end frame; the job is " + "left running",
+    async () => {
+      const clock = new FakeClock();
+      const side = fakeSide(Buffer.from("abc"));
+      const c = channel(clock);
+      const served = serveRemote(c.io, side);
+      c.input.write(`${JSON.stringify({ op: "follow", job_id: JOB, offset: 0 })}\n`);
+      side.written = 3;
+      await clock.advance(100);
+      c.input.end();
+      await clock.advance(100);
+      assert.equal(await served, 0);
+      assert.deepEqual(
+        c.frames.map((frame) => frame.type),
+        ["accepted", "output"],
+      );
+      assert.equal(side.left, 1);
+    },
+  );
 
   test("permission requests go along once per change, and an answer op answers there", async () => {
     const clock = new FakeClock();
@@ -217,7 +301,14 @@ describe("the remote mode's loop", () => {
     const served = serveRemote(c.io, side);
     c.input.write(`${JSON.stringify({ op: "follow", job_id: JOB, offset: 0 })}\n`);
     await clock.advance(300);
-    const request = { id: "1", tool_name: "Bash", input: { command: "ls" }, preview: "Bash · ls", asked_at: 1, expires_at: 2 };
+    const request = {
+      id: "1",
+      tool_name: "Bash",
+      input: { command: "ls" },
+      preview: "Bash · ls",
+      asked_at: 1,
+      expires_at: 2,
+    };
     side.filed = [{ request }];
     await clock.advance(300);
     side.filed = [{ request, answer: { decision: "allow", by: "cli", at: 3 } }];
@@ -231,18 +322,33 @@ describe("the remote mode's loop", () => {
       { type: "approvals", approvals: [{ request, answer: { decision: "allow", by: "cli", at: 3 } }] },
     ]);
     assert.ok(parseFrame(JSON.stringify(sent[1])), "what one end sends, the other reads");
-    assert.equal(parseFrame(JSON.stringify({ type: "approvals", approvals: [{ request: { ...request, id: "../1" } }] })), undefined);
-    assert.equal(parseFrame(JSON.stringify({ type: "approvals", approvals: [{ request, answer: { decision: "maybe", by: "cli", at: 3 } }] })), undefined);
+    assert.equal(
+      parseFrame(JSON.stringify({ type: "approvals", approvals: [{ request: { ...request, id: "../1" } }] })),
+      undefined,
+    );
+    assert.equal(
+      parseFrame(
+        JSON.stringify({
+          type: "approvals",
+          approvals: [{ request, answer: { decision: "maybe", by: "cli", at: 3 } }],
+        }),
+      ),
+      undefined,
+    );
 
     const answering = fakeSide(Buffer.alloc(0));
     const answers: unknown[] = [];
     answering.answer = (_id, requestId, answer) => (answers.push([requestId, answer]), { answer, won: true });
     const d = channel(clock);
     const answered = serveRemote(d.io, answering);
-    d.input.end(`${JSON.stringify({ op: "answer", job_id: JOB, request_id: "1", answer: { decision: "deny", by: "tool", at: 5, message: "no" } })}\n`);
+    d.input.end(
+      `${JSON.stringify({ op: "answer", job_id: JOB, request_id: "1", answer: { decision: "deny", by: "tool", at: 5, message: "no" } })}\n`,
+    );
     assert.equal(await answered, 0);
     assert.deepEqual(answers, [["1", { decision: "deny", by: "tool", at: 5, message: "no" }]]);
-    assert.deepEqual(d.frames, [{ type: "answered", won: true, answer: { decision: "deny", by: "tool", at: 5, message: "no" } }]);
+    assert.deepEqual(d.frames, [
+      { type: "answered", won: true, answer: { decision: "deny", by: "tool", at: 5, message: "no" } },
+    ]);
   });
 
   test("refusals are error frames with a listed code: a bad request, an unknown job", async () => {

@@ -68,7 +68,9 @@ function ssh(sshd: Sshd, alias: string, command: string): SshRun {
       };
       const onClose = (code: number | null): void => {
         cleanup();
-        reject(new Error(`ssh exited (${code}) before printing ${pattern}; stderr: ${stderr}\nsshd.log:\n${sshdLog(sshd)}`));
+        reject(
+          new Error(`ssh exited (${code}) before printing ${pattern}; stderr: ${stderr}\nsshd.log:\n${sshdLog(sshd)}`),
+        );
       };
       const timer = setTimeout(() => {
         cleanup();
@@ -108,7 +110,10 @@ function killQuietly(pid: number | undefined): void {
   }
 }
 
-/** The sshd processes of `sshd`: its listener (found by its config path in /proc/PID/cmdline) and the listener's sshd descendants. */
+/**
+ * The sshd processes of `sshd`: its listener (found by its config path in
+ * /proc/PID/cmdline) and the listener's sshd descendants.
+ */
 function sshdProcesses(sshd: Sshd): { listener: number | undefined; perConnection: number[] } {
   const procs = readdirSync("/proc")
     .filter((entry) => /^\d+$/.test(entry))
@@ -131,7 +136,11 @@ function sshdProcesses(sshd: Sshd): { listener: number | undefined; perConnectio
   // sshd rewrites its argv ("sshd: /usr/sbin/sshd -D -e -f <config> [listener] ..."); a connection's
   // re-executed child names the config too, but its parent is the listener.
   const listener = procs.find(
-    (proc) => proc.comm === "sshd" && proc.cmdline.includes(`-f ${config} `) && comm.get(proc.ppid) !== "sshd" && isAlive(proc.pid),
+    (proc) =>
+      proc.comm === "sshd" &&
+      proc.cmdline.includes(`-f ${config} `) &&
+      comm.get(proc.ppid) !== "sshd" &&
+      isAlive(proc.pid),
   )?.pid;
   const perConnection: number[] = [];
   const queue = listener === undefined ? [] : [listener];
@@ -182,68 +191,78 @@ describe("a real OpenSSH server on 127.0.0.1 (test/sshd.ts)", { skip, timeout: 6
   });
 
   test("the refused alias is refused: exit 255, Permission denied", async () => {
-    const result = await within(ssh(server(), server().refusedAlias, "echo should-not-run").exited, "ssh with the refused key");
+    const result = await within(
+      ssh(server(), server().refusedAlias, "echo should-not-run").exited,
+      "ssh with the refused key",
+    );
     assert.equal(result.code, 255);
     assert.match(result.stderr, /Permission denied/);
     assert.equal(result.stdout, "");
   });
 
-  test("dropConnections() cuts a live connection (ssh exits 255), keeps the listener and the session's command", async () => {
-    const run = ssh(server(), server().alias, "echo started $$; exec sleep 30");
-    let sleeper: number | undefined;
-    try {
-      const match = await run.waitForStdout(/started (\d+)\n/);
-      sleeper = Number(match[1]);
-      assert.ok(isAlive(sleeper), "the session's command runs");
-      const { listener, perConnection } = sshdProcesses(server());
-      assert.ok(listener !== undefined, "the listener is found in /proc");
-      // A root login has one ("sshd: root@notty": sshd skips the privilege-separated monitor for uid 0), another user two.
-      assert.ok(perConnection.length >= 1, "the connection's sshd processes are found");
+  test(
+    "dropConnections() cuts a live connection (ssh exits 255), keeps the listener and the " + "session's command",
+    async () => {
+      const run = ssh(server(), server().alias, "echo started $$; exec sleep 30");
+      let sleeper: number | undefined;
+      try {
+        const match = await run.waitForStdout(/started (\d+)\n/);
+        sleeper = Number(match[1]);
+        assert.ok(isAlive(sleeper), "the session's command runs");
+        const { listener, perConnection } = sshdProcesses(server());
+        assert.ok(listener !== undefined, "the listener is found in /proc");
+        // A root login has one ("sshd: root@notty": sshd skips the
+        // privilege-separated monitor for uid 0), another user two.
+        assert.ok(perConnection.length >= 1, "the connection's sshd processes are found");
 
-      const dropped = await within(server().dropConnections(), "dropConnections()");
-      assert.ok(dropped >= 1, `dropConnections() killed ${dropped} processes`);
-      const result = await within(run.exited, "ssh to exit after the drop");
-      assert.equal(result.code, 255, `ssh exited ${result.code}/${result.signal}: ${result.stderr}`);
-      assert.deepEqual(perConnection.filter(isAlive), [], "none of the connection's sshd processes is left");
+        const dropped = await within(server().dropConnections(), "dropConnections()");
+        assert.ok(dropped >= 1, `dropConnections() killed ${dropped} processes`);
+        const result = await within(run.exited, "ssh to exit after the drop");
+        assert.equal(result.code, 255, `ssh exited ${result.code}/${result.signal}: ${result.stderr}`);
+        assert.deepEqual(perConnection.filter(isAlive), [], "none of the connection's sshd processes is left");
 
-      assert.ok(isAlive(listener), "the listener survives a drop");
-      assert.ok(isAlive(sleeper), "the session's command survives a drop");
-      const again = await within(ssh(server(), server().alias, "echo again").exited, "ssh after the drop");
-      assert.equal(again.code, 0, `ssh after the drop failed: ${again.stderr}`);
-      assert.equal(again.stdout, "again\n");
-    } finally {
-      run.child.kill("SIGKILL");
-      killQuietly(sleeper);
-    }
-  });
+        assert.ok(isAlive(listener), "the listener survives a drop");
+        assert.ok(isAlive(sleeper), "the session's command survives a drop");
+        const again = await within(ssh(server(), server().alias, "echo again").exited, "ssh after the drop");
+        assert.equal(again.code, 0, `ssh after the drop failed: ${again.stderr}`);
+        assert.equal(again.stdout, "again\n");
+      } finally {
+        run.child.kill("SIGKILL");
+        killQuietly(sleeper);
+      }
+    },
+  );
 });
 
 describe("stop() (test/sshd.ts)", { skip, timeout: 60_000 }, () => {
-  test("stop() ends the listener and a live connection's sshd processes, nothing else, and may be called again", async () => {
-    const sshd = await startSshd();
-    const run = ssh(sshd, sshd.alias, "echo started $$; exec sleep 30");
-    let sleeper: number | undefined;
-    try {
-      sleeper = Number((await run.waitForStdout(/started (\d+)\n/))[1]);
-      const before = sshdProcesses(sshd);
-      assert.ok(before.listener !== undefined, "the listener is found in /proc");
-      assert.ok(before.perConnection.length >= 1, "the live connection has sshd processes");
+  test(
+    "stop() ends the listener and a live connection's sshd processes, nothing else, and may be " + "called again",
+    async () => {
+      const sshd = await startSshd();
+      const run = ssh(sshd, sshd.alias, "echo started $$; exec sleep 30");
+      let sleeper: number | undefined;
+      try {
+        sleeper = Number((await run.waitForStdout(/started (\d+)\n/))[1]);
+        const before = sshdProcesses(sshd);
+        assert.ok(before.listener !== undefined, "the listener is found in /proc");
+        assert.ok(before.perConnection.length >= 1, "the live connection has sshd processes");
 
-      await within(sshd.stop(), "stop()");
-      const all = [before.listener, ...before.perConnection];
-      assert.deepEqual(all.filter(isAlive), [], "no sshd process of this run is left");
-      assert.equal(sshdProcesses(sshd).listener, undefined);
-      const result = await within(run.exited, "ssh to exit after stop()");
-      assert.equal(result.code, 255, `ssh exited ${result.code}/${result.signal}: ${result.stderr}`);
-      assert.ok(isAlive(sleeper), "the session's command is not stop()'s to kill");
-      assert.ok(existsSync(sshd.clientConfig), "stop() removes no file");
+        await within(sshd.stop(), "stop()");
+        const all = [before.listener, ...before.perConnection];
+        assert.deepEqual(all.filter(isAlive), [], "no sshd process of this run is left");
+        assert.equal(sshdProcesses(sshd).listener, undefined);
+        const result = await within(run.exited, "ssh to exit after stop()");
+        assert.equal(result.code, 255, `ssh exited ${result.code}/${result.signal}: ${result.stderr}`);
+        assert.ok(isAlive(sleeper), "the session's command is not stop()'s to kill");
+        assert.ok(existsSync(sshd.clientConfig), "stop() removes no file");
 
-      await within(sshd.stop(), "a second stop()");
-    } finally {
-      run.child.kill("SIGKILL");
-      killQuietly(sleeper);
-      await sshd.stop();
-      rmSync(sshd.dir, { recursive: true, force: true });
-    }
-  });
+        await within(sshd.stop(), "a second stop()");
+      } finally {
+        run.child.kill("SIGKILL");
+        killQuietly(sleeper);
+        await sshd.stop();
+        rmSync(sshd.dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

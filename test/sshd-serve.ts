@@ -4,7 +4,8 @@
  *   node_modules/.bin/tsx test/sshd-serve.ts
  *
  * Prints one JSON line, {"alias","clientConfig","refusedAlias"} (or {"missing": reason} and exits 0 when sshd, ssh
- * or ssh-keygen is not there), then serves until its stdin ends or SIGTERM, when it stops sshd, removes its folder and exits.
+ * or ssh-keygen is not there), then serves until its stdin ends or SIGTERM,
+ * when it stops sshd, removes its folder and exits.
  * BENCH_RUN_ID, when set, is passed on to every session (sshd_config SetEnv), so the bench's leftover check also
  * finds what runs on the far side.
  */
@@ -22,7 +23,9 @@ if (missing !== undefined) {
 const env: Record<string, string> = { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` };
 if (process.env.BENCH_RUN_ID) env.BENCH_RUN_ID = process.env.BENCH_RUN_ID;
 const sshd = await startSshd({ env });
-process.stdout.write(`${JSON.stringify({ alias: sshd.alias, clientConfig: sshd.clientConfig, refusedAlias: sshd.refusedAlias })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ alias: sshd.alias, clientConfig: sshd.clientConfig, refusedAlias: sshd.refusedAlias })}\n`,
+);
 
 let stopping = false;
 const stop = async (): Promise<void> => {

@@ -12,7 +12,17 @@
  * Nothing is registered globally: the caller calls stop() in an `after` hook.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
 import net from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import path from "node:path";
@@ -35,7 +45,10 @@ export interface Sshd {
   refusedAlias: string;
   /** The directory holding everything generated for this run. */
   dir: string;
-  /** SIGKILLs every per-connection sshd process (children of the listener whose /proc/PID/comm is "sshd"), never the listener, never anything else; resolves to how many were killed. */
+  /**
+   * SIGKILLs every per-connection sshd process (children of the listener whose /proc/PID/comm is "sshd"), never
+   * the listener, never anything else; resolves to how many were killed.
+   */
   dropConnections(): Promise<number>;
   /** Stops the listener and every per-connection sshd process; removes nothing else. Idempotent. */
   stop(): Promise<void>;
@@ -64,7 +77,10 @@ function onPath(name: string): string | undefined {
   return undefined;
 }
 
-/** undefined when sshd, ssh and ssh-keygen are all there; else why not (e.g. "/usr/sbin/sshd is missing: apt-get install openssh-server"). */
+/**
+ * undefined when sshd, ssh and ssh-keygen are all there; else why not (e.g.
+ * "/usr/sbin/sshd is missing: apt-get install openssh-server").
+ */
 export function sshMissing(): string | undefined {
   if (process.platform !== "linux") return "the sshd harness reads /proc (Linux only)";
   if (!existsSync(SSHD)) return `${SSHD} is missing: apt-get install openssh-server`;
@@ -73,7 +89,10 @@ export function sshMissing(): string | undefined {
   return undefined;
 }
 
-/** For a suite: under CI=true a missing ssh fails (throw with the reason); otherwise it prints one loud line on stderr and returns the skip reason for node:test's `skip` option. */
+/**
+ * For a suite: under CI=true a missing ssh fails (throw with the reason); otherwise it prints one loud line on
+ * stderr and returns the skip reason for node:test's `skip` option.
+ */
 export function sshSkipReason(suite: string): string | undefined {
   const why = sshMissing();
   if (why === undefined) return undefined;
@@ -180,7 +199,10 @@ async function killPerConnection(listener: number): Promise<number> {
   for (;;) {
     const left = [...frozen.values()].filter(stillRunning);
     if (left.length === 0) return killed;
-    if (Date.now() > deadline) throw new Error(`per-connection sshd processes still running after SIGKILL: ${left.map((p) => p.pid).join(", ")}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `per-connection sshd processes still running after SIGKILL: ${left.map((p) => p.pid).join(", ")}`,
+      );
     await delay(POLL_MS);
   }
 }
@@ -211,8 +233,12 @@ async function keygen(file: string): Promise<void> {
 function setEnvLine(env: Record<string, string>): string {
   const words: string[] = [];
   for (const [name, value] of Object.entries(env)) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`SetEnv: ${JSON.stringify(name)} is not a variable name`);
-    if (/["\r\n\0]/.test(value)) throw new Error(`SetEnv: the value of ${name} holds a double quote or a line break, which sshd_config cannot carry`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new Error(`SetEnv: ${JSON.stringify(name)} is not a variable name`);
+    if (/["\r\n\0]/.test(value))
+      throw new Error(
+        `SetEnv: the value of ${name} holds a double quote or a line break, which sshd_config cannot carry`,
+      );
     words.push(`"${name}=${value.replaceAll("\\", "\\\\")}"`);
   }
   return words.length === 0 ? "" : `SetEnv ${words.join(" ")}\n`;
@@ -262,14 +288,19 @@ interface Listener {
   hasExited(): boolean;
 }
 
-/** Starts one. Generates per run in a fresh mkdtemp dir: an ed25519 host key, a client key pair (authorized), a second client key pair (not authorized), authorized_keys, known_hosts (with the host key for [127.0.0.1]:PORT so StrictHostKeyChecking yes works), sshd_config, ssh_config. */
+/**
+ * Starts one. Generates per run in a fresh mkdtemp dir: an ed25519 host key, a client key pair (authorized), a
+ * second client key pair (not authorized), authorized_keys, known_hosts (with the host key for
+ * [127.0.0.1]:PORT so StrictHostKeyChecking yes works), sshd_config, ssh_config.
+ */
 export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
   const setEnv = setEnvLine(options.env ?? {}); // throws before anything is made
   const missing = sshMissing();
   if (missing) throw new Error(`cannot start sshd: ${missing}`);
 
   const user = userInfo().username;
-  if (process.getuid?.() === 0) mkdirSync("/run/sshd", { recursive: true, mode: 0o755 }); // sshd's privilege separation dir
+  // sshd's privilege separation dir
+  if (process.getuid?.() === 0) mkdirSync("/run/sshd", { recursive: true, mode: 0o755 });
 
   const dir = mkdtempSync(path.join(tmpdir(), "dispatch-sshd-"));
   const file = (name: string): string => path.join(dir, name);
@@ -327,7 +358,10 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
   const launch = (): Listener => {
     const out = openSync(log, "a");
     try {
-      const child = spawn(SSHD, ["-D", "-e", "-f", sshdConfig], { env: toolEnvironment(), stdio: ["ignore", out, out] });
+      const child = spawn(SSHD, ["-D", "-e", "-f", sshdConfig], {
+        env: toolEnvironment(),
+        stdio: ["ignore", out, out],
+      });
       let gone = false;
       const exited = new Promise<void>((resolve) => {
         child.once("exit", () => {
@@ -345,7 +379,9 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
     }
   };
 
-  /** Waits until `listener` accepts; undefined then, else why not (it exited, or the time ran out: then it is killed). */
+  /**
+   * Waits until `listener` accepts; undefined then, else why not (it exited, or the time ran out: then it is killed).
+   */
   const ready = async (listener: Listener, port: number): Promise<string | undefined> => {
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
@@ -369,7 +405,9 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
     const why = await ready(listener, port);
     if (why === undefined) started = { listener, port };
     else if (why !== "exited" || attempt >= 3 || !/Address already in use/.test(logTail(log, 5))) {
-      throw new Error(`sshd ${why === "exited" ? `exited at start (${listener.child.exitCode ?? listener.child.signalCode})` : why}; ${log}:\n${logTail(log)}`);
+      throw new Error(
+        `sshd ${why === "exited" ? `exited at start (${listener.child.exitCode ?? listener.child.signalCode})` : why}; ${log}:\n${logTail(log)}`,
+      );
     }
   }
   const { listener, port } = started;

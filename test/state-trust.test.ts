@@ -6,7 +6,16 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { spawnSync } from "node:child_process";
-import { chownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
@@ -36,7 +45,9 @@ function freshDir(): string {
 
 function record(id: string, overrides: Partial<JobRecord> = {}): JobRecord {
   return {
-    format: 1, runtime: "claude", host: "local",
+    format: 1,
+    runtime: "claude",
+    host: "local",
     id,
     kind: "start",
     cwd: scratch,
@@ -58,7 +69,10 @@ describe("a state directory that is not ours is refused", { skip: !posix && "uid
     const dir = freshDir();
     mkdirSync(path.join(dir, "jobs"), { recursive: true, mode: 0o755 });
     const store = new StateStore(dir, { uid: ourUid + 1, randomName: () => randomUUID() });
-    assert.throws(() => store.open(), (error: unknown) => error instanceof StateError && /owned by uid \d+, not by this user/.test(error.message));
+    assert.throws(
+      () => store.open(),
+      (error: unknown) => error instanceof StateError && /owned by uid \d+, not by this user/.test(error.message),
+    );
     assert.equal(lstatSync(dir).mode & 0o777, 0o755, "its mode was left as it was");
     assert.throws(() => store.check(), StateError);
   });
@@ -68,55 +82,81 @@ describe("a state directory that is not ours is refused", { skip: !posix && "uid
     mkdirSync(real, { recursive: true });
     const link = freshDir();
     symlinkSync(real, link);
-    assert.throws(() => new StateStore(link, { uid: ourUid, randomName: () => randomUUID() }).open(), /is a symbolic link/);
+    assert.throws(
+      () => new StateStore(link, { uid: ourUid, randomName: () => randomUUID() }).open(),
+      /is a symbolic link/,
+    );
     const dir = freshDir();
     mkdirSync(dir, { recursive: true });
     symlinkSync(real, path.join(dir, "jobs"));
-    assert.throws(() => new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() }).open(), /jobs is a symbolic link/);
+    assert.throws(
+      () => new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() }).open(),
+      /jobs is a symbolic link/,
+    );
   });
 
-  test("a job folder of another user's is skipped, never loaded or run", { skip: !isRoot && "chown needs root" }, () => {
-    const dir = freshDir();
-    const store = new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() });
-    store.open();
-    store.create(record(ID), "rm -rf ~");
-    store.create(record(OTHER_ID), "fine");
-    chownSync(store.jobDir(ID), STRANGER, STRANGER);
-    const { records, skipped } = store.loadAll();
-    assert.deepEqual(records.map((loaded) => loaded.id), [OTHER_ID]);
-    assert.deepEqual(skipped, [{ id: ID, reason: `its folder is owned by uid ${STRANGER}, not by this user` }]);
-    assert.equal(store.read(ID), undefined);
-  });
+  test(
+    "a job folder of another user's is skipped, never loaded or run",
+    { skip: !isRoot && "chown needs root" },
+    () => {
+      const dir = freshDir();
+      const store = new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() });
+      store.open();
+      store.create(record(ID), "rm -rf ~");
+      store.create(record(OTHER_ID), "fine");
+      chownSync(store.jobDir(ID), STRANGER, STRANGER);
+      const { records, skipped } = store.loadAll();
+      assert.deepEqual(
+        records.map((loaded) => loaded.id),
+        [OTHER_ID],
+      );
+      assert.deepEqual(skipped, [{ id: ID, reason: `its folder is owned by uid ${STRANGER}, not by this user` }]);
+      assert.equal(store.read(ID), undefined);
+    },
+  );
 
-  test("the server will not start on another user's state directory, and doctor says why", { skip: !isRoot && "chown needs root" }, async () => {
-    const dir = freshDir();
-    mkdirSync(path.join(dir, "jobs"), { recursive: true, mode: 0o700 });
-    chownSync(dir, STRANGER, STRANGER);
-    const server = spawnSync(process.execPath, [SERVER_MAIN], { env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: dir }), input: "", encoding: "utf8", timeout: 30_000 });
-    assert.equal(server.status, 2, server.stderr);
-    assert.match(server.stderr, /owned by uid 54321, not by this user/);
+  test(
+    "the server will not start on another user's state directory, and doctor says why",
+    { skip: !isRoot && "chown needs root" },
+    async () => {
+      const dir = freshDir();
+      mkdirSync(path.join(dir, "jobs"), { recursive: true, mode: 0o700 });
+      chownSync(dir, STRANGER, STRANGER);
+      const server = spawnSync(process.execPath, [SERVER_MAIN], {
+        env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: dir }),
+        input: "",
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      assert.equal(server.status, 2, server.stderr);
+      assert.match(server.stderr, /owned by uid 54321, not by this user/);
 
-    const doctor = await runCliCapture(["doctor", "--json"], dir);
-    assert.equal(doctor.code, 1);
-    const checks = (JSON.parse(doctor.stdout) as { checks: { name: string; status: string; detail: string }[] }).checks;
-    const state = checks.find((check) => check.name === "state directory");
-    assert.equal(state?.status, "fail", JSON.stringify(checks));
-    assert.match(state?.detail ?? "", /owned by uid 54321/);
+      const doctor = await runCliCapture(["doctor", "--json"], dir);
+      assert.equal(doctor.code, 1);
+      const checks = (JSON.parse(doctor.stdout) as { checks: { name: string; status: string; detail: string }[] })
+        .checks;
+      const state = checks.find((check) => check.name === "state directory");
+      assert.equal(state?.status, "fail", JSON.stringify(checks));
+      assert.match(state?.detail ?? "", /owned by uid 54321/);
 
-    const jobs = await runCliCapture(["jobs"], dir);
-    assert.equal(jobs.code, 1);
-    assert.match(jobs.stderr, /owned by uid 54321/);
-  });
+      const jobs = await runCliCapture(["jobs"], dir);
+      assert.equal(jobs.code, 1);
+      assert.match(jobs.stderr, /owned by uid 54321/);
+    },
+  );
 
-  test("the CLI refuses to list or kill from a directory that is not ours (a store told to expect another uid)", async () => {
-    const dir = freshDir();
-    new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() }).open();
-    const listed = await runCliCapture(["jobs", "--json"], dir, ourUid + 1);
-    assert.equal(listed.code, 1);
-    assert.match(listed.stdout, /STATE_ERROR/);
-    const doctor = await runCliCapture(["doctor", "--json"], dir, ourUid + 1);
-    assert.equal(doctor.code, 1);
-  });
+  test(
+    "the CLI refuses to list or kill from a directory that is not ours (a store told to expect " + "another uid)",
+    async () => {
+      const dir = freshDir();
+      new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() }).open();
+      const listed = await runCliCapture(["jobs", "--json"], dir, ourUid + 1);
+      assert.equal(listed.code, 1);
+      assert.match(listed.stdout, /STATE_ERROR/);
+      const doctor = await runCliCapture(["doctor", "--json"], dir, ourUid + 1);
+      assert.equal(doctor.code, 1);
+    },
+  );
 });
 
 describe("no symbolic link in the state directory is followed", { skip: !posix && "O_NOFOLLOW is POSIX" }, () => {
@@ -134,24 +174,31 @@ describe("no symbolic link in the state directory is followed", { skip: !posix &
     assert.equal(readFileSync(secret, "utf8"), "TOP SECRET KEY MATERIAL", "nothing was written through the link");
   });
 
-  test("a result.txt or prompt.txt planted as a link is never written through (both are written in place, not renamed over)", () => {
-    const dir = freshDir();
-    const store = new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() });
-    store.open();
-    store.create(record(ID), "p");
-    symlinkSync(secret, store.file(ID, "result.txt"));
-    assert.throws(() => store.writeResult(ID, "overwritten"), /ELOOP|symbolic/);
-    mkdirSync(store.jobDir(OTHER_ID), { mode: 0o700 });
-    symlinkSync(secret, store.file(OTHER_ID, "prompt.txt"));
-    assert.throws(() => store.create(record(OTHER_ID), "overwritten"), /EEXIST/, "prompt.txt is created exclusively");
-    assert.equal(readFileSync(secret, "utf8"), "TOP SECRET KEY MATERIAL", "nothing was written through either link");
-  });
+  test(
+    "a result.txt or prompt.txt planted as a link is never written through (both are written in place, not " +
+      "renamed over)",
+    () => {
+      const dir = freshDir();
+      const store = new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() });
+      store.open();
+      store.create(record(ID), "p");
+      symlinkSync(secret, store.file(ID, "result.txt"));
+      assert.throws(() => store.writeResult(ID, "overwritten"), /ELOOP|symbolic/);
+      mkdirSync(store.jobDir(OTHER_ID), { mode: 0o700 });
+      symlinkSync(secret, store.file(OTHER_ID, "prompt.txt"));
+      assert.throws(() => store.create(record(OTHER_ID), "overwritten"), /EEXIST/, "prompt.txt is created exclusively");
+      assert.equal(readFileSync(secret, "utf8"), "TOP SECRET KEY MATERIAL", "nothing was written through either link");
+    },
+  );
 
   test("a result.txt, record.json or job folder that is a link is not read", () => {
     const dir = freshDir();
     const store = new StateStore(dir, { uid: ourUid, randomName: () => randomUUID() });
     store.open();
-    store.create(record(ID, { status: "completed", finished_at: 2, outcome: { ok: true, result: {}, result_chars: 23 } }), "p");
+    store.create(
+      record(ID, { status: "completed", finished_at: 2, outcome: { ok: true, result: {}, result_chars: 23 } }),
+      "p",
+    );
     symlinkSync(secret, store.file(ID, "result.txt"));
     assert.equal(store.readResult(ID), undefined);
     assert.equal(store.readResultHead(ID, 100), undefined);
@@ -170,7 +217,10 @@ describe("no symbolic link in the state directory is followed", { skip: !posix &
     symlinkSync(elsewhere, path.join(store.jobsDir, linkedFolder));
 
     const { records, skipped } = store.loadAll();
-    assert.deepEqual(records.map((loaded) => loaded.id), [ID]);
+    assert.deepEqual(
+      records.map((loaded) => loaded.id),
+      [ID],
+    );
     assert.deepEqual(
       skipped.sort((a, b) => a.id.localeCompare(b.id)),
       [
@@ -182,42 +232,58 @@ describe("no symbolic link in the state directory is followed", { skip: !posix &
     assert.equal(store.read(linkedFolder), undefined);
   });
 
-  test("claude_output never leaks the file a planted result.txt points at", { skip: process.platform !== "linux" && "end to end on Linux" }, async () => {
-    const dir = freshDir();
-    const cwd = path.join(dir, "..", `work-${dirs}`);
-    mkdirSync(cwd, { recursive: true });
-    const first = new ServerProcess({ CLAUDE_DISPATCH_STATE_DIR: dir });
-    await first.initialize();
-    const ran = await first.callTool("claude_run", { prompt: `@big 6000\nlong`, cwd });
-    const id = ran.result?.structuredContent?.job_id as string;
-    assert.equal(ran.result?.structuredContent?.status, "completed");
-    first.endInput();
-    await first.exited;
-    first.dispose();
+  test(
+    "claude_output never leaks the file a planted result.txt points at",
+    { skip: process.platform !== "linux" && "end to end on Linux" },
+    async () => {
+      const dir = freshDir();
+      const cwd = path.join(dir, "..", `work-${dirs}`);
+      mkdirSync(cwd, { recursive: true });
+      const first = new ServerProcess({ CLAUDE_DISPATCH_STATE_DIR: dir });
+      await first.initialize();
+      const ran = await first.callTool("claude_run", { prompt: `@big 6000\nlong`, cwd });
+      const id = ran.result?.structuredContent?.job_id as string;
+      assert.equal(ran.result?.structuredContent?.status, "completed");
+      first.endInput();
+      await first.exited;
+      first.dispose();
 
-    const resultFile = path.join(dir, "jobs", id, "result.txt");
-    rmSync(resultFile);
-    symlinkSync(secret, resultFile);
-    const second = new ServerProcess({ CLAUDE_DISPATCH_STATE_DIR: dir });
-    try {
-      await second.initialize();
-      const page = await second.callTool("claude_output", { job_id: id });
-      assert.doesNotMatch(JSON.stringify(page), /TOP SECRET/);
-      const waited = await second.callTool("claude_wait", { job_id: id, hold_ms: 0 });
-      assert.doesNotMatch(JSON.stringify(waited), /TOP SECRET/);
-      const shown = spawnSync(process.execPath, [SERVER_MAIN, "show", id, "--json"], { env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: dir }), encoding: "utf8", timeout: 30_000 });
-      assert.equal(shown.status, 0, shown.stderr);
-      assert.equal((JSON.parse(shown.stdout) as { result: unknown }).result, null, "show reads no result through the link");
-      assert.doesNotMatch(shown.stdout, /TOP SECRET/);
-    } finally {
-      second.endInput();
-      await second.exited;
-      second.dispose();
-    }
-  });
+      const resultFile = path.join(dir, "jobs", id, "result.txt");
+      rmSync(resultFile);
+      symlinkSync(secret, resultFile);
+      const second = new ServerProcess({ CLAUDE_DISPATCH_STATE_DIR: dir });
+      try {
+        await second.initialize();
+        const page = await second.callTool("claude_output", { job_id: id });
+        assert.doesNotMatch(JSON.stringify(page), /TOP SECRET/);
+        const waited = await second.callTool("claude_wait", { job_id: id, hold_ms: 0 });
+        assert.doesNotMatch(JSON.stringify(waited), /TOP SECRET/);
+        const shown = spawnSync(process.execPath, [SERVER_MAIN, "show", id, "--json"], {
+          env: minimalEnvironment({ CLAUDE_DISPATCH_STATE_DIR: dir }),
+          encoding: "utf8",
+          timeout: 30_000,
+        });
+        assert.equal(shown.status, 0, shown.stderr);
+        assert.equal(
+          (JSON.parse(shown.stdout) as { result: unknown }).result,
+          null,
+          "show reads no result through the link",
+        );
+        assert.doesNotMatch(shown.stdout, /TOP SECRET/);
+      } finally {
+        second.endInput();
+        await second.exited;
+        second.dispose();
+      }
+    },
+  );
 });
 
-async function runCliCapture(args: string[], stateDir: string, uid = ourUid): Promise<{ code: number; stdout: string; stderr: string }> {
+async function runCliCapture(
+  args: string[],
+  stateDir: string,
+  uid = ourUid,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
   const io: CliIo = {

@@ -5,7 +5,16 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
@@ -43,7 +52,9 @@ function nextId(): string {
 
 interface Harness {
   jobs: JobRegistry;
-  /** Takes over the records with this process table: who is alive, servers and agents alike (restore's own, by default). */
+  /**
+   * Takes over the records with this process table: who is alive, servers and agents alike (restore's own, by default).
+   */
   restore(records: readonly JobRecord[], isAlive?: IsAlive): Promise<void>;
   launcher: FakeLauncher;
   attached: AgentToAttach[];
@@ -87,7 +98,10 @@ function harness(
     finishedTranscriptChars: 1_000_000,
     maxRunning: options.maxRunning ?? 1000,
     persistence: {
-      ...homeOnly(tableOf((named) => alive(named)), owner),
+      ...homeOnly(
+        tableOf((named) => alive(named)),
+        owner,
+      ),
       store,
       owner,
       attach: (agent) => {
@@ -127,7 +141,9 @@ describe("StateStore", () => {
   test("a record is replaced atomically and no temporary file is left behind", () => {
     const store = freshStore();
     const record: JobRecord = {
-      format: 1, runtime: "claude", host: "local",
+      format: 1,
+      runtime: "claude",
+      host: "local",
       id: nextId(),
       kind: "start",
       cwd: "/w",
@@ -152,7 +168,23 @@ describe("StateStore", () => {
   test("a torn temporary file, a garbage record and a record naming another job are ignored", () => {
     const store = freshStore();
     const good = nextId();
-    store.create({ format: 1, runtime: "claude", host: "local", id: good, kind: "run", cwd: "/w", prompt_preview: "", options: {}, status: "completed", submitted_at: 1, owner: OWNER, generation: 0 }, "");
+    store.create(
+      {
+        format: 1,
+        runtime: "claude",
+        host: "local",
+        id: good,
+        kind: "run",
+        cwd: "/w",
+        prompt_preview: "",
+        options: {},
+        status: "completed",
+        submitted_at: 1,
+        owner: OWNER,
+        generation: 0,
+      },
+      "",
+    );
     writeFileSync(`${store.file(good, "record.json")}.x1y2.tmp`, '{"format":1,"id":"');
     const garbage = nextId();
     mkdirSync(store.jobDir(garbage));
@@ -162,7 +194,10 @@ describe("StateStore", () => {
     writeFileSync(store.file(impostor, "record.json"), JSON.stringify({ ...store.read(good), id: good }));
     mkdirSync(path.join(store.jobsDir, "not-a-job"));
     const { records, skipped } = store.loadAll();
-    assert.deepEqual(records.map((record) => record.id), [good]);
+    assert.deepEqual(
+      records.map((record) => record.id),
+      [good],
+    );
     assert.deepEqual(skipped.map((entry) => entry.id).sort(), [garbage, impostor].sort());
   });
 
@@ -184,14 +219,30 @@ describe("StateStore", () => {
     assert.deepEqual(store.claimHolder(id, 1, 0), { pid: 11 });
     assert.deepEqual(readdirSync(store.jobDir(id)), ["claim.1"], "no temporary file is left");
     const alive = new Set([11]);
-    assert.equal(await store.claimJob(id, 1, { pid: 13 }, async (holder) => alive.has(holder.pid)), false, "its holder is alive");
-    assert.equal(await store.claimJob(id, 1, { pid: 13 }, async () => undefined), false, "a holder that cannot be told alive or gone keeps it");
+    assert.equal(
+      await store.claimJob(id, 1, { pid: 13 }, async (holder) => alive.has(holder.pid)),
+      false,
+      "its holder is alive",
+    );
+    assert.equal(
+      await store.claimJob(id, 1, { pid: 13 }, async () => undefined),
+      false,
+      "a holder that cannot be told alive or gone keeps it",
+    );
     const torn = nextId();
     mkdirSync(store.jobDir(torn));
     writeFileSync(path.join(store.jobDir(torn), "claim.1"), "");
-    assert.equal(await store.claimJob(torn, 1, { pid: 14 }, async () => false), false, "an empty claim (no hard links, a crash mid-write) is respected, not taken over");
+    assert.equal(
+      await store.claimJob(torn, 1, { pid: 14 }, async () => false),
+      false,
+      "an empty claim (no hard links, a crash mid-write) is respected, not taken over",
+    );
     alive.clear();
-    const both = await Promise.all([4, 5].map((pid) => store.claimJob(id, 1, { pid }, async (holder) => alive.has(holder.pid) || holder.pid === 4 || holder.pid === 5)));
+    const both = await Promise.all(
+      [4, 5].map((pid) =>
+        store.claimJob(id, 1, { pid }, async (holder) => alive.has(holder.pid) || holder.pid === 4 || holder.pid === 5),
+      ),
+    );
     assert.deepEqual(both.sort(), [false, true], "of two claimants past a dead holder, one gets the job");
     assert.ok([4, 5].includes(store.claimHolder(id, 1, 1)?.pid ?? 0));
   });
@@ -242,7 +293,10 @@ describe("the job registry with a state directory", () => {
     await settle();
     const running = old.jobs.start({ prompt: "running", cwd: "/w" }, "start");
     const queuedA = old.jobs.start({ prompt: "queued a", cwd: "/w" }, "start");
-    const queuedB = old.jobs.start({ prompt: "queued b", cwd: "/w", resumeSessionId: "8f01635f-202a-449c-ab8a-05f75520788e" }, "start");
+    const queuedB = old.jobs.start(
+      { prompt: "queued b", cwd: "/w", resumeSessionId: "8f01635f-202a-449c-ab8a-05f75520788e" },
+      "start",
+    );
     await settle();
     // The old server dies here: nothing more happens to its registry.
 
@@ -250,7 +304,10 @@ describe("the job registry with a state directory", () => {
     await fresh.restore(store.loadAll().records, nobodyAlive);
     assert.equal(fresh.jobs.get(done.id)?.status, "completed");
     assert.equal(fresh.jobs.get(done.id)?.resultText(), "the old answer");
-    assert.deepEqual(fresh.attached.map((agent) => [agent.pid, agent.startTime, agent.marker]), [[4242, "fake-start", "fake-marker"]]);
+    assert.deepEqual(
+      fresh.attached.map((agent) => [agent.pid, agent.startTime, agent.marker]),
+      [[4242, "fake-start", "fake-marker"]],
+    );
     assert.equal(fresh.attached[0]?.output.stdoutPath, store.file(running.id, "stdout.jsonl"));
     assert.equal(fresh.jobs.get(running.id)?.status, "running");
     assert.equal(fresh.launcher.agents.length, 0, "the limit holds: the adopted agent fills the one slot");
@@ -291,34 +348,45 @@ describe("the job registry with a state directory", () => {
     const gone = harness(other, { owner: { pid: 77, start_time: "1" } });
     const orphan = gone.jobs.start({ prompt: "claimed by a server that then died", cwd: "/w" }, "start");
     await settle();
-    assert.ok(other.claim(orphan.id, 1, 0, { pid: 99, start_time: "9" }), "a claimer that died before rewriting the record");
+    assert.ok(
+      other.claim(orphan.id, 1, 0, { pid: 99, start_time: "9" }),
+      "a claimer that died before rewriting the record",
+    );
     const next = harness(other, { owner: { pid: 8, start_time: "8" } });
     await next.restore(other.loadAll().records, async () => false);
     assert.equal(next.attached.length, 1, "its stale claim is passed: the next slot is taken");
     assert.deepEqual(other.claimHolder(orphan.id, 1, 1), { pid: 8, start_time: "8" });
     const again = harness(other, { owner: { pid: 9, start_time: "9" } });
     await again.restore(other.loadAll().records, async () => false);
-    assert.deepEqual(readdirSync(other.jobDir(orphan.id)).filter((name) => name.startsWith("claim.")), ["claim.2"], "older claims are removed at each takeover");
+    assert.deepEqual(
+      readdirSync(other.jobDir(orphan.id)).filter((name) => name.startsWith("claim.")),
+      ["claim.2"],
+      "older claims are removed at each takeover",
+    );
   });
 
-  test("a result.txt that could not be written leaves no length behind: after a restart there is no result, not an empty one", async () => {
-    class NoResults extends StateStore {
-      override writeResult(): void {
-        throw Object.assign(new Error("ENOSPC"), { code: "ENOSPC" });
+  test(
+    "a result.txt that could not be written leaves no length behind: after a restart there is no result, not " +
+      "an empty one",
+    async () => {
+      class NoResults extends StateStore {
+        override writeResult(): void {
+          throw Object.assign(new Error("ENOSPC"), { code: "ENOSPC" });
+        }
       }
-    }
-    const store = new NoResults(path.join(scratch, `noresult-${nextId()}`), { randomName: () => randomUUID() });
-    store.open();
-    const { jobs, launcher } = harness(store);
-    const job = jobs.start({ prompt: "p", cwd: "/w" }, "start");
-    launcher.last.succeed("x".repeat(10_000));
-    await settle();
-    assert.equal(jobs.get(job.id)?.resultText(), "x".repeat(10_000), "kept in memory while this server lives");
-    assert.equal(store.read(job.id)?.outcome?.result_chars, undefined);
-    const fresh = harness(store);
-    await fresh.restore(store.loadAll().records, nobodyAlive);
-    assert.equal(fresh.jobs.get(job.id)?.resultText(), undefined);
-  });
+      const store = new NoResults(path.join(scratch, `noresult-${nextId()}`), { randomName: () => randomUUID() });
+      store.open();
+      const { jobs, launcher } = harness(store);
+      const job = jobs.start({ prompt: "p", cwd: "/w" }, "start");
+      launcher.last.succeed("x".repeat(10_000));
+      await settle();
+      assert.equal(jobs.get(job.id)?.resultText(), "x".repeat(10_000), "kept in memory while this server lives");
+      assert.equal(store.read(job.id)?.outcome?.result_chars, undefined);
+      const fresh = harness(store);
+      await fresh.restore(store.loadAll().records, nobodyAlive);
+      assert.equal(fresh.jobs.get(job.id)?.resultText(), undefined);
+    },
+  );
 
   test("a queued job whose prompt file is gone is not started with an empty prompt", async () => {
     const store = freshStore();
@@ -338,12 +406,16 @@ describe("the job registry with a state directory", () => {
     const store = freshStore();
     const old = harness(store, { maxRunning: 1, owner: { pid: 77, start_time: "1" } });
     old.jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
-    const risky = old.jobs.start({ prompt: "risky", cwd: "/w", options: { permissionMode: "bypassPermissions" } }, "start");
+    const risky = old.jobs.start(
+      { prompt: "risky", cwd: "/w", options: { permissionMode: "bypassPermissions" } },
+      "start",
+    );
     const fine = old.jobs.start({ prompt: "fine", cwd: "/w" }, "start");
     const fresh = harness(store, {
       maxRunning: 2,
       admit: async (spec) => {
-        if (spec.options?.permissionMode === "bypassPermissions") throw new DispatchError("POLICY_DENIED", "bypassPermissions is not allowed here");
+        if (spec.options?.permissionMode === "bypassPermissions")
+          throw new DispatchError("POLICY_DENIED", "bypassPermissions is not allowed here");
         return { ...spec, cwd: "/real/w" };
       },
     });
@@ -351,7 +423,11 @@ describe("the job registry with a state directory", () => {
     const outcome = fresh.jobs.get(risky.id)?.outcome;
     assert.equal(outcome?.ok === false ? outcome.code : "ok", "POLICY_DENIED");
     assert.match(outcome?.ok === false ? outcome.detail : "", /not started after the restart/);
-    assert.deepEqual(fresh.launcher.agents.map((agent) => [promptOf(agent.spec), agent.spec.cwd]), [["fine", "/real/w"]], "the admitted job runs where the check resolved it");
+    assert.deepEqual(
+      fresh.launcher.agents.map((agent) => [promptOf(agent.spec), agent.spec.cwd]),
+      [["fine", "/real/w"]],
+      "the admitted job runs where the check resolved it",
+    );
     assert.equal(fresh.jobs.get(fine.id)?.status, "running");
   });
 
@@ -370,20 +446,23 @@ describe("the job registry with a state directory", () => {
     assert.equal(fresh.launcher.agents.length, 0, "it is not started only to be killed");
   });
 
-  test("a run whose agent finished while no server ran is completed from its output, even past its timeout", async () => {
-    const store = freshStore();
-    const old = harness(store, { owner: { pid: 77, start_time: "1" } });
-    const run = old.jobs.start({ prompt: "quick", cwd: "/w" }, "run", 5_000);
-    await settle();
-    const fresh = harness(store);
-    await fresh.clock.advance(3_600_000);
-    await fresh.restore(store.loadAll().records, nobodyAlive);
-    await fresh.clock.advance(0);
-    fresh.attachedAgents[0]?.succeed("answered in time");
-    await settle();
-    assert.equal(fresh.jobs.get(run.id)?.status, "completed");
-    assert.equal(fresh.jobs.get(run.id)?.resultText(), "answered in time");
-  });
+  test(
+    "a run whose agent finished while no server ran is completed from its output, even " + "past its timeout",
+    async () => {
+      const store = freshStore();
+      const old = harness(store, { owner: { pid: 77, start_time: "1" } });
+      const run = old.jobs.start({ prompt: "quick", cwd: "/w" }, "run", 5_000);
+      await settle();
+      const fresh = harness(store);
+      await fresh.clock.advance(3_600_000);
+      await fresh.restore(store.loadAll().records, nobodyAlive);
+      await fresh.clock.advance(0);
+      fresh.attachedAgents[0]?.succeed("answered in time");
+      await settle();
+      assert.equal(fresh.jobs.get(run.id)?.status, "completed");
+      assert.equal(fresh.jobs.get(run.id)?.resultText(), "answered in time");
+    },
+  );
 
   test("a kill under way when the server stopped is on disk, and the next server carries it out", async () => {
     const store = freshStore();
@@ -402,32 +481,38 @@ describe("the job registry with a state directory", () => {
     assert.equal(store.read(job.id)?.status, "killed");
   });
 
-  test("50 concurrent starts with a limit of 3: the limit holds, on disk too, and jobs start in submission order", async () => {
-    const store = freshStore();
-    const { jobs, launcher } = harness(store, { maxRunning: 3 });
-    const started = Array.from({ length: 50 }, (_, i) => jobs.start({ prompt: `job ${i}`, cwd: "/w" }, "start"));
-    const statuses = (): string[] => started.map((job) => store.read(job.id)?.status ?? "missing");
-    assert.deepEqual([statuses().filter((s) => s === "running").length, statuses().filter((s) => s === "queued").length], [3, 47]);
-    const killed = started[10] as (typeof started)[number];
-    await jobs.kill(killed.id, "claude_kill");
-    assert.equal(store.read(killed.id)?.status, "killed");
-    const finished = new Set<FakeAgent>();
-    while (launcher.agents.some((agent) => !finished.has(agent))) {
-      const running = launcher.agents.filter((agent) => !finished.has(agent));
-      assert.ok(running.length <= 3, "never more than the limit");
-      for (const agent of running) {
-        finished.add(agent);
-        agent.succeed();
+  test(
+    "50 concurrent starts with a limit of 3: the limit holds, on disk too, and jobs start in " + "submission order",
+    async () => {
+      const store = freshStore();
+      const { jobs, launcher } = harness(store, { maxRunning: 3 });
+      const started = Array.from({ length: 50 }, (_, i) => jobs.start({ prompt: `job ${i}`, cwd: "/w" }, "start"));
+      const statuses = (): string[] => started.map((job) => store.read(job.id)?.status ?? "missing");
+      assert.deepEqual(
+        [statuses().filter((s) => s === "running").length, statuses().filter((s) => s === "queued").length],
+        [3, 47],
+      );
+      const killed = started[10] as (typeof started)[number];
+      await jobs.kill(killed.id, "claude_kill");
+      assert.equal(store.read(killed.id)?.status, "killed");
+      const finished = new Set<FakeAgent>();
+      while (launcher.agents.some((agent) => !finished.has(agent))) {
+        const running = launcher.agents.filter((agent) => !finished.has(agent));
+        assert.ok(running.length <= 3, "never more than the limit");
+        for (const agent of running) {
+          finished.add(agent);
+          agent.succeed();
+        }
+        await settle();
       }
-      await settle();
-    }
-    assert.deepEqual(
-      launcher.agents.map((agent) => promptOf(agent.spec)),
-      started.filter((job) => job !== killed).map((job) => `job ${started.indexOf(job)}`),
-      "FIFO, and the killed job never started",
-    );
-    assert.equal(statuses().filter((s) => s === "completed").length, 49);
-  });
+      assert.deepEqual(
+        launcher.agents.map((agent) => promptOf(agent.spec)),
+        started.filter((job) => job !== killed).map((job) => `job ${started.indexOf(job)}`),
+        "FIFO, and the killed job never started",
+      );
+      assert.equal(statuses().filter((s) => s === "completed").length, 49);
+    },
+  );
 
   test("a kill asked for from the command line drops a queued job when its turn comes", async () => {
     const store = freshStore();
@@ -443,17 +528,20 @@ describe("the job registry with a state directory", () => {
     assert.equal(store.read(queued.id)?.kill_reason, "cli");
   });
 
-  test("with retention 0 the waiting call still reads a long result; the job is forgotten at the next lookup", async () => {
-    const store = freshStore();
-    const { jobs, launcher } = harness(store, { retentionMs: 0 });
-    const job = jobs.start({ prompt: "long answer", cwd: "/w" }, "run");
-    const long = "z".repeat(50_000);
-    launcher.last.succeed(long);
-    await job.done;
-    assert.equal(job.resultText(), long, "the waiter reads it from result.txt");
-    assert.equal(jobs.get(job.id), undefined);
-    assert.ok(!existsSync(store.jobDir(job.id)));
-  });
+  test(
+    "with retention 0 the waiting call still reads a long result; the job is forgotten at " + "the next lookup",
+    async () => {
+      const store = freshStore();
+      const { jobs, launcher } = harness(store, { retentionMs: 0 });
+      const job = jobs.start({ prompt: "long answer", cwd: "/w" }, "run");
+      const long = "z".repeat(50_000);
+      launcher.last.succeed(long);
+      await job.done;
+      assert.equal(job.resultText(), long, "the waiter reads it from result.txt");
+      assert.equal(jobs.get(job.id), undefined);
+      assert.ok(!existsSync(store.jobDir(job.id)));
+    },
+  );
 
   test("finished jobs past retention, or beyond the disk cap, are deleted from disk, oldest first", async () => {
     const store = freshStore();
@@ -464,7 +552,10 @@ describe("the job registry with a state directory", () => {
       launcher.last.succeed("x".repeat(900));
       await settle();
     }
-    assert.ok(existsSync(store.jobDir(made[2] as string)), "the job that just finished is kept until its waiters have read it");
+    assert.ok(
+      existsSync(store.jobDir(made[2] as string)),
+      "the job that just finished is kept until its waiters have read it",
+    );
     jobs.list();
     assert.ok(!existsSync(store.jobDir(made[0] as string)), "the oldest went to stay under the cap");
     assert.ok(existsSync(store.jobDir(made[2] as string)));
@@ -486,39 +577,60 @@ describe("the job registry with a state directory", () => {
     await restarted.restore(store.loadAll().records, nobodyAlive);
     assert.equal(restarted.jobs.get(unrecorded.id)?.status, "lost", "it ends during the takeover");
     assert.equal(restarted.jobs.get(stale.id), undefined);
-    assert.ok(!existsSync(store.jobDir(stale.id)), "a restart prunes what expired while no server ran, even behind a job that ended during the takeover");
+    assert.ok(
+      !existsSync(store.jobDir(stale.id)),
+      "a restart prunes what expired while no server ran, even behind a job that ended during the takeover",
+    );
   });
 });
 
 describe("reading long lines back from the output file", () => {
   /** A source that hands out at most `step` bytes per read, so every boundary is crossed. */
-  const reader = (bytes: Buffer, step: number) => (offset: number, length: number) => bytes.subarray(offset, offset + Math.min(length, step));
+  const reader = (bytes: Buffer, step: number) => (offset: number, length: number) =>
+    bytes.subarray(offset, offset + Math.min(length, step));
 
   test("the streamed member equals what JSON.parse gives, whatever the chunk boundaries", () => {
     const text = 'a "quoted" \\ back\nslash \u00e9 \ud83d\ude00 \u2028 tab\t end';
-    const event = { type: "result", nested: { result: "not this one", list: [1, "}", { a: "\\" }] }, result: text, after: [true, null, 1.5] };
+    const event = {
+      type: "result",
+      nested: { result: "not this one", list: [1, "}", { a: "\\" }] },
+      result: text,
+      after: [true, null, 1.5],
+    };
     const bytes = Buffer.from(JSON.stringify(event));
     for (const step of [1, 2, 3, 5, 7, 64]) {
       const pieces: string[] = [];
-      const parsed = parseStreamingMember(reader(bytes, step), 0, bytes.length, "result", (piece) => pieces.push(piece));
+      const parsed = parseStreamingMember(reader(bytes, step), 0, bytes.length, "result", (piece) =>
+        pieces.push(piece),
+      );
       assert.equal(pieces.join(""), text, `step ${step}`);
       assert.equal(parsed?.chars, text.length);
       assert.deepEqual(parsed?.rest, { ...event, result: "" });
-      for (const piece of pieces) assert.ok(Buffer.from(piece).toString() === piece, "each piece is valid UTF-16 on its own");
+      for (const piece of pieces)
+        assert.ok(Buffer.from(piece).toString() === piece, "each piece is valid UTF-16 on its own");
     }
   });
 
   test("no such member, or not one JSON object: said so", () => {
     const plain = Buffer.from('{"type":"result","is_error":true}');
-    assert.deepEqual(parseStreamingMember(reader(plain, 4), 0, plain.length, "result", () => undefined), { rest: { type: "result", is_error: true }, chars: undefined });
+    assert.deepEqual(
+      parseStreamingMember(reader(plain, 4), 0, plain.length, "result", () => undefined),
+      { rest: { type: "result", is_error: true }, chars: undefined },
+    );
     for (const bad of ['{"result":"unterminated', "[1,2]", '{"a":1}}', "nope"]) {
       const bytes = Buffer.from(bad);
-      assert.equal(parseStreamingMember(reader(bytes, 3), 0, bytes.length, "result", () => undefined), undefined, bad);
+      assert.equal(
+        parseStreamingMember(reader(bytes, 3), 0, bytes.length, "result", () => undefined),
+        undefined,
+        bad,
+      );
     }
   });
 
   test("a long result whose text cannot be written (full disk) is a STATE_ERROR, never half a result", () => {
-    const line = Buffer.from(`${JSON.stringify({ type: "result", is_error: false, result: "r".repeat(400_000), session_id: "s" })}\n`);
+    const line = Buffer.from(
+      `${JSON.stringify({ type: "result", is_error: false, result: "r".repeat(400_000), session_id: "s" })}\n`,
+    );
     const stream = new ClaudeStream({
       maxLineBytes: 1 << 24,
       transcriptChars: 1000,
@@ -543,7 +655,11 @@ describe("reading long lines back from the output file", () => {
     const stream = new ClaudeStream({ maxLineBytes: 1 << 20, transcriptChars: 1000, onOverflow: () => undefined });
     for (let i = 0; i < 3000; i += 1) {
       for (const block of ["a", "b"]) {
-        stream.push(Buffer.from(`${JSON.stringify({ type: "assistant", message: { id: `msg_${i}`, content: [{ type: "text", text: block }] } })}\n`));
+        stream.push(
+          Buffer.from(
+            `${JSON.stringify({ type: "assistant", message: { id: `msg_${i}`, content: [{ type: "text", text: block }] } })}\n`,
+          ),
+        );
       }
     }
     assert.equal(stream.live().turns, 3000);
@@ -553,11 +669,16 @@ describe("reading long lines back from the output file", () => {
     const lines: string[] = [];
     const deferred: Array<[string, number, number]> = [];
     const input = Buffer.from(`short\n${"L".repeat(50)}\nafter\n`);
-    const splitter = new LineReader(1000, (line) => lines.push(line), () => assert.fail("not oversized"), {
-      overBytes: 20,
-      headBytes: 4,
-      onDeferredLine: (head, offset, length) => deferred.push([head.toString(), offset, length]),
-    });
+    const splitter = new LineReader(
+      1000,
+      (line) => lines.push(line),
+      () => assert.fail("not oversized"),
+      {
+        overBytes: 20,
+        headBytes: 4,
+        onDeferredLine: (head, offset, length) => deferred.push([head.toString(), offset, length]),
+      },
+    );
     for (let i = 0; i < input.length; i += 7) splitter.push(input.subarray(i, i + 7));
     splitter.finish();
     assert.deepEqual(lines, ["short", "after"]);
@@ -569,7 +690,10 @@ describe("the takeover, against what a second review found", () => {
   test("a CLI kill that lands while a queued job is being spawned is not lost: the job is killed", async () => {
     const store = freshStore();
     let target: string | undefined;
-    const { jobs, launcher } = harness(store, { maxRunning: 1, onLaunch: () => target && store.requestKill(target, "cli", 0) });
+    const { jobs, launcher } = harness(store, {
+      maxRunning: 1,
+      onLaunch: () => target && store.requestKill(target, "cli", 0),
+    });
     jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
     const queued = jobs.start({ prompt: "unwanted", cwd: "/w" }, "start");
     target = queued.id;
@@ -602,7 +726,21 @@ describe("the takeover, against what a second review found", () => {
     for (const agent of [null, { pid: 0 }, { pid: -1 }, { pid: 1 }, { pid: "42" }, { pid: 42, pgid: 0 }]) {
       const id = nextId();
       mkdirSync(store.jobDir(id));
-      const record = { format: 1, runtime: "claude", host: "local", id, kind: "start", cwd: "/w", prompt_preview: "", options: {}, status: "running", submitted_at: 1, owner: OWNER, generation: 0, agent };
+      const record = {
+        format: 1,
+        runtime: "claude",
+        host: "local",
+        id,
+        kind: "start",
+        cwd: "/w",
+        prompt_preview: "",
+        options: {},
+        status: "running",
+        submitted_at: 1,
+        owner: OWNER,
+        generation: 0,
+        agent,
+      };
       writeFileSync(store.file(id, "record.json"), JSON.stringify(record));
     }
     const { records, skipped } = store.loadAll();
@@ -645,8 +783,12 @@ describe("the takeover, against what a second review found", () => {
     await y.clock.advance(20);
     const runningY = y.jobs.start({ prompt: "y running", cwd: "/w" }, "start");
     await settle();
-    // Two running jobs are two agents (the fakes all report one identity): a record naming another job's agent is not adopted.
-    store.write({ ...(store.read(runningY.id) as JobRecord), agent: { pid: 4243, start_time: "y-start", tree_marker: "y-marker" } });
+    // Two running jobs are two agents (the fakes all report one identity): a
+    // record naming another job's agent is not adopted.
+    store.write({
+      ...(store.read(runningY.id) as JobRecord),
+      agent: { pid: 4243, start_time: "y-start", tree_marker: "y-marker" },
+    });
     const fresh = harness(store, { maxRunning: 2 });
     await fresh.restore(store.loadAll().records, async (named) => named.pid === 4242 || named.pid === 4243);
     assert.equal(fresh.attached.length, 2, "both running agents are followed");
@@ -658,8 +800,27 @@ describe("the takeover, against what a second review found", () => {
   test("a server that is a container's init (pid 1) owns records like any other", () => {
     const store = freshStore();
     const id = nextId();
-    store.create({ format: 1, runtime: "claude", host: "local", id, kind: "start", cwd: "/w", prompt_preview: "", options: {}, status: "queued", submitted_at: 1, owner: { pid: 1 }, generation: 0 }, "p");
-    assert.deepEqual(store.loadAll().records.map((record) => record.id), [id]);
+    store.create(
+      {
+        format: 1,
+        runtime: "claude",
+        host: "local",
+        id,
+        kind: "start",
+        cwd: "/w",
+        prompt_preview: "",
+        options: {},
+        status: "queued",
+        submitted_at: 1,
+        owner: { pid: 1 },
+        generation: 0,
+      },
+      "p",
+    );
+    assert.deepEqual(
+      store.loadAll().records.map((record) => record.id),
+      [id],
+    );
   });
 
   test("a takeover never runs more agents than the limit, even when a job ends during it", async () => {
@@ -686,45 +847,53 @@ describe("the takeover, against what a second review found", () => {
     assert.equal(fresh.launcher.agents.length, 0);
   });
 
-  test("a kill that cannot tell the adopted agent (no process table) signals nothing, fails, and leaves the job running", async () => {
-    const store = freshStore();
-    const old = harness(store, { owner: { pid: 77, start_time: "1" } });
-    const job = old.jobs.start({ prompt: "p", cwd: "/w" }, "start");
-    await settle();
-    const fresh = harness(store);
-    await fresh.restore(store.loadAll().records, async (named) => named.pid === 4242);
-    const agent = fresh.attachedAgents[0] as FakeAgent;
-    agent.kill = async () => ({ survivors: [4242], undetermined: true as const });
-    await assert.rejects(fresh.jobs.kill(job.id, "claude_kill"), /KILL_FAILED|not signalled/);
-    assert.equal(fresh.jobs.get(job.id)?.status, "running");
-    assert.equal(fresh.jobs.get(job.id)?.killReason, undefined, "no kill happened, so none is recorded");
-    assert.equal(store.read(job.id)?.kill_reason, undefined);
-    agent.succeed("it finished after all");
-    await settle();
-    assert.equal(fresh.jobs.get(job.id)?.status, "completed");
-  });
+  test(
+    "a kill that cannot tell the adopted agent (no process table) signals nothing, fails, and leaves " +
+      "the job running",
+    async () => {
+      const store = freshStore();
+      const old = harness(store, { owner: { pid: 77, start_time: "1" } });
+      const job = old.jobs.start({ prompt: "p", cwd: "/w" }, "start");
+      await settle();
+      const fresh = harness(store);
+      await fresh.restore(store.loadAll().records, async (named) => named.pid === 4242);
+      const agent = fresh.attachedAgents[0] as FakeAgent;
+      agent.kill = async () => ({ survivors: [4242], undetermined: true as const });
+      await assert.rejects(fresh.jobs.kill(job.id, "claude_kill"), /KILL_FAILED|not signalled/);
+      assert.equal(fresh.jobs.get(job.id)?.status, "running");
+      assert.equal(fresh.jobs.get(job.id)?.killReason, undefined, "no kill happened, so none is recorded");
+      assert.equal(store.read(job.id)?.kill_reason, undefined);
+      agent.succeed("it finished after all");
+      await settle();
+      assert.equal(fresh.jobs.get(job.id)?.status, "completed");
+    },
+  );
 
-  test("when the record cannot say running before the spawn, the agent is not spawned: STATE_ERROR, never a job that could run twice", async () => {
-    class FullDisk extends StateStore {
-      full = false;
-      override write(record: JobRecord): number | undefined {
-        if (this.full) throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
-        return super.write(record);
+  test(
+    "when the record cannot say running before the spawn, the agent is not spawned: STATE_ERROR, never a job that " +
+      "could run twice",
+    async () => {
+      class FullDisk extends StateStore {
+        full = false;
+        override write(record: JobRecord): number | undefined {
+          if (this.full) throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+          return super.write(record);
+        }
       }
-    }
-    const store = new FullDisk(path.join(scratch, `full-${nextId()}`), { randomName: () => randomUUID() });
-    store.open();
-    const { jobs, launcher } = harness(store, { maxRunning: 1 });
-    jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
-    const queued = jobs.start({ prompt: "waits", cwd: "/w" }, "start");
-    store.full = true;
-    launcher.last.succeed();
-    await settle();
-    const outcome = jobs.get(queued.id)?.outcome;
-    assert.equal(outcome?.ok === false ? outcome.code : "ok", "STATE_ERROR");
-    assert.equal(launcher.agents.length, 1, "the queued job's agent was never spawned");
-    assert.equal(store.read(queued.id)?.status, "queued", "on disk it is still queued, and nothing runs for it");
-  });
+      const store = new FullDisk(path.join(scratch, `full-${nextId()}`), { randomName: () => randomUUID() });
+      store.open();
+      const { jobs, launcher } = harness(store, { maxRunning: 1 });
+      jobs.start({ prompt: "blocker", cwd: "/w" }, "start");
+      const queued = jobs.start({ prompt: "waits", cwd: "/w" }, "start");
+      store.full = true;
+      launcher.last.succeed();
+      await settle();
+      const outcome = jobs.get(queued.id)?.outcome;
+      assert.equal(outcome?.ok === false ? outcome.code : "ok", "STATE_ERROR");
+      assert.equal(launcher.agents.length, 1, "the queued job's agent was never spawned");
+      assert.equal(store.read(queued.id)?.status, "queued", "on disk it is still queued, and nothing runs for it");
+    },
+  );
 
   test("a finished job's folder is measured once: the index line and the disk cap share the figure", async () => {
     class CountingStore extends StateStore {
@@ -746,7 +915,6 @@ describe("the takeover, against what a second review found", () => {
     assert.ok(indexed && indexed.bytes > 0, "the index has the folder's size");
   });
 });
-
 
 describe("retention and what is about to be removed (§19.1)", () => {
   test("a job whose removal is refused stays on disk; a hold taken for a removal that fails is undone", async () => {

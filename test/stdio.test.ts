@@ -353,7 +353,10 @@ test("serveStdio writes each frame as one complete JSON object and a newline", a
   const frames = s.out.frames();
   assert.equal(frames.length, 21);
   const ids = frames.filter((frame) => "result" in frame).map((frame) => frame.id as number);
-  assert.deepEqual([...ids].sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i));
+  assert.deepEqual(
+    [...ids].sort((a, b) => a - b),
+    Array.from({ length: 20 }, (_, i) => i),
+  );
   for (const frame of frames) {
     if (!("result" in frame)) continue;
     const result = frame.result as { text: string; lines: string };
@@ -438,9 +441,17 @@ test("createMessageWriter keeps order under backpressure", async () => {
     assert.ok(line.endsWith("\n"));
     assert.equal((JSON.parse(line) as { id: number }).id, i);
   });
-  assert.deepEqual(resolved, Array.from({ length: 50 }, (_, i) => i), "write() promises resolve in order");
+  assert.deepEqual(
+    resolved,
+    Array.from({ length: 50 }, (_, i) => i),
+    "write() promises resolve in order",
+  );
   assert.ok(drains > 0, "backpressure happened");
-  assert.equal(maxOtherBytesBuffered, 0, "the writer waits for drain: never more than one frame in the stream's buffer");
+  assert.equal(
+    maxOtherBytesBuffered,
+    0,
+    "the writer waits for drain: never more than one frame in the stream's buffer",
+  );
 });
 
 test("createMessageWriter write() resolves only once the stream took the frame", async () => {
@@ -498,7 +509,11 @@ test("createMessageWriter drops frames quietly after the stream emits EPIPE", as
   await writer.write(frame(2));
   await writer.flush();
   assert.equal(received.length, 1, "nothing is written after EPIPE");
-  assert.equal(logger.lines.filter((line) => line.startsWith("warn ") && line.includes("EPIPE")).length, 1, "warned once");
+  assert.equal(
+    logger.lines.filter((line) => line.startsWith("warn ") && line.includes("EPIPE")).length,
+    1,
+    "warned once",
+  );
 });
 
 test("createMessageWriter resolves a write blocked on drain when EPIPE arrives", async () => {
@@ -539,7 +554,11 @@ test("createMessageWriter answers an unserializable response with -32603 for its
   await writer.write(fail(null, -32700, "Parse error"));
   await out.written(2);
   const frames = out.frames();
-  assert.deepEqual(frames[0], { jsonrpc: "2.0", id: 9, error: { code: -32603, message: "Internal error: unserializable result" } });
+  assert.deepEqual(frames[0], {
+    jsonrpc: "2.0",
+    id: 9,
+    error: { code: -32603, message: "Internal error: unserializable result" },
+  });
   assert.equal(frames[1]?.id, null);
   assert.ok(logger.lines.some((line) => line.startsWith("error ")));
 });

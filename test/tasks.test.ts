@@ -8,16 +8,27 @@ import { TOOL_NAMES } from "../src/tools/definitions.js";
 import { cancel, handlerHarness, settle, track, type HandlerHarness } from "./helpers.js";
 
 let nextId = 1;
-function request(h: HandlerHarness, method: string, params: Record<string, unknown>, id: number = (nextId += 1)): Promise<JsonRpcResponse | null> {
+function request(
+  h: HandlerHarness,
+  method: string,
+  params: Record<string, unknown>,
+  id: number = (nextId += 1),
+): Promise<JsonRpcResponse | null> {
   return h.handle({ jsonrpc: "2.0", id, method, params });
 }
 const result = (response: JsonRpcResponse | null): any => {
   assert.ok(response && "result" in response, JSON.stringify(response));
   return response.result;
 };
-const errorCode = (response: JsonRpcResponse | null): number | undefined => (response && "error" in response ? response.error.code : undefined);
+const errorCode = (response: JsonRpcResponse | null): number | undefined =>
+  response && "error" in response ? response.error.code : undefined;
 
-async function createTask(h: HandlerHarness, name = "claude_run", args: Record<string, unknown> = { prompt: "p", cwd: "/w" }, extra: Record<string, unknown> = {}): Promise<string> {
+async function createTask(
+  h: HandlerHarness,
+  name = "claude_run",
+  args: Record<string, unknown> = { prompt: "p", cwd: "/w" },
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   const created = result(await request(h, "tools/call", { name, arguments: args, task: { ttl: 60_000 }, ...extra }));
   assert.equal(created.task.status, "working");
   assert.equal(created.task.ttl, null);
@@ -40,27 +51,31 @@ test("the capability and the tools' execution.taskSupport are declared, never as
   );
 });
 
-test("a task-augmented claude_run answers at once; tasks/get follows it; tasks/result blocks, then returns the run's result with related-task", async () => {
-  const h = handlerHarness();
-  const taskId = await createTask(h);
-  assert.equal(h.launcher.agents.length, 1);
-  assert.equal(result(await request(h, "tasks/get", { taskId })).status, "working");
-  const pending = track(request(h, "tasks/result", { taskId }));
-  await settle();
-  assert.equal(pending.done, false, "tasks/result blocks while the task works");
-  h.launcher.last.succeed("the answer");
-  await settle();
-  const final = result(pending.value ?? null);
-  assert.equal(final.structuredContent.status, "completed");
-  assert.equal(final.structuredContent.result, "the answer");
-  assert.deepEqual(final._meta, { [RELATED_TASK]: { taskId } });
-  assert.equal(result(await request(h, "tasks/get", { taskId })).status, "completed");
-  const status = h.notifications.filter((note) => note.method === "notifications/tasks/status");
-  assert.deepEqual(
-    status.map((note) => note.params?.status),
-    ["completed"],
-  );
-});
+test(
+  "a task-augmented claude_run answers at once; tasks/get follows it; tasks/result blocks, then returns the run's " +
+    "result with related-task",
+  async () => {
+    const h = handlerHarness();
+    const taskId = await createTask(h);
+    assert.equal(h.launcher.agents.length, 1);
+    assert.equal(result(await request(h, "tasks/get", { taskId })).status, "working");
+    const pending = track(request(h, "tasks/result", { taskId }));
+    await settle();
+    assert.equal(pending.done, false, "tasks/result blocks while the task works");
+    h.launcher.last.succeed("the answer");
+    await settle();
+    const final = result(pending.value ?? null);
+    assert.equal(final.structuredContent.status, "completed");
+    assert.equal(final.structuredContent.result, "the answer");
+    assert.deepEqual(final._meta, { [RELATED_TASK]: { taskId } });
+    assert.equal(result(await request(h, "tasks/get", { taskId })).status, "completed");
+    const status = h.notifications.filter((note) => note.method === "notifications/tasks/status");
+    assert.deepEqual(
+      status.map((note) => note.params?.status),
+      ["completed"],
+    );
+  },
+);
 
 test("statuses map as documented: an isError result is failed, a killed job is cancelled", async () => {
   const h = handlerHarness();
@@ -77,33 +92,56 @@ test("statuses map as documented: an isError result is failed, a killed job is c
   assert.equal(result(await request(h, "tasks/get", { taskId: killedByTool })).status, "cancelled");
 });
 
-test("tasks/cancel kills the job's tree and answers cancelled; a terminal task cannot be cancelled (-32602)", async () => {
-  const h = handlerHarness();
-  const taskId = await createTask(h, "claude_start");
-  const agent = h.launcher.last;
-  const cancelled = result(await request(h, "tasks/cancel", { taskId }));
-  assert.equal(cancelled.status, "cancelled");
-  assert.equal(agent.killCalls, 1);
-  assert.equal(errorCode(await request(h, "tasks/cancel", { taskId })), -32602);
-  // Cancelled stays cancelled whatever the agent does next.
-  agent.succeed();
-  await settle();
-  assert.equal(result(await request(h, "tasks/get", { taskId })).status, "cancelled");
-});
+test(
+  "tasks/cancel kills the job's tree and answers cancelled; a terminal task cannot be " + "cancelled (-32602)",
+  async () => {
+    const h = handlerHarness();
+    const taskId = await createTask(h, "claude_start");
+    const agent = h.launcher.last;
+    const cancelled = result(await request(h, "tasks/cancel", { taskId }));
+    assert.equal(cancelled.status, "cancelled");
+    assert.equal(agent.killCalls, 1);
+    assert.equal(errorCode(await request(h, "tasks/cancel", { taskId })), -32602);
+    // Cancelled stays cancelled whatever the agent does next.
+    agent.succeed();
+    await settle();
+    assert.equal(result(await request(h, "tasks/get", { taskId })).status, "cancelled");
+  },
+);
 
-test("unknown task ids, bad params, and task augmentation of other tools are refused with the spec's codes", async () => {
-  const h = handlerHarness();
-  for (const method of ["tasks/get", "tasks/result", "tasks/cancel"]) {
-    assert.equal(errorCode(await request(h, method, { taskId: "nope" })), -32602, method);
-    assert.equal(errorCode(await request(h, method, {})), -32602, method);
-  }
-  assert.equal(errorCode(await request(h, "tools/call", { name: "claude_wait", arguments: { job_id: "x" }, task: {} })), -32601);
-  assert.equal(errorCode(await request(h, "tools/call", { name: "claude_run", arguments: { prompt: "p", cwd: "/w" }, task: "soon" })), -32602);
-  assert.equal(errorCode(await request(h, "tools/call", { name: "claude_run", arguments: { prompt: "p", cwd: "/w" }, task: { ttl: -1 } })), -32602);
-  assert.equal(h.launcher.agents.length, 0);
-  assert.equal(errorCode(await request(h, "tasks/list", { cursor: "not-ours" })), -32602);
-  assert.equal(errorCode(await request(h, "tasks/list", { cursor: 5 })), -32602);
-});
+test(
+  "unknown task ids, bad params, and task augmentation of other tools are refused with the " + "spec's codes",
+  async () => {
+    const h = handlerHarness();
+    for (const method of ["tasks/get", "tasks/result", "tasks/cancel"]) {
+      assert.equal(errorCode(await request(h, method, { taskId: "nope" })), -32602, method);
+      assert.equal(errorCode(await request(h, method, {})), -32602, method);
+    }
+    assert.equal(
+      errorCode(await request(h, "tools/call", { name: "claude_wait", arguments: { job_id: "x" }, task: {} })),
+      -32601,
+    );
+    assert.equal(
+      errorCode(
+        await request(h, "tools/call", { name: "claude_run", arguments: { prompt: "p", cwd: "/w" }, task: "soon" }),
+      ),
+      -32602,
+    );
+    assert.equal(
+      errorCode(
+        await request(h, "tools/call", {
+          name: "claude_run",
+          arguments: { prompt: "p", cwd: "/w" },
+          task: { ttl: -1 },
+        }),
+      ),
+      -32602,
+    );
+    assert.equal(h.launcher.agents.length, 0);
+    assert.equal(errorCode(await request(h, "tasks/list", { cursor: "not-ours" })), -32602);
+    assert.equal(errorCode(await request(h, "tasks/list", { cursor: 5 })), -32602);
+  },
+);
 
 test("tasks/list pages with an opaque cursor and holds every task tasks/get can see", async () => {
   const h = handlerHarness();
@@ -132,22 +170,36 @@ test("a progress token stays valid until the task ends, not until the CreateTask
   const progress = h.notifications.filter((note) => note.method === "notifications/progress");
   assert.ok(progress.some((note) => String(note.params?.message).includes("Bash · npm test")));
   for (const note of progress) {
-    assert.deepEqual(note.params?._meta, { "io.modelcontextprotocol/related-task": { taskId } }, "every message about a task names it");
+    assert.deepEqual(
+      note.params?._meta,
+      { "io.modelcontextprotocol/related-task": { taskId } },
+      "every message about a task names it",
+    );
   }
   agent.succeed();
   await settle();
   const count = h.notifications.filter((note) => note.method === "notifications/progress").length;
   await h.clock.advance(60_000);
-  assert.equal(h.notifications.filter((note) => note.method === "notifications/progress").length, count, "none after the task ended");
+  assert.equal(
+    h.notifications.filter((note) => note.method === "notifications/progress").length,
+    count,
+    "none after the task ended",
+  );
   const done = result(await request(h, "tasks/get", { taskId }));
   assert.equal(done.status, "completed");
   const lifetime = Date.parse(done.lastUpdatedAt) - Date.parse(done.createdAt) + 600_000;
-  assert.equal(done.ttl, lifetime, "once ended, the task's ttl is how long it is still kept: until its job is forgotten");
+  assert.equal(
+    done.ttl,
+    lifetime,
+    "once ended, the task's ttl is how long it is still kept: until its job is forgotten",
+  );
 });
 
 test("under the recursion guard the task augmentation is ignored, as without the tasks capability", async () => {
   const h = handlerHarness({ depth: { current: 1, max: 1 } });
-  const answer = result(await request(h, "tools/call", { name: "claude_list", arguments: {}, task: "not even an object" }));
+  const answer = result(
+    await request(h, "tools/call", { name: "claude_list", arguments: {}, task: "not even an object" }),
+  );
   assert.equal(answer.isError, true);
   assert.match(answer.content[0].text, /^DEPTH_LIMIT/);
 });
@@ -183,7 +235,11 @@ test("an issued cursor still works when tasks were forgotten since: the rest is 
   h.jobs.list(); // forgets the finished jobs past retention, and with them their tasks
   const rest = result(await request(h, "tasks/list", { cursor: first.nextCursor }));
   assert.deepEqual(rest.tasks, [], "45 tasks are left, all before the cursor's offset of 50");
-  assert.equal(errorCode(await request(h, "tasks/list", { cursor: Buffer.from("40").toString("base64url") })), -32602, "a well-formed cursor never issued is refused");
+  assert.equal(
+    errorCode(await request(h, "tasks/list", { cursor: Buffer.from("40").toString("base64url") })),
+    -32602,
+    "a well-formed cursor never issued is refused",
+  );
 });
 
 test("tasks/list refuses every cursor it did not issue, even ones that decode to an offset", async () => {

@@ -34,11 +34,16 @@ test("minimalEnvironment passes through only its documented base, then what it i
   const expectedBase = Object.fromEntries(MINIMAL_ENV_KEYS.map((key) => [key, runner[key as keyof typeof runner]]));
   assert.deepEqual(built, { ...expectedBase, CLAUDE_DISPATCH_LOG_LEVEL: "warn", PATH: "/given/bin" });
   assert.deepEqual(MINIMAL_ENV_KEYS, process.platform === "win32" ? ["PATH", "SystemRoot"] : ["PATH"]);
-  assert.deepEqual(minimalEnvironment({}, { HOME: "/h" }), process.platform === "win32" ? {} : { PATH: "/usr/bin:/bin" }, "PATH falls back; nothing else appears");
+  assert.deepEqual(
+    minimalEnvironment({}, { HOME: "/h" }),
+    process.platform === "win32" ? {} : { PATH: "/usr/bin:/bin" },
+    "PATH falls back; nothing else appears",
+  );
 
   // Against the real runner's environment, whatever it holds.
   const keys = Object.keys(minimalEnvironment({ ONLY_THIS: "x" }));
-  for (const key of keys) assert.ok(key === "ONLY_THIS" || MINIMAL_ENV_KEYS.includes(key), `${key} leaked from the runner's environment`);
+  for (const key of keys)
+    assert.ok(key === "ONLY_THIS" || MINIMAL_ENV_KEYS.includes(key), `${key} leaked from the runner's environment`);
 });
 
 test(
@@ -68,7 +73,8 @@ test(
 );
 
 test(
-  "run where CLAUDE_DISPATCH_DEPTH=1 and CLAUDE_DISPATCH_MAX_DEPTH=1 are set, a ServerProcess still offers the nine tools",
+  "run where CLAUDE_DISPATCH_DEPTH=1 and CLAUDE_DISPATCH_MAX_DEPTH=1 are set, a ServerProcess still offers " +
+    "the nine tools",
   { skip: process.platform !== "linux" && "the fake agent is an .mjs file run directly", timeout: 60_000 },
   async () => {
     // The child stands for a test runner started inside a dispatched agent; only its environment says so.
@@ -85,11 +91,15 @@ test(
         server.dispose();
       }
     `;
-    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-      cwd: REPO_ROOT,
-      env: minimalEnvironment({ CLAUDE_DISPATCH_DEPTH: "1", CLAUDE_DISPATCH_MAX_DEPTH: "1" }),
-      timeout: 30_000,
-    });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", script],
+      {
+        cwd: REPO_ROOT,
+        env: minimalEnvironment({ CLAUDE_DISPATCH_DEPTH: "1", CLAUDE_DISPATCH_MAX_DEPTH: "1" }),
+        timeout: 30_000,
+      },
+    );
     assert.deepEqual(JSON.parse(stdout.trim()), { tools: 9, error: null });
   },
 );

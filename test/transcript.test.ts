@@ -12,7 +12,12 @@ import { Transcript, type TextPage } from "../src/core/transcript.js";
 function expectedPage(whole: string, start: number, offset: number, limit: number): TextPage {
   const from = Math.max(offset, start);
   const to = Math.min(whole.length, from + limit);
-  return { offset: Math.min(from, whole.length), text: whole.slice(from, Math.max(from, to)), end: whole.length, start };
+  return {
+    offset: Math.min(from, whole.length),
+    text: whole.slice(from, Math.max(from, to)),
+    end: whole.length,
+    start,
+  };
 }
 
 test("an empty transcript has start 0, end 0 and empty pages", () => {
@@ -192,7 +197,11 @@ test("10_000 appends stay within the cap and every page matches a reference stri
         [t.end + 7, 10],
         [Math.floor((t.start + t.end) / 2), cap],
       ] as const) {
-        assert.deepEqual(t.page(offset, limit), expectedPage(whole, t.start, offset, limit), `page(${offset}, ${limit}) after ${i + 1} appends`);
+        assert.deepEqual(
+          t.page(offset, limit),
+          expectedPage(whole, t.start, offset, limit),
+          `page(${offset}, ${limit}) after ${i + 1} appends`,
+        );
       }
     }
   }

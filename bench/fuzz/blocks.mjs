@@ -62,7 +62,8 @@ export function generateBlock(seed, phase, block, env) {
     items.push(...group);
     lineCount += group.length;
   }
-  // §4: a cancellation that names a tools/call, tasks/result or tasks/cancel sent earlier in the block may drop its response; it stays optional.
+  // §4: a cancellation that names a tools/call, tasks/result or tasks/cancel sent earlier
+  // in the block may drop its response; it stays optional.
   const sentCalls = new Map();
   for (const item of items) {
     const exp = item.exp;

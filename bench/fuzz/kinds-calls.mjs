@@ -99,7 +99,10 @@ const CALL_KINDS = {
     return { line: g.toolCall("claude_start", { prompt, cwd: g.env.realDir }, {}, g.fresh()), allowStart: true };
   },
 
-  /** The 2026-07-28 era (§16): the envelope, its methods, the methods it lacks, the tasks extension, and look-alikes of the legacy era. */
+  /**
+   * The 2026-07-28 era (§16): the envelope, its methods, the methods it lacks, the
+   * tasks extension, and look-alikes of the legacy era.
+   */
   modern(g) {
     const r = g.rng;
     return r.weighted([

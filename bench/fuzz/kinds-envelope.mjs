@@ -33,7 +33,8 @@ const ENVELOPE_KINDS = {
 
   batch(g) {
     const r = g.rng;
-    // The ids inside a batch must never be answered one by one: they are not registered, so an answer would be "never sent".
+    // The ids inside a batch must never be answered one by one: they are not
+    // registered, so an answer would be "never sent".
     const inner = () => JSON.stringify({ jsonrpc: "2.0", id: `batch-${g.fresh()}`, method: r.pick(["ping", "tools/list"]) });
     return r.pick(["[]", "[ ]", `[${inner()}]`, `[${inner()},${inner()}]`, "[1,2,3]", "[null]", "[[]]", '[{"jsonrpc":"2.0","method":"notifications/initialized"}]', `[${inner()}, 5]`]);
   },

@@ -184,7 +184,9 @@ function removedMethodBody(g, method) {
  */
 const legacyCursor = (g) => g.rng.pick(["", "MA", " ", "abc", "MQ", "nope", 5, null, {}]);
 
-/** Requests that look like 2026-07-28 ones but are not (§2: only an own version key in _meta makes one): legacy answers. */
+/**
+ * Requests that look like 2026-07-28 ones but are not (§2: only an own version key in _meta makes one): legacy answers.
+ */
 function eraConfusion(g) {
   const r = g.rng;
   const method = r.pick(["server/discover", "server/discover", "tools/list", "ping", "initialize", "tools/call", "tasks/get", "tasks/cancel", "tasks/result", "tasks/list"]);
@@ -276,7 +278,8 @@ function modernControlled(g) {
   const r = g.rng;
   const tool = r.chance(0.6) ? "claude_run" : "claude_start";
   const args = { prompt: `@sleep 0\n${g.safeText()}`, cwd: g.env.realDir };
-  // Mostly at the 30 s line of §16.4: 30000 stays an ordinary call, 30001 becomes a task. Never short: a loaded machine must not time a run out.
+  // Mostly at the 30 s line of §16.4: 30000 stays an ordinary call, 30001 becomes a task.
+  // Never short: a loaded machine must not time a run out.
   if (tool === "claude_run" && r.chance(0.7)) args.timeout_ms = r.pick([30000, 30000, 30001, 30001, 60000]);
   // Fresh tokens only: a synchronous run may send progress for its token, a task handle never.
   const token = r.chance(0.5) ? `mtok-${g.fresh()}` : ABSENT;

@@ -99,7 +99,8 @@ export function classify(message, env) {
     case "tasks/get":
     case "tasks/result":
     case "tasks/cancel":
-      // §14: the fuzzer never creates a legacy task (no tools/call with `task` ever starts a job), so every id is unknown.
+      // §14: the fuzzer never creates a legacy task (no tools/call with `task`
+      // ever starts a job), so every id is unknown.
       return taskIdProblem(id, method, params) ?? keyedError(id, INVALID_PARAMS, method, { message: taskNotFound(params.taskId) });
     case "tasks/list":
       // §14: no legacy task ever exists here, so the list is empty and no cursor was ever issued.
@@ -234,7 +235,8 @@ export function toolOracle(tool, args, env) {
       const prompt = args.prompt;
       // §5: an absent or null required argument is "required", not a wrong type.
       if (!present(args, "prompt")) return invalidArgument(tool, `"prompt" is required`);
-      if (typeof prompt !== "string") return invalidArgument(tool, `"prompt" must be a string, got ${describeType(prompt)}`);
+      if (typeof prompt !== "string") return invalidArgument(tool, `"prompt" must be a string, got ` +
+        `${describeType(prompt)}`);
       if (prompt.trim() === "") return invalidArgument(tool, `"prompt" must not be empty`);
       const cwd = args.cwd;
       if (!present(args, "cwd")) return invalidArgument(tool, `"cwd" is required`);
@@ -315,7 +317,9 @@ export function toolOracle(tool, args, env) {
   throw new Error(`unknown tool ${tool}`);
 }
 
-/** §5 cwd (directory): absolute, existing, a directory. Returns the expected message start, or undefined when usable. */
+/**
+ * §5 cwd (directory): absolute, existing, a directory. Returns the expected message start, or undefined when usable.
+ */
 function directoryProblem(dir, label, env) {
   if (!path.isAbsolute(dir)) return `"${label}" must be an absolute path`;
   const kind = env.dirKind(dir);

@@ -47,13 +47,16 @@ export async function benchApprovals(rounds) {
         const asked = approver.request("tools/call", { name: "approve", arguments: { tool_name: "Bash", input: { command: `echo ${k} > out.txt` }, tool_use_id: `toolu_bench_${k}` } });
         const askedAt = now();
         const seen = await waited;
-        if (seen.structured?.status !== "input_required") throw new Error(`claude_wait answered ${JSON.stringify(seen.structured).slice(0, 300)}`);
+        if (seen.structured?.status !== "input_required") throw new Error(`claude_wait answered ` +
+          `${JSON.stringify(seen.structured).slice(0, 300)}`);
         requestLat.push(seen.at - askedAt);
         const respondedAt = now();
         const responded = await s.callTool("claude_respond", { job_id: jobId, request_id: seen.structured.pending_approvals[0].request_id, decision: "allow" });
-        if (responded.structured?.status !== "answered") throw new Error(`claude_respond answered ${JSON.stringify(responded.structured).slice(0, 300)}`);
+        if (responded.structured?.status !== "answered") throw new Error(`claude_respond answered ` +
+          `${JSON.stringify(responded.structured).slice(0, 300)}`);
         const answer = await asked;
-        if (!answer.message.result.content[0].text.includes('"behavior":"allow"')) throw new Error(`the approver answered ${answer.message.result.content[0].text}`);
+        if (!answer.message.result.content[0].text.includes('"behavior":"allow"')) throw new Error(`the approver ` +
+          `answered ${answer.message.result.content[0].text}`);
         answerLat.push(answer.at - respondedAt);
       }
       await approver.close();
@@ -84,21 +87,24 @@ export async function benchApprovals(rounds) {
         metric: "k  approver per agent: spawn -> initialize answered; peak RSS (VmHWM)",
         value: `${startMs.toFixed(1)} ms; ${hwmMiB.toFixed(1)} MiB`,
         target: "info (issue 14)",
-        detail: "one node process beside every agent (Claude Code starts its MCP servers as it starts), running this build's main bundle in its approver mode",
+        detail: "one node process beside every agent (Claude Code starts its MCP servers as it starts), running this " +
+          "build's main bundle in its approver mode",
       },
       {
         metric: `k  permission request sent -> claude_wait answers input_required (${SIZES.approvalSamples}/round)`,
         value: `p50 ${request.p50.toFixed(2)} ms, p99 ${request.p99.toFixed(2)} ms`,
         target: "p99 < 250 ms",
         pass: request.p99 < 250,
-        detail: `pooled over ${all.request.length}: p50 ${percentile(all.request, 0.5).toFixed(2)}, max ${Math.max(...all.request).toFixed(2)} ms`,
+        detail: `pooled over ${all.request.length}: p50 ${percentile(all.request, 0.5).toFixed(2)}, max ` +
+          `${Math.max(...all.request).toFixed(2)} ms`,
       },
       {
         metric: `k  claude_respond sent -> the approver answers the agent (${SIZES.approvalSamples}/round)`,
         value: `p50 ${answer.p50.toFixed(2)} ms, p99 ${answer.p99.toFixed(2)} ms`,
         target: "p99 < 250 ms",
         pass: answer.p99 < 250,
-        detail: `pooled over ${all.answer.length}: p50 ${percentile(all.answer, 0.5).toFixed(2)}, max ${Math.max(...all.answer).toFixed(2)} ms`,
+        detail: `pooled over ${all.answer.length}: p50 ${percentile(all.answer, 0.5).toFixed(2)}, max ` +
+          `${Math.max(...all.answer).toFixed(2)} ms`,
       },
     ],
     data: {
@@ -137,9 +143,11 @@ async function approvalScaleRun(dir, count) {
       throw new Error(`request ${k}: claude_wait answered ${JSON.stringify(seen.structured).slice(0, 300)}`);
     }
     const responded = await s.callTool("claude_respond", { job_id: jobId, request_id: String(k), decision: "allow" });
-    if (responded.structured?.status !== "answered") throw new Error(`claude_respond answered ${JSON.stringify(responded.structured).slice(0, 300)}`);
+    if (responded.structured?.status !== "answered") throw new Error(`claude_respond answered ` +
+      `${JSON.stringify(responded.structured).slice(0, 300)}`);
     const answer = await asked;
-    if (!answer.message.result.content[0].text.includes('"behavior":"allow"')) throw new Error(`the approver answered ${answer.message.result.content[0].text}`);
+    if (!answer.message.result.content[0].text.includes('"behavior":"allow"')) throw new Error(`the approver ` +
+      `answered ${answer.message.result.content[0].text}`);
   }
   const figures = { wallMs: now() - t0, serverCpuMs: procCpuMs(s.pid) - cpuBefore, approverCpuMs: procCpuMs(approver.pid) - approverBefore };
   await approver.close();
@@ -170,11 +178,16 @@ export async function benchApprovalScale(rounds) {
   return {
     rows: [
       {
-        metric: `n  server CPU for one job's ${small} and ${large} permission requests, each asked, seen and answered in turn`,
+        metric: `n  server CPU for one job's ${small} and ${large} permission requests, each asked, seen and ` +
+          `answered in turn`,
         value: `${of(small, "serverCpuMs").toFixed(0)} ms and ${of(large, "serverCpuMs").toFixed(0)} ms: ${large}/${small} ratio ${ratio.toFixed(2)}`,
-        target: `ratio < ${((large / small) * 1.5).toFixed(0)} (linear: ${large / small}; quadratic: ${(large / small) ** 2})`,
+        target: `ratio < ${((large / small) * 1.5).toFixed(0)} (linear: ${large / small}; quadratic: ` +
+          `${(large / small) ** 2})`,
         pass: ratio < (large / small) * 1.5,
-        detail: `per request ${(of(small, "serverCpuMs") / small).toFixed(2)} and ${(of(large, "serverCpuMs") / large).toFixed(2)} ms; wall ${of(small, "wallMs").toFixed(0)} and ${of(large, "wallMs").toFixed(0)} ms (ratio ${wallRatio.toFixed(2)}); the approver's CPU ${of(small, "approverCpuMs").toFixed(0)} and ${of(large, "approverCpuMs").toFixed(0)} ms`,
+        detail: `per request ${(of(small, "serverCpuMs") / small).toFixed(2)} and ` +
+          `${(of(large, "serverCpuMs") / large).toFixed(2)} ms; wall ${of(small, "wallMs").toFixed(0)} and ` +
+            `${of(large, "wallMs").toFixed(0)} ms (ratio ${wallRatio.toFixed(2)}); the approver's CPU ` +
+              `${of(small, "approverCpuMs").toFixed(0)} and ${of(large, "approverCpuMs").toFixed(0)} ms`,
       },
     ],
     data: {

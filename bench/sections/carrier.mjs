@@ -24,7 +24,8 @@ export async function benchCarrier(rounds) {
     const ids = [];
     for (let i = 0; i < SIZES.carrierJobs; i += 1) {
       const sleepMs = 300 + ((i * 397 + round * 131) % 1200);
-      const started = await server.callTool("claude_start", { prompt: `@times ${times} ${i}\n@sleep ${sleepMs}\njob ${i}`, cwd: ROOT });
+      const started = await server.callTool("claude_start", { prompt: `@times ${times} ${i}\n@sleep ` +
+        `${sleepMs}\njob ${i}`, cwd: ROOT });
       const id = started.structured?.job_id;
       if (typeof id !== "string") throw new Error(`o: claude_start answered ${JSON.stringify(started).slice(0, 300)}`);
       ids.push(id);
@@ -33,7 +34,8 @@ export async function benchCarrier(rounds) {
     const seenFinal = new Map();
     const deadline = Date.now() + 60_000;
     while (seenFinal.size < ids.length) {
-      if (Date.now() > deadline) throw new Error(`o: only ${seenFinal.size} of ${ids.length} jobs finished with no server within 60 s`);
+      if (Date.now() > deadline) throw new Error(`o: only ${seenFinal.size} of ${ids.length} jobs finished with no ` +
+        `server within 60 s`);
       for (const [i, id] of ids.entries()) {
         if (seenFinal.has(i)) continue;
         let record;
@@ -43,7 +45,8 @@ export async function benchCarrier(rounds) {
           continue;
         }
         if (["completed", "failed", "killed", "lost"].includes(record.status)) {
-          if (record.status !== "completed") throw new Error(`o: job ${i} ended ${record.status}: ${JSON.stringify(record.outcome)}`);
+          if (record.status !== "completed") throw new Error(`o: job ${i} ended ${record.status}: ` +
+            `${JSON.stringify(record.outcome)}`);
           seenFinal.set(i, Date.now());
         }
       }
@@ -73,8 +76,10 @@ export async function benchCarrier(rounds) {
         target: "p99 < 1500 ms",
         pass: p99 < 1500,
         detail:
-          `p50 ${p50.toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${latencies.length} jobs; the ${adopted.length} adopted: ` +
-          `${Math.min(...adopted).toFixed(0)} to ${Math.max(...adopted).toFixed(0)} ms, p50 ${percentile(adopted, 0.5).toFixed(0)} ms`,
+          `p50 ${p50.toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${latencies.length} jobs; the ` +
+            `${adopted.length} adopted: ` +
+          `${Math.min(...adopted).toFixed(0)} to ${Math.max(...adopted).toFixed(0)} ms, p50 ` +
+            `${percentile(adopted, 0.5).toFixed(0)} ms`,
       },
       {
         metric: "o  last record -> carrier exit",

@@ -80,7 +80,10 @@ async function bareShellAgents(dir, prompts) {
   return { ms, spawnedMs };
 }
 
-/** A tmpfs mount that is not os.tmpdir() itself (Linux: /dev/shm), for the second run of (i); undefined when there is none. */
+/**
+ * A tmpfs mount that is not os.tmpdir() itself (Linux: /dev/shm), for the
+ * second run of (i); undefined when there is none.
+ */
 function tmpfsRoot() {
   try {
     const mounts = fs.readFileSync("/proc/mounts", "utf8").split("\n").map((line) => line.split(" "));
@@ -124,11 +127,13 @@ function jobCostRows(figures, where, headline) {
       ? []
       : [
           {
-            metric: `i  the reference server (BENCH_REFERENCE_SERVER), ${where.split(":")[0]}: ratio to the same floor, CPU per job`,
+            metric: `i  the reference server (BENCH_REFERENCE_SERVER), ${where.split(":")[0]}: ratio to the same ` +
+              `floor, CPU per job`,
             value: `${referenceRatio.toFixed(2)}x, ${referenceCpuPerJobMs.toFixed(2)} ms`,
             target: "ours below its ratio",
             pass: ratio < referenceRatio,
-            detail: `per round: ${perRound.referenceRatio.map((x) => x.toFixed(2)).join(", ")}; CPU ${perRound.referenceCpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms a job`,
+            detail: `per round: ${perRound.referenceRatio.map((x) => x.toFixed(2)).join(", ")}; CPU ` +
+              `${perRound.referenceCpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms a job`,
           },
         ];
   return [
@@ -138,17 +143,23 @@ function jobCostRows(figures, where, headline) {
       target: headline ? "<= 1.15 x floor" : "(info)",
       pass: headline ? ratio <= 1.15 && bad === 0 : bad === 0 ? undefined : false,
       detail:
-        `floor (the same ${count} shell agents spawned and awaited by the bench, same rounds): ${floorS.toFixed(2)} s; ` +
-        `ratio = median of the per-round ratios ${perRound.ratio.map((x) => x.toFixed(2)).join(", ")}; all starts answered after ` +
-        `${(median(perRound.startPhaseMs) / 1000).toFixed(2)} s (the floor's spawns took ${(median(perRound.floorSpawnPhaseMs) / 1000).toFixed(2)} s)` +
-        (bad > 0 ? `; ${bad} jobs not completed with their result!` : `; all ${count * (rounds + 1)} (one unmeasured round included) completed with their own result`),
+        `floor (the same ${count} shell agents spawned and awaited by the bench, same rounds): ` +
+          `${floorS.toFixed(2)} s; ` +
+        `ratio = median of the per-round ratios ${perRound.ratio.map((x) => x.toFixed(2)).join(", ")}; all starts ` +
+          `answered after ` +
+        `${(median(perRound.startPhaseMs) / 1000).toFixed(2)} s (the floor's spawns took ` +
+          `${(median(perRound.floorSpawnPhaseMs) / 1000).toFixed(2)} s)` +
+        (bad > 0 ? `; ${bad} jobs not completed with their result!` : `; all ${count * (rounds + 1)} (one unmeasured ` +
+          `round included) completed with their own result`),
     },
     {
-      metric: `i  server CPU time per job, ${where.split(":")[0]} (utime + stime, first start -> last answer, / ${count})`,
+      metric: `i  server CPU time per job, ${where.split(":")[0]} (utime + stime, first start -> last ` +
+        `answer, / ${count})`,
       value: `${cpuPerJobMs.toFixed(2)} ms`,
       target: "(issue 12: reference server about 2 ms)",
       pass: undefined,
-      detail: `per round: ${perRound.cpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms (clock tick ${(1000 / CLOCK_TICKS).toFixed(0)} ms, so ±${(1000 / CLOCK_TICKS / count).toFixed(2)} ms a job)`,
+      detail: `per round: ${perRound.cpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms (clock tick ` +
+        `${(1000 / CLOCK_TICKS).toFixed(0)} ms, so ±${(1000 / CLOCK_TICKS / count).toFixed(2)} ms a job)`,
     },
     ...reference,
   ];
@@ -175,7 +186,8 @@ async function jobCostIn(root, rounds) {
           tasks.push(
             s.callTool("claude_start", { prompt, cwd }).then(async (started) => {
               const jobId = started.structured?.job_id;
-              if (typeof jobId !== "string") throw new Error(`claude_start gave no job_id: ${JSON.stringify(started.result).slice(0, 300)}`);
+              if (typeof jobId !== "string") throw new Error(`claude_start gave no job_id: ` +
+                `${JSON.stringify(started.result).slice(0, 300)}`);
               const waited = await s.callTool("claude_wait", { job_id: jobId, hold_ms: 60_000 }, 90_000);
               const w = waited.structured ?? {};
               return { startAt: started.at, waitAt: waited.at, ok: w.status === "completed" && w.result === `ECHO: ${prompt}`, status: w.status, result: w.result, error: w.error };
@@ -187,7 +199,8 @@ async function jobCostIn(root, rounds) {
         const cpuAfter = procCpuMs(s.pid);
         for (const d of done.filter((d) => !d.ok)) {
           failures.push({ round, status: d.status, result: d.result ?? null, error: d.error ?? null });
-          log(`i: a job ended ${d.status} with ${JSON.stringify(d.result ?? null).slice(0, 100)}: ${JSON.stringify(d.error ?? null).slice(0, 300)}`);
+          log(`i: a job ended ${d.status} with ${JSON.stringify(d.result ?? null).slice(0, 100)}: ` +
+            `${JSON.stringify(d.error ?? null).slice(0, 300)}`);
         }
         return { ms: lastAt - startedAt, startPhaseMs: Math.max(...done.map((d) => d.startAt)) - startedAt, cpuPerJobMs: (cpuAfter - cpuBefore) / count };
       } finally {
@@ -211,14 +224,16 @@ async function jobCostIn(root, rounds) {
             const prompt = `jobcost round ${round} job ${k}`;
             const started = await s.callTool("claude_start", { prompt, cwd });
             const jobId = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/.exec(JSON.stringify(started.result?.content ?? ""))?.[0];
-            if (!jobId) throw new Error(`the reference server's claude_start gave no job id: ${JSON.stringify(started.result).slice(0, 300)}`);
+            if (!jobId) throw new Error(`the reference server's claude_start gave no job id: ` +
+              `${JSON.stringify(started.result).slice(0, 300)}`);
             const waited = await s.callTool("claude_wait", { job_id: jobId, hold_ms: 60_000 }, 90_000);
             return { waitAt: waited.at, ok: JSON.stringify(waited.result?.content ?? "").includes(`ECHO: ${prompt}`) };
           }),
         );
         const cpuAfter = procCpuMs(s.pid);
         const bad = done.filter((d) => !d.ok).length;
-        if (bad > 0) throw new Error(`the reference server completed ${count - bad} of ${count} jobs with their result`);
+        if (bad > 0) throw new Error(`the reference server completed ${count - bad} of ${count} jobs with ` +
+          `their result`);
         return { ms: Math.max(...done.map((d) => d.waitAt)) - startedAt, cpuPerJobMs: (cpuAfter - cpuBefore) / count };
       } finally {
         await s.close();

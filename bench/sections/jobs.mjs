@@ -49,7 +49,8 @@ export async function benchConcurrentJobs(rounds) {
         tasks.push(
           s.callTool("claude_start", { prompt, cwd }).then(async (started) => {
             const jobId = started.structured?.job_id;
-            if (typeof jobId !== "string") throw new Error(`claude_start gave no job_id: ${JSON.stringify(started.result).slice(0, 300)}`);
+            if (typeof jobId !== "string") throw new Error(`claude_start gave no job_id: ` +
+              `${JSON.stringify(started.result).slice(0, 300)}`);
             const waited = await s.callTool("claude_wait", { job_id: jobId, hold_ms: 60_000 }, 90_000);
             return { startAt: started.at, waitAt: waited.at, status: waited.structured?.status, error: waited.structured?.error };
           }),
@@ -83,8 +84,10 @@ export async function benchConcurrentJobs(rounds) {
         target: "<= 1.25 s (ideal 1 s)",
         pass: wall <= 1.25 && bad === 0,
         detail:
-          `floor: ${count} bare fake agents in parallel ${floor.toFixed(2)} s (server/floor ${(wall / floor).toFixed(2)}x); ` +
-          `all ${count} starts answered after ${(median(startPhases) / 1000).toFixed(2)} s; server CPU ${(median(serverCpu) / 1000).toFixed(2)} s` +
+          `floor: ${count} bare fake agents in parallel ${floor.toFixed(2)} s (server/floor ` +
+            `${(wall / floor).toFixed(2)}x); ` +
+          `all ${count} starts answered after ${(median(startPhases) / 1000).toFixed(2)} s; server CPU ` +
+            `${(median(serverCpu) / 1000).toFixed(2)} s` +
           (bad > 0 ? `; ${bad} jobs not completed!` : ""),
       },
     ],
@@ -131,7 +134,8 @@ export async function benchBigOutput(rounds) {
       notCompleted.push(bad.length);
       for (const d of bad) {
         failures.push({ round: i, status: d.status, resultChars: d.chars, error: d.error ?? null });
-        log(`f: a job ended ${d.status} with ${d.chars} result characters: ${JSON.stringify(d.error ?? null).slice(0, 400)}`);
+        log(`f: a job ended ${d.status} with ${d.chars} result characters: ` +
+          `${JSON.stringify(d.error ?? null).slice(0, 400)}`);
       }
       hwm.push(procStatusKb(s.pid, "VmHWM"));
       rssAfter.push(procStatusKb(s.pid, "VmRSS"));
@@ -152,7 +156,8 @@ export async function benchBigOutput(rounds) {
         target: "<= 120 MiB (durable-jobs goal)",
         pass: peak <= 120 && bad === 0,
         detail:
-          `total ${(median(times) / 1000).toFixed(2)} s; VmRSS once all answered ${(median(rssAfter) / 1024).toFixed(0)} MiB; server CPU ${(median(serverCpu) / 1000).toFixed(2)} s` +
+          `total ${(median(times) / 1000).toFixed(2)} s; VmRSS once all answered ` +
+            `${(median(rssAfter) / 1024).toFixed(0)} MiB; server CPU ${(median(serverCpu) / 1000).toFixed(2)} s` +
           (bad > 0 ? `; ${bad} jobs not completed with the full result!` : ""),
       },
     ],

@@ -108,7 +108,8 @@ export async function benchPipeline(rounds) {
         target: ">= 10000 req/s",
         pass: rate >= 10_000,
         detail:
-          `${(count / rate).toFixed(2)} s per ${count}; ${responseBytes} bytes per response (${((rate * responseBytes) / 1048576).toFixed(0)} MiB/s); ` +
+          `${(count / rate).toFixed(2)} s per ${count}; ${responseBytes} bytes per response ` +
+            `(${((rate * responseBytes) / 1048576).toFixed(0)} MiB/s); ` +
           `server busy ${(median(cpuShares) * 100).toFixed(0)}% of one core`,
       },
       {
@@ -117,7 +118,8 @@ export async function benchPipeline(rounds) {
         target: `<= ${MODEL_VISIBLE_LIMIT_BYTES} bytes`,
         pass: visible.bytes <= MODEL_VISIBLE_LIMIT_BYTES,
         detail:
-          `descriptions, input schemas and ${visible.instructionsBytes} bytes of instructions, with 3 agents and 2 hosts offered; ` +
+          `descriptions, input schemas and ${visible.instructionsBytes} bytes of instructions, with 3 agents and 2 ` +
+            `hosts offered; ` +
           `the whole tools/list is ${visible.listingBytes} bytes`,
       },
     ],

@@ -62,7 +62,8 @@ async function startSshdServe() {
       buffered += text;
       if (buffered.includes("\n")) resolve(buffered.slice(0, buffered.indexOf("\n")));
     });
-    exited.then(({ code, signal }) => reject(new Error(`test/sshd-serve.ts exited (code ${code}, signal ${signal}) before its line; stderr:\n${stderr}`)));
+    exited.then(({ code, signal }) => reject(new Error(`test/sshd-serve.ts exited (code ${code}, signal ${signal}) ` +
+      `before its line; stderr:\n${stderr}`)));
   });
   try {
     return { info: JSON.parse(await withTimeout(line, 30_000, "test/sshd-serve.ts starting sshd")), pid: child.pid, stop };
@@ -149,13 +150,15 @@ export async function benchSsh(rounds) {
     rows: [{ metric: "m  ssh hosts", value: "skipped", target: "(no target)", pass: undefined, detail: why }],
     data: { skipped: why },
   });
-  if (!fs.existsSync(TSX_CLI)) return skipped(`${path.relative(ROOT, TSX_CLI)} is missing (npm install): test/sshd-serve.ts cannot run`);
+  if (!fs.existsSync(TSX_CLI)) return skipped(`${path.relative(ROOT, TSX_CLI)} is missing (npm install): ` +
+    `test/sshd-serve.ts cannot run`);
   const sshd = await startSshdServe();
   if (sshd.info.missing !== undefined) {
     await sshd.stop();
     return skipped(`no sshd for the bench: ${sshd.info.missing}`);
   }
-  // Short: <dir>/s-<i>/ssh must fit a socket path (§21.2), or the server would share one folder in the temporary directory.
+  // Short: <dir>/s-<i>/ssh must fit a socket path (§21.2), or the server
+  // would share one folder in the temporary directory.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cdb-m-"));
   const work = path.join(dir, "work");
   fs.mkdirSync(work);
@@ -176,7 +179,8 @@ export async function benchSsh(rounds) {
     child.stderr.on("data", (text) => (stderr += text));
     return new Promise((resolve, reject) => {
       child.once("error", reject);
-      child.once("exit", (code) => (code === 0 ? resolve(now() - startedAt) : reject(new Error(`m: ssh ${alias} true exited ${code}: ${stderr.trim()}`))));
+      child.once("exit", (code) => (code === 0 ? resolve(now() - startedAt) : reject(new Error(`m: ssh ${alias} true ` +
+        `exited ${code}: ${stderr.trim()}`))));
     });
   };
   const kinds = ["local", "ssh"];
@@ -189,7 +193,10 @@ export async function benchSsh(rounds) {
       const controlDir = path.join(stateDir, "ssh");
       s = new Server({ CLAUDE_DISPATCH_HOSTS: hosts, CLAUDE_DISPATCH_STATE_DIR: stateDir });
       await s.initialize();
-      /** One claude_run here or over ssh: its wall time, and the CPU time of the server, of its reaped children and (withMasters) of the ssh master. */
+      /**
+       * One claude_run here or over ssh: its wall time, and the CPU time of the server, of its
+       * reaped children and (withMasters) of the ssh master.
+       */
       const run = async (where, prompt, withMasters = false) => {
         const masters = withMasters ? sshClientsOf(controlDir).map((p) => ({ pid: p.pid, cpu: procCpuMs(p.pid) })) : [];
         const cpuBefore = procCpuMs(s.pid);
@@ -199,17 +206,20 @@ export async function benchSsh(rounds) {
         const childrenCpuMs = procChildrenCpuMs(s.pid) - childrenBefore;
         const masterCpuMs = masters.reduce((sum, p) => sum + Math.max(0, (procCpuMs(p.pid) || p.cpu) - p.cpu), 0);
         const report = response.structured;
-        if (report?.status !== "completed") throw new Error(`m: claude_run ${where} answered ${JSON.stringify(response.result).slice(0, 400)}`);
+        if (report?.status !== "completed") throw new Error(`m: claude_run ${where} answered ` +
+          `${JSON.stringify(response.result).slice(0, 400)}`);
         return { ms: response.at - response.sentAt, serverCpuMs, childrenCpuMs, masterCpuMs, report };
       };
       const hi = async (where) => {
         const measured = await run(where, "hi");
-        if (measured.report.result !== "ECHO: hi") throw new Error(`m: claude_run ${where} gave the result ${JSON.stringify(measured.report.result).slice(0, 200)}`);
+        if (measured.report.result !== "ECHO: hi") throw new Error(`m: claude_run ${where} gave the result ` +
+          `${JSON.stringify(measured.report.result).slice(0, 200)}`);
         return measured;
       };
       // The first job loads the process layer: one here first, so that the first over ssh pays for ssh only.
       await hi("local");
-      if (sshClientsOf(controlDir).length > 0) throw new Error(`m: an ssh connection in ${controlDir} before the first job over ssh`);
+      if (sshClientsOf(controlDir).length > 0) throw new Error(`m: an ssh connection in ${controlDir} before the ` +
+        `first job over ssh`);
       const coldMs = (await hi("ssh")).ms;
       const shared = sshClientsOf(controlDir).length > 0;
       const start = { local: [], ssh: [], bare: [] };
@@ -231,7 +241,8 @@ export async function benchSsh(rounds) {
       for (let k = 0; k < SIZES.sshBigSamples; k += 1) {
         for (const where of (i + k) % 2 === 0 ? kinds : [...kinds].reverse()) {
           const { report, ...measured } = await run(where, bigPrompt, where === "ssh");
-          if (report.result_chars !== SIZES.sshBigChars) throw new Error(`m: a ${where} job reported ${report.result_chars} result characters, not ${SIZES.sshBigChars}`);
+          if (report.result_chars !== SIZES.sshBigChars) throw new Error(`m: a ${where} job reported ` +
+            `${report.result_chars} result characters, not ${SIZES.sshBigChars}`);
           big[where].push({ ...measured, stdoutBytes: fs.statSync(path.join(stateDir, "jobs", report.job_id, "stdout.jsonl")).size });
         }
       }
@@ -245,7 +256,8 @@ export async function benchSsh(rounds) {
         left = sshClientsOf(controlDir);
       }
       if (left.length > 0) {
-        log(`m: killing ${left.length} ssh processes left by a stopped server: ${left.map((p) => `${p.pid} ${p.command}`).join("; ")}`);
+        log(`m: killing ${left.length} ssh processes left by a stopped server: ` +
+          `${left.map((p) => `${p.pid} ${p.command}`).join("; ")}`);
         killedLeftovers.push(...left);
         for (const { pid } of left) {
           try {
@@ -294,14 +306,17 @@ export async function benchSsh(rounds) {
   return {
     rows: [
       {
-        metric: `m  claude_run "hi" over ssh (shared connection warm) next to here (${SIZES.sshStartSamples} of each a round)`,
+        metric: `m  claude_run "hi" over ssh (shared connection warm) next to here (${SIZES.sshStartSamples} of ` +
+          `each a round)`,
         value: `p50 ${start.ssh.p50.toFixed(1)} ms against ${start.local.p50.toFixed(1)} ms`,
         target: "(no target)",
         pass: undefined,
         detail:
-          `p90 ${start.ssh.p90.toFixed(1)} against ${start.local.p90.toFixed(1)} ms; ssh adds ${(start.ssh.p50 - start.local.p50).toFixed(1)} ms at p50, of which ` +
+          `p90 ${start.ssh.p90.toFixed(1)} against ${start.local.p90.toFixed(1)} ms; ssh adds ` +
+            `${(start.ssh.p50 - start.local.p50).toFixed(1)} ms at p50, of which ` +
           (shared
-            ? `a bare session (ssh ${alias} true on the same connection) takes p50 ${start.bare.p50.toFixed(1)}, p90 ${start.bare.p90.toFixed(1)} ms`
+            ? `a bare session (ssh ${alias} true on the same connection) takes p50 ${start.bare.p50.toFixed(1)}, p90 ` +
+              `${start.bare.p90.toFixed(1)} ms`
             : "nothing could be told apart: NO shared connection was seen in its state directory in some round") +
           `; server CPU ${startCpu.ssh.toFixed(1)} against ${startCpu.local.toFixed(1)} ms a job (mean)`,
       },
@@ -310,17 +325,20 @@ export async function benchSsh(rounds) {
         value: `${coldMs.toFixed(1)} ms`,
         target: "(no target)",
         pass: undefined,
-        detail: `${(coldMs - start.ssh.p50).toFixed(1)} ms over a warm one; per round ${samples.cold.map((ms) => ms.toFixed(0)).join(", ")} ms`,
+        detail: `${(coldMs - start.ssh.p50).toFixed(1)} ms over a warm one; per round ` +
+          `${samples.cold.map((ms) => ms.toFixed(0)).join(", ")} ms`,
       },
       {
-        metric: `m  claude_run of a ${(SIZES.sshBigChars / 1e6).toFixed(0)} MB result (${mb.toFixed(1)} MB of stdout) over ssh next to here (${SIZES.sshBigSamples} of each a round)`,
+        metric: `m  claude_run of a ${(SIZES.sshBigChars / 1e6).toFixed(0)} MB result (${mb.toFixed(1)} MB of ` +
+          `stdout) over ssh next to here (${SIZES.sshBigSamples} of each a round)`,
         value: `${big.ssh.ms.toFixed(0)} ms against ${big.local.ms.toFixed(0)} ms`,
         target: "(no target)",
         pass: undefined,
         detail:
           `beyond a short job's extra, ${signed(wallPerMb)} ms and ${signed(cpuPerMb)} ms of server CPU per MB; ` +
           `server CPU ${big.ssh.serverCpuMs.toFixed(0)} against ${big.local.serverCpuMs.toFixed(0)} ms; ` +
-          `ssh here ${sshCpuMs.toFixed(0)} ms CPU (master ${big.ssh.masterCpuMs.toFixed(0)}, session clients ${big.ssh.childrenCpuMs.toFixed(0)}); the agent here ${big.local.childrenCpuMs.toFixed(0)} ms`,
+          `ssh here ${sshCpuMs.toFixed(0)} ms CPU (master ${big.ssh.masterCpuMs.toFixed(0)}, session clients ` +
+            `${big.ssh.childrenCpuMs.toFixed(0)}); the agent here ${big.local.childrenCpuMs.toFixed(0)} ms`,
       },
     ],
     data: {

@@ -46,7 +46,8 @@ function makeFinishedJobs(stateDir, count) {
     const dir = path.join(jobsDir, id);
     fs.mkdirSync(dir, { mode: 0o700 });
     const kind = i % 2 === 0 ? "run" : "start";
-    const prompt = `Job ${i} of the startup bench.\nRead src/state.ts and explain, in one paragraph, how a finished job is kept on disk.\nChange nothing.\n`;
+    const prompt = `Job ${i} of the startup bench.\nRead src/state.ts and explain, in one paragraph, how a finished ` +
+      `job is kept on disk.\nChange nothing.\n`;
     const flat = prompt.replace(/\s+/g, " ").trim();
     const result = `Job ${i}: ${RESULT_FILLER.repeat(Math.ceil(SIZES.finishedResultChars / RESULT_FILLER.length))}`.slice(0, SIZES.finishedResultChars);
     // Spread over the last 50 minutes; the last one finished about a second ago.
@@ -119,7 +120,8 @@ function checkJobsKept(stateDir, count, when) {
   const jobsDir = path.join(stateDir, "jobs");
   const kept = fs.readdirSync(jobsDir).filter((name) => fs.existsSync(path.join(jobsDir, name, "record.json"))).length;
   if (kept !== count) {
-    throw new Error(`h: ${when}, ${kept} of the ${count} finished job folders are left in ${stateDir}: the server removed some, so the figures are not of ${count} jobs`);
+    throw new Error(`h: ${when}, ${kept} of the ${count} finished job folders are left in ${stateDir}: the server ` +
+      `removed some, so the figures are not of ${count} jobs`);
   }
 }
 
@@ -152,9 +154,11 @@ export async function benchStartupWithJobs(rounds) {
     const fixture = makeFinishedJobs(fullDir, count);
     const makeMs = now() - madeAt;
     // Under the default disk cap (1 GiB; finished.jsonl adds under 100 bytes a job), so that the server prunes nothing.
-    if (fixture.apparentBytes + 100 * count >= 1024 ** 3) throw new Error(`h: the jobs made take ${fixture.apparentBytes} bytes, over the 1 GiB disk cap`);
+    if (fixture.apparentBytes + 100 * count >= 1024 ** 3) throw new Error(`h: the jobs made take ` +
+      `${fixture.apparentBytes} bytes, over the 1 GiB disk cap`);
     log(
-      `h: ${count} finished jobs made in ${(makeMs / 1000).toFixed(1)} s: ${(fixture.apparentBytes / 1048576).toFixed(0)} MiB apparent, ` +
+      `h: ${count} finished jobs made in ${(makeMs / 1000).toFixed(1)} s: ` +
+        `${(fixture.apparentBytes / 1048576).toFixed(0)} MiB apparent, ` +
         `${(fixture.diskBytes / 1048576).toFixed(1)} MiB on disk`,
     );
 
@@ -165,7 +169,8 @@ export async function benchStartupWithJobs(rounds) {
     await first.close();
     const completed = Number.isInteger(listed.structured?.total) ? listed.structured.total : Number.NaN;
     if (completed !== count) {
-      throw new Error(`h: the first server lists ${completed} completed jobs of the ${count} made; its stderr ends:\n${first.stderrTail.slice(-2000)}`);
+      throw new Error(`h: the first server lists ${completed} completed jobs of the ${count} made; its stderr ` +
+        `ends:\n${first.stderrTail.slice(-2000)}`);
     }
     checkJobsKept(fullDir, count, "after the first, untimed start");
     const indexLines = countLines(path.join(fullDir, "finished.jsonl"));
@@ -231,8 +236,10 @@ export async function benchStartupWithJobs(rounds) {
           pass: fullMiB <= rssLimit,
           detail:
             `empty: ${emptyMiB.toFixed(1)} MiB (+${(fullMiB - emptyMiB).toFixed(1)} MiB); ` +
-            `${count} jobs, ${(fixture.apparentBytes / 1048576).toFixed(0)} MiB apparent (${(fixture.diskBytes / 1048576).toFixed(1)} MiB on disk), ` +
-            `finished.jsonl ${indexLines > 0 ? `${indexLines} lines` : "not written"}; all ${count} still there after ${servers} servers`,
+            `${count} jobs, ${(fixture.apparentBytes / 1048576).toFixed(0)} MiB apparent ` +
+              `(${(fixture.diskBytes / 1048576).toFixed(1)} MiB on disk), ` +
+            `finished.jsonl ${indexLines > 0 ? `${indexLines} lines` : "not written"}; all ${count} still there ` +
+              `after ${servers} servers`,
         },
       ],
       data: {

@@ -51,7 +51,8 @@ if (process.argv[1] && process.argv[1].endsWith("fake-claude.mjs") && process.en
       const procLat = [];
       for (let k = 0; k < SIZES.waitSamples; k += 1) {
         const pidFile = path.join(dir, `pid-${i}-${k}`);
-        const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n@sleep ${SIZES.waitSleepMs}`, cwd: dir });
+        const started = await s.callTool("claude_start", { prompt: `@pid ${pidFile}\n@sleep ` +
+          `${SIZES.waitSleepMs}`, cwd: dir });
         const waited = w.callTool("claude_wait", { job_id: started.structured.job_id, hold_ms: 60_000 }, 90_000);
         // The agent writes its pid before sleeping.
         let pid;
@@ -75,7 +76,8 @@ if (process.argv[1] && process.argv[1].endsWith("fake-claude.mjs") && process.en
           else await sleep(1);
         }
         const response = await waited;
-        if (response.structured?.status !== "completed") throw new Error(`wait answered ${JSON.stringify(response.structured).slice(0, 300)}`);
+        if (response.structured?.status !== "completed") throw new Error(`wait answered ` +
+          `${JSON.stringify(response.structured).slice(0, 300)}`);
         const exitNs = fs.readFileSync(path.join(exitDir, String(pid)), "utf8");
         hookLat.push(response.at - Number(exitNs) / 1e6);
         // The answer can arrive before the poll saw the agent go; then the gap is at most one poll interval.
@@ -113,9 +115,12 @@ if (process.argv[1] && process.argv[1].endsWith("fake-claude.mjs") && process.en
         target: shared ? "p99 < 250 ms (issue 13)" : "p99 <= 10 ms",
         pass: shared ? p99 < 250 : p99 <= 10,
         detail:
-          `pooled over ${all.proc.length}: p50 ${pooled.p50.toFixed(2)}, p99 ${pooled.p99.toFixed(2)}, max ${pooled.max.toFixed(2)} ms; ` +
-          `from the agent's process.exit() call (adds its own Node teardown): p50 ${hookP50.toFixed(2)}, p99 ${hookP99.toFixed(2)} ms, pooled max ${pooledHook.max.toFixed(2)} ms; ` +
-          (Math.max(pooled.max, pooledHook.max) >= 250 ? "the 250 ms exit drain was hit" : "the 250 ms exit drain was never hit"),
+          `pooled over ${all.proc.length}: p50 ${pooled.p50.toFixed(2)}, p99 ${pooled.p99.toFixed(2)}, max ` +
+            `${pooled.max.toFixed(2)} ms; ` +
+          `from the agent's process.exit() call (adds its own Node teardown): p50 ${hookP50.toFixed(2)}, p99 ` +
+            `${hookP99.toFixed(2)} ms, pooled max ${pooledHook.max.toFixed(2)} ms; ` +
+          (Math.max(pooled.max, pooledHook.max) >= 250 ? "the 250 ms exit drain was hit" : "the 250 ms exit drain " +
+            "was never hit"),
       },
     ],
     data: {

@@ -29,12 +29,15 @@ export async function benchWorktrees(rounds) {
       for (let k = 0; k < SIZES.worktreeSamples * 2; k += 1) {
         const kind = k % 2 === 0 ? "tree" : "plain";
         const started = await s.callTool("claude_start", { prompt: `@write src/file-${k}.txt changed ${k}`, cwd: repo, worktree: kind === "tree" });
-        if (!started.structured?.job_id) throw new Error(`claude_start answered ${JSON.stringify(started.structured).slice(0, 300)}`);
+        if (!started.structured?.job_id) throw new Error(`claude_start answered ` +
+          `${JSON.stringify(started.structured).slice(0, 300)}`);
         samples.start[kind].push(started.at - started.sentAt);
         const first = await s.callTool("claude_wait", { job_id: started.structured.job_id, hold_ms: 60_000 }, 90_000);
-        if (first.structured?.status !== "completed") throw new Error(`claude_wait answered ${JSON.stringify(first.structured).slice(0, 300)}`);
+        if (first.structured?.status !== "completed") throw new Error(`claude_wait answered ` +
+          `${JSON.stringify(first.structured).slice(0, 300)}`);
         const again = await s.callTool("claude_wait", { job_id: started.structured.job_id, hold_ms: 0 });
-        if (kind === "tree" && again.structured?.worktree?.changed_files?.length !== 1) throw new Error(`a worktree job reported ${JSON.stringify(again.structured?.worktree)}`);
+        if (kind === "tree" && again.structured?.worktree?.changed_files?.length !== 1) throw new Error(`a worktree ` +
+          `job reported ${JSON.stringify(again.structured?.worktree)}`);
         samples.wait[kind].push(again.at - again.sentAt);
       }
       await s.close();
@@ -47,10 +50,12 @@ export async function benchWorktrees(rounds) {
   return {
     rows: [
       {
-        metric: `l  claude_start answered, worktree: true next to without (${SIZES.worktreeSamples} of each a round, 200-file repository)`,
+        metric: `l  claude_start answered, worktree: true next to without (${SIZES.worktreeSamples} of each a round, ` +
+          `200-file repository)`,
         value: `p50 ${p50(samples.start.tree).toFixed(1)} ms against ${p50(samples.start.plain).toFixed(1)} ms`,
         target: "info (issue 15)",
-        detail: `p99 ${percentile(samples.start.tree, 0.99).toFixed(1)} against ${percentile(samples.start.plain, 0.99).toFixed(1)} ms: git worktree add runs before the answer`,
+        detail: `p99 ${percentile(samples.start.tree, 0.99).toFixed(1)} against ` +
+          `${percentile(samples.start.plain, 0.99).toFixed(1)} ms: git worktree add runs before the answer`,
       },
       {
         metric: "l  claude_wait on a finished job, worktree: true next to without",

@@ -10,7 +10,10 @@ import type { ErrorCode } from "../core/errors.js";
 import type { DirectoryCheck } from "./policy.js";
 import type { WorktreeRecord, Worktrees } from "./worktree.js";
 
-/** The approver of one job (§18): a small MCP server, run by the agent, that files each permission request and waits for its answer. */
+/**
+ * The approver of one job (§18): a small MCP server, run by the agent, that files
+ * each permission request and waits for its answer.
+ */
 export interface ApproverLaunch {
   command: string;
   args: string[];
@@ -45,7 +48,9 @@ export interface SpawnRequest {
   /** Receives stdout as it arrives; the reader bounds what it keeps. */
   onStdout(chunk: Buffer): void;
   stderrTailBytes: number;
-  /** The tree marker's value, made by the caller so it can be recorded before the spawn (§15.2); a fresh one otherwise. */
+  /**
+   * The tree marker's value, made by the caller so it can be recorded before the spawn (§15.2); a fresh one otherwise.
+   */
   marker?: string;
   /**
    * Where the agent writes stdout and stderr itself (§15). It then needs no
@@ -220,7 +225,9 @@ export interface Host {
    * process reads it (§19, §20); a host on another machine answers for them over its own connection.
    */
   readonly sharesFiles: boolean;
-  /** An agent CLI's program there, when set for it; undefined: that machine's own setting, else the CLI's name (§21.3). */
+  /**
+   * An agent CLI's program there, when set for it; undefined: that machine's own setting, else the CLI's name (§21.3).
+   */
   programOf(agent: string): string | undefined;
   /** What its agents' environment starts from: this process's own here; nothing of ours elsewhere (§7.2, §21.3). */
   readonly agentEnvironment: Readonly<Record<string, string | undefined>>;
@@ -237,7 +244,11 @@ export interface Host {
    * Kills a recorded agent that no handle of ours follows (`claude-dispatch kill`, §17), with the same checks as a
    * takeover: undefined when it is certainly not running. Pending and undetermined say so, as KillReport does.
    */
-  killRecorded(recorded: RecordedAgent, output: OutputFiles | undefined, othersAgent?: (agent: NamedProcess) => boolean): Promise<KillReport | undefined>;
+  killRecorded(
+    recorded: RecordedAgent,
+    output: OutputFiles | undefined,
+    othersAgent?: (agent: NamedProcess) => boolean,
+  ): Promise<KillReport | undefined>;
   /** A directory checked against its roots, links resolved where they live (§4, §21.3). */
   checkDirectory(dir: string): Promise<DirectoryCheck>;
   /** A repository's folder and a path under it, joined as that host's paths join (§19). */

@@ -40,7 +40,12 @@ export abstract class JsonLinesReader implements AgentOutputReader {
             onDeferredLine: (head: Buffer, offset: number, length: number) => this.onLongLine(head, offset, length),
           }
         : undefined;
-    this.lines = new LineReader(options.maxLineBytes, (line) => this.onLine(line), () => this.overflowed(), deferred);
+    this.lines = new LineReader(
+      options.maxLineBytes,
+      (line) => this.onLine(line),
+      () => this.overflowed(),
+      deferred,
+    );
   }
 
   /** One event of the CLI's, counted in the summary. */

@@ -11,7 +11,9 @@ import type { AgentRun, AgentSpec, AgentToAttach } from "./types.js";
 export interface AgentFiles {
   readRange(file: string, offset: number, length: number): Buffer | undefined;
   create(file: string): { write(text: string): void; close(): void };
-  /** Bytes free on the disk holding dir; undefined when unknown. Asked only when an agent ended without a result (§7.3). */
+  /**
+   * Bytes free on the disk holding dir; undefined when unknown. Asked only when an agent ended without a result (§7.3).
+   */
   freeBytes?(dir: string): number | undefined;
   /** The folder a file is in. */
   folderOf(file: string): string;
@@ -48,7 +50,8 @@ export function createAgents<Reader extends AgentOutputReader>(options: Launcher
           ...(spec.options?.addDirs ? { addDirs: spec.options.addDirs } : {}),
           cwd: spec.cwd,
           env: options.env,
-          // Never argv: no quoting, no shell, no length limit. From the prompt file when there is one, so it arrives whole (§15.2).
+          // Never argv: no quoting, no shell, no length limit. From the prompt file
+          // when there is one, so it arrives whole (§15.2).
           stdin: spec.promptFile ? { file: spec.promptFile } : spec.prompt,
           onStdout,
           stderrTailBytes: options.stderrTailBytes,
@@ -56,7 +59,10 @@ export function createAgents<Reader extends AgentOutputReader>(options: Launcher
           ...(spec.marker ? { marker: spec.marker } : {}),
         }),
       ),
-    attach: (agent) => follow(options, agent.output, (onStdout) => host.attach({ ...agent, onStdout, stderrTailBytes: options.stderrTailBytes })),
+    attach: (agent) =>
+      follow(options, agent.output, (onStdout) =>
+        host.attach({ ...agent, onStdout, stderrTailBytes: options.stderrTailBytes }),
+      ),
   };
 }
 
@@ -94,9 +100,14 @@ function follow<Reader extends AgentOutputReader>(
       // Asked only when there is no result to read: a full disk may be why (§7.3).
       const probe = files?.freeBytes;
       const noResult = !exit.spawnError && !reader.overflow && !reader.hasResult();
-      const disk = output && files && probe && noResult ? measureDisk(probe, files.folderOf(output.stdoutPath)) : undefined;
+      const disk =
+        output && files && probe && noResult ? measureDisk(probe, files.folderOf(output.stdoutPath)) : undefined;
       // A host that ran the agent elsewhere may know why it ended when its output cannot say (§21).
-      const outcome = outcomeForReading(exit.failure && !reader.hasResult() && !reader.overflow ? { ok: false as const, ...exit.failure } : runtime.outcome(exit, reader, disk));
+      const outcome = outcomeForReading(
+        exit.failure && !reader.hasResult() && !reader.overflow
+          ? { ok: false as const, ...exit.failure }
+          : runtime.outcome(exit, reader, disk),
+      );
       reader.forgetResult();
       // An attached agent was not our child: its exit status is unknown, not null; its end may be long past (§15.3).
       if (exit.unobserved) return exit.endedAt === undefined ? outcome : { ...outcome, endedAt: exit.endedAt };

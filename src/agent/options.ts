@@ -17,7 +17,9 @@ export interface AgentOptions {
   addDirs?: string[];
 }
 
-/** The agents a server offers, and what a call may ask of each (§5.6, §7): from each runtime and the operator's policy. */
+/**
+ * The agents a server offers, and what a call may ask of each (§5.6, §7): from each runtime and the operator's policy.
+ */
 export interface AgentOffer {
   /** "claude", "codex", "gemini": a call's `agent`. */
   name: string;

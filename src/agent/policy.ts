@@ -8,8 +8,7 @@ import { DEFAULT_AGENT, OPTION_ARGUMENTS, type AgentOffer, type AgentOptions, ty
 
 /** A cwd or add_dirs entry as the host checked it (§5): its resolved path, or why it cannot be used. */
 export type DirectoryCheck =
-  | { ok: true; path: string }
-  | { ok: false; code: "INVALID_ARGUMENT" | "POLICY_DENIED"; problem: string };
+  { ok: true; path: string } | { ok: false; code: "INVALID_ARGUMENT" | "POLICY_DENIED"; problem: string };
 
 export interface Policy {
   /** Caps; when set they also apply to calls that name no limit, of an agent with a flag for it. */
@@ -29,13 +28,16 @@ export interface Policy {
  * roots once "." and ".." are resolved. That machine checks it again with its links resolved, before anything runs.
  */
 export function checkRemoteDirectory(dir: string, roots: readonly string[]): DirectoryCheck {
-  if (!dir.startsWith("/")) return { ok: false, code: "INVALID_ARGUMENT", problem: "must be an absolute path on that host" };
+  if (!dir.startsWith("/"))
+    return { ok: false, code: "INVALID_ARGUMENT", problem: "must be an absolute path on that host" };
   const normal = normalizePosix(dir);
   const inside = roots.some((root) => {
     const base = normalizePosix(root);
     return normal === base || normal.startsWith(base === "/" ? "/" : `${base}/`);
   });
-  return inside ? { ok: true, path: normal } : { ok: false, code: "POLICY_DENIED", problem: `is outside the host's roots (${roots.join(", ")})` };
+  return inside
+    ? { ok: true, path: normal }
+    : { ok: false, code: "POLICY_DENIED", problem: `is outside the host's roots (${roots.join(", ")})` };
 }
 
 function normalizePosix(dir: string): string {

@@ -13,7 +13,10 @@ import type { AgentOutcome, AgentSession, AgentSpec, LiveSummary } from "./types
 /** The agent's output file, read again, and where a long result's text is written (§15.4). */
 export interface OutputSource {
   read(offset: number, length: number): Buffer | undefined;
-  /** Starts the result file afresh; returns how to add text to it and close it. Without it (a replay), a long result's text is skipped. */
+  /**
+   * Starts the result file afresh; returns how to add text to it and close it.
+   * Without it (a replay), a long result's text is skipped.
+   */
   createResult?(): { write(text: string): void; close(): void };
 }
 

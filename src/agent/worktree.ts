@@ -52,7 +52,10 @@ export interface WorktreeHold {
 
 /** The git operations on worktrees; every failure is a DispatchError (INVALID_ARGUMENT, GIT_FAILED). */
 export interface Worktrees {
-  /** Makes a worktree on a new branch from the HEAD of the repository holding cwd; cwd's place in it is where the agent runs. */
+  /**
+   * Makes a worktree on a new branch from the HEAD of the repository holding
+   * cwd; cwd's place in it is where the agent runs.
+   */
   create(cwd: string, jobId: string): Promise<{ worktree: WorktreeRecord; cwd: string }>;
   /** Where in an existing worktree the agent runs. */
   cwdIn(worktree: WorktreeRecord): string;

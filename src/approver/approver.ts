@@ -12,7 +12,14 @@ import type { Logger } from "../core/log.js";
 import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
 import { isRecord } from "../core/values.js";
 import { LEGACY_PROTOCOL_VERSIONS } from "../server/eras.js";
-import { METHOD_NOT_FOUND, fail, isRequestId, respond, type JsonRpcResponse, type RequestId } from "../server/jsonrpc.js";
+import {
+  METHOD_NOT_FOUND,
+  fail,
+  isRequestId,
+  respond,
+  type JsonRpcResponse,
+  type RequestId,
+} from "../server/jsonrpc.js";
 import { answerToOwnRequest, type ApprovalAnswer, type ApprovalRequest, type OwnAnswer } from "../store/approvals.js";
 import type { StateStore } from "../store/state-store.js";
 import type { PermissionPrompts } from "../agent/runtime.js";
@@ -46,8 +53,13 @@ export interface ApproverOptions {
 }
 
 /** The approver's argv after `approver`: `--state-dir=DIR --wait-ms=N JOB_ID`; undefined when it is not that. */
-/** Without --state-dir, the state directory is the one its environment names, as for the server (§15.1): another machine's (§21.3). */
-export function parseApproverArgs(args: readonly string[]): { stateDir: string | undefined; waitMs: number; jobId: string } | undefined {
+/**
+ * Without --state-dir, the state directory is the one its environment names, as
+ * for the server (§15.1): another machine's (§21.3).
+ */
+export function parseApproverArgs(
+  args: readonly string[],
+): { stateDir: string | undefined; waitMs: number; jobId: string } | undefined {
   let stateDir: string | undefined;
   let waitMs: number | undefined;
   let jobId: string | undefined;
@@ -57,7 +69,8 @@ export function parseApproverArgs(args: readonly string[]): { stateDir: string |
     else if (!arg.startsWith("-") && jobId === undefined) jobId = arg;
     else return undefined;
   }
-  if (stateDir === "" || jobId === undefined || waitMs === undefined || !Number.isSafeInteger(waitMs) || waitMs < 1) return undefined;
+  if (stateDir === "" || jobId === undefined || waitMs === undefined || !Number.isSafeInteger(waitMs) || waitMs < 1)
+    return undefined;
   return { stateDir, waitMs, jobId };
 }
 
@@ -68,7 +81,11 @@ function minutes(ms: number): string {
 /** What the agent is told when a request is denied without a message of the person's. */
 export function denialText(answer: ApprovalAnswer, waitMs: number): string {
   if (answer.message) return answer.message;
-  if (answer.by === "timeout") return `No one answered this permission request within ${minutes(waitMs)}, so it was denied. Do not retry it; finish what you can without it and say what needed approval.`;
+  if (answer.by === "timeout")
+    return (
+      `No one answered this permission request within ${minutes(waitMs)}, so it was denied. Do not retry it; ` +
+      `finish what you can without it and say what needed approval.`
+    );
   return "The person supervising this job denied this tool call.";
 }
 
@@ -127,11 +144,18 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
 
   const ask = async (id: RequestId, cli: PermissionPrompts, args: unknown): Promise<JsonRpcResponse> => {
     const asked = cli.read(args);
-    if (!asked) return respond(id, { content: [{ type: "text", text: `INVALID_ARGUMENT: expected ${cli.expected}` }], isError: true });
+    if (!asked)
+      return respond(id, {
+        content: [{ type: "text", text: `INVALID_ARGUMENT: expected ${cli.expected}` }],
+        isError: true,
+      });
     let answer: ApprovalAnswer;
     let filed: ApprovalRequest | undefined;
     if (!files.usable()) {
-      answer = deny("This job's approvals cannot be filed (its folder in the state directory is missing or not this user's), so the tool call was denied.");
+      answer = deny(
+        "This job's approvals cannot be filed (its folder in the state directory is missing or not this user's), so " +
+          "the tool call was denied.",
+      );
     } else {
       try {
         const now = clock.now();
@@ -156,7 +180,11 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
         filedBy.delete(String(id));
       }
     }
-    const text = cli.answerText(answer.decision, asked.input, answer.decision === "deny" ? denialText(answer, waitMs) : "");
+    const text = cli.answerText(
+      answer.decision,
+      asked.input,
+      answer.decision === "deny" ? denialText(answer, waitMs) : "",
+    );
     if (filed) logger.info(`job ${options.jobId}: request ${filed.id}: ${answer.decision} (by ${answer.by})`);
     return respond(id, { content: [{ type: "text", text }] });
   };
@@ -178,8 +206,14 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
     switch (method) {
       case "initialize": {
         const requested = typeof params.protocolVersion === "string" ? params.protocolVersion : "";
-        const version = (LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : LEGACY_PROTOCOL_VERSIONS[0];
-        return respond(id, { protocolVersion: version, capabilities: { tools: { listChanged: false } }, serverInfo: { name: `${SERVER_NAME}-approver`, version: SERVER_VERSION } });
+        const version = (LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(requested)
+          ? requested
+          : LEGACY_PROTOCOL_VERSIONS[0];
+        return respond(id, {
+          protocolVersion: version,
+          capabilities: { tools: { listChanged: false } },
+          serverInfo: { name: `${SERVER_NAME}-approver`, version: SERVER_VERSION },
+        });
       }
       case "ping":
         return respond(id, {});
@@ -188,8 +222,13 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
       case "tools/call": {
         const cli = prompts.find((candidate) => candidate.tool.name === params.name);
         if (cli) return ask(id, cli, params.arguments);
-        const tools = `${prompts.length === 1 ? "one tool" : "the tools"}, ${prompts.map((each) => each.tool.name).join(", ")}`;
-        return respond(id, { content: [{ type: "text", text: `INVALID_ARGUMENT: the approver has ${tools}` }], isError: true });
+        const tools =
+          `${prompts.length === 1 ? "one tool" : "the tools"}, ` +
+          `${prompts.map((each) => each.tool.name).join(", ")}`;
+        return respond(id, {
+          content: [{ type: "text", text: `INVALID_ARGUMENT: the approver has ${tools}` }],
+          isError: true,
+        });
       }
       default:
         // server/discover included: the CLI then falls back to initialize.

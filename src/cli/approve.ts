@@ -53,7 +53,9 @@ export function messageText(answer: Pick<ApprovalAnswer, "message">): string {
  * Both are the agent's text, from a file it could have written: cleaned whole (§10).
  */
 export function requestText(request: { tool_name: string; preview: string }): string {
-  const preview = request.preview.startsWith(request.tool_name) ? request.preview : `${request.tool_name} · ${request.preview}`;
+  const preview = request.preview.startsWith(request.tool_name)
+    ? request.preview
+    : `${request.tool_name} · ${request.preview}`;
   return forReadingOnOneLine(preview);
 }
 
@@ -69,7 +71,9 @@ export function pendingRequests(record: JobRecord, approvals: readonly Approval[
 
 /** input_required for a running job with a request waiting, read from the files (the record may be stale). */
 export function shownStatus(record: JobRecord, approvals: readonly Approval[]): ShownStatus {
-  return record.status === "running" && pendingRequests(record, approvals).length > 0 ? "input_required" : record.status;
+  return record.status === "running" && pendingRequests(record, approvals).length > 0
+    ? "input_required"
+    : record.status;
 }
 
 /** A request as the record lists it, for a job whose request files are gone: no input, which only the files held. */
@@ -79,12 +83,21 @@ export function approvalFromSummary(summary: ApprovalSummary): Approval {
   // Who answered as the record says it: known to its server, or as the answer file claimed (§18).
   const by = summary.by ?? summary.claimed_by;
   if (decision === undefined || by === undefined) return { request };
-  return { request, answer: { decision, by, at: answered_at ?? asked_at, ...(message === undefined ? {} : { message }) } };
+  return {
+    request,
+    answer: { decision, by, at: answered_at ?? asked_at, ...(message === undefined ? {} : { message }) },
+  };
 }
 
-/** "waiting for approval: request 1 · Bash · npm test — claude-dispatch approve ID 1, or deny", as jobs and logs print it. */
+/**
+ * "waiting for approval: request 1 · Bash · npm test — claude-dispatch
+ * approve ID 1, or deny", as jobs and logs print it.
+ */
 export function waitingForApproval(jobId: string, requestId: string, shownRequest: string): string {
-  return `waiting for approval: request ${requestId} · ${shownRequest} — claude-dispatch approve ${jobId} ${requestId}, or deny`;
+  return (
+    `waiting for approval: request ${requestId} · ${shownRequest} — claude-dispatch approve ${jobId} ` +
+    `${requestId}, or deny`
+  );
 }
 
 export interface AnswerArguments {
@@ -104,15 +117,25 @@ export function answerJob(context: Context, id: string, { decision, requestId, m
   const pending = pendingRequests(record, approvals);
   if (isFinishedStatus(record.status)) {
     // A request it never filed is not "no longer pending": it never was.
-    if (requestId !== undefined && !approvals.some(({ request }) => request.id === requestId)) throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no request ${requestId}`);
+    if (requestId !== undefined && !approvals.some(({ request }) => request.id === requestId))
+      throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no request ${requestId}`);
     const which = requestId === undefined ? "none of its requests is" : `request ${requestId} is no longer`;
     throw new DispatchError("INVALID_ARGUMENT", `job ${id} has finished (${record.status}): ${which} pending`);
   }
   const chosen = requestId === undefined ? onlyPending(id, pending) : named(id, requestId, approvals, pending);
-  const answer: ApprovalAnswer = { decision, by: "cli", at: io.clock.now(), ...(message === undefined ? {} : { message }) };
+  const answer: ApprovalAnswer = {
+    decision,
+    by: "cli",
+    at: io.clock.now(),
+    ...(message === undefined ? {} : { message }),
+  };
   const result = store.answerApproval(id, chosen.request.id, answer);
   // Gone since it was read (pruned), or an answer file nobody can read: either way this answer was not written.
-  if (!result) throw new DispatchError("INVALID_ARGUMENT", `request ${chosen.request.id} of job ${id} cannot be answered: its files are gone or unreadable`);
+  if (!result)
+    throw new DispatchError(
+      "INVALID_ARGUMENT",
+      `request ${chosen.request.id} of job ${id} cannot be answered: its files are gone or unreadable`,
+    );
   if (!result.won) throw alreadyAnswered(id, chosen.request.id, result.answer);
   const { request } = chosen;
   const verb = decision === "allow" ? "Allowed" : "Denied";
@@ -137,20 +160,30 @@ function onlyPending(id: string, pending: readonly Approval[]): Approval {
   const [only] = pending;
   if (pending.length === 1 && only) return only;
   if (pending.length === 0) throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no pending request`);
-  throw new DispatchError("INVALID_ARGUMENT", `job ${id} has ${pending.length} pending requests: ${pendingList(pending)}; name one`);
+  throw new DispatchError(
+    "INVALID_ARGUMENT",
+    `job ${id} has ${pending.length} pending requests: ${pendingList(pending)}; name one`,
+  );
 }
 
 function named(id: string, requestId: string, approvals: readonly Approval[], pending: readonly Approval[]): Approval {
   const approval = approvals.find((candidate) => candidate.request.id === requestId);
   if (!approval) {
-    throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no request ${requestId}; ${pending.length > 0 ? `pending: ${pendingList(pending)}` : "none is pending"}`);
+    throw new DispatchError(
+      "INVALID_ARGUMENT",
+      `job ${id} has no request ${requestId}; ` +
+        `${pending.length > 0 ? `pending: ${pendingList(pending)}` : "none is pending"}`,
+    );
   }
   if (approval.answer) throw alreadyAnswered(id, requestId, approval.answer);
   return approval;
 }
 
 function alreadyAnswered(id: string, requestId: string, answer: ApprovalAnswer): DispatchError {
-  return new DispatchError("INVALID_ARGUMENT", `request ${requestId} of job ${id} was already answered: ${answer.decision} (by ${answer.by})`);
+  return new DispatchError(
+    "INVALID_ARGUMENT",
+    `request ${requestId} of job ${id} was already answered: ${answer.decision} (by ${answer.by})`,
+  );
 }
 
 /** "1 (Bash · npm test), 2 (Edit · src/a.ts)". */

@@ -44,7 +44,13 @@ export async function carry(context: Context): Promise<Carriers> {
  * nothing can (no carrier could be started), or a carrier runs but has left it alone for `patienceMs`; undefined
  * while it is carried. `goneSince` keeps, between calls, when its owner was first seen gone.
  */
-export async function whyNotCarried(context: Context, record: JobRecord, control: ProcessControl, goneSince: { at?: number }, patienceMs: number): Promise<string | undefined> {
+export async function whyNotCarried(
+  context: Context,
+  record: JobRecord,
+  control: ProcessControl,
+  goneSince: { at?: number },
+  patienceMs: number,
+): Promise<string | undefined> {
   if ((await control.isAlive(record.owner.pid, record.owner.start_time)) !== false) {
     goneSince.at = undefined;
     return undefined;
@@ -65,14 +71,24 @@ async function carryNow(context: Context): Promise<Carriers> {
   const unfinished = store.loadForStartup().records.filter((record) => !isFinishedStatus(record.status));
   if (unfinished.length === 0 && entries.length === 0) return { carriedBy: [], waiting: 0 };
   // No process of this version has been here since: nothing runs that could carry them, nor was one replaced.
-  if (entries.length === 0) return { carriedBy: [], waiting: unfinished.length, why: "no server or carrier runs; the next server takes them over" };
+  if (entries.length === 0)
+    return {
+      carriedBy: [],
+      waiting: unfinished.length,
+      why: "no server or carrier runs; the next server takes them over",
+    };
   const control = await loadProcessControl(io);
-  const alive = await liveOf(control, entries.map((entry) => entry.presence));
+  const alive = await liveOf(
+    control,
+    entries.map((entry) => entry.presence),
+  );
   const orphans = await orphansOf(control, unfinished);
   if (alive.length > 0) {
     // A carrier that has just started is taking them over: read after it has. (A job no one here can run, of
     // another host or runtime, stays an orphan: no wait for it past a carrier's first moments.)
-    const starting = alive.some((presence) => presence.role === "carrier" && io.clock.now() - presence.since < CARRIER_START_WAIT_MS);
+    const starting = alive.some(
+      (presence) => presence.role === "carrier" && io.clock.now() - presence.since < CARRIER_START_WAIT_MS,
+    );
     if (orphans.length > 0 && starting) await untilTakenOver(context, orphans);
     return { carriedBy: alive.map(shortPresence), waiting: 0 };
   }
@@ -85,11 +101,26 @@ async function carryNow(context: Context): Promise<Carriers> {
     const env = Object.fromEntries(Object.entries(io.env).filter(([name]) => !name.startsWith("CLAUDE_DISPATCH_")));
     started = await io.startCarrier(store.root, { ...env, ...left.settings, CLAUDE_DISPATCH_STATE_DIR: store.root });
   } catch (error) {
-    return { carriedBy: [], waiting: orphans.length, why: `the carrier could not be started: ${(error as Error).message}` };
+    return {
+      carriedBy: [],
+      waiting: orphans.length,
+      why: `the carrier could not be started: ${(error as Error).message}`,
+    };
   }
   const taken = await untilTakenOver(context, orphans);
-  const carriedBy = (await liveOf(control, presence.list().map((entry) => entry.presence))).map(shortPresence);
-  if (!taken) return { carriedBy, waiting: orphans.length, started, why: `the carrier has not taken them over; its log is ${store.root}/carrier.log` };
+  const carriedBy = (
+    await liveOf(
+      control,
+      presence.list().map((entry) => entry.presence),
+    )
+  ).map(shortPresence);
+  if (!taken)
+    return {
+      carriedBy,
+      waiting: orphans.length,
+      started,
+      why: `the carrier has not taken them over; its log is ${store.root}/carrier.log`,
+    };
   return { carriedBy, waiting: 0, started };
 }
 
@@ -111,12 +142,18 @@ async function untilTakenOver(context: Context, orphans: readonly JobRecord[]): 
 }
 
 async function liveOf(control: ProcessControl, presences: readonly Presence[]): Promise<Presence[]> {
-  const alive = await Promise.all(presences.map(async (presence) => ((await control.isAlive(presence.pid, presence.start_time)) !== false ? presence : undefined)));
+  const alive = await Promise.all(
+    presences.map(async (presence) =>
+      (await control.isAlive(presence.pid, presence.start_time)) !== false ? presence : undefined,
+    ),
+  );
   return alive.filter((presence): presence is Presence => presence !== undefined);
 }
 
 async function orphansOf(control: ProcessControl, unfinished: readonly JobRecord[]): Promise<JobRecord[]> {
-  const gone = await Promise.all(unfinished.map(async (record) => (await control.isAlive(record.owner.pid, record.owner.start_time)) === false));
+  const gone = await Promise.all(
+    unfinished.map(async (record) => (await control.isAlive(record.owner.pid, record.owner.start_time)) === false),
+  );
   return unfinished.filter((_, index) => gone[index]);
 }
 
@@ -127,7 +164,11 @@ function shortPresence(presence: Presence): Pick<Presence, "pid" | "role" | "sin
 /** Who carries the work, in words: "server 123, the carrier (pid 456)". */
 function carriersNamed(carriers: Carriers): string {
   return carriers.carriedBy
-    .map((by) => (by.role === "carrier" ? `the carrier (pid ${by.pid}${carriers.started === by.pid ? ", started now" : ""})` : `server ${by.pid}`))
+    .map((by) =>
+      by.role === "carrier"
+        ? `the carrier (pid ${by.pid}${carriers.started === by.pid ? ", started now" : ""})`
+        : `server ${by.pid}`,
+    )
     .join(", ");
 }
 
@@ -136,5 +177,8 @@ export function carriersText(carriers: Carriers): string {
   const { carriedBy, waiting, why } = carriers;
   if (carriedBy.length > 0) return `Carried by ${carriersNamed(carriers)}.\n`;
   if (waiting === 0) return "";
-  return `Nothing carries ${waiting} unfinished job${waiting === 1 ? "" : "s"}: ${why ?? "no server or carrier runs"}.\n`;
+  return (
+    `Nothing carries ${waiting} unfinished job${waiting === 1 ? "" : "s"}: ` +
+    `${why ?? "no server or carrier runs"}.\n`
+  );
 }

@@ -31,10 +31,16 @@ interface Planned {
 
 function plan(io: CliIo, config: Config): Planned[] {
   const setting = (...names: string[]): string[] => names.map((name) => `CLAUDE_DISPATCH_${name}`);
-  const one = (check: (config: Config) => Check): (() => Check[]) => () => [check(config)];
+  const one =
+    (check: (config: Config) => Check): (() => Check[]) =>
+    () => [check(config)];
   return [
     { label: "agents", needs: setting("AGENTS"), run: () => agentChecks(io, config) },
-    { label: "state directory", needs: setting("STATE_DIR"), run: async () => checkStateDirectory(io, config.stateDir, await filesHere(io)) },
+    {
+      label: "state directory",
+      needs: setting("STATE_DIR"),
+      run: async () => checkStateDirectory(io, config.stateDir, await filesHere(io)),
+    },
     {
       label: "permission modes",
       needs: setting("PERMISSION_MODES", "DEFAULT_PERMISSION_MODE"),
@@ -148,7 +154,13 @@ function statWritable(root: string, probeName: string): { info: Stats } | { chec
     info = statSync(root);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-      return { check: { name, status: "warn", detail: `${root} does not exist yet; the server creates it (mode 0700) when it starts` } };
+      return {
+        check: {
+          name,
+          status: "warn",
+          detail: `${root} does not exist yet; the server creates it (mode 0700) when it starts`,
+        },
+      };
     }
     return { check: { name, status: "fail", detail: `${root}: ${(error as Error).message}` } };
   }
@@ -168,7 +180,11 @@ function modeCheck(io: CliIo, root: string, info: Stats): Check {
   const windows = isWindowsPlatform(io.host?.platform);
   const mode = info.mode & 0o777;
   if (!windows && mode !== 0o700) {
-    return { name, status: "warn", detail: `${root} is writable but has mode 0${mode.toString(8)}; the server makes it 0700 when it starts` };
+    return {
+      name,
+      status: "warn",
+      detail: `${root} is writable but has mode 0${mode.toString(8)}; the server makes it 0700 when it starts`,
+    };
   }
   return { name, status: "ok", detail: `${root} (writable${windows ? "" : ", mode 0700"})` };
 }
@@ -188,8 +204,11 @@ function jobsCheck(store: StateStore, here: (host: string) => boolean): Check {
     name: "jobs",
     status: skipped.length > 0 ? "warn" : "ok",
     detail:
-      `${records.length} (${count("running")} running, ${count("queued")} queued${agents ? `; ${agents}` : ""}), ${formatBytes(bytes)}` +
-      (skipped.length > 0 ? `; ${skipped.length} folder${skipped.length === 1 ? "" : "s"} without a readable record` : ""),
+      `${records.length} (${count("running")} running, ${count("queued")} queued${agents ? `; ${agents}` : ""}), ` +
+      `${formatBytes(bytes)}` +
+      (skipped.length > 0
+        ? `; ${skipped.length} folder${skipped.length === 1 ? "" : "s"} without a readable record`
+        : ""),
   };
 }
 
@@ -197,14 +216,24 @@ function jobsCheck(store: StateStore, here: (host: string) => boolean): Check {
  * Policy, roots, depth, shutdown
  * ------------------------------------------------------------------ */
 
-/** The default for "worktree", and the worktrees retention kept for their unmerged changes after their jobs were pruned (§19). */
+/**
+ * The default for "worktree", and the worktrees retention kept for their
+ * unmerged changes after their jobs were pruned (§19).
+ */
 function worktreesCheck(config: Config): Check {
   const root = config.worktreeDir ?? path.join(config.stateDir, "worktrees");
   const kept = keptWorktrees(root, "dispatch/", (id) => existsSync(path.join(config.stateDir, "jobs", id)));
   const policy = `${config.worktree} (in ${root})`;
-  if (kept.length === 0) return { name: "worktrees", status: "ok", detail: `${policy}; none kept after its job was pruned` };
+  if (kept.length === 0)
+    return { name: "worktrees", status: "ok", detail: `${policy}; none kept after its job was pruned` };
   const list = kept.map((worktree) => `${worktree.path} (branch ${worktree.branch})`).join(", ");
-  return { name: "worktrees", status: "warn", detail: `${policy}; ${kept.length} kept with changes nobody merged or discarded after their jobs were pruned: ${list}; merge them with git, or remove them with git worktree remove` };
+  return {
+    name: "worktrees",
+    status: "warn",
+    detail:
+      `${policy}; ${kept.length} kept with changes nobody merged or discarded after their jobs were pruned: ` +
+      `${list}; merge them with git, or remove them with git worktree remove`,
+  };
 }
 
 function approvalsCheck(config: Config): Check {
@@ -213,14 +242,19 @@ function approvalsCheck(config: Config): Check {
     status: "ok",
     detail:
       config.approvals === "forward"
-        ? `forward: what would prompt is asked of the caller, denied after ${formatAge(config.approvalTimeoutMs)} unanswered (§18)`
+        ? `forward: what would prompt is asked of the caller, denied after ${formatAge(config.approvalTimeoutMs)} ` +
+          `unanswered (§18)`
         : "deny: what would prompt is refused, as headless Claude Code does (CLAUDE_DISPATCH_APPROVALS=deny)",
   };
 }
 
 async function rootsCheck(config: Config): Promise<Check> {
   if (config.roots === undefined) {
-    return { name: "roots", status: "warn", detail: "CLAUDE_DISPATCH_ROOTS is unset: agents may work in any directory" };
+    return {
+      name: "roots",
+      status: "warn",
+      detail: "CLAUDE_DISPATCH_ROOTS is unset: agents may work in any directory",
+    };
   }
   try {
     return { name: "roots", status: "ok", detail: (await resolveRoots(config.roots)).join(", ") };
@@ -234,9 +268,15 @@ function depthCheck(config: Config): Check {
     ? {
         name: "depth",
         status: "warn",
-        detail: `CLAUDE_DISPATCH_DEPTH ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: a server started here offers no tools`,
+        detail:
+          `CLAUDE_DISPATCH_DEPTH ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: a ` +
+          `server started here offers no tools`,
       }
-    : { name: "depth", status: "ok", detail: `${config.depth}, below CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: tools are offered` };
+    : {
+        name: "depth",
+        status: "ok",
+        detail: `${config.depth}, below CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: tools are offered`,
+      };
 }
 
 function onExitCheck(config: Config): Check {
@@ -244,12 +284,17 @@ function onExitCheck(config: Config): Check {
     name: "on exit",
     status: "ok",
     detail:
-      (config.onExit === "keep" ? "keep (agents outlive the server; the next server follows them)" : "kill (the server kills its agents when it stops)") +
+      (config.onExit === "keep"
+        ? "keep (agents outlive the server; the next server follows them)"
+        : "kill (the server kills its agents when it stops)") +
       `; finished jobs kept ${formatAge(config.jobRetentionMs)}, at most ${formatBytes(config.stateMaxBytes)}`,
   };
 }
 
-/** Each host of CLAUDE_DISPATCH_HOSTS (§21.5): reached in BatchMode, claude-dispatch there, its state directory, the agents' programs. */
+/**
+ * Each host of CLAUDE_DISPATCH_HOSTS (§21.5): reached in BatchMode, claude-dispatch
+ * there, its state directory, the agents' programs.
+ */
 async function hostChecks(io: CliIo, config: Config): Promise<Check[]> {
   if (!config.hosts) return [];
   const reached = await io.hosts?.(() => loadProcessControl(io));
@@ -260,11 +305,22 @@ async function hostChecks(io: CliIo, config: Config): Promise<Check[]> {
       // The command line builds its hosts only from a valid configuration.
       if (!host) return { name, status: "warn", detail: `${destination}: not checked until every setting is valid` };
       const found = await host.check();
-      if (!found.ok) return { name, status: "fail", detail: `${destination}: ${found.problem}; jobs there cannot start` };
-      const missing = Object.entries(found.programs).filter(([, program]) => program === null).map(([agent]) => agent);
-      const programs = Object.entries(found.programs).map(([agent, program]) => `${agent} ${program ?? "not found"}`).join(", ");
-      const detail = `${destination}: claude-dispatch ${found.version}, state directory ${found.stateDir}, ${programs} (${found.ms} ms)`;
-      return { name, status: missing.length > 0 ? "fail" : "ok", detail: missing.length > 0 ? `${detail}; set "programs" for ${missing.join(", ")}` : detail };
+      if (!found.ok)
+        return { name, status: "fail", detail: `${destination}: ${found.problem}; jobs there cannot start` };
+      const missing = Object.entries(found.programs)
+        .filter(([, program]) => program === null)
+        .map(([agent]) => agent);
+      const programs = Object.entries(found.programs)
+        .map(([agent, program]) => `${agent} ${program ?? "not found"}`)
+        .join(", ");
+      const detail =
+        `${destination}: claude-dispatch ${found.version}, state directory ${found.stateDir}, ` +
+        `${programs} (${found.ms} ms)`;
+      return {
+        name,
+        status: missing.length > 0 ? "fail" : "ok",
+        detail: missing.length > 0 ? `${detail}; set "programs" for ${missing.join(", ")}` : detail,
+      };
     }),
   );
 }

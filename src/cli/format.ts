@@ -152,7 +152,8 @@ function tailOf(text: string, columns: number): string {
 /** East Asian wide characters and the common emoji: two columns on a terminal. */
 const WIDE_CHARACTER = new RegExp(
   String.raw`[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3` +
-    String.raw`\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]`,
+    String.raw`\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6` +
+    String.raw`\u{1f300}-\u{1f64f}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]`,
   "u",
 );
 
@@ -168,7 +169,9 @@ export function displayWidth(text: string): number {
   return width;
 }
 
-/** A line of prose in lines of at most `width` columns, broken at spaces; a longer word (a path) where the line ends. */
+/**
+ * A line of prose in lines of at most `width` columns, broken at spaces; a longer word (a path) where the line ends.
+ */
 export function wrap(line: string, width: number | undefined): string[] {
   if (width === undefined || displayWidth(line) <= width) return [line];
   const lines: string[] = [];
@@ -233,7 +236,10 @@ export function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** What the user typed, as a message quotes it: the server's one echo rule (errors.ts quoted, PROTOCOL.md §10), never a terminal escape. */
+/**
+ * What the user typed, as a message quotes it: the server's one echo rule (errors.ts
+ * quoted, PROTOCOL.md §10), never a terminal escape.
+ */
 export function echo(text: string): string {
   return printable(quoted(text));
 }

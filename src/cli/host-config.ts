@@ -30,14 +30,20 @@ const PER_PROCESS_VARIABLES: ReadonlySet<string> = new Set([DEPTH_VARIABLE, "CLA
  */
 export function hostEnvironment(env: Env): Record<string, string> {
   const entries = Object.entries(env).filter(
-    (entry): entry is [string, string] => entry[0].startsWith("CLAUDE_DISPATCH_") && entry[1] !== undefined && !PER_PROCESS_VARIABLES.has(entry[0]),
+    (entry): entry is [string, string] =>
+      entry[0].startsWith("CLAUDE_DISPATCH_") && entry[1] !== undefined && !PER_PROCESS_VARIABLES.has(entry[0]),
   );
   return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
 /** The `mcpServers` entry of a host's JSON configuration (Claude Desktop, Cursor) for this install. */
-export function mcpServersEntry(install: Install, env: Env): { mcpServers: Record<string, { command: string; args: string[]; env: Record<string, string> }> } {
-  return { mcpServers: { [SERVER_NAME]: { command: install.nodePath, args: [install.mainPath], env: hostEnvironment(env) } } };
+export function mcpServersEntry(
+  install: Install,
+  env: Env,
+): { mcpServers: Record<string, { command: string; args: string[]; env: Record<string, string> }> } {
+  return {
+    mcpServers: { [SERVER_NAME]: { command: install.nodePath, args: [install.mainPath], env: hostEnvironment(env) } },
+  };
 }
 
 /**
@@ -70,10 +76,14 @@ function claudeMcpAddWords(install: Install, env: Env): string[] {
   return [`claude mcp add -s user ${SERVER_NAME}`, ...variables, program];
 }
 
-/** The one line on stderr when the server is started from a terminal: it is meant for a host, and how to add it to one. */
+/**
+ * The one line on stderr when the server is started from a terminal: it is meant for a host, and how to add it to one.
+ */
 export function terminalHint(install: Install, env: Env): string {
   // Absolute paths, as doctor prints them: from a clone, `claude-dispatch` is not on PATH.
-  const line = `${SERVER_NAME} is an MCP server on stdio, started by an MCP host. Add it to one, e.g. \`${claudeMcpAddLine(install, env)}\`; run it with --help or doctor for more.`;
+  const line =
+    `${SERVER_NAME} is an MCP server on stdio, started by an MCP host. Add it to one, e.g. ` +
+    `\`${claudeMcpAddLine(install, env)}\`; run it with --help or doctor for more.`;
   return `${printable(line).replace(/[\n\t]/g, " ")}\n`;
 }
 

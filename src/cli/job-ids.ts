@@ -44,7 +44,8 @@ export function resolveJobId(context: Context, typed: string): string {
   const { store } = context;
   const matches = jobFolderNames(store).filter((name) => name.startsWith(prefix));
   if (matches.length === 1) return matches[0] as string;
-  if (matches.length === 0) throw new DispatchError("JOB_NOT_FOUND", `no job id starts with ${echo(typed)} in ${store.root}`);
+  if (matches.length === 0)
+    throw new DispatchError("JOB_NOT_FOUND", `no job id starts with ${echo(typed)} in ${store.root}`);
   throw new AmbiguousJobId(
     `${echo(typed)} matches ${matches.length} jobs in ${store.root}; give more of the id`,
     matches.map((id) => {
@@ -68,6 +69,10 @@ function jobFolderNames(store: StateStore): string[] {
 
 /** The jobs a prefix matches, within `width` columns when given: the prompt is cut, never an id (§17). */
 export function matchTable(matches: readonly JobMatch[], width?: number): string[] {
-  const cells = matches.map((match) => [match.id, match.status ?? "-", clip(printable(match.prompt_preview ?? "(no record)"), PREVIEW_COLUMN_CHARS)]);
+  const cells = matches.map((match) => [
+    match.id,
+    match.status ?? "-",
+    clip(printable(match.prompt_preview ?? "(no record)"), PREVIEW_COLUMN_CHARS),
+  ]);
   return table(["ID", "STATUS", "PROMPT"], cells, new Set(), { width, elide: { PROMPT: "end" } });
 }

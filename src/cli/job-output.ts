@@ -17,7 +17,12 @@ export function replayOutput(store: StateStore, id: string, transcriptChars: num
   return store.replay(id, outputReader(store, id, transcriptChars));
 }
 
-function outputReader(store: StateStore, id: string, transcriptChars: number, onEntry?: (entry: string) => void): AgentOutputReader {
+function outputReader(
+  store: StateStore,
+  id: string,
+  transcriptChars: number,
+  onEntry?: (entry: string) => void,
+): AgentOutputReader {
   // The runtime that wrote the output reads it back (§15.2); records of earlier versions name none: Claude Code.
   return runtimeFor(store.read(id)?.runtime).createReader({
     maxLineBytes: MAX_OUTPUT_LINE_BYTES,
@@ -28,7 +33,10 @@ function outputReader(store: StateStore, id: string, transcriptChars: number, on
   });
 }
 
-/** How much of a finished job's output `jobs` reads at most for its session when it has no result: the init line comes first. */
+/**
+ * How much of a finished job's output `jobs` reads at most for its session
+ * when it has no result: the init line comes first.
+ */
 const SESSION_HEAD_BYTES = 256 * 1024;
 /** Read in pieces of this size, stopping at the first line that names the session. */
 const SESSION_PIECE_BYTES = 16 * 1024;
@@ -58,7 +66,11 @@ export function progressOf(store: StateStore, record: JobRecord): Progress {
 function sessionFromHead(store: StateStore, id: string): string | undefined {
   const source = store.outputSource(id);
   const reader = outputReader(store, id, 1);
-  for (let offset = 0; offset < SESSION_HEAD_BYTES && reader.live().sessionId === undefined; offset += SESSION_PIECE_BYTES) {
+  for (
+    let offset = 0;
+    offset < SESSION_HEAD_BYTES && reader.live().sessionId === undefined;
+    offset += SESSION_PIECE_BYTES
+  ) {
     const piece = source.read(offset, SESSION_PIECE_BYTES);
     if (!piece || piece.length === 0) break;
     reader.push(piece);
@@ -81,7 +93,8 @@ export class OutputFollower {
 
   constructor(store: StateStore, id: string, onEntry: (entry: string) => void) {
     this.source = store.outputSource(id);
-    // The transcript keeps no entry boundaries (an entry may span lines): each is handed on as it is made, and none is kept.
+    // The transcript keeps no entry boundaries (an entry may span lines): each
+    // is handed on as it is made, and none is kept.
     this.reader = outputReader(store, id, 1, onEntry);
   }
 

@@ -70,7 +70,11 @@ interface PendingApproval {
   preview: string;
 }
 
-export async function listJobs(context: Context, all: boolean, carriers: Carriers = { carriedBy: [], waiting: 0 }): Promise<number> {
+export async function listJobs(
+  context: Context,
+  all: boolean,
+  carriers: Carriers = { carriedBy: [], waiting: 0 },
+): Promise<number> {
   const listing = jobsListing(context, all, carriers, outputWidth(context.io), await filesHere(context.io));
   emit(context, valueForReading(listing.document), `${[...listing.table, ...listing.notes].join("\n")}\n`);
   return 0;
@@ -136,7 +140,13 @@ interface Listing {
   notes: string[];
 }
 
-function jobsListing(context: Context, all: boolean, carriers: Carriers, width: number | undefined, here: (host: string) => boolean): Listing {
+function jobsListing(
+  context: Context,
+  all: boolean,
+  carriers: Carriers,
+  width: number | undefined,
+  here: (host: string) => boolean,
+): Listing {
   const { records, skipped } = context.store.loadAll();
   const shown = all ? records : unfinishedAndRecent(records);
   const rows = shown.map((record) => jobRow(context, record));
@@ -171,12 +181,21 @@ export function keptWorktreesOf(context: Context): KeptWorktree[] {
 
 function keptText(kept: readonly KeptWorktree[]): string {
   return kept
-    .map((worktree) => `(worktree ${printable(worktree.path)}, branch ${worktree.branch}, kept with changes after its job was pruned: merge it with git, or remove it with git worktree remove)\n`)
+    .map(
+      (worktree) =>
+        `(worktree ${printable(worktree.path)}, branch ${worktree.branch}, kept with changes after its job was ` +
+        `pruned: merge it with git, or remove it with git worktree remove)\n`,
+    )
     .join("");
 }
 
 /** The table of jobs, fitted to the width: ids, statuses and numbers whole, the directory and prompt cut (§17). */
-function jobsTable(context: Context, rows: readonly JobRow[], width: number | undefined, here: (host: string) => boolean): ReturnType<typeof fitTable> {
+function jobsTable(
+  context: Context,
+  rows: readonly JobRow[],
+  width: number | undefined,
+  here: (host: string) => boolean,
+): ReturnType<typeof fitTable> {
   if (rows.length === 0) return { lines: [], leftOut: [] };
   const home = context.io.host?.home;
   // The AGENT column only once the jobs listed ran more than one agent.
@@ -201,7 +220,8 @@ function jobsTable(context: Context, rows: readonly JobRow[], width: number | un
 /** Under the table: who waits for an answer, how many finished jobs are not listed, which records were skipped. */
 function notesText(rows: readonly JobRow[], hidden: number, skipped: LoadedRecords["skipped"]): string[] {
   const lines = waitingText(rows.filter((row) => row.status === "input_required"));
-  if (hidden > 0) lines.push(`(${hidden} older finished job${hidden === 1 ? "" : "s"} not shown; --all lists every job)`);
+  if (hidden > 0)
+    lines.push(`(${hidden} older finished job${hidden === 1 ? "" : "s"} not shown; --all lists every job)`);
   for (const { id, reason } of skipped) lines.push(`(skipped ${id}: ${reason})`);
   return lines;
 }
@@ -209,7 +229,11 @@ function notesText(rows: readonly JobRow[], hidden: number, skipped: LoadedRecor
 /** Under the table: each request waiting for an answer, and how to give it. */
 function waitingText(waiting: readonly JobRow[]): string[] {
   return waiting.flatMap((row) =>
-    (row.pending_approvals ?? []).map((request) => `(job ${row.id} is ${waitingForApproval(row.id, request.request_id, clip(requestText(request), PREVIEW_COLUMN_CHARS))})`),
+    (row.pending_approvals ?? []).map(
+      (request) =>
+        `(job ${row.id} is ` +
+        `${waitingForApproval(row.id, request.request_id, clip(requestText(request), PREVIEW_COLUMN_CHARS))})`,
+    ),
   );
 }
 
@@ -246,7 +270,11 @@ function jobRow(context: Context, record: JobRecord): JobRow {
   if (costUsd !== undefined) row.cost_usd = costUsd;
   if (sessionId !== undefined) row.session_id = sessionId;
   if (status === "input_required") {
-    row.pending_approvals = pendingRequests(record, approvals).map(({ request }) => ({ request_id: request.id, tool_name: request.tool_name, preview: request.preview }));
+    row.pending_approvals = pendingRequests(record, approvals).map(({ request }) => ({
+      request_id: request.id,
+      tool_name: request.tool_name,
+      preview: request.preview,
+    }));
   }
   return row;
 }

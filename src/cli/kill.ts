@@ -34,7 +34,15 @@ export async function killJob(context: Context, id: string): Promise<number> {
   const survivors = tree?.survivors ?? [];
   emit(
     context,
-    { id, status, already_finished: false, kill_requested: true, signalled: tree?.signalled ?? 0, survivors, finished_by: finishedBy },
+    {
+      id,
+      status,
+      already_finished: false,
+      kill_requested: true,
+      signalled: tree?.signalled ?? 0,
+      survivors,
+      finished_by: finishedBy,
+    },
     killText(id, record, outcome),
   );
   return survivors.length > 0 ? 1 : 0;
@@ -76,11 +84,21 @@ function killText(id: string, record: JobRecord, { tree, finishedBy, status }: K
   const survivors = tree?.survivors ?? [];
   const lines: string[] = [];
   if (record.status === "queued") lines.push(`Job ${id} was queued: it will not start.`);
-  else if (!tree) lines.push(`Job ${id}'s agent is not running${record.agent ? ` (pid ${record.agent.pid})` : ""}: there was nothing to signal.`);
-  else if (survivors.length === 0) lines.push(`Killed job ${id}'s process tree: ${tree.signalled} process${tree.signalled === 1 ? "" : "es"} signalled, none left.`);
+  else if (!tree)
+    lines.push(
+      `Job ${id}'s agent is not running${record.agent ? ` (pid ${record.agent.pid})` : ""}: there was ` +
+        `nothing to signal.`,
+    );
+  else if (survivors.length === 0)
+    lines.push(
+      `Killed job ${id}'s process tree: ${tree.signalled} process${tree.signalled === 1 ? "" : "es"} ` +
+        `signalled, none left.`,
+    );
   else lines.push(`KILL_FAILED: job ${id}: processes ${survivors.join(", ")} survived SIGKILL.`);
-  if (finishedBy === "cli") lines.push(`Its server (pid ${record.owner.pid}) is gone, so the record was finished here: ${status}.`);
-  else if (finishedBy === "server" && record.status === "queued") lines.push(`Its server (pid ${record.owner.pid}) records it as killed when the job's turn comes.`);
+  if (finishedBy === "cli")
+    lines.push(`Its server (pid ${record.owner.pid}) is gone, so the record was finished here: ${status}.`);
+  else if (finishedBy === "server" && record.status === "queued")
+    lines.push(`Its server (pid ${record.owner.pid}) records it as killed when the job's turn comes.`);
   else if (finishedBy === "server") lines.push(`Its server (pid ${record.owner.pid}) records it as killed.`);
   else lines.push("A server that is adopting the job records it as killed.");
   return `${lines.join("\n")}\n`;
@@ -91,22 +109,45 @@ function killText(id: string, record: JobRecord, { tree, finishedBy, status }: K
  * a process that is certainly its agent, never this command's own tree or another job's agent; on another
  * machine, there (§21). A host that cannot tell, or cannot be reached, is not taken for a kill that happened.
  */
-async function killAgent(context: Context, record: JobRecord, control: ProcessControl): Promise<KillReport | undefined> {
+async function killAgent(
+  context: Context,
+  record: JobRecord,
+  control: ProcessControl,
+): Promise<KillReport | undefined> {
   const { store, io } = context;
   if (record.status !== "running") return undefined;
   const host = (await io.hosts?.(async () => control))?.get(record.host);
   if (!host) {
-    throw new DispatchError("INVALID_ARGUMENT", `job ${record.id} runs on host ${record.host}, which CLAUDE_DISPATCH_HOSTS does not name here; run claude-dispatch kill ${record.id} on that machine`);
+    throw new DispatchError(
+      "INVALID_ARGUMENT",
+      `job ${record.id} runs on host ${record.host}, which CLAUDE_DISPATCH_HOSTS does not name here; run ` +
+        `claude-dispatch kill ${record.id} on that machine`,
+    );
   }
-  const others = store.loadAll().records.filter((other) => other.id !== record.id && other.status === "running" && other.agent);
+  const others = store
+    .loadAll()
+    .records.filter((other) => other.id !== record.id && other.status === "running" && other.agent);
   const othersAgent = (named: NamedProcess): boolean => others.some(({ agent }) => isSameProcess(agent, named));
-  const report = await host.killRecorded({ jobId: record.id, agent: record.agent }, store.outputFiles(record.id), othersAgent);
-  if (report?.undetermined) throw new DispatchError("KILL_FAILED", `${report.why ?? `host ${record.host} could not tell whether it runs`}; job ${record.id} may still be running`);
+  const report = await host.killRecorded(
+    { jobId: record.id, agent: record.agent },
+    store.outputFiles(record.id),
+    othersAgent,
+  );
+  if (report?.undetermined)
+    throw new DispatchError(
+      "KILL_FAILED",
+      `${report.why ?? `host ${record.host} could not tell whether it runs`}; job ${record.id} may still be running`,
+    );
   return report;
 }
 
 /** The owner is gone: the job is finished here, as a restarting server would finish it (jobs/abandoned.ts). */
-async function finishRecord(context: Context, control: ProcessControl, record: JobRecord, survivors: readonly number[]): Promise<JobRecord | undefined> {
+async function finishRecord(
+  context: Context,
+  control: ProcessControl,
+  record: JobRecord,
+  survivors: readonly number[],
+): Promise<JobRecord | undefined> {
   const { store, io } = context;
   return finishAbandonedKill({
     store,

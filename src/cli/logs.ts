@@ -13,7 +13,15 @@ import { valueForReading } from "../core/text.js";
 import type { AnsweredBy, Approval } from "../store/approvals.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
-import { answerText, messageText, requestState, requestText, shownStatus, waitingForApproval, type RequestState } from "./approve.js";
+import {
+  answerText,
+  messageText,
+  requestState,
+  requestText,
+  shownStatus,
+  waitingForApproval,
+  type RequestState,
+} from "./approve.js";
 import { INTERRUPTED_EXIT, loadProcessControl, notFound, type Context } from "./context.js";
 import type { ProcessControl } from "../agent/host.js";
 import { whyNotCarried } from "./carried.js";
@@ -50,7 +58,8 @@ const ENTRY_PREFIXES: readonly (readonly [string, EntryKind, string])[] = [
 
 /** Anything without a known prefix ([session …], [done: …], an event too long to show) is a note. */
 export function entryOf(line: string): TranscriptEntry {
-  for (const [prefix, kind] of ENTRY_PREFIXES) if (line.startsWith(prefix)) return { kind, text: line.slice(prefix.length) };
+  for (const [prefix, kind] of ENTRY_PREFIXES)
+    if (line.startsWith(prefix)) return { kind, text: line.slice(prefix.length) };
   return { kind: "note", text: line };
 }
 
@@ -65,7 +74,9 @@ export function entryText(entry: TranscriptEntry): string {
   return label === undefined ? line : `${label}: ${line}`;
 }
 
-/** A permission request as logs --json reports it: on first sight, and again once it is answered (or left unanswered). */
+/**
+ * A permission request as logs --json reports it: on first sight, and again once it is answered (or left unanswered).
+ */
 export interface ApprovalEntry {
   kind: "approval";
   request_id: string;
@@ -89,7 +100,9 @@ class ApprovalNews {
     private readonly say: (entry: ApprovalEntry, text: string) => void,
   ) {}
 
-  /** Reads the request files again and says what is new; `record` tells whether a request without an answer still waits. */
+  /**
+   * Reads the request files again and says what is new; `record` tells whether a request without an answer still waits.
+   */
   look(record: JobRecord): void {
     for (const approval of this.store.approvals(record.id)) {
       const { request, answer } = approval;
@@ -110,7 +123,9 @@ class ApprovalNews {
   }
 }
 
-/** One line, bracketed as the transcript's notes are; a request said to be waiting before is named by its number alone. */
+/**
+ * One line, bracketed as the transcript's notes are; a request said to be waiting before is named by its number alone.
+ */
 function approvalText(jobId: string, { request, answer }: Approval, state: RequestState, saidWaiting: boolean): string {
   const what = clip(requestText(request), ONE_LINE_CHARS);
   if (state === "pending") return `[${waitingForApproval(jobId, request.id, what)}]`;
@@ -139,8 +154,13 @@ function printLogsText(context: Context, record: JobRecord): void {
   follower.end();
   new ApprovalNews(store, (_entry, text) => print(text)).look(record);
   const separator = entries > 0 ? "\n" : "";
-  if (isFinishedStatus(record.status)) io.stdout.write(`${separator}${outcomeText(store, record, sessionOf(record, follower))}`);
-  else io.stdout.write(`${separator}job ${record.id} is ${shownStatus(record, store.approvals(record.id))}; \`claude-dispatch logs -f ${record.id}\` follows it to its end\n`);
+  if (isFinishedStatus(record.status))
+    io.stdout.write(`${separator}${outcomeText(store, record, sessionOf(record, follower))}`);
+  else
+    io.stdout.write(
+      `${separator}job ${record.id} is ${shownStatus(record, store.approvals(record.id))}; \`claude-dispatch logs -f ` +
+        `${record.id}\` follows it to its end\n`,
+    );
 }
 
 /**
@@ -149,7 +169,10 @@ function printLogsText(context: Context, record: JobRecord): void {
  */
 function printLogsDocument(context: Context, record: JobRecord): void {
   const { io, store } = context;
-  io.stdout.write(`{\n  "id": ${JSON.stringify(record.id)},\n  "status": ${JSON.stringify(shownStatus(record, store.approvals(record.id)))},\n  "entries": [`);
+  io.stdout.write(
+    `{\n  "id": ${JSON.stringify(record.id)},\n  "status": ` +
+      `${JSON.stringify(shownStatus(record, store.approvals(record.id)))},\n  "entries": [`,
+  );
   let entries = 0;
   const print = (entry: TranscriptEntry | ApprovalEntry): void => {
     io.stdout.write(`${entries === 0 ? "\n" : ",\n"}    ${JSON.stringify(valueForReading(entry))}`);
@@ -158,7 +181,9 @@ function printLogsDocument(context: Context, record: JobRecord): void {
   const follower = new OutputFollower(store, record.id, (line) => print(entryOf(line)));
   follower.end();
   new ApprovalNews(store, (entry) => print(entry)).look(record);
-  const outcome = isFinishedStatus(record.status) ? valueForReading(outcomeDocument(store, record, sessionOf(record, follower))) : null;
+  const outcome = isFinishedStatus(record.status)
+    ? valueForReading(outcomeDocument(store, record, sessionOf(record, follower)))
+    : null;
   const outcomeJson = JSON.stringify(outcome, null, 2).replaceAll("\n", "\n  ");
   io.stdout.write(`${entries > 0 ? "\n  " : ""}],\n  "outcome": ${outcomeJson}\n}\n`);
 }
@@ -186,7 +211,10 @@ async function followLogs(context: Context, id: string): Promise<number> {
   }
   if (!record) return INTERRUPTED_EXIT;
   const sessionId = sessionOf(record, follower);
-  if (json) io.stdout.write(`${JSON.stringify(valueForReading({ kind: "outcome", ...outcomeDocument(store, record, sessionId) }))}\n`);
+  if (json)
+    io.stdout.write(
+      `${JSON.stringify(valueForReading({ kind: "outcome", ...outcomeDocument(store, record, sessionId) }))}\n`,
+    );
   else io.stdout.write(`${entries > 0 ? "\n" : ""}${outcomeText(store, record, sessionId)}`);
   return record.status === "completed" ? 0 : 1;
 }
@@ -201,7 +229,12 @@ function sessionOf(record: JobRecord, follower: OutputFollower): string | undefi
  * interrupted first. Every CARRIED_CHECK_MS it checks that something will end the job (§15.8), and throws
  * NOT_CARRIED saying why when nothing will.
  */
-async function untilFinished(context: Context, id: string, follower: OutputFollower, news: ApprovalNews): Promise<JobRecord | undefined> {
+async function untilFinished(
+  context: Context,
+  id: string,
+  follower: OutputFollower,
+  news: ApprovalNews,
+): Promise<JobRecord | undefined> {
   const { io, store } = context;
   let control: ProcessControl | null | undefined;
   let checkAt = io.clock.now() + CARRIED_CHECK_MS;
@@ -223,7 +256,8 @@ async function untilFinished(context: Context, id: string, follower: OutputFollo
       // Without a process table nothing can be told gone: the job is followed as before.
       control ??= await loadProcessControl(io).catch(() => null);
       const why = control ? await whyNotCarried(context, record, control, goneSince, UNCARRIED_PATIENCE_MS) : undefined;
-      if (why !== undefined) throw new NotCarried(`job ${id} is ${record.status} on record, but nothing will end it: ${why}`);
+      if (why !== undefined)
+        throw new NotCarried(`job ${id} is ${record.status} on record, but nothing will end it: ${why}`);
     }
     if (io.interrupted?.aborted) return undefined;
     await sleep(io.clock, FOLLOW_POLL_MS, io.interrupted);
@@ -252,7 +286,10 @@ function outcomeText(store: StateStore, record: JobRecord, sessionId: string | u
   if (head !== undefined && head.trim() !== "") {
     const total = outcome?.result_chars ?? head.length;
     lines.push(`result (${total} characters):`, indent(head.trimEnd()));
-    if (total > head.length) lines.push(`  […${total - head.length} more characters; the whole result is in ${store.file(record.id, "result.txt")}]`);
+    if (total > head.length)
+      lines.push(
+        `  […${total - head.length} more characters; the whole result is in ${store.file(record.id, "result.txt")}]`,
+      );
   }
   return printable(`${lines.join("\n")}\n`);
 }

@@ -85,13 +85,22 @@ function report(
   const unfinished = records.filter((record) => !isFinishedStatus(record.status)).length;
   const kept = records.length - removed.length;
   const lines = [
-    `Removed ${removed.length} finished job${removed.length === 1 ? "" : "s"} from ${store.root}, freeing ${formatBytes(bytesFreed)}.`,
-    `Kept ${kept} (${unfinished} queued or running${olderThanMs === undefined ? "" : `, and those finished within ${formatAge(olderThanMs)}`}).`,
+    `Removed ${removed.length} finished job${removed.length === 1 ? "" : "s"} from ${store.root}, freeing ` +
+      `${formatBytes(bytesFreed)}.`,
+    `Kept ${kept} (${unfinished} queued or ` +
+      `running${olderThanMs === undefined ? "" : `, and those finished within ${formatAge(olderThanMs)}`}).`,
     ...failed.map(({ id, reason }) => `Could not remove ${id}: ${reason}`),
-    ...keptWorktrees.map((worktree) => `Kept the worktree ${worktree.path} (branch ${worktree.branch}): it has changes nobody merged or discarded.`),
+    ...keptWorktrees.map(
+      (worktree) =>
+        `Kept the worktree ${worktree.path} (branch ${worktree.branch}): it has changes nobody merged or discarded.`,
+    ),
   ];
   const keptJson = keptWorktrees.map(({ path, branch }) => ({ path, branch }));
-  emit(context, { state_dir: store.root, removed, bytes_freed: bytesFreed, kept, failed, kept_worktrees: keptJson }, `${lines.join("\n")}\n`);
+  emit(
+    context,
+    { state_dir: store.root, removed, bytes_freed: bytesFreed, kept, failed, kept_worktrees: keptJson },
+    `${lines.join("\n")}\n`,
+  );
 }
 
 /** Removes each chosen job's folder; one that cannot be removed is reported, and the rest still go. */
@@ -109,7 +118,9 @@ function removeJobs(store: StateStore, chosen: readonly string[], sizes: readonl
   return removal;
 }
 
-/** Removes the worktrees that hold nothing unmerged; returns those kept. A git failure keeps the worktree and says so. */
+/**
+ * Removes the worktrees that hold nothing unmerged; returns those kept. A git failure keeps the worktree and says so.
+ */
 async function retireWorktrees(context: Context, worktrees: readonly WorktreeRecord[]): Promise<WorktreeRecord[]> {
   if (worktrees.length === 0) return [];
   const git = worktreesFor(context);

@@ -33,7 +33,21 @@ import { listSessions } from "./sessions.js";
 import { showJob } from "./show.js";
 import { worktreeCommand } from "./worktree.js";
 
-const COMMANDS = ["jobs", "show", "logs", "kill", "approve", "deny", "diff", "merge", "discard", "prune", "sessions", "doctor", "help"] as const;
+const COMMANDS = [
+  "jobs",
+  "show",
+  "logs",
+  "kill",
+  "approve",
+  "deny",
+  "diff",
+  "merge",
+  "discard",
+  "prune",
+  "sessions",
+  "doctor",
+  "help",
+] as const;
 type Command = (typeof COMMANDS)[number];
 
 /** At most 80 columns a line, as every line the command line prints for a person on a terminal of unknown width. */
@@ -122,7 +136,9 @@ export async function runCli(args: string[], io: RunIo): Promise<number> {
   if (first === "--version" || first === "-V") {
     const json = args.slice(1).includes("--json");
     if (args.slice(1).some((arg) => arg !== "--json")) return usageError(io, `${first} takes no arguments but --json`);
-    io.stdout.write(json ? toJson({ name: SERVER_NAME, version: SERVER_VERSION }) : `${SERVER_NAME} ${SERVER_VERSION}\n`);
+    io.stdout.write(
+      json ? toJson({ name: SERVER_NAME, version: SERVER_VERSION }) : `${SERVER_NAME} ${SERVER_VERSION}\n`,
+    );
     return 0;
   }
   if (first === "--help" || first === "-h") {
@@ -155,7 +171,8 @@ export async function runCli(args: string[], io: RunIo): Promise<number> {
 function checkWatch(invocation: Invocation, io: CliIo): void {
   if (!invocation.watch || invocation.help) return;
   if (invocation.json) throw new UsageError("jobs --watch redraws a table for a terminal and takes no --json");
-  if (io.stdoutIsTerminal !== true) throw new UsageError("jobs --watch needs a terminal on stdout; without --watch, jobs prints the table once");
+  if (io.stdoutIsTerminal !== true)
+    throw new UsageError("jobs --watch needs a terminal on stdout; without --watch, jobs prints the table once");
 }
 
 /** Deleting every finished job is said, with --all, or agreed to at a terminal: never the default of a script. */
@@ -171,8 +188,12 @@ function checkPrune(invocation: Invocation, io: CliIo): void {
 /** DIR made absolute against the command's directory; without one, only an absolute DIR will do. */
 function resolveSessionsDir(dir: string | undefined, cwd: string | undefined): string {
   if (cwd !== undefined && path.isAbsolute(cwd)) return path.resolve(cwd, dir ?? ".");
-  if (dir === undefined) throw new UsageError("sessions needs a directory here (the current one is not known): claude-dispatch sessions /path/to/project");
-  if (!path.isAbsolute(dir)) throw new UsageError(`sessions needs an absolute directory here (the current one is not known), got ${echo(dir)}`);
+  if (dir === undefined)
+    throw new UsageError(
+      "sessions needs a directory here (the current one is not known): claude-dispatch sessions /path/to/project",
+    );
+  if (!path.isAbsolute(dir))
+    throw new UsageError(`sessions needs an absolute directory here (the current one is not known), got ${echo(dir)}`);
   return path.resolve(dir);
 }
 
@@ -195,8 +216,7 @@ function reportFailure(io: CliIo, json: boolean, error: unknown, jsonLines: bool
     const width = outputWidth(io);
     const matches = matchTable(failure.matches, width === undefined ? undefined : width - 2);
     io.stderr.write(`claude-dispatch: ${failure.summary}:\n${indent(matches.join("\n"))}\n`);
-  }
-  else io.stderr.write(`claude-dispatch: ${failure.message}\n`);
+  } else io.stderr.write(`claude-dispatch: ${failure.message}\n`);
   return 1;
 }
 
@@ -255,13 +275,15 @@ function parseInvocation(args: readonly string[]): Invocation {
   if (invocation.help) return invocation;
   if (command === "approve" || command === "deny") {
     const [id, requestId, extra] = positional;
-    if (id === undefined || extra !== undefined) throw new UsageError(`${command} needs a job id, and a request number when the job has several pending`);
+    if (id === undefined || extra !== undefined)
+      throw new UsageError(`${command} needs a job id, and a request number when the job has several pending`);
     invocation.id = parseId(command, [id]);
     invocation.requestId = requestId === undefined ? undefined : parseRequestId(requestId);
     return invocation;
   }
   if (command === "sessions") {
-    if (positional.length > 1) throw new UsageError(`sessions takes one directory at most, got ${echo(positional[1] as string)}`);
+    if (positional.length > 1)
+      throw new UsageError(`sessions takes one directory at most, got ${echo(positional[1] as string)}`);
     invocation.dir = positional[0];
     return invocation;
   }
@@ -272,7 +294,10 @@ function parseInvocation(args: readonly string[]): Invocation {
 function parseLimit(value: string | undefined): number {
   const limit = value !== undefined && /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN;
   if (!(limit >= 1 && limit <= LIMITS.maxSessions)) {
-    throw new UsageError(`--limit needs a number of sessions from 1 to ${LIMITS.maxSessions}${value === undefined ? "" : `, got ${echo(value)}`}`);
+    throw new UsageError(
+      `--limit needs a number of sessions from 1 to ` +
+        `${LIMITS.maxSessions}${value === undefined ? "" : `, got ${echo(value)}`}`,
+    );
   }
   return limit;
 }
@@ -280,27 +305,35 @@ function parseLimit(value: string | undefined): number {
 /** A denial's reason, trimmed as claude_respond trims it: an empty one is none. */
 function parseMessage(command: "approve" | "deny", value: string | undefined): string | undefined {
   if (command === "approve") throw new UsageError("approve takes no --message: only a denial tells the agent why");
-  if (value === undefined) throw new UsageError("--message needs the text the agent is told, such as --message \"use the test database\"");
-  if (value.length > LIMITS.maxRespondMessageChars) throw new UsageError(`--message takes at most ${LIMITS.maxRespondMessageChars} characters, got ${value.length}`);
+  if (value === undefined)
+    throw new UsageError('--message needs the text the agent is told, such as --message "use the test database"');
+  if (value.length > LIMITS.maxRespondMessageChars)
+    throw new UsageError(`--message takes at most ${LIMITS.maxRespondMessageChars} characters, got ${value.length}`);
   return value.trim() || undefined;
 }
 
 function parseRequestId(text: string): string {
-  if (!isRequestId(text)) throw new UsageError(`not a request number: ${echo(text)} (requests are numbered 1, 2, …, as \`claude-dispatch show ID\` lists them)`);
+  if (!isRequestId(text))
+    throw new UsageError(
+      `not a request number: ${echo(text)} (requests are numbered 1, 2, …, as \`claude-dispatch show ID\` lists them)`,
+    );
   return text;
 }
 
 /** The job id of `show`, `logs`, `kill`, `approve` and `deny`, checked; the other commands take no arguments. */
 function parseId(command: Command, positional: readonly string[]): string | undefined {
   const takesId = ["show", "logs", "kill", "approve", "deny", "diff", "merge", "discard"].includes(command);
-  if (!takesId && positional.length > 0) throw new UsageError(`${command} takes no arguments, got ${echo(positional[0] as string)}`);
+  if (!takesId && positional.length > 0)
+    throw new UsageError(`${command} takes no arguments, got ${echo(positional[0] as string)}`);
   if (!takesId) return undefined;
   if (positional.length !== 1) throw new UsageError(`${command} needs exactly one job id`);
   const id = positional[0] as string;
-  // Ids become folder names: nothing but hex and dashes gets further, and a prefix is only compared with names read from the folder.
+  // Ids become folder names: nothing but hex and dashes gets further, and a prefix
+  // is only compared with names read from the folder.
   if (!isIdOrPrefix(id)) {
     throw new UsageError(
-      `not a job id: ${echo(id)} (ids are UUIDs, as \`claude-dispatch jobs\` lists them, or a unique prefix of one, at least ${MIN_ID_PREFIX_HEX} hex digits)`,
+      `not a job id: ${echo(id)} (ids are UUIDs, as \`claude-dispatch jobs\` lists them, or a unique prefix of one, ` +
+        `at least ${MIN_ID_PREFIX_HEX} hex digits)`,
     );
   }
   return id;

@@ -34,7 +34,11 @@ export async function listSessions(context: Context, request: SessionsRequest): 
   const here = await filesHere(context.io);
   const jobs = context.store.loadAll().records.map((record) => sessionJob(record, here));
   const found = await findSessions(store.list, store.realPath(request.dir), request.limit, jobs);
-  const sessions = found.map(({ session, worktree, job_ids }): SessionRow => ({ ...session, ...(worktree ? { worktree } : {}), job_ids }));
+  const sessions = found.map(({ session, worktree, job_ids }): SessionRow => ({
+    ...session,
+    ...(worktree ? { worktree } : {}),
+    job_ids,
+  }));
   const document = { dir: request.dir, project_folder: projectFolder, sessions };
   emit(context, valueForReading(document), sessionsText(context, request.dir, projectFolder, sessions, store.label));
   return 0;
@@ -52,7 +56,13 @@ function sessionJob(record: JobRecord, here: (host: string) => boolean): Session
   };
 }
 
-function sessionsText(context: Context, dir: string, folder: string, sessions: readonly SessionRow[], label: string): string {
+function sessionsText(
+  context: Context,
+  dir: string,
+  folder: string,
+  sessions: readonly SessionRow[],
+  label: string,
+): string {
   if (sessions.length === 0) return `No ${label} sessions of ${printable(dir)} (looked in ${printable(folder)}).\n`;
   const lines: string[] = [];
   const width = outputWidth(context.io);
@@ -76,6 +86,8 @@ function sessionsText(context: Context, dir: string, folder: string, sessions: r
     if (session.worktree) lines.push(...wrap(`  worktree: ${printable(session.worktree)}`, width));
     if (session.job_ids.length > 0) lines.push(...wrap(`  jobs: ${session.job_ids.join(", ")}`, width));
   });
-  lines.push(...wrap(`(to resume one, pass its session id as session_id to claude_start, with cwd ${printable(dir)})`, width));
+  lines.push(
+    ...wrap(`(to resume one, pass its session id as session_id to claude_start, with cwd ${printable(dir)})`, width),
+  );
   return `${lines.join("\n")}\n`;
 }

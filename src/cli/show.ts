@@ -10,7 +10,15 @@ import { valueForReading } from "../core/text.js";
 import { isFinishedStatus, type JobRecord, type StoredOutcome } from "../store/records.js";
 import { type StateStore } from "../store/state-store.js";
 import { readFileRange } from "../store/atomic.js";
-import { answerText, approvalFromSummary, messageText, requestState, requestText, shownStatus, type ShownStatus } from "./approve.js";
+import {
+  answerText,
+  approvalFromSummary,
+  messageText,
+  requestState,
+  requestText,
+  shownStatus,
+  type ShownStatus,
+} from "./approve.js";
 import { emit, loadProcessControl, notFound, settle, type Context } from "./context.js";
 import { clip, formatAge, formatCost, indent, isoTime, printable, shortenHome } from "./format.js";
 import { progressOf, replayOutput } from "./job-output.js";
@@ -47,7 +55,8 @@ interface Shown {
 
 export async function showJob(context: Context, id: string): Promise<number> {
   const shown = await gather(context, id);
-  // Everything shown came from the state directory, which anything running as the user can write: cleaned once, here (§10).
+  // Everything shown came from the state directory, which anything running as
+  // the user can write: cleaned once, here (§10).
   emit(context, valueForReading(showDocument(context, shown)), printable(showText(context, shown)));
   return 0;
 }
@@ -62,12 +71,17 @@ async function gather(context: Context, id: string): Promise<Shown> {
   const ownerAlive = await control.isAlive(record.owner.pid, record.owner.start_time);
   // A finished job's agent pid may name another process by now: only a running job's is checked.
   const agentAlive =
-    record.status === "running" && record.agent?.pid !== undefined ? await control.isAlive(record.agent.pid, record.agent.start_time, record.agent.tree_marker) : undefined;
+    record.status === "running" && record.agent?.pid !== undefined
+      ? await control.isAlive(record.agent.pid, record.agent.start_time, record.agent.tree_marker)
+      : undefined;
   await settle(control, io.clock);
 
   const prompt = store.readPrompt(id);
   const result = store.readResult(id);
-  const transcriptTail = lastLines(output.transcript.page(output.transcript.start, Number.POSITIVE_INFINITY).text, TRANSCRIPT_TAIL_LINES);
+  const transcriptTail = lastLines(
+    output.transcript.page(output.transcript.start, Number.POSITIVE_INFINITY).text,
+    TRANSCRIPT_TAIL_LINES,
+  );
   const stderrTail = lastLines(readTail(store, id), STDERR_TAIL_LINES);
   const { turns, costUsd } = progressOf(store, record);
   const filed = store.approvals(id);
@@ -75,7 +89,22 @@ async function gather(context: Context, id: string): Promise<Shown> {
   const status = shownStatus(record, approvals);
   const sessionId = record.outcome?.result?.sessionId ?? live.sessionId;
   const lastTool = record.status === "running" && live.lastTool ? live.lastTool : undefined;
-  return { id, record, status, approvals, ownerAlive, agentAlive, sessionId, turns, costUsd, lastTool, prompt, result, transcriptTail, stderrTail };
+  return {
+    id,
+    record,
+    status,
+    approvals,
+    ownerAlive,
+    agentAlive,
+    sessionId,
+    turns,
+    costUsd,
+    lastTool,
+    prompt,
+    result,
+    transcriptTail,
+    stderrTail,
+  };
 }
 
 function showDocument(context: Context, shown: Shown): unknown {
@@ -85,7 +114,11 @@ function showDocument(context: Context, shown: Shown): unknown {
     state_dir: store.root,
     record,
     status: shown.status,
-    approvals: shown.approvals.map((approval) => ({ state: requestState(record, approval), request: approval.request, answer: approval.answer ?? null })),
+    approvals: shown.approvals.map((approval) => ({
+      state: requestState(record, approval),
+      request: approval.request,
+      answer: approval.answer ?? null,
+    })),
     owner_alive: shown.ownerAlive,
     ...(agentAlive === undefined ? {} : { agent_alive: agentAlive }),
     ...(sessionId === undefined ? {} : { session_id: sessionId }),
@@ -106,15 +139,29 @@ function showText(context: Context, shown: Shown): string {
   const width = Math.max(...facts.map(([name]) => name.length));
   const sections = [`job ${record.id}`, ...facts.map(([name, value]) => `  ${name.padEnd(width)}  ${value}`)];
   if (shown.approvals.length > 0) sections.push("", "permission requests:", ...approvalsText(context, shown));
-  sections.push("", "prompt:", indent(prompt ?? `${record.prompt_preview} (prompt.txt is missing: this is the preview)`));
+  sections.push(
+    "",
+    "prompt:",
+    indent(prompt ?? `${record.prompt_preview} (prompt.txt is missing: this is the preview)`),
+  );
   if (result !== undefined) {
     const clipped = result.length > RESULT_SHOWN_CHARS;
-    sections.push("", `result (${result.length} characters):`, indent(clipped ? result.slice(0, RESULT_SHOWN_CHARS) : result));
-    if (clipped) sections.push(`  […${result.length - RESULT_SHOWN_CHARS} more characters; the whole result is in ${context.store.file(shown.id, "result.txt")}]`);
+    sections.push(
+      "",
+      `result (${result.length} characters):`,
+      indent(clipped ? result.slice(0, RESULT_SHOWN_CHARS) : result),
+    );
+    if (clipped)
+      sections.push(
+        `  […${result.length - RESULT_SHOWN_CHARS} more characters; the whole result is in ` +
+          `${context.store.file(shown.id, "result.txt")}]`,
+      );
   }
   const { transcriptTail, stderrTail } = shown;
-  if (transcriptTail.length > 0) sections.push("", `transcript (last ${transcriptTail.length} lines):`, indent(transcriptTail.join("\n")));
-  if (stderrTail.length > 0) sections.push("", `stderr (last ${stderrTail.length} lines):`, indent(stderrTail.join("\n")));
+  if (transcriptTail.length > 0)
+    sections.push("", `transcript (last ${transcriptTail.length} lines):`, indent(transcriptTail.join("\n")));
+  if (stderrTail.length > 0)
+    sections.push("", `stderr (last ${stderrTail.length} lines):`, indent(stderrTail.join("\n")));
   return `${sections.join("\n")}\n`;
 }
 
@@ -122,20 +169,41 @@ function showText(context: Context, shown: Shown): string {
 function showFacts(context: Context, shown: Shown): [string, string][] {
   const { record, ownerAlive, agentAlive } = shown;
   const facts: [string, string][] = [
-    ["status", shown.status === "input_required" ? "input_required (running, waiting for a permission answer)" : record.status],
+    [
+      "status",
+      shown.status === "input_required" ? "input_required (running, waiting for a permission answer)" : record.status,
+    ],
     ["kind", record.kind],
     ["cwd", shortenHome(record.cwd, context.io.host?.home)],
     ["submitted", `${isoTime(record.submitted_at)} (${formatAge(context.now - record.submitted_at)} ago)`],
   ];
   if (record.started_at !== undefined) facts.push(["started", isoTime(record.started_at)]);
   if (record.finished_at !== undefined) {
-    facts.push(["finished", `${isoTime(record.finished_at)} (took ${formatAge(record.finished_at - (record.started_at ?? record.submitted_at))})`]);
+    facts.push([
+      "finished",
+      `${isoTime(record.finished_at)} (took ` +
+        `${formatAge(record.finished_at - (record.started_at ?? record.submitted_at))})`,
+    ]);
   }
   const unknown = "cannot be told: the process table could not be read, or no start time was recorded";
-  facts.push(["owner", `server pid ${record.owner.pid} (${ownerAlive === undefined ? unknown : ownerAlive ? "running" : ownerText(record)})`]);
+  facts.push([
+    "owner",
+    `server pid ${record.owner.pid} ` +
+      `(${ownerAlive === undefined ? unknown : ownerAlive ? "running" : ownerText(record)})`,
+  ]);
   if (record.agent) {
-    const alive = record.status !== "running" ? "" : agentAlive === undefined ? ` (${unknown})` : agentAlive ? " (running)" : " (not running)";
-    facts.push(["agent", `pid ${record.agent.pid}${record.agent.start_time ? `, start time ${record.agent.start_time}` : ""}${alive}`]);
+    const alive =
+      record.status !== "running"
+        ? ""
+        : agentAlive === undefined
+          ? ` (${unknown})`
+          : agentAlive
+            ? " (running)"
+            : " (not running)";
+    facts.push([
+      "agent",
+      `pid ${record.agent.pid}${record.agent.start_time ? `, start time ${record.agent.start_time}` : ""}${alive}`,
+    ]);
   }
   if (shown.sessionId !== undefined) facts.push(["session", shown.sessionId]);
   if (record.resume_session_id !== undefined) facts.push(["resumed", record.resume_session_id]);
@@ -166,8 +234,12 @@ function approvalsText(context: Context, shown: Shown): string[] {
     else if (state === "unanswered") lines.push(`${margin}${asked}; unanswered: the job finished first`);
     else {
       lines.push(`${margin}${asked}; pending: denied at ${isoTime(request.expires_at)} unless answered`);
-      if (request.input !== undefined) lines.push(`${margin}input: ${clip(JSON.stringify(valueForReading(request.input)), INPUT_SHOWN_CHARS)}`);
-      lines.push(`${margin}answer: claude-dispatch approve ${record.id} ${request.id}, or claude-dispatch deny ${record.id} ${request.id} --message "…"`);
+      if (request.input !== undefined)
+        lines.push(`${margin}input: ${clip(JSON.stringify(valueForReading(request.input)), INPUT_SHOWN_CHARS)}`);
+      lines.push(
+        `${margin}answer: claude-dispatch approve ${record.id} ${request.id}, or claude-dispatch deny ${record.id} ` +
+          `${request.id} --message "…"`,
+      );
     }
   }
   return lines;

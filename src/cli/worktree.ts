@@ -18,7 +18,10 @@ import { printable } from "./format.js";
 
 export type WorktreeCommand = "diff" | "merge" | "discard";
 
-/** The worktrees of this state directory (CLAUDE_DISPATCH_WORKTREE_DIR, else its worktrees folder), through this machine's git. */
+/**
+ * The worktrees of this state directory (CLAUDE_DISPATCH_WORKTREE_DIR, else
+ * its worktrees folder), through this machine's git.
+ */
 export function worktreesFor(context: Context): GitWorktrees {
   const { io, store } = context;
   const configured = io.env.CLAUDE_DISPATCH_WORKTREE_DIR?.trim();
@@ -34,12 +37,17 @@ export async function worktreeCommand(context: Context, command: WorktreeCommand
   const record = store.read(id);
   if (!record) throw notFound(context, id);
   const worktree = record.worktree;
-  if (!worktree) throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no worktree: it was not started with "worktree" true`);
+  if (!worktree)
+    throw new DispatchError("INVALID_ARGUMENT", `job ${id} has no worktree: it was not started with "worktree" true`);
   checkUndecided(id, worktree, worktree.state, command);
   // The same worktrees as the server's, through the host the job ran on; one on another machine is worked on there.
   const host = (await context.io.hosts?.(() => loadProcessControl(context.io)))?.get(record.host);
   if (!host?.sharesFiles) {
-    throw new DispatchError("INVALID_ARGUMENT", `job ${id}'s worktree is on host ${record.host}: use claude_worktree through the server, or claude-dispatch ${command} ${id} on that machine`);
+    throw new DispatchError(
+      "INVALID_ARGUMENT",
+      `job ${id}'s worktree is on host ${record.host}: use claude_worktree through the server, or claude-dispatch ` +
+        `${command} ${id} on that machine`,
+    );
   }
   const git = host.worktrees;
   // A discard removes whatever is left: a merge removed the folder already.
@@ -48,11 +56,19 @@ export async function worktreeCommand(context: Context, command: WorktreeCommand
   }
   if (command === "diff") {
     const diff = await git.diff(worktree);
-    emit(context, { id, branch: worktree.branch, base: worktree.base, path: worktree.path, diff }, diff === "" ? `Job ${id} changed nothing in its worktree.\n` : printable(diff));
+    emit(
+      context,
+      { id, branch: worktree.branch, base: worktree.base, path: worktree.path, diff },
+      diff === "" ? `Job ${id} changed nothing in its worktree.\n` : printable(diff),
+    );
     return 0;
   }
   if (!isFinishedStatus(record.status)) {
-    throw new DispatchError("INVALID_ARGUMENT", `job ${id} is still ${record.status}: its worktree is merged or discarded only once it has finished (claude-dispatch kill ${id} stops it)`);
+    throw new DispatchError(
+      "INVALID_ARGUMENT",
+      `job ${id} is still ${record.status}: its worktree is merged or discarded only once it has finished ` +
+        `(claude-dispatch kill ${id} stops it)`,
+    );
   }
   // One merge or discard at a time across every server and the CLI; the record, read under the hold, decides.
   const hold = await holdWorktree(context, id);
@@ -92,7 +108,8 @@ function printMerge(context: Context, id: string, worktree: WorktreeRecord, outc
 export async function holdWorktree(context: Context, id: string): Promise<WorktreeHold> {
   const { io, store } = context;
   let control: ReturnType<typeof loadProcessControl> | undefined;
-  const isAlive = async (holder: ProcessIdentity) => (await (control ??= loadProcessControl(io))).isAlive(holder.pid, holder.start_time);
+  const isAlive = async (holder: ProcessIdentity) =>
+    (await (control ??= loadProcessControl(io))).isAlive(holder.pid, holder.start_time);
   const held = await lockWorktree(store.jobDir(id), id, io.identity(), isAlive, io.randomName);
   return { state: store.read(id)?.worktree?.state, release: held.release };
 }

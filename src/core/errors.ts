@@ -81,9 +81,18 @@ export const ECHO_MAX_CHARS = 60;
  */
 export function quoted(value: string, maxChars: number = ECHO_MAX_CHARS): string {
   let end = Math.max(0, Math.min(Math.floor(maxChars), value.length));
-  if (end < value.length && end > 0 && isHighSurrogate(value.charCodeAt(end - 1)) && isLowSurrogate(value.charCodeAt(end))) end -= 1;
+  if (
+    end < value.length &&
+    end > 0 &&
+    isHighSurrogate(value.charCodeAt(end - 1)) &&
+    isLowSurrogate(value.charCodeAt(end))
+  )
+    end -= 1;
   const cut = end < value.length ? `${value.slice(0, end)}…` : value;
-  return JSON.stringify(cut).replace(/[\u007f-\u009f\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return JSON.stringify(cut).replace(
+    /[\u007f-\u009f\u2028\u2029]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 
 function isHighSurrogate(code: number): boolean {

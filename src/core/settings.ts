@@ -68,7 +68,10 @@ export class Settings {
   list(name: string, known: readonly string[], what: string): string[] | undefined {
     const raw = this.optional(name);
     if (raw === undefined) return undefined;
-    const names = raw.split(",").map((entry) => entry.trim()).filter(Boolean);
+    const names = raw
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter(Boolean);
     if (names.length > 0 && names.every((entry) => known.includes(entry))) return names;
     return this.refuse(name, raw, `must list, comma-separated, ${what} among ${known.join(", ")}`, undefined);
   }

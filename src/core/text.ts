@@ -36,11 +36,18 @@ const ESCAPE_SEQUENCE = new RegExp(
   ].join("|"),
   "g",
 );
-/** C0 and C1 controls but tab and newline, DEL, bidirectional marks, embeddings, overrides and isolates, U+2028, U+2029. */
-const CONTROLS = String.raw`\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069`;
+/**
+ * C0 and C1 controls but tab and newline, DEL, bidirectional marks, embeddings, overrides and isolates, U+2028, U+2029.
+ */
+const CONTROLS =
+  String.raw`\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c` +
+  String.raw`\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069`;
 /** Those, and the tag characters: invisible to a person, read by a model. */
 const UNSAFE_CHARACTER = new RegExp(String.raw`[${CONTROLS}\u{e0000}-\u{e007f}]`, "gu");
-/** Anything forReading could change (a tag's first half too): most text has none, and comes back as it is after one scan. */
+/**
+ * Anything forReading could change (a tag's first half too): most text has
+ * none, and comes back as it is after one scan.
+ */
 const NEEDS_CLEANING = new RegExp(String.raw`[${CONTROLS}]|\udb40`);
 
 /**

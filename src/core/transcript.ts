@@ -23,7 +23,10 @@ export class Transcript {
   private kept = 0; // characters kept
   private dropped = 0; // characters dropped from the front
 
-  /** onAppend hears every entry whole and cleaned, before any is dropped: a reader that keeps none of them itself (`logs -f`). */
+  /**
+   * onAppend hears every entry whole and cleaned, before any is dropped: a
+   * reader that keeps none of them itself (`logs -f`).
+   */
   constructor(
     private readonly maxChars: number,
     private readonly onAppend?: (entry: string) => void,

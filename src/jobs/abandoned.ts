@@ -33,8 +33,18 @@ export async function finishAbandonedKill(kill: AbandonedKill): Promise<JobRecor
   if (!(await store.claimJob(record.id, generation, kill.claimer, kill.isAlive))) return undefined;
   const current = store.read(record.id) ?? record;
   if (isFinishedStatus(current.status)) return current;
-  const outcome: StoredOutcome = kill.survivors.length > 0 ? killFailed(kill.survivors) : { ok: false, code: "KILLED", detail: `killed ${KILL_REASON_TEXT.cli}` };
-  const final: JobRecord = { ...current, status: "killed", kill_reason: "cli", finished_at: kill.now, generation, outcome };
+  const outcome: StoredOutcome =
+    kill.survivors.length > 0
+      ? killFailed(kill.survivors)
+      : { ok: false, code: "KILLED", detail: `killed ${KILL_REASON_TEXT.cli}` };
+  const final: JobRecord = {
+    ...current,
+    status: "killed",
+    kill_reason: "cli",
+    finished_at: kill.now,
+    generation,
+    outcome,
+  };
   if (kill.live.turns > 0) final.turns = kill.live.turns;
   if (kill.live.costUsd !== undefined) final.cost_usd = kill.live.costUsd;
   store.write(final);

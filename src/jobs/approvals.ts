@@ -129,7 +129,9 @@ export class Approvals {
     try {
       news = followed.follower.news();
     } catch (error) {
-      this.target.options.logger.warn(`job ${job.id}: cannot read its permission requests: ${(error as Error).message}`);
+      this.target.options.logger.warn(
+        `job ${job.id}: cannot read its permission requests: ${(error as Error).message}`,
+      );
       return;
     }
     if (news.length === 0) return;
@@ -179,18 +181,36 @@ export class Approvals {
    * Answers a request of any job of the state directory. Throws JOB_NOT_FOUND, or INVALID_ARGUMENT when
    * the request does not exist or is no longer pending (answered, or its job finished).
    */
-  async respond(jobId: string, requestId: string, decision: Decision, by: AnsweredBy, message?: string): Promise<ApprovalSummary> {
+  async respond(
+    jobId: string,
+    requestId: string,
+    decision: Decision,
+    by: AnsweredBy,
+    message?: string,
+  ): Promise<ApprovalSummary> {
     const job = await this.target.find(jobId);
     if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${quoted(jobId)}`);
-    if (!isRequestId(requestId)) throw new DispatchError("INVALID_ARGUMENT", `"request_id" must be a request number such as "1", got ${quoted(requestId)}`);
+    if (!isRequestId(requestId))
+      throw new DispatchError(
+        "INVALID_ARGUMENT",
+        `"request_id" must be a request number such as "1", got ${quoted(requestId)}`,
+      );
     const { store } = this.target.options.persistence;
     if (job.finishedAt !== undefined) {
       // A request it never filed is not "no longer pending": it never was.
       const filed = store.lookUpApproval(job.id, requestId) !== undefined;
       if (!filed) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has no request ${quoted(requestId)}`);
-      throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has finished (${job.status}): request ${quoted(requestId)} is no longer pending`);
+      throw new DispatchError(
+        "INVALID_ARGUMENT",
+        `job ${job.id} has finished (${job.status}): request ${quoted(requestId)} is no longer pending`,
+      );
     }
-    const result = store.answerApproval(job.id, requestId, { decision, by, at: this.target.options.clock.now(), ...(message ? { message } : {}) });
+    const result = store.answerApproval(job.id, requestId, {
+      decision,
+      by,
+      at: this.target.options.clock.now(),
+      ...(message ? { message } : {}),
+    });
     if (!result) throw this.unanswerable(job, requestId);
     const followed = this.followedOf(job);
     // This server wrote the standing answer, so it knows who answered; read before any notification of it is.
@@ -203,7 +223,18 @@ export class Approvals {
       const what = `request ${requestId} of job ${job.id} was already answered: ${standing}; it is no longer pending`;
       throw new DispatchError("INVALID_ARGUMENT", what);
     }
-    return summary ?? { id: requestId, tool_name: "", preview: "", asked_at: 0, expires_at: 0, decision, by, answered_at: result.answer.at };
+    return (
+      summary ?? {
+        id: requestId,
+        tool_name: "",
+        preview: "",
+        asked_at: 0,
+        expires_at: 0,
+        decision,
+        by,
+        answered_at: result.answer.at,
+      }
+    );
   }
 
   private unanswerable(job: JobEntry, requestId: string): DispatchError {

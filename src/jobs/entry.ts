@@ -86,7 +86,10 @@ export class JobEntry implements Job {
     if (this.spec.prompt !== "") this.spec = { ...this.spec, prompt: "" };
   }
 
-  /** From memory, cleaned where it was made; from result.txt, cleaned as it is read (§10), as anything may have written it. */
+  /**
+   * From memory, cleaned where it was made; from result.txt, cleaned as it is
+   * read (§10), as anything may have written it.
+   */
   resultText(): string | undefined {
     const inMemory = this.outcome?.result?.text;
     if (inMemory !== undefined) return inMemory;
@@ -188,4 +191,3 @@ export class JobEntry implements Job {
     for (const listener of [...this.listeners.keys()]) listener();
   }
 }
-

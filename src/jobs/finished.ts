@@ -36,7 +36,10 @@ export class FinishedJobs {
     private readonly options: FinishedJobsOptions,
   ) {}
 
-  /** A job that just finished, or was read back from its record: last in the finish order. Its folder's size is read unless given. */
+  /**
+   * A job that just finished, or was read back from its record: last in the
+   * finish order. Its folder's size is read unless given.
+   */
   add(id: string, bytes = this.options.persistence.store.size(id)): void {
     this.order.push(id);
     this.bytes.set(id, bytes);
@@ -67,7 +70,8 @@ export class FinishedJobs {
   /** An indexed job's record, read now; undefined (and forgotten) when it cannot be. */
   readUnread(id: string): JobEntry | undefined {
     const record = this.options.persistence.store.read(id);
-    if (record && isFinishedStatus(record.status)) return finishedFromRecord(record, this.options.persistence, this.options.clock.now());
+    if (record && isFinishedStatus(record.status))
+      return finishedFromRecord(record, this.options.persistence, this.options.clock.now());
     this.forget(id);
     return undefined;
   }
@@ -131,7 +135,8 @@ export class FinishedJobs {
   boundTranscripts(): void {
     let total = 0;
     for (let i = this.order.length - 1; i >= 0; i -= 1) {
-      // Only transcripts in memory count: one not rebuilt from its file yet costs nothing, and is not rebuilt to be measured.
+      // Only transcripts in memory count: one not rebuilt from its file yet
+      // costs nothing, and is not rebuilt to be measured.
       const transcript = this.jobs.get(this.order[i] as string)?.heldTranscript();
       if (!transcript) continue;
       total += transcript.size;

@@ -54,7 +54,10 @@ export function recordOf(job: JobEntry, persistence: Pick<Persistence, "owner">)
   return record;
 }
 
-/** What a record says its job asked for; the prompt stays in prompt.txt, the agent's stdin. Names are shown: cleaned (§10). */
+/**
+ * What a record says its job asked for; the prompt stays in prompt.txt, the
+ * agent's stdin. Names are shown: cleaned (§10).
+ */
 export function specFromRecord(record: JobRecord): NamedSpec {
   return {
     agent: forReadingOnOneLine(record.runtime),
@@ -68,17 +71,34 @@ export function specFromRecord(record: JobRecord): NamedSpec {
 }
 
 /** An entry for a job read from its record: its id, kind, spec, times and preview; the caller sets the rest. */
-export function entryFromRecord(record: JobRecord, spec = specFromRecord(record), positionOf: (job: JobEntry) => number | undefined = () => undefined): JobEntry {
-  const job = new JobEntry(record.id, record.kind, spec, record.started_at ?? record.submitted_at, record.timeout_ms, positionOf, previewOf(record.prompt_preview));
+export function entryFromRecord(
+  record: JobRecord,
+  spec = specFromRecord(record),
+  positionOf: (job: JobEntry) => number | undefined = () => undefined,
+): JobEntry {
+  const job = new JobEntry(
+    record.id,
+    record.kind,
+    spec,
+    record.started_at ?? record.submitted_at,
+    record.timeout_ms,
+    positionOf,
+    previewOf(record.prompt_preview),
+  );
   job.submittedAt = record.submitted_at;
   return job;
 }
 
 /** A finished job from its record, reachable again; its transcript is rebuilt from its output on first use. */
-export function finishedFromRecord(record: JobRecord, persistence: Pick<Persistence, "store" | "replayTranscript">, now: number): JobEntry {
+export function finishedFromRecord(
+  record: JobRecord,
+  persistence: Pick<Persistence, "store" | "replayTranscript">,
+  now: number,
+): JobEntry {
   const job = entryFromRecord(record);
   job.status = record.status;
-  // A finish time in the future (the clock was set back since) counts as now, so retention is not stretched by the jump.
+  // A finish time in the future (the clock was set back since) counts as
+  // now, so retention is not stretched by the jump.
   job.finishedAt = Math.min(record.finished_at ?? record.submitted_at, now);
   job.killReason = record.kill_reason as KillReason | undefined;
   job.agent = record.agent;
@@ -97,29 +117,47 @@ export function finishedFromRecord(record: JobRecord, persistence: Pick<Persiste
  * kill is KILLED (KILL_FAILED when processes survived), whatever the agent's
  * end looked like from here; otherwise the agent's own outcome decides.
  */
-export function finalState(job: Pick<JobEntry, "killReason" | "timeoutMs" | "launched">, outcome: AgentOutcome): { status: JobStatus; outcome: AgentOutcome } {
+export function finalState(
+  job: Pick<JobEntry, "killReason" | "timeoutMs" | "launched">,
+  outcome: AgentOutcome,
+): { status: JobStatus; outcome: AgentOutcome } {
   const reason = job.killReason;
   if (reason === "timeout") {
     const seconds = Math.round((job.timeoutMs ?? 0) / 1000);
     // A kill that failed says so: survivors, or a host out of reach (§21.3).
     const failedKill = !outcome.ok && outcome.code === "KILL_FAILED" ? outcome.detail : undefined;
-    const where = !job.launched ? "it was still queued and never started" : (failedKill ?? "the agent's process tree was killed");
+    const where = !job.launched
+      ? "it was still queued and never started"
+      : (failedKill ?? "the agent's process tree was killed");
     const result = outcome.ok || outcome.result ? { result: outcome.result } : {};
-    return { status: "failed", outcome: { ok: false, code: "TIMEOUT", detail: `no result within ${seconds}s; ${where}`, ...result } };
+    return {
+      status: "failed",
+      outcome: { ok: false, code: "TIMEOUT", detail: `no result within ${seconds}s; ${where}`, ...result },
+    };
   }
   // Processes survived SIGKILL: the record keeps which.
   if (reason && !outcome.ok && outcome.code === "KILL_FAILED") return { status: "killed", outcome };
   if (reason) {
     // Killed is killed, however the agent's end looked from here (an adopted agent's is unobserved: AGENT_LOST).
     const detail = !outcome.ok && outcome.code === "KILLED" ? outcome.detail : `killed ${KILL_REASON_TEXT[reason]}`;
-    const kept = { ...(outcome.result ? { result: outcome.result } : {}), ...(outcome.exit ? { exit: outcome.exit } : {}) };
+    const kept = {
+      ...(outcome.result ? { result: outcome.result } : {}),
+      ...(outcome.exit ? { exit: outcome.exit } : {}),
+    };
     return { status: "killed", outcome: { ok: false, code: "KILLED", detail, ...kept } };
   }
   return { status: outcome.ok ? "completed" : outcome.code === "AGENT_LOST" ? "lost" : "failed", outcome };
 }
 
-/** A long result text goes to the job's result file (if the agent's reader did not put it there already) and leaves memory. */
-export function storeResult(job: JobEntry, store: Pick<JobStore, "writeResult" | "readResult" | "readResultHead">, logger: Logger): void {
+/**
+ * A long result text goes to the job's result file (if the agent's reader
+ * did not put it there already) and leaves memory.
+ */
+export function storeResult(
+  job: JobEntry,
+  store: Pick<JobStore, "writeResult" | "readResult" | "readResultHead">,
+  logger: Logger,
+): void {
   const result = job.outcome?.result;
   if (!job.outcome || !result) return;
   if (result.text === undefined) {

@@ -6,7 +6,9 @@ import { Transcript } from "../core/transcript.js";
 import { MemoryStore } from "../store/memory-store.js";
 import type { Persistence, Slot, SlotPool } from "./types.js";
 
-export function memoryPersistence(overrides: Pick<Persistence, "hosts" | "agents"> & Partial<Persistence>): Persistence {
+export function memoryPersistence(
+  overrides: Pick<Persistence, "hosts" | "agents"> & Partial<Persistence>,
+): Persistence {
   let markers = 0;
   return {
     store: new MemoryStore(),
@@ -27,7 +29,8 @@ export function memoryPersistence(overrides: Pick<Persistence, "hosts" | "agents
 export function memorySlots(count: number): SlotPool {
   let used = 0;
   let generation = 0;
-  const take = (): Slot | undefined => (used < count ? ((used += 1), { index: used - 1, generation: (generation += 1) }) : undefined);
+  const take = (): Slot | undefined =>
+    used < count ? ((used += 1), { index: used - 1, generation: (generation += 1) }) : undefined;
   return {
     shared: false,
     take,

@@ -66,7 +66,9 @@ export class Observer {
     return oldest;
   }
 
-  /** Stops serving a job from its files: this server now owns it. Whoever waits on the entry sees the successor's end. */
+  /**
+   * Stops serving a job from its files: this server now owns it. Whoever waits on the entry sees the successor's end.
+   */
   handTo(id: string, successor: JobEntry): void {
     const entry = this.observed.get(id);
     if (!entry) return;
@@ -110,7 +112,10 @@ export class Observer {
     await this.check(id);
     // The tree is dead either way: an owner slow to record it delays the answer a bounded time, never forever.
     let cancel: CancelTimer = () => undefined;
-    await Promise.race([entry.job.done, new Promise<void>((resolve) => (cancel = this.target.options.clock.setTimer(resolve, OWNER_RECORD_WAIT_MS)))]);
+    await Promise.race([
+      entry.job.done,
+      new Promise<void>((resolve) => (cancel = this.target.options.clock.setTimer(resolve, OWNER_RECORD_WAIT_MS))),
+    ]);
     cancel();
     return { killed: true, survivors: report.survivors };
   }
@@ -149,7 +154,18 @@ export class Observer {
     const record = store.read(entry.job.id);
     if (!record) {
       this.stop(entry);
-      this.finishWith(entry, finishedFromRecord({ ...entry.record, status: "lost", outcome: { ok: false, code: "AGENT_LOST", detail: "its record is gone from the state directory" } }, this.target.options.persistence, this.target.options.clock.now()));
+      this.finishWith(
+        entry,
+        finishedFromRecord(
+          {
+            ...entry.record,
+            status: "lost",
+            outcome: { ok: false, code: "AGENT_LOST", detail: "its record is gone from the state directory" },
+          },
+          this.target.options.persistence,
+          this.target.options.clock.now(),
+        ),
+      );
       return;
     }
     this.apply(entry, record);
@@ -163,7 +179,10 @@ export class Observer {
     const { job } = entry;
     if (isFinishedStatus(record.status)) {
       this.stop(entry);
-      this.finishWith(entry, finishedFromRecord(record, this.target.options.persistence, this.target.options.clock.now()));
+      this.finishWith(
+        entry,
+        finishedFromRecord(record, this.target.options.persistence, this.target.options.clock.now()),
+      );
       return;
     }
     job.generation = record.generation;

@@ -16,7 +16,8 @@ export function storedOutcome(outcome: AgentOutcome, textOnDisk: boolean): Store
   if (outcome.result) {
     const { text, textChars, ...rest } = outcome.result;
     stored.result = rest;
-    // Only a length whose text is on disk: a result.txt that could not be written must not read back as an empty result.
+    // Only a length whose text is on disk: a result.txt that could not be
+    // written must not read back as an empty result.
     const chars = textOnDisk ? (textChars ?? text?.length) : undefined;
     if (chars !== undefined) stored.result_chars = chars;
   }
@@ -25,9 +26,17 @@ export function storedOutcome(outcome: AgentOutcome, textOnDisk: boolean): Store
 
 export function outcomeFrom(stored: StoredOutcome | undefined): AgentOutcome {
   if (!stored) return { ok: false, code: "AGENT_LOST", detail: "the record holds no outcome" };
-  const result = stored.result && stored.result_chars !== undefined ? { ...stored.result, textChars: stored.result_chars } : stored.result;
+  const result =
+    stored.result && stored.result_chars !== undefined
+      ? { ...stored.result, textChars: stored.result_chars }
+      : stored.result;
   if (stored.ok) return outcomeForReading({ ok: true, result: result ?? {} });
-  return outcomeForReading({ ok: false, code: stored.code ?? "INTERNAL_ERROR", detail: stored.detail ?? "", ...(result ? { result } : {}) });
+  return outcomeForReading({
+    ok: false,
+    code: stored.code ?? "INTERNAL_ERROR",
+    detail: stored.detail ?? "",
+    ...(result ? { result } : {}),
+  });
 }
 
 /** The outcome of a kill that left processes alive (§8). */

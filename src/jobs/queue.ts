@@ -31,7 +31,9 @@ export interface Elsewhere {
   poll(waiting: readonly JobEntry[]): void;
   /** Another server's queued job submitted before `than`. */
   olderElsewhere(than: number): JobEntry | undefined;
-  /** Takes that job over with this slot and starts it; false when another server has it (the slot is then given back). */
+  /**
+   * Takes that job over with this slot and starts it; false when another server has it (the slot is then given back).
+   */
   takeFromElsewhere(job: JobEntry, slot: Slot): Promise<boolean>;
 }
 
@@ -141,7 +143,9 @@ export class JobQueue {
     const tick = (): void => {
       if (this.waiting.length === 0) return this.close();
       this.options.elsewhere?.().poll(this.waiting);
-      void this.reclaim().catch((error: unknown) => this.options.logger.error(`cannot read the agent slots: ${String(error)}`));
+      void this.reclaim().catch((error: unknown) =>
+        this.options.logger.error(`cannot read the agent slots: ${String(error)}`),
+      );
       cancel = clock.setTimer(tick, SLOT_POLL_MS);
     };
     cancel = clock.setTimer(tick, SLOT_POLL_MS);

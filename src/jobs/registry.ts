@@ -88,7 +88,11 @@ export class JobRegistry {
       armTimeout: (job, timeoutMs) => this.armTimeout(job, timeoutMs),
       kill: (id, reason) => this.kill(id, reason),
     });
-    this.approvals = new Approvals({ options, save: (job) => this.save(job), find: async (id) => this.jobs.get(id) ?? ((await this.recover(id)) as JobEntry | undefined) });
+    this.approvals = new Approvals({
+      options,
+      save: (job) => this.save(job),
+      find: async (id) => this.jobs.get(id) ?? ((await this.recover(id)) as JobEntry | undefined),
+    });
     this.observer = new Observer(this.jobs, {
       options,
       finished: (job) => this.finished.add(job.id),
@@ -110,7 +114,13 @@ export class JobRegistry {
       busy: () => this.restoring || this.closing,
       discover: () => this.discover(),
     });
-    this.spawning = { options, recording: this.recording, save: (job) => this.save(job), follow: (job, run) => this.follow(job, run), kill: (id, reason) => this.kill(id, reason) };
+    this.spawning = {
+      options,
+      recording: this.recording,
+      save: (job) => this.save(job),
+      follow: (job, run) => this.follow(job, run),
+      kill: (id, reason) => this.kill(id, reason),
+    };
     this.finished = new FinishedJobs(this.jobs, {
       persistence,
       clock,
@@ -122,13 +132,20 @@ export class JobRegistry {
     });
   }
 
-  /** Starts an agent, or queues it (§8); its record is on disk on return. Throws SHUTTING_DOWN, or STATE_ERROR when the record cannot be written. */
+  /**
+   * Starts an agent, or queues it (§8); its record is on disk on return. Throws
+   * SHUTTING_DOWN, or STATE_ERROR when the record cannot be written.
+   */
   start(spec: AgentSpec, kind: JobKind, timeoutMs?: number, id = this.options.newId()): Job {
     if (this.closing) throw new DispatchError("SHUTTING_DOWN", "the server is shutting down and starts no new jobs");
     this.finished.reap();
     const { clock, persistence } = this.options;
     // Every record names its agent and host (§15.2): a call naming neither gets this server's own.
-    const named = { ...spec, agent: spec.agent ?? persistence.agents.home, host: spec.host ?? persistence.hosts.home.name };
+    const named = {
+      ...spec,
+      agent: spec.agent ?? persistence.agents.home,
+      host: spec.host ?? persistence.hosts.home.name,
+    };
     const job = new JobEntry(id, kind, named, clock.now(), timeoutMs, (entry) => this.queue.position(entry));
     const { store } = this.options.persistence;
     // A job with a free slot starts now: its first record already says "running" with its tree marker, so one
@@ -167,7 +184,8 @@ export class JobRegistry {
   /** Records that a finished job's worktree was merged or discarded (§19). */
   setWorktreeState(id: string, state: "merged" | "discarded"): void {
     const job = this.jobs.get(id);
-    if (job?.spec.worktree) this.save(Object.assign(job, { spec: { ...job.spec, worktree: { ...job.spec.worktree, state } } }));
+    if (job?.spec.worktree)
+      this.save(Object.assign(job, { spec: { ...job.spec, worktree: { ...job.spec.worktree, state } } }));
   }
 
   get(id: string): Job | undefined {
@@ -176,8 +194,10 @@ export class JobRegistry {
   }
 
   /**
-   * A job this server does not know, from the state directory: a finished one becomes reachable, an unfinished one whose
-   * server has died is taken over now (§15.3), one whose server lives is served from its files (§15.6); undefined if none.
+   * A job this server does not know, from the state directory: a finished
+   * one becomes reachable, an unfinished one whose
+   * server has died is taken over now (§15.3), one whose server lives is
+   * served from its files (§15.6); undefined if none.
    */
   async recover(id: string): Promise<Job | undefined> {
     const persistence = this.options.persistence;
@@ -227,7 +247,10 @@ export class JobRegistry {
     return this.options.persistence.store.jobIds().filter((id) => !this.jobs.has(id) && !this.finished.isUnread(id));
   }
 
-  /** Looks these jobs up (recover); a folder that cannot be read is left out, and a call naming its job told why (§15.1). */
+  /**
+   * Looks these jobs up (recover); a folder that cannot be read is left
+   * out, and a call naming its job told why (§15.1).
+   */
   private async lookUp(ids: readonly string[]): Promise<void> {
     const warn = (id: string) => (error: unknown) => this.options.logger.warn(`job ${id}: ${(error as Error).message}`);
     await Promise.all(ids.map((id) => this.recover(id).catch(warn(id))));
@@ -274,7 +297,10 @@ export class JobRegistry {
     return [...unread, ...this.jobs.values()];
   }
 
-  /** Kills a job's whole tree and waits for its end (a queued job is removed unstarted); the reason is recorded first, and the first wins. */
+  /**
+   * Kills a job's whole tree and waits for its end (a queued job is removed
+   * unstarted); the reason is recorded first, and the first wins.
+   */
   async kill(id: string, reason: KillReason): Promise<KillResult> {
     const job = this.jobs.get(id);
     if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${quoted(id)}`);
@@ -295,7 +321,8 @@ export class JobRegistry {
     job.killing ??= job.run.kill();
     const report = await job.killing;
     if (report.undetermined) {
-      // Nothing was signalled (an adopted agent, and no process table to tell it by): the job runs on, and a later kill tries again.
+      // Nothing was signalled (an adopted agent, and no process table to tell it
+      // by): the job runs on, and a later kill tries again.
       // A host that kills it once it can be reached keeps the reason, so the job ends as killed, just late (§21.3).
       job.killing = undefined;
       if (reasonSetHere && job.status === "running" && !report.pending) {
@@ -304,12 +331,17 @@ export class JobRegistry {
       }
       const why = report.why ?? "the process table could not be read";
       if (reason === "timeout" && report.pending && job.status === "running") {
-        // claude_run keeps its bound (§5.1): the job ends now, as with survivors, and the host still gets the kill (§21.3).
+        // claude_run keeps its bound (§5.1): the job ends now, as with
+        // survivors, and the host still gets the kill (§21.3).
         this.queue.release(job);
-        const detail = `${why}, so the agent was not signalled; the kill stands, and is sent as soon as the host can be reached`;
+        const detail =
+          `${why}, so the agent was not signalled; the kill stands, and is sent as soon as the host ` +
+          `can be reached`;
         this.finish(job, { ok: false, code: "KILL_FAILED", detail });
       }
-      const then = report.pending ? "it is still running, and is killed as soon as the host can be reached" : "it is still running; try again";
+      const then = report.pending
+        ? "it is still running, and is killed as soon as the host can be reached"
+        : "it is still running; try again";
       throw new DispatchError("KILL_FAILED", `${why}, so job ${id}'s agent was not signalled; ${then}`);
     }
     const { survivors } = report;
@@ -338,7 +370,10 @@ export class JobRegistry {
     await Promise.all(running.map((job) => this.kill(job.id, "shutdown").catch(() => undefined)));
   }
 
-  /** Stops starting jobs and leaves running agents and queued jobs, on disk, to the next server (§3, CLAUDE_DISPATCH_ON_EXIT=keep). */
+  /**
+   * Stops starting jobs and leaves running agents and queued jobs, on disk, to the
+   * next server (§3, CLAUDE_DISPATCH_ON_EXIT=keep).
+   */
   async leave(): Promise<void> {
     this.closing = true;
     this.queue.close();
@@ -347,7 +382,9 @@ export class JobRegistry {
     await this.options.onInput?.close();
     const running = this.running().length;
     if (running + this.queue.length > 0) {
-      this.options.logger.info(`leaving ${running} running and ${this.queue.length} queued job(s) to another server or the carrier`);
+      this.options.logger.info(
+        `leaving ${running} running and ${this.queue.length} queued job(s) to another server or the carrier`,
+      );
     }
     // An agent whose identity is not on disk yet could be neither followed nor killed by the next server.
     await Promise.allSettled([...this.recording]);
@@ -355,7 +392,8 @@ export class JobRegistry {
 
   /**
    * Takes over the jobs of servers that are gone (§15.3), given records oldest first: finished ones become
-   * reachable, queued ones queue here, running ones are followed (or finished from their output). A live server's are left to it.
+   * reachable, queued ones queue here, running ones are followed (or finished
+   * from their output). A live server's are left to it.
    */
   async restore(records: readonly JobRecord[]): Promise<void> {
     this.restoring = true;
@@ -371,7 +409,10 @@ export class JobRegistry {
     this.queue.launchNext();
   }
 
-  /** Finished jobs from the index (§15.5): counted for retention and the disk cap now, read when asked for. Call before restore. */
+  /**
+   * Finished jobs from the index (§15.5): counted for retention and the disk cap
+   * now, read when asked for. Call before restore.
+   */
   rememberFinished(entries: readonly IndexedJob[]): void {
     this.finished.remember(entries);
   }
@@ -379,7 +420,9 @@ export class JobRegistry {
   private armTimeout(job: JobEntry, timeoutMs: number | undefined): void {
     if (timeoutMs === undefined) return;
     job.cancelTimeout = this.options.clock.setTimer(() => {
-      this.kill(job.id, "timeout").catch((error: unknown) => this.options.logger.error(`timeout kill of job ${job.id}: ${String(error)}`));
+      this.kill(job.id, "timeout").catch((error: unknown) =>
+        this.options.logger.error(`timeout kill of job ${job.id}: ${String(error)}`),
+      );
     }, timeoutMs);
   }
 
@@ -400,8 +443,10 @@ export class JobRegistry {
   }
 
   /**
-   * "running", with the tree marker, is on disk before the spawn: a server dying right after leaves an agent the next finds
-   * by its marker, never a "queued" record it would start twice (§15.2). False (the job failed) when it cannot be written.
+   * "running", with the tree marker, is on disk before the spawn: a server
+   * dying right after leaves an agent the next finds
+   * by its marker, never a "queued" record it would start twice (§15.2).
+   * False (the job failed) when it cannot be written.
    */
   private recordLaunch(job: JobEntry): boolean {
     this.markRunning(job);
@@ -410,7 +455,11 @@ export class JobRegistry {
     } catch (error) {
       job.agent = undefined;
       this.queue.release(job);
-      this.finish(job, { ok: false, code: "STATE_ERROR", detail: `its record could not be written, so it was not started: ${(error as Error).message}` });
+      this.finish(job, {
+        ok: false,
+        code: "STATE_ERROR",
+        detail: `its record could not be written, so it was not started: ${(error as Error).message}`,
+      });
       return false;
     }
     return true;
@@ -442,7 +491,8 @@ export class JobRegistry {
     job.cancelTimeout?.();
     job.cancelTimeout = undefined;
     const now = clock.now();
-    job.finishedAt = outcome.endedAt === undefined ? now : Math.min(now, Math.max(job.startedAt ?? job.submittedAt, outcome.endedAt));
+    job.finishedAt =
+      outcome.endedAt === undefined ? now : Math.min(now, Math.max(job.startedAt ?? job.submittedAt, outcome.endedAt));
     const killedBy = job.killReason ? undefined : persistence.store.killRequested(job.id);
     if (killedBy) job.killReason = outsideKillReason(killedBy);
     const final = finalState(job, outcome);
@@ -457,7 +507,10 @@ export class JobRegistry {
     logger.info(`job ${job.id} ${job.status}${final.outcome.ok ? "" : ` (${final.outcome.code})`}`);
     job.markDone();
     // Only the server that finishes a job runs it (once per job); none for jobs its own shutdown ends.
-    if (!this.closing) void this.options.onDone?.run(job).catch((error: unknown) => logger.error(`CLAUDE_DISPATCH_ON_DONE for job ${job.id}: ${String(error)}`));
+    if (!this.closing)
+      void this.options.onDone
+        ?.run(job)
+        .catch((error: unknown) => logger.error(`CLAUDE_DISPATCH_ON_DONE for job ${job.id}: ${String(error)}`));
     this.finished.boundTranscripts();
   }
 

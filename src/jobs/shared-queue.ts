@@ -39,7 +39,10 @@ export class SharedQueue implements Elsewhere {
     return this.target.observer.oldestQueued(than, (job) => this.lost.get(job) === job.generation);
   }
 
-  /** Claims the start of this server's own queued job; false, and the job served from its files, when another server has it. */
+  /**
+   * Claims the start of this server's own queued job; false, and the job
+   * served from its files, when another server has it.
+   */
   claimStart(job: JobEntry): boolean {
     const { store, owner } = this.target.options.persistence;
     if (store.claimStart(job.id, job.generation + 1, owner)) {
@@ -54,7 +57,11 @@ export class SharedQueue implements Elsewhere {
   async takeFromElsewhere(observed: JobEntry, slot: Slot): Promise<boolean> {
     const { persistence } = this.target.options;
     const record = persistence.store.read(observed.id);
-    if (!record || record.status !== "queued" || !persistence.store.claimStart(observed.id, record.generation + 1, persistence.owner)) {
+    if (
+      !record ||
+      record.status !== "queued" ||
+      !persistence.store.claimStart(observed.id, record.generation + 1, persistence.owner)
+    ) {
       this.lost.set(observed, observed.generation);
       return false;
     }
@@ -72,15 +79,21 @@ export class SharedQueue implements Elsewhere {
     return true;
   }
 
-  /** The queue's poll: kills asked for from outside, queued jobs another server took, and other servers' queued jobs. */
+  /**
+   * The queue's poll: kills asked for from outside, queued jobs another server took, and other servers' queued jobs.
+   */
   poll(waiting: readonly JobEntry[]): void {
     const { store, owner } = this.target.options.persistence;
     const { logger } = this.target.options;
-    void this.target.discover().catch((error: unknown) => logger.error(`cannot read the state directory: ${String(error)}`));
+    void this.target
+      .discover()
+      .catch((error: unknown) => logger.error(`cannot read the state directory: ${String(error)}`));
     for (const job of [...waiting]) {
       const by = store.killRequested(job.id);
       if (by) {
-        void this.target.kill(job.id, outsideKillReason(by)).catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
+        void this.target
+          .kill(job.id, outsideKillReason(by))
+          .catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
         continue;
       }
       const record = store.read(job.id);

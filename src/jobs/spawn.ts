@@ -26,9 +26,17 @@ export function spawnAgent(target: SpawnTarget, job: JobEntry): void {
   const promptFile = store.promptFile(job.id);
   const marker = job.agent?.tree_marker;
   const waitMs = persistence.approvals ? persistence.approvalWaitMs : undefined;
-  // Each agent asks this same program, in its approver mode where it runs, whenever it would have prompted (§18, §21.3).
+  // Each agent asks this same program, in its approver mode where it runs,
+  // whenever it would have prompted (§18, §21.3).
   const approver = waitMs === undefined ? undefined : persistence.hosts.get(job.hostName)?.approver(job.id, waitMs);
-  const run = target.options.launch({ ...job.spec, jobId: job.id, ...(marker ? { marker } : {}), ...(output ? { output } : {}), ...(promptFile ? { promptFile } : {}), ...(approver ? { approver } : {}) });
+  const run = target.options.launch({
+    ...job.spec,
+    jobId: job.id,
+    ...(marker ? { marker } : {}),
+    ...(output ? { output } : {}),
+    ...(promptFile ? { promptFile } : {}),
+    ...(approver ? { approver } : {}),
+  });
   job.forgetPrompt();
   // The pid follows the spawn (§15.2), in one write with the rest of the identity when that is known at once.
   if (run.pid !== undefined) job.agent = { ...job.agent, pid: run.pid };
@@ -36,10 +44,13 @@ export function spawnAgent(target: SpawnTarget, job: JobEntry): void {
   logger.info(`job ${job.id} started (${job.kind}${run.pid === undefined ? "" : `, pid ${run.pid}`}) in ${job.cwd}`);
   recordIdentity(target, job, run);
   target.follow(job, run);
-  // The command line writes its marker, then reads the record; here the record was written, then the marker is read: one of the two sees the other.
+  // The command line writes its marker, then reads the record; here the record was written,
+  // then the marker is read: one of the two sees the other.
   const killedBy = store.killRequested(job.id);
   if (killedBy) {
-    target.kill(job.id, outsideKillReason(killedBy)).catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
+    target
+      .kill(job.id, outsideKillReason(killedBy))
+      .catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
   }
 }
 
@@ -72,7 +83,9 @@ function recordIdentity(target: SpawnTarget, job: JobEntry, run: AgentRun): void
       if (marker !== undefined) job.agent.tree_marker = marker;
       target.save(job);
     })
-    .catch((error: unknown) => target.options.logger.warn(`job ${job.id}: cannot record the agent's identity: ${String(error)}`));
+    .catch((error: unknown) =>
+      target.options.logger.warn(`job ${job.id}: cannot record the agent's identity: ${String(error)}`),
+    );
   target.recording.add(recorded);
   void recorded.finally(() => target.recording.delete(recorded));
 }

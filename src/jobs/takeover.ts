@@ -43,14 +43,18 @@ export class Takeover {
     const { logger, persistence } = this.target.options;
     // A job taken over is followed by its runtime's reader.
     if (records.some((record) => !isFinishedStatus(record.status))) await persistence.ready?.();
-    // Finished jobs first, in finish order, so that jobs ending during the takeover come after them (reaping reads that order).
+    // Finished jobs first, in finish order, so that jobs ending during the
+    // takeover come after them (reaping reads that order).
     const finished = records.filter((record) => !this.target.knows(record.id) && isFinishedStatus(record.status));
     finished.sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
     for (const record of finished) this.target.restoreFinished(record);
     for (const loaded of records) {
       if (this.target.knows(loaded.id) || isFinishedStatus(loaded.status)) continue;
       if (!runsHere(persistence, loaded)) {
-        logger.warn(`job ${loaded.id} runs on ${loaded.runtime} at ${loaded.host}, which this server does not have; left as it is`);
+        logger.warn(
+          `job ${loaded.id} runs on ${loaded.runtime} at ${loaded.host}, which this server does not have; ` +
+            `left as it is`,
+        );
         continue;
       }
       try {
@@ -75,7 +79,8 @@ export class Takeover {
     // An owner that may be alive (unknown counts: the process table could not be read) keeps its job.
     if ((await isAlive(loaded.owner)) !== false) return undefined;
     if (!(await store.claimJob(loaded.id, loaded.generation + 1, owner, isAlive))) return undefined;
-    // Read again now that it is ours: another server may have taken it over, or finished it, since the directory was read.
+    // Read again now that it is ours: another server may have taken it over,
+    // or finished it, since the directory was read.
     const record = store.read(loaded.id);
     if (!record || record.generation !== loaded.generation || isFinishedStatus(record.status)) return undefined;
     store.dropClaimsBefore(record.id, record.generation + 1);
@@ -90,7 +95,9 @@ export class Takeover {
     // This server's own tree, or another job's agent, is never adopted (§15.3).
     const others = this.target.agentsOfOthers(record.id);
     const host = this.target.options.persistence.hosts.get(record.host) as JobHost;
-    const located = await host.locate({ jobId: record.id, agent: record.agent }, (named) => others.some((known) => isSameProcess(known, named)));
+    const located = await host.locate({ jobId: record.id, agent: record.agent }, (named) =>
+      others.some((known) => isSameProcess(known, named)),
+    );
     if (located.state === "unrecorded") this.adoptUnrecorded(record);
     else if (located.state === "not its agent") this.adoptNotItsAgent(record, located.pid);
     else await this.adoptRunning(record, located);
@@ -104,7 +111,10 @@ export class Takeover {
     return job;
   }
 
-  /** The caller's budget counts from submission, across restarts; capped at the whole budget, so a wall clock set back cannot lengthen it. */
+  /**
+   * The caller's budget counts from submission, across restarts; capped at the whole
+   * budget, so a wall clock set back cannot lengthen it.
+   */
   private remainingOf(record: JobRecord): number | undefined {
     if (record.timeout_ms === undefined) return undefined;
     const elapsed = this.target.options.clock.now() - record.submitted_at;
@@ -129,9 +139,17 @@ export class Takeover {
     this.target.serve(job);
     if (!spec) {
       // Starting it with no prompt would spend money on nothing.
-      this.target.finish(job, { ok: false, code: "STATE_ERROR", detail: "its prompt.txt is missing from the state directory; it was not started" });
+      this.target.finish(job, {
+        ok: false,
+        code: "STATE_ERROR",
+        detail: "its prompt.txt is missing from the state directory; it was not started",
+      });
     } else if (refusal) {
-      this.target.finish(job, { ok: false, code: refusal.code, detail: `not started after the restart: ${refusal.message}` });
+      this.target.finish(job, {
+        ok: false,
+        code: refusal.code,
+        detail: `not started after the restart: ${refusal.message}`,
+      });
     } else if (remaining === 0) {
       // Its time ran out while no server ran: it is not started only to be killed.
       job.killReason = "timeout";
@@ -148,7 +166,8 @@ export class Takeover {
   /** A running job whose record names no process: it can be neither followed nor killed from here. */
   private adoptUnrecorded(record: JobRecord): void {
     const detail = record.agent?.tree_marker
-      ? "the server stopped before it recorded the agent's pid, and this system cannot find the agent by its tree marker"
+      ? "the server stopped before it recorded the agent's pid, and this system cannot find the agent by " +
+        "its tree marker"
       : "the server stopped before it recorded the agent's pid";
     this.finishLost(this.runningEntry(record), detail);
   }
@@ -174,7 +193,10 @@ export class Takeover {
   }
 
   /** A running job whose agent is alive (followed) or gone (finished from its output file). */
-  private async adoptRunning(record: JobRecord, located: Extract<LocatedAgent, { state: "alive" | "gone" }>): Promise<void> {
+  private async adoptRunning(
+    record: JobRecord,
+    located: Extract<LocatedAgent, { state: "alive" | "gone" }>,
+  ): Promise<void> {
     const { persistence, logger } = this.target.options;
     const job = this.runningEntry(record);
     if (located.state === "alive" && job.agent) {
@@ -182,7 +204,10 @@ export class Takeover {
       if (located.startTime !== undefined) job.agent.start_time = located.startTime;
     }
     this.target.save(job);
-    logger.info(`job ${job.id} adopted: ${located.state === "alive" ? `following agent ${located.pid}` : "its agent is gone; reading its output"}`);
+    logger.info(
+      `job ${job.id} adopted: ` +
+        `${located.state === "alive" ? `following agent ${located.pid}` : "its agent is gone; reading its output"}`,
+    );
     const output = persistence.store.outputFiles(job.id);
     // Only a store on disk has jobs to take over: one in memory ends with its server.
     if (!output) throw new Error(`job ${job.id}: the store has no output files to follow`);
@@ -195,7 +220,8 @@ export class Takeover {
       runtime: job.agentName,
       host: job.hostName,
     });
-    // Served only once what the agent printed while no server ran has been read: its transcript and turns are there at the first call.
+    // Served only once what the agent printed while no server ran has been read: its
+    // transcript and turns are there at the first call.
     await run.ready;
     this.target.serve(job);
     this.target.follow(job, run);
@@ -203,7 +229,9 @@ export class Takeover {
     if (located.state !== "alive") return;
     // A kill under way when the last server stopped is carried out now.
     if (job.killReason !== undefined) {
-      this.target.kill(job.id, job.killReason).catch((error: unknown) => logger.error(`kill of adopted job ${job.id}: ${String(error)}`));
+      this.target
+        .kill(job.id, job.killReason)
+        .catch((error: unknown) => logger.error(`kill of adopted job ${job.id}: ${String(error)}`));
       return;
     }
     this.target.armTimeout(job, this.remainingOf(record));
@@ -213,13 +241,16 @@ export class Takeover {
     const job = this.entryOf(record, specFromRecord(record));
     job.status = "running";
     this.target.holdSlot(job);
-    const killedBy = job.killReason === undefined ? this.target.options.persistence.store.killRequested(job.id) : undefined;
+    const killedBy =
+      job.killReason === undefined ? this.target.options.persistence.store.killRequested(job.id) : undefined;
     if (killedBy) job.killReason = outsideKillReason(killedBy);
     return job;
   }
 }
 
-/** A job of another runtime or host (a later version's, or one not configured here) is left to a process that has them. */
+/**
+ * A job of another runtime or host (a later version's, or one not configured here) is left to a process that has them.
+ */
 export function runsHere(persistence: JobRegistryOptions["persistence"], record: JobRecord): boolean {
   return persistence.agents.known.includes(record.runtime) && persistence.hosts.get(record.host) !== undefined;
 }

@@ -102,14 +102,20 @@ export interface JobStore {
   create(record: JobRecord, prompt: string): void;
   /** Replaces the record; for a finished one, returns the bytes its folder uses (as the index was told). */
   write(record: JobRecord): number | undefined;
-  /** Where the agent writes its output (§15.4); undefined for a store in memory: the agent's output then comes through pipes. */
+  /**
+   * Where the agent writes its output (§15.4); undefined for a store in
+   * memory: the agent's output then comes through pipes.
+   */
   outputFiles(id: string): OutputFiles | undefined;
   writeResult(id: string, text: string): void;
   readResult(id: string): string | undefined;
   readResultHead(id: string, maxChars: number): string | undefined;
   /** Whether the job's prompt.txt is there (a regular file, not a link). */
   hasPrompt(id: string): boolean;
-  /** Where the job's prompt is: the agent reads it as its stdin (§15.2). Undefined for a store in memory, which keeps no prompt. */
+  /**
+   * Where the job's prompt is: the agent reads it as its stdin (§15.2).
+   * Undefined for a store in memory, which keeps no prompt.
+   */
   promptFile(id: string): string | undefined;
   /** Who asked for the job's kill from outside its server (§17, §15.6), or undefined. */
   killRequested(id: string): string | undefined;
@@ -121,7 +127,12 @@ export interface JobStore {
   /** Bytes the job's folder uses. */
   size(id: string): number;
   remove(id: string): void;
-  claimJob(id: string, generation: number, claimer: ProcessIdentity, isAlive: (holder: ProcessIdentity) => Promise<boolean | undefined>): Promise<boolean>;
+  claimJob(
+    id: string,
+    generation: number,
+    claimer: ProcessIdentity,
+    isAlive: (holder: ProcessIdentity) => Promise<boolean | undefined>,
+  ): Promise<boolean>;
   /** Claims the start of a queued job (claim `generation`, first slot): false when another server has it (§15.7). */
   claimStart(id: string, generation: number, claimer: ProcessIdentity): boolean;
   /** Removes the claim files of earlier restarts, which no one reads again. */
@@ -133,8 +144,15 @@ export interface JobStore {
   approvals(id: string): Approval[];
   /** One request and its answer; with `known`, only its answer is read (store/approval-follower.ts). */
   lookUpApproval(id: string, requestId: string, known?: ApprovalRequest): ApprovalLookup;
-  /** Answers a request unless it has an answer: the one that stands, and whether it is this one; undefined for no such request. */
-  answerApproval(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
+  /**
+   * Answers a request unless it has an answer: the one that stands, and whether
+   * it is this one; undefined for no such request.
+   */
+  answerApproval(
+    id: string,
+    requestId: string,
+    answer: ApprovalAnswer,
+  ): { answer: ApprovalAnswer; won: boolean } | undefined;
   /** As watchRecord, for the job's approval files. */
   watchApprovals(id: string, onChange: () => void): (() => void) | undefined;
   /**
@@ -185,7 +203,9 @@ export interface Persistence {
    * Awaited before a takeover; a job started by a call was waited for by the handler (HandlerDeps.ready).
    */
   ready?(): Promise<void>;
-  /** Whether a process of this machine (a server, a claimant) is still the one named: undefined when it cannot be told. */
+  /**
+   * Whether a process of this machine (a server, a claimant) is still the one named: undefined when it cannot be told.
+   */
   isAlive: IsAlive;
   /**
    * Checks a queued job taken over after a restart against today's policy and
@@ -196,7 +216,10 @@ export interface Persistence {
   hosts: JobHosts;
   /** The agents whose jobs it runs and follows (§7, §15.3), and the one a call naming none gets. */
   agents: { readonly home: string; readonly known: readonly string[] };
-  /** Permission requests are forwarded (CLAUDE_DISPATCH_APPROVALS=forward): running jobs' folders are watched for them (§18). */
+  /**
+   * Permission requests are forwarded (CLAUDE_DISPATCH_APPROVALS=forward):
+   * running jobs' folders are watched for them (§18).
+   */
   approvals?: boolean;
   /** How long an approver waits for an answer (§18), when requests are forwarded. */
   approvalWaitMs?: number;
@@ -221,8 +244,9 @@ export interface JobHosts {
   get(name: string): JobHost | undefined;
 }
 
-
-/** An operator's command run for one subject at a time (jobs/operator-commands.ts): argv, no shell, bounded (§8, §18). */
+/**
+ * An operator's command run for one subject at a time (jobs/operator-commands.ts): argv, no shell, bounded (§8, §18).
+ */
 export interface OperatorCommand<Subject> {
   /** Resolves once it has exited or was killed; after close, starts nothing. */
   run(subject: Subject): Promise<void>;
@@ -260,7 +284,10 @@ export interface JobRegistryOptions {
   persistence: Persistence;
 }
 
-/** The reason recorded for a kill asked for outside the owning server: another server's claude_kill or tasks/cancel, or the command line. */
+/**
+ * The reason recorded for a kill asked for outside the owning server: another
+ * server's claude_kill or tasks/cancel, or the command line.
+ */
 export function outsideKillReason(by: string): KillReason {
   return by === "claude_kill" || by === "cancelled" ? by : "cli";
 }
@@ -273,4 +300,3 @@ export const KILL_REASON_TEXT: Readonly<Record<KillReason, string>> = {
   timeout: "at its timeout",
   cli: "from the command line (claude-dispatch kill)",
 };
-

@@ -15,7 +15,8 @@ import { RELATED_TASK } from "./tasks.js";
 
 /** What the agent reads when nobody can be asked in this call. */
 export const UNASKABLE_MESSAGE =
-  "Approval is not available in this call: it was made with claude_run by a client that cannot be asked, so this tool call was denied. " +
+  "Approval is not available in this call: it was made with claude_run by a client that cannot be asked, so this " +
+  "tool call was denied. " +
   "Do not retry it; finish what you can without it and say what needed approval.";
 
 const DECLINED_MESSAGE = "The user declined this tool call.";
@@ -84,7 +85,11 @@ export class ApprovalAsker {
     if (first === undefined) {
       // Answered another way: the form is withdrawn, and its late answer, if any, is dropped.
       this.waiting.delete(String(id));
-      this.deps.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "the permission request was answered another way" } });
+      this.deps.send({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: id, reason: "the permission request was answered another way" },
+      });
       return;
     }
     const result = isRecord(first.result) ? first.result : undefined;
@@ -109,7 +114,12 @@ export class ApprovalAsker {
         type: "object",
         properties: {
           decision: { type: "string", title: "Allow this tool call?", enum: ["allow", "deny"] },
-          message: { type: "string", title: "Message to the agent", description: "Optional, with deny: what to do instead.", maxLength: 2000 },
+          message: {
+            type: "string",
+            title: "Message to the agent",
+            description: "Optional, with deny: what to do instead.",
+            maxLength: 2000,
+          },
         },
         required: ["decision"],
       },
@@ -117,7 +127,13 @@ export class ApprovalAsker {
     };
   }
 
-  private async answer(job: Job, request: ApprovalSummary, decision: "allow" | "deny", message: string, by: "elicitation" | "server"): Promise<void> {
+  private async answer(
+    job: Job,
+    request: ApprovalSummary,
+    decision: "allow" | "deny",
+    message: string,
+    by: "elicitation" | "server",
+  ): Promise<void> {
     try {
       await this.deps.jobs.approvals.respond(job.id, request.id, decision, by, message || undefined);
     } catch (error) {

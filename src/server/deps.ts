@@ -12,10 +12,25 @@ import type { JobRegistry } from "../jobs/registry.js";
 import type { JsonRpcNotification, JsonRpcRequest } from "./jsonrpc.js";
 
 export interface HandlerDeps {
-  jobs: Pick<JobRegistry, "start" | "get" | "kill" | "list" | "recover" | "discover" | "approvals" | "running" | "newJobId" | "setWorktreeState" | "idsStartingWith">;
+  jobs: Pick<
+    JobRegistry,
+    | "start"
+    | "get"
+    | "kill"
+    | "list"
+    | "recover"
+    | "discover"
+    | "approvals"
+    | "running"
+    | "newJobId"
+    | "setWorktreeState"
+    | "idsStartingWith"
+  >;
   /** Checks a cwd or add_dirs entry (§5) on this machine: absolute, existing, inside the operator's roots. */
   checkDirectory(dir: string): Promise<DirectoryCheck>;
-  /** Where jobs run (§21): a call naming a host is checked, and its worktrees made, there. Absent: this machine only. */
+  /**
+   * Where jobs run (§21): a call naming a host is checked, and its worktrees made, there. Absent: this machine only.
+   */
   hosts?: Pick<Hosts, "home" | "get">;
   /** Sends a notification (or, for elicitation, a request) frame through the one serialized writer. */
   notify(frame: JsonRpcNotification | JsonRpcRequest): void;
@@ -38,5 +53,9 @@ export interface HandlerDeps {
   /** Worktrees (§19): the operator's policy, made on each job's host; without them, "worktree" is refused. */
   /** `hold` takes a job's worktree for a merge or discard (§19.1); it throws JOB_NOT_FOUND or INVALID_ARGUMENT. */
   /** `readPrompt` is the job's whole prompt, for its merge commit's subject; undefined when its prompt.txt is gone. */
-  worktrees?: { policy: "off" | "on" | "required"; hold(jobId: string): Promise<WorktreeHold>; readPrompt(jobId: string): string | undefined };
+  worktrees?: {
+    policy: "off" | "on" | "required";
+    hold(jobId: string): Promise<WorktreeHold>;
+    readPrompt(jobId: string): string | undefined;
+  };
 }

@@ -38,25 +38,46 @@ export function readEnvelope(params: Record<string, unknown>): Envelope {
   if (!isRecord(meta) || !Object.hasOwn(meta, PROTOCOL_VERSION_KEY)) return { era: "legacy" };
   const version = meta[PROTOCOL_VERSION_KEY];
   if (typeof version !== "string") {
-    return { era: "refused", code: INVALID_PARAMS, message: `params._meta["${PROTOCOL_VERSION_KEY}"] must be a string` };
+    return {
+      era: "refused",
+      code: INVALID_PARAMS,
+      message: `params._meta["${PROTOCOL_VERSION_KEY}"] must be a string`,
+    };
   }
   if (!(MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
-    // Only versions a request envelope may name: after -32022 a client must not fall back to initialize (stdio transport rules).
+    // Only versions a request envelope may name: after -32022 a client must not
+    // fall back to initialize (stdio transport rules).
     const supported = [...MODERN_PROTOCOL_VERSIONS];
-    return { era: "refused", code: UNSUPPORTED_PROTOCOL_VERSION, message: "Unsupported protocol version", data: { supported, requested: version } };
+    return {
+      era: "refused",
+      code: UNSUPPORTED_PROTOCOL_VERSION,
+      message: "Unsupported protocol version",
+      data: { supported, requested: version },
+    };
   }
   const capabilities = meta[CLIENT_CAPABILITIES_KEY];
   if (!isRecord(capabilities)) {
-    return { era: "refused", code: INVALID_PARAMS, message: `params._meta["${CLIENT_CAPABILITIES_KEY}"] is required on every ${version} request (an object)` };
+    return {
+      era: "refused",
+      code: INVALID_PARAMS,
+      message: `params._meta["${CLIENT_CAPABILITIES_KEY}"] is required on every ${version} request (an object)`,
+    };
   }
   const extensions = capabilities.extensions;
-  return { era: "modern", request: { version, tasksExtension: isRecord(extensions) && isRecord(extensions[TASKS_EXTENSION]) } };
+  return {
+    era: "modern",
+    request: { version, tasksExtension: isRecord(extensions) && isRecord(extensions[TASKS_EXTENSION]) },
+  };
 }
 
 export type ModernResultType = "complete" | "task";
 
 /** Every 2026-07-28 result names its type, and the server names itself in its _meta (§16.3). */
-export function modernResult(result: object, server: { name: string; version: string }, resultType: ModernResultType = "complete"): Record<string, unknown> {
+export function modernResult(
+  result: object,
+  server: { name: string; version: string },
+  resultType: ModernResultType = "complete",
+): Record<string, unknown> {
   const meta = (result as { _meta?: unknown })._meta;
   return { resultType, ...result, _meta: { ...(isRecord(meta) ? meta : {}), [SERVER_INFO_KEY]: server } };
 }

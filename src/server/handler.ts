@@ -41,11 +41,16 @@ import { becomesTask, createTaskExtension, type TaskExtensionMethod } from "./ta
 import { renderFailure, renderJob, type CallToolResult } from "../tools/results.js";
 import { isToolName, toolDefinitions, type ToolDefinition, type ToolSettings } from "../tools/definitions.js";
 
-/** The versions initialize negotiates, newest first; the first is what we answer when a client asks for a version we do not know (§2). */
+/**
+ * The versions initialize negotiates, newest first; the first is what we answer
+ * when a client asks for a version we do not know (§2).
+ */
 export const SUPPORTED_PROTOCOL_VERSIONS = LEGACY_PROTOCOL_VERSIONS;
 export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
 
-/** For the model, in initialize and server/discover alike: how the tools fit together, which no description says (§5). */
+/**
+ * For the model, in initialize and server/discover alike: how the tools fit together, which no description says (§5).
+ */
 export const SERVER_INSTRUCTIONS =
   "claude-dispatch runs coding agents headless as jobs. claude_run waits for a short task; for longer work, " +
   "claude_start, then claude_wait until the job is neither queued nor running. Pass a result's session_id back to " +
@@ -53,7 +58,10 @@ export const SERVER_INSTRUCTIONS =
   "claude_output pages a long result or a transcript. A job input_required asks permission: ask the user, then " +
   "claude_respond. worktree: true gives a job its own git worktree for claude_worktree to diff, merge or discard.";
 
-/** server/discover and tools/list never change while the process lives; an hour bounds trust across a reconfigured restart (§16.2). */
+/**
+ * server/discover and tools/list never change while the process lives; an hour
+ * bounds trust across a reconfigured restart (§16.2).
+ */
 export const LISTING_TTL_MS = 3_600_000;
 
 /** Echo a version we support; otherwise offer our latest and let the client decide (§2). */
@@ -65,8 +73,14 @@ export function negotiateVersion(requested: string): string {
 const CACHEABLE = { ttlMs: LISTING_TTL_MS, cacheScope: "public" } as const;
 
 /** The methods that start, follow or read jobs: they wait for HandlerDeps.ready. */
-const JOB_METHODS: ReadonlySet<string> = new Set(["tools/call", "tasks/get", "tasks/list", "tasks/result", "tasks/cancel", "tasks/update"]);
-
+const JOB_METHODS: ReadonlySet<string> = new Set([
+  "tools/call",
+  "tasks/get",
+  "tasks/list",
+  "tasks/result",
+  "tasks/cancel",
+  "tasks/update",
+]);
 
 export type RequestHandler = (message: unknown) => Promise<JsonRpcResponse | null>;
 
@@ -74,7 +88,9 @@ function requestKey(id: RequestId): string {
   return `${typeof id}:${String(id)}`;
 }
 
-/** execution.taskSupport is 2025-11-25 vocabulary: in 2026-07-28 the server alone decides what becomes a task (§16.4). */
+/**
+ * execution.taskSupport is 2025-11-25 vocabulary: in 2026-07-28 the server alone decides what becomes a task (§16.4).
+ */
 function withoutExecution(tool: ToolDefinition): Omit<ToolDefinition, "execution"> {
   const { execution: _decidedByTheServer, ...rest } = tool;
   return rest;
@@ -95,13 +111,20 @@ function paramsProblem(message: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
-/** A tools/call's task augmentation (2025-11-25), checked: undefined when there is none, a failure when it is malformed. */
+/**
+ * A tools/call's task augmentation (2025-11-25), checked: undefined when there is none, a failure when it is malformed.
+ */
 function taskProblem(id: RequestId, name: string, task: unknown): JsonRpcResponse | undefined {
   const ttl = isRecord(task) ? task.ttl : undefined;
   if (!isRecord(task) || (ttl !== undefined && !(typeof ttl === "number" && Number.isFinite(ttl) && ttl >= 0))) {
     return fail(id, INVALID_PARAMS, "params.task must be an object with an optional non-negative ttl");
   }
-  if (!(TASK_TOOLS as readonly string[]).includes(name)) return fail(id, METHOD_NOT_FOUND, `Method not found: ${name} cannot run as a task (it has no execution.taskSupport)`);
+  if (!(TASK_TOOLS as readonly string[]).includes(name))
+    return fail(
+      id,
+      METHOD_NOT_FOUND,
+      `Method not found: ${name} cannot run as a task (it has no execution.taskSupport)`,
+    );
   return undefined;
 }
 
@@ -117,7 +140,8 @@ class Handler {
   private readonly settings: ToolSettings;
   private readonly calls: ToolCalls;
   /** tools/list's answers, built at the first tools/list: initialize does not need them (BENCHMARKS.md (a)). */
-  private listings: { legacy: ReturnType<typeof serializedOnce>; modern: ReturnType<typeof serializedOnce> } | undefined;
+  private listings:
+    { legacy: ReturnType<typeof serializedOnce>; modern: ReturnType<typeof serializedOnce> } | undefined;
   private readonly discovery: ReturnType<typeof serializedOnce>;
   private readonly tasks: ReturnType<typeof createTaskMethods>;
   private readonly taskExtension: ReturnType<typeof createTaskExtension>;
@@ -134,10 +158,21 @@ class Handler {
       ...(deps.policy.hosts ? { hosts: deps.policy.hosts } : {}),
     };
     this.gated = deps.depth.current >= deps.depth.max;
-    this.instructions = this.gated ? `claude-dispatch offers no tools here: ${this.gateReason()}.` : SERVER_INSTRUCTIONS;
+    this.instructions = this.gated
+      ? `claude-dispatch offers no tools here: ${this.gateReason()}.`
+      : SERVER_INSTRUCTIONS;
     this.calls = new ToolCalls(deps, this.settings);
-    const capabilities = this.gated ? { tools: { listChanged: false } } : { tools: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } };
-    this.discovery = serializedOnce(this.forModernEra({ supportedVersions: [...MODERN_PROTOCOL_VERSIONS], capabilities, instructions: this.instructions, ...CACHEABLE }));
+    const capabilities = this.gated
+      ? { tools: { listChanged: false } }
+      : { tools: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } };
+    this.discovery = serializedOnce(
+      this.forModernEra({
+        supportedVersions: [...MODERN_PROTOCOL_VERSIONS],
+        capabilities,
+        instructions: this.instructions,
+        ...CACHEABLE,
+      }),
+    );
     const now = (): number => deps.clock.now();
     /** Tasks of this connection (§14): a task is a job, and goes with it. */
     this.tasks = createTaskMethods({
@@ -149,7 +184,12 @@ class Handler {
       followProgress: (token, job) => followProgress(deps, token, job, true),
       retentionMs: deps.jobRetentionMs,
     });
-    this.asker = new ApprovalAsker({ jobs: deps.jobs, send: (frame) => deps.notify(frame), logger: deps.logger, isTask: (job) => this.tasks.has(job) });
+    this.asker = new ApprovalAsker({
+      jobs: deps.jobs,
+      send: (frame) => deps.notify(frame),
+      logger: deps.logger,
+      isTask: (job) => this.tasks.has(job),
+    });
     if (!this.gated) {
       deps.jobs.approvals.onRequest((job, request) => this.askAbout(job, request));
     }
@@ -177,7 +217,11 @@ class Handler {
   }
 
   private askAbout(job: Job, request: Parameters<ApprovalAsker["ask"]>[1]): void {
-    this.asker.ask(job, request).catch((error: unknown) => this.deps.logger.error(`job ${job.id}: asking about request ${request.id}: ${String(error)}`));
+    this.asker
+      .ask(job, request)
+      .catch((error: unknown) =>
+        this.deps.logger.error(`job ${job.id}: asking about request ${request.id}: ${String(error)}`),
+      );
   }
 
   private forModernEra(result: object, resultType?: ModernResultType): Record<string, unknown> {
@@ -205,7 +249,10 @@ class Handler {
   private gateReason(): string {
     const { current, max } = this.deps.depth;
     if (current === 0) return `CLAUDE_DISPATCH_MAX_DEPTH is ${max}: the operator turned dispatch off`;
-    return `this server runs inside an agent that claude-dispatch started (depth ${current}, limit ${max}); nested dispatch is off to prevent runaway recursion`;
+    return (
+      `this server runs inside an agent that claude-dispatch started (depth ${current}, limit ${max}); nested ` +
+      `dispatch is off to prevent runaway recursion`
+    );
   }
 
   private async dispatch(message: unknown): Promise<JsonRpcResponse | null> {
@@ -218,7 +265,10 @@ class Handler {
     if (method === undefined && hasId && ("result" in message || "error" in message) && message.jsonrpc === "2.0") {
       if (this.asker.receive(message)) return null;
       // Never stringify the id itself: a deeply nested one overflows the stack (the fuzzer found it).
-      this.deps.logger.debug(`ignored a response with id ${isRequestId(message.id) ? JSON.stringify(message.id) : `of type ${typeof message.id}`}`);
+      this.deps.logger.debug(
+        `ignored a response with id ` +
+          `${isRequestId(message.id) ? JSON.stringify(message.id) : `of type ${typeof message.id}`}`,
+      );
       return null;
     }
     if (message.jsonrpc !== "2.0") return fail(id, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"');
@@ -248,7 +298,11 @@ class Handler {
     logger.debug(`ignored notification ${quoted(method)}`);
   }
 
-  private async handleRequest(id: RequestId, method: string, message: Record<string, unknown>): Promise<JsonRpcResponse | null> {
+  private async handleRequest(
+    id: RequestId,
+    method: string,
+    message: Record<string, unknown>,
+  ): Promise<JsonRpcResponse | null> {
     const problem = paramsProblem(message);
     if (problem) return fail(id, INVALID_PARAMS, problem);
     const params = isRecord(message.params) ? message.params : {};
@@ -282,7 +336,8 @@ class Handler {
         return respond(id, {});
       case "tools/list":
         // One page, no cursor ever issued: a cursor can only be invalid.
-        if (params.cursor !== undefined) return fail(id, INVALID_PARAMS, "tools/list: unknown cursor (this server lists every tool in one page)");
+        if (params.cursor !== undefined)
+          return fail(id, INVALID_PARAMS, "tools/list: unknown cursor (this server lists every tool in one page)");
         return respond(id, this.toolListings().legacy);
       case "tools/call": {
         if (!isRecord(message.params)) return fail(id, INVALID_PARAMS, "tools/call requires params");
@@ -315,7 +370,8 @@ class Handler {
       case "server/discover":
         return respond(id, this.discovery);
       case "tools/list":
-        if (params.cursor !== undefined) return fail(id, INVALID_PARAMS, "tools/list: unknown cursor (this server lists every tool in one page)");
+        if (params.cursor !== undefined)
+          return fail(id, INVALID_PARAMS, "tools/list: unknown cursor (this server lists every tool in one page)");
         return respond(id, this.toolListings().modern);
       case "tools/call":
         return this.cancellable(controller, (signal) => this.callTool(id, params, signal, modern));
@@ -334,7 +390,11 @@ class Handler {
       }
       default:
         // initialize, ping, tasks/result and tasks/list belong to the legacy era only.
-        return fail(id, METHOD_NOT_FOUND, `Method not found: ${quoted(method)} (in protocol version ${modern.version})`);
+        return fail(
+          id,
+          METHOD_NOT_FOUND,
+          `Method not found: ${quoted(method)} (in protocol version ${modern.version})`,
+        );
     }
   }
 
@@ -348,7 +408,9 @@ class Handler {
     const capabilities = isRecord(params.capabilities) ? params.capabilities : {};
     this.asker.canElicit = negotiatedVersion >= "2025-06-18" && isRecord(capabilities.elicitation);
     // Requests that came before this client did (found at the takeover that precedes the first request) are asked now.
-    if (!this.gated) for (const job of this.deps.jobs.running()) for (const request of job.pendingApprovals()) this.askAbout(job, request);
+    if (!this.gated)
+      for (const job of this.deps.jobs.running())
+        for (const request of job.pendingApprovals()) this.askAbout(job, request);
     this.deps.logger.info(`initialize: client asked for ${quoted(requested)}, using ${negotiatedVersion}`);
     return respond(id, {
       protocolVersion: negotiatedVersion,
@@ -361,12 +423,17 @@ class Handler {
   }
 
   /** Runs a request that notifications/cancelled may abort; an aborted one gets no response (§4). */
-  private async cancellable(controller: AbortController, work: (signal: AbortSignal) => Promise<JsonRpcResponse>): Promise<JsonRpcResponse | null> {
+  private async cancellable(
+    controller: AbortController,
+    work: (signal: AbortSignal) => Promise<JsonRpcResponse>,
+  ): Promise<JsonRpcResponse | null> {
     const response = await work(controller.signal);
     return controller.signal.aborted ? null : response;
   }
 
-  /** tools/list is asked often and never changes: its JSON is built once (BENCHMARKS.md (c)); so is server/discover's. */
+  /**
+   * tools/list is asked often and never changes: its JSON is built once (BENCHMARKS.md (c)); so is server/discover's.
+   */
   private toolListings(): NonNullable<typeof this.listings> {
     if (this.listings) return this.listings;
     const definitions = this.gated ? [] : toolDefinitions(this.settings);
@@ -378,7 +445,12 @@ class Handler {
   }
 
   /** `modern` is the request's 2026-07-28 envelope, or undefined for a legacy request. */
-  private async callTool(id: RequestId, params: Record<string, unknown>, signal: AbortSignal, modern: ModernRequest | undefined): Promise<JsonRpcResponse> {
+  private async callTool(
+    id: RequestId,
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+    modern: ModernRequest | undefined,
+  ): Promise<JsonRpcResponse> {
     const name = params.name;
     if (typeof name !== "string") return fail(id, INVALID_PARAMS, "tools/call requires params.name (a string)");
     const rawArgs = params.arguments;
@@ -391,13 +463,16 @@ class Handler {
     const task = modern || this.gated ? undefined : params.task;
     const badTask = task === undefined ? undefined : taskProblem(id, name, task);
     if (badTask) return badTask;
-    const answer = (result: CallToolResult<unknown>): JsonRpcResponse => respond(id, modern ? this.forModernEra(result) : result);
+    const answer = (result: CallToolResult<unknown>): JsonRpcResponse =>
+      respond(id, modern ? this.forModernEra(result) : result);
     if (this.gated) return answer(renderFailure(new DispatchError("DEPTH_LIMIT", this.gateReason())));
     const args = isRecord(rawArgs) ? rawArgs : {};
     const meta = isRecord(params._meta) ? params._meta : {};
-    const token = typeof meta.progressToken === "string" || typeof meta.progressToken === "number" ? meta.progressToken : undefined;
+    const token =
+      typeof meta.progressToken === "string" || typeof meta.progressToken === "number" ? meta.progressToken : undefined;
     try {
-      if (task !== undefined) return respond(id, this.tasks.adopt(await this.calls.startJob(name as TaskTool, args, signal), token));
+      if (task !== undefined)
+        return respond(id, this.tasks.adopt(await this.calls.startJob(name as TaskTool, args, signal), token));
       if (modern?.tasksExtension && (name === "claude_run" || name === "claude_start")) {
         const job = await this.calls.startJob(name, args, signal);
         // No progress follows a task: its token dies with this response (§16.4).
@@ -407,7 +482,9 @@ class Handler {
       return answer(await this.calls.run(name, args, signal, token as ProgressToken | undefined));
     } catch (error) {
       const classified = this.classify(error, name);
-      const aboutJob = (name === "claude_wait" || name === "claude_kill" || name === "claude_output" || name === "claude_respond") && typeof args.job_id === "string";
+      const aboutJob =
+        (name === "claude_wait" || name === "claude_kill" || name === "claude_output" || name === "claude_respond") &&
+        typeof args.job_id === "string";
       return answer(renderFailure(classified, aboutJob ? (args.job_id as string) : undefined));
     }
   }

@@ -22,7 +22,10 @@ export interface ProgressDeps {
   notify(notification: JsonRpcNotification): void;
 }
 
-/** "12s · turn 2 · Bash · npm test", or "3s · queued at position 2": progress (§5.8) and a working task's statusMessage (§16.4). */
+/**
+ * "12s · turn 2 · Bash · npm test", or "3s · queued at position 2": progress
+ * (§5.8) and a working task's statusMessage (§16.4).
+ */
 export function describeActivity(job: Job, now: number): string {
   const elapsed = Math.max(0, Math.round((now - job.startedAt) / 1000));
   if (job.status === "queued") return `${elapsed}s · queued at position ${job.queuePosition() ?? "?"}`;
@@ -51,7 +54,11 @@ export function followProgress(deps: ProgressDeps, token: ProgressToken, job: Jo
     progress += 1;
     lastSentAt = clock.now();
     const message = describeActivity(job, lastSentAt);
-    deps.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress, message, ...meta } });
+    deps.notify({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: token, progress, message, ...meta },
+    });
     cancelTimer = clock.setTimer(send, deps.heartbeatMs);
   };
   const unsubscribe = job.onActivity(() => {
@@ -70,7 +77,12 @@ export function followProgress(deps: ProgressDeps, token: ProgressToken, job: Jo
 }
 
 /** Runs work while sending progress for the job, when the request asked for it. */
-export async function withProgress<T>(deps: ProgressDeps, token: ProgressToken | undefined, job: Job, work: () => Promise<T>): Promise<T> {
+export async function withProgress<T>(
+  deps: ProgressDeps,
+  token: ProgressToken | undefined,
+  job: Job,
+  work: () => Promise<T>,
+): Promise<T> {
   const stop = token === undefined ? undefined : followProgress(deps, token, job);
   try {
     return await work();

@@ -5,7 +5,16 @@
  */
 import type { Readable, Writable } from "node:stream";
 
-import { INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, SERIALIZED, fail, isRecord, isRequestId, type OutgoingMessage } from "./jsonrpc.js";
+import {
+  INTERNAL_ERROR,
+  INVALID_REQUEST,
+  PARSE_ERROR,
+  SERIALIZED,
+  fail,
+  isRecord,
+  isRequestId,
+  type OutgoingMessage,
+} from "./jsonrpc.js";
 import type { Logger } from "../core/log.js";
 import type { RequestHandler } from "./handler.js";
 import { LineReader } from "../core/lines.js";
@@ -52,8 +61,14 @@ export function createMessageWriter(stream: Writable, logger: Logger): MessageWr
   function write(message: OutgoingMessage): Promise<void> {
     let line: string;
     try {
-      const cached = "result" in message && isRecord(message.result) ? (message.result as { [SERIALIZED]?: string })[SERIALIZED] : undefined;
-      line = cached !== undefined && "id" in message ? `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":${cached}}\n` : `${JSON.stringify(message)}\n`;
+      const cached =
+        "result" in message && isRecord(message.result)
+          ? (message.result as { [SERIALIZED]?: string })[SERIALIZED]
+          : undefined;
+      line =
+        cached !== undefined && "id" in message
+          ? `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":${cached}}\n`
+          : `${JSON.stringify(message)}\n`;
     } catch (error) {
       // Only our own values are serialized; if one cannot be, answer the request with an error rather than nothing.
       logger.error(`cannot serialize an outgoing frame: ${(error as Error).message}`);
@@ -129,7 +144,9 @@ export function serveStdio(options: StdioServerOptions): StdioServer {
   );
 
   const ended = new Promise<void>((resolve) => {
-    input.on("data", (chunk: Buffer | string) => reader.push(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk));
+    input.on("data", (chunk: Buffer | string) =>
+      reader.push(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk),
+    );
     input.once("end", () => {
       reader.finish();
       resolve();

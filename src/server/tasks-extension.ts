@@ -23,7 +23,8 @@ export function becomesTask(job: Pick<Job, "kind" | "timeoutMs">): boolean {
 }
 
 /**
- * input_required is never used: a job waiting for a permission answer stays working, its statusMessage says for what, and
+ * input_required is never used: a job waiting for a permission answer stays
+ * working, its statusMessage says for what, and
  * claude_respond answers it (§18). Nor failed: a job always ends in a tool result.
  */
 export type ExtensionTaskStatus = "working" | "completed" | "cancelled";
@@ -64,35 +65,49 @@ export function createTaskExtension(deps: TaskExtensionDeps): {
   handle(id: RequestId, method: TaskExtensionMethod, params: Record<string, unknown>): Promise<JsonRpcResponse>;
 } {
   function describe(job: Job, detailed: boolean): ExtensionTask {
-    const status: ExtensionTaskStatus = isUnfinished(job) ? "working" : job.status === "killed" ? "cancelled" : "completed";
+    const status: ExtensionTaskStatus = isUnfinished(job)
+      ? "working"
+      : job.status === "killed"
+        ? "cancelled"
+        : "completed";
     const createdAt = job.submittedAt;
     const task: ExtensionTask = {
       taskId: job.id,
       status,
       createdAt: new Date(createdAt).toISOString(),
       lastUpdatedAt: new Date(Math.max(createdAt, job.finishedAt ?? job.startedAt)).toISOString(),
-      ttlMs: job.finishedAt === undefined ? null : Math.max(0, Math.round(job.finishedAt - createdAt + deps.retentionMs)),
+      ttlMs:
+        job.finishedAt === undefined ? null : Math.max(0, Math.round(job.finishedAt - createdAt + deps.retentionMs)),
       pollIntervalMs: TASK_POLL_INTERVAL_MS,
     };
-    const message = status === "working" ? deps.activity(job) : status === "cancelled" ? TASK_CANCELLED_MESSAGE : failureLine(job);
+    const message =
+      status === "working" ? deps.activity(job) : status === "cancelled" ? TASK_CANCELLED_MESSAGE : failureLine(job);
     if (message !== undefined) task.statusMessage = message;
     if (detailed && status === "completed") task.result = deps.finalResult(job);
     return task;
   }
 
-  async function handle(id: RequestId, method: TaskExtensionMethod, params: Record<string, unknown>): Promise<JsonRpcResponse> {
+  async function handle(
+    id: RequestId,
+    method: TaskExtensionMethod,
+    params: Record<string, unknown>,
+  ): Promise<JsonRpcResponse> {
     const taskId = params.taskId;
     if (typeof taskId !== "string") return fail(id, INVALID_PARAMS, "params.taskId must be a string");
-    if (method === "tasks/update" && !isRecord(params.inputResponses)) return fail(id, INVALID_PARAMS, "params.inputResponses must be an object");
+    if (method === "tasks/update" && !isRecord(params.inputResponses))
+      return fail(id, INVALID_PARAMS, "params.inputResponses must be an object");
     // A task belongs to no connection: one whose server died is taken over here, like any job (§15.3).
     const job = deps.jobs.get(taskId) ?? (await deps.jobs.recover(taskId));
     if (!job) return fail(id, INVALID_PARAMS, taskNotFound(taskId));
     if (method === "tasks/get") return respond(id, deps.shape(describe(job, true)));
     // tasks/cancel kills the tree and acknowledges once it is gone; a task that already ended stays as it ended.
     if (method === "tasks/cancel" && isUnfinished(job)) {
-      await deps.jobs.kill(job.id, "cancelled").catch((error: unknown) => deps.logger.warn(`tasks/cancel ${job.id}: ${String(error)}`));
+      await deps.jobs
+        .kill(job.id, "cancelled")
+        .catch((error: unknown) => deps.logger.warn(`tasks/cancel ${job.id}: ${String(error)}`));
     }
-    // tasks/update: no task ever waits for input, so every response names a request that is not outstanding, and is ignored.
+    // tasks/update: no task ever waits for input, so every response names a
+    // request that is not outstanding, and is ignored.
     return respond(id, deps.shape({}));
   }
 

@@ -4,7 +4,14 @@
  * through the Tasks vocabulary. The task id is the job id.
  */
 import { quoted } from "../core/errors.js";
-import { INVALID_PARAMS, fail, respond, type JsonRpcNotification, type JsonRpcResponse, type RequestId } from "./jsonrpc.js";
+import {
+  INVALID_PARAMS,
+  fail,
+  respond,
+  type JsonRpcNotification,
+  type JsonRpcResponse,
+  type RequestId,
+} from "./jsonrpc.js";
 import { isUnfinished, type Job, type JobRegistry } from "../jobs/registry.js";
 import type { Logger } from "../core/log.js";
 import type { CallToolResult } from "../tools/results.js";
@@ -41,14 +48,17 @@ export interface Task {
   statusMessage?: string;
   createdAt: string;
   lastUpdatedAt: string;
-  /** Null while the job runs (the task lives as long); once it ends, the time from creation until the job is forgotten. */
+  /**
+   * Null while the job runs (the task lives as long); once it ends, the time from creation until the job is forgotten.
+   */
   ttl: number | null;
   pollInterval: number;
 }
 
 export function taskStatus(entry: Pick<TaskEntry, "job" | "cancelledAt">): TaskStatus {
   if (entry.cancelledAt !== undefined || entry.job.status === "killed") return "cancelled";
-  // Waiting for a permission answer (§18): the client that can be asked has a form naming the task; claude_respond answers too.
+  // Waiting for a permission answer (§18): the client that can be asked has a
+  // form naming the task; claude_respond answers too.
   if (entry.job.pendingApprovals().length > 0) return "input_required";
   if (isUnfinished(entry.job)) return "working";
   return entry.job.status === "completed" ? "completed" : "failed";
@@ -82,7 +92,9 @@ export function failureLine(job: Pick<Job, "outcome">): string | undefined {
   return job.outcome && !job.outcome.ok ? `${job.outcome.code}: ${job.outcome.detail}` : undefined;
 }
 
-/** Both eras answer an unknown or forgotten task id with -32602 and this text; the id is echoed as every echo is (§10). */
+/**
+ * Both eras answer an unknown or forgotten task id with -32602 and this text; the id is echoed as every echo is (§10).
+ */
 export function taskNotFound(taskId: string): string {
   return `Failed to retrieve task: Task not found: ${quoted(taskId)}`;
 }
@@ -120,7 +132,9 @@ export class TaskBook {
       // Tasks forgotten since that page may leave fewer: the rest is empty, not an error.
       offset = Math.min(decoded, this.entries.size);
     }
-    const page = [...this.entries.values()].slice(offset, offset + TASK_PAGE).map((entry) => describeTask(entry, retentionMs));
+    const page = [...this.entries.values()]
+      .slice(offset, offset + TASK_PAGE)
+      .map((entry) => describeTask(entry, retentionMs));
     const next = offset + page.length;
     if (next >= this.entries.size) return { tasks: page };
     this.issuedOffsets.add(next);
@@ -150,7 +164,12 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
   adopt(job: Job, progressToken: string | number | undefined): { task: Task };
   /** Whether the job is a task of this connection. */
   has(job: Job): boolean;
-  handle(id: RequestId, method: (typeof TASK_METHODS)[number], params: Record<string, unknown>, signal: AbortSignal): Promise<JsonRpcResponse>;
+  handle(
+    id: RequestId,
+    method: (typeof TASK_METHODS)[number],
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<JsonRpcResponse>;
 } {
   const book = new TaskBook((job) => deps.jobs.get(job.id) === job);
 
@@ -164,7 +183,12 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
     book.add(entry);
     // The token stays valid until the task ends, not until the CreateTaskResult.
     if (progressToken !== undefined) void job.done.then(deps.followProgress(progressToken, job));
-    const notifyStatus = (): void => deps.notify({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...describeTask(entry, deps.retentionMs) } });
+    const notifyStatus = (): void =>
+      deps.notify({
+        jsonrpc: "2.0",
+        method: "notifications/tasks/status",
+        params: { ...describeTask(entry, deps.retentionMs) },
+      });
     // A task that starts or stops waiting for a permission answer says so, as one that ends does.
     let shown = taskStatus(entry);
     const stopListening = job.onApprovals(() => {
@@ -182,17 +206,26 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
 
   async function cancel(id: RequestId, entry: TaskEntry): Promise<JsonRpcResponse> {
     const status = taskStatus(entry);
-    if (status !== "working") return fail(id, INVALID_PARAMS, `Cannot cancel task ${entry.job.id}: it is already ${status}`);
+    if (status !== "working")
+      return fail(id, INVALID_PARAMS, `Cannot cancel task ${entry.job.id}: it is already ${status}`);
     // Cancelled before the answer, as the spec requires, and before the kill, so the kill's outcome cannot change it.
     entry.cancelledAt = deps.now();
-    await deps.jobs.kill(entry.job.id, "cancelled").catch((error: unknown) => deps.logger.warn(`tasks/cancel ${entry.job.id}: ${String(error)}`));
+    await deps.jobs
+      .kill(entry.job.id, "cancelled")
+      .catch((error: unknown) => deps.logger.warn(`tasks/cancel ${entry.job.id}: ${String(error)}`));
     return respond(id, describeTask(entry, deps.retentionMs));
   }
 
-  async function handle(id: RequestId, method: (typeof TASK_METHODS)[number], params: Record<string, unknown>, signal: AbortSignal): Promise<JsonRpcResponse> {
+  async function handle(
+    id: RequestId,
+    method: (typeof TASK_METHODS)[number],
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<JsonRpcResponse> {
     if (method === "tasks/list") {
       const cursor = params.cursor;
-      if (cursor !== undefined && typeof cursor !== "string") return fail(id, INVALID_PARAMS, "params.cursor must be a string");
+      if (cursor !== undefined && typeof cursor !== "string")
+        return fail(id, INVALID_PARAMS, "params.cursor must be a string");
       try {
         return respond(id, book.list(cursor, deps.retentionMs));
       } catch {
@@ -206,7 +239,9 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
     if (method === "tasks/get") return respond(id, describeTask(entry, deps.retentionMs));
     if (method === "tasks/cancel") return cancel(id, entry);
     // tasks/result blocks until the task ends; a cancelled request stops waiting (its answer is dropped, §4).
-    const aborted = new Promise<undefined>((resolve) => signal.addEventListener("abort", () => resolve(undefined), { once: true }));
+    const aborted = new Promise<undefined>((resolve) =>
+      signal.addEventListener("abort", () => resolve(undefined), { once: true }),
+    );
     const result = await Promise.race([entry.result, aborted]);
     if (result === undefined) return fail(id, INVALID_PARAMS, "the request was cancelled");
     return respond(id, { ...result, _meta: { [RELATED_TASK]: { taskId: entry.job.id } } });
@@ -214,4 +249,3 @@ export function createTaskMethods(deps: TaskMethodsDeps): {
 
   return { adopt, handle, has: (job) => book.get(job.id)?.job === job };
 }
-

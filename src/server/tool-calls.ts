@@ -51,7 +51,6 @@ function describeDuration(ms: number): string {
   return `${Math.round(ms / 86_400_000)} days`;
 }
 
-
 /** A job id's start that may name one job: at least 8 hex digits (§5.3). */
 const ID_PREFIX = /^[0-9a-f]{8}[0-9a-f-]{0,27}$/i;
 export class ToolCalls {
@@ -61,7 +60,12 @@ export class ToolCalls {
   ) {}
 
   /** Carries out one validated tool call. */
-  async run(name: ToolName, args: Record<string, unknown>, signal: AbortSignal, progressToken: ProgressToken | undefined): Promise<CallToolResult<unknown>> {
+  async run(
+    name: ToolName,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    progressToken: ProgressToken | undefined,
+  ): Promise<CallToolResult<unknown>> {
     const { deps } = this;
     const now = (): number => deps.clock.now();
     switch (name) {
@@ -72,7 +76,8 @@ export class ToolCalls {
       case "claude_wait": {
         const input = parseWaitInput(args);
         const job = await this.requireJob(input.jobId);
-        if (isUnfinished(job) && input.holdMs > 0) await withProgress(deps, progressToken, job, () => hold(deps.clock, job, input.holdMs, signal));
+        if (isUnfinished(job) && input.holdMs > 0)
+          await withProgress(deps, progressToken, job, () => hold(deps.clock, job, input.holdMs, signal));
         return renderJob(job, now(), await this.renderOptions(job, { maxResultChars: deps.maxResultChars }));
       }
       case "claude_kill": {
@@ -94,7 +99,13 @@ export class ToolCalls {
       case "claude_respond": {
         const input = parseRespondInput(args);
         const job = await this.requireJob(input.jobId);
-        const answered = await deps.jobs.approvals.respond(job.id, input.requestId, input.decision, "tool", input.message);
+        const answered = await deps.jobs.approvals.respond(
+          job.id,
+          input.requestId,
+          input.decision,
+          "tool",
+          input.message,
+        );
         return renderResponded(job, answered, now());
       }
       case "claude_worktree":
@@ -104,7 +115,10 @@ export class ToolCalls {
     }
   }
 
-  /** Validates a claude_run or claude_start call and starts its job (or queues it), in a worktree of its own when asked (§19). */
+  /**
+   * Validates a claude_run or claude_start call and starts its job (or queues
+   * it), in a worktree of its own when asked (§19).
+   */
   async startJob(name: TaskTool, args: Record<string, unknown>, signal: AbortSignal): Promise<Job> {
     const run = name === "claude_run" ? parseRunInput(args, this.settings) : undefined;
     const input = run ?? parseStartInput(args, this.settings);
@@ -119,16 +133,22 @@ export class ToolCalls {
       options,
     };
     const start = (agentSpec: typeof spec & { worktree?: WorktreeRecord }, id?: string): Job =>
-      run ? this.deps.jobs.start(agentSpec, "run", run.timeoutMs, id) : this.deps.jobs.start(agentSpec, "start", undefined, id);
+      run
+        ? this.deps.jobs.start(agentSpec, "run", run.timeoutMs, id)
+        : this.deps.jobs.start(agentSpec, "start", undefined, id);
     // A session continues in the worktree it ran in while that is still there: a session is tied to its folder (§19).
-    const earlier = input.sessionId === undefined || input.worktree === false ? undefined : this.worktreeOfSession(input.sessionId, input.host);
+    const earlier =
+      input.sessionId === undefined || input.worktree === false
+        ? undefined
+        : this.worktreeOfSession(input.sessionId, input.host);
     if (earlier) return start({ ...spec, cwd: this.git(input.host).cwdIn(earlier), worktree: earlier });
     if (!inWorktree) return start(spec);
     const git = this.git(input.host);
     const id = this.deps.jobs.newJobId();
     const made = await git.create(cwd, id);
     try {
-      if (signal.aborted) throw new DispatchError("INVALID_ARGUMENT", "the request was cancelled before the job started");
+      if (signal.aborted)
+        throw new DispatchError("INVALID_ARGUMENT", "the request was cancelled before the job started");
       return start({ ...spec, cwd: made.cwd, worktree: made.worktree }, id);
     } catch (error) {
       await git.discard(made.worktree).catch(() => undefined);
@@ -139,7 +159,12 @@ export class ToolCalls {
   /** The call's "worktree", else the operator's default; "required" refuses false (§19). */
   private worktreeWanted(asked: boolean | undefined): boolean {
     const policy = this.deps.worktrees?.policy ?? "off";
-    if (policy === "required" && asked === false) throw new DispatchError("POLICY_DENIED", `"worktree" false is not allowed here: the operator requires every job to run in a worktree (CLAUDE_DISPATCH_WORKTREE=required)`);
+    if (policy === "required" && asked === false)
+      throw new DispatchError(
+        "POLICY_DENIED",
+        `"worktree" false is not allowed here: the operator requires every job to run in a worktree ` +
+          `(CLAUDE_DISPATCH_WORKTREE=required)`,
+      );
     return asked ?? policy !== "off";
   }
 
@@ -156,7 +181,11 @@ export class ToolCalls {
 
   private git(host?: string): Worktrees {
     const git = this.worktreesOf(host);
-    if (!git) throw new DispatchError("INVALID_ARGUMENT", `"worktree" is not available on this server (it keeps no state directory)`);
+    if (!git)
+      throw new DispatchError(
+        "INVALID_ARGUMENT",
+        `"worktree" is not available on this server (it keeps no state directory)`,
+      );
     return git;
   }
 
@@ -165,7 +194,15 @@ export class ToolCalls {
     // Every job is listed (finished ones read from their records) only when some worktree may be there to be found.
     if (!git?.any()) return undefined;
     const where = this.hostOf(host)?.name;
-    const job = this.deps.jobs.list().findLast((candidate) => candidate.worktree && !candidate.worktree.state && candidate.hostName === where && sessionIdOf(candidate) === sessionId);
+    const job = this.deps.jobs
+      .list()
+      .findLast(
+        (candidate) =>
+          candidate.worktree &&
+          !candidate.worktree.state &&
+          candidate.hostName === where &&
+          sessionIdOf(candidate) === sessionId,
+      );
     return job?.worktree && git.exists(job.worktree) ? job.worktree : undefined;
   }
 
@@ -194,16 +231,14 @@ export class ToolCalls {
     if (!list) throw new DispatchError("INVALID_ARGUMENT", "sessions are not available on this server");
     // Every job of the state directory, whichever server started it (§15.6), as `claude-dispatch sessions` reads them.
     await this.deps.jobs.discover();
-    const jobs = this.deps.jobs.list().map(
-      (job): SessionJob => ({
-        id: job.id,
-        cwd: job.cwd,
-        submittedAt: job.submittedAt,
-        // Only a worktree on this machine's disk holds sessions this listing can read (§20).
-        ...(job.worktree && this.hostOf(job.hostName)?.sharesFiles ? { worktreeRepo: job.worktree.repo } : {}),
-        sessionIds: [sessionIdOf(job), job.resumeSessionId],
-      }),
-    );
+    const jobs = this.deps.jobs.list().map((job): SessionJob => ({
+      id: job.id,
+      cwd: job.cwd,
+      submittedAt: job.submittedAt,
+      // Only a worktree on this machine's disk holds sessions this listing can read (§20).
+      ...(job.worktree && this.hostOf(job.hostName)?.sharesFiles ? { worktreeRepo: job.worktree.repo } : {}),
+      sessionIds: [sessionIdOf(job), job.resumeSessionId],
+    }));
     const found = await findSessions(list, checked.path, input.limit, jobs);
     const listed = found.map(({ session, worktree, job_ids }): ListedSession => ({
       session_id: session.session_id,
@@ -222,14 +257,24 @@ export class ToolCalls {
     const input = parseWorktreeInput(args, this.settings);
     const job = await this.requireJob(input.jobId);
     const worktree = job.worktree;
-    if (!worktree) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} has no worktree: it was not started with "worktree" true`);
+    if (!worktree)
+      throw new DispatchError(
+        "INVALID_ARGUMENT",
+        `job ${job.id} has no worktree: it was not started with "worktree" true`,
+      );
     const git = this.git(job.hostName);
     checkUndecided(job.id, worktree, worktree.state, input.action);
     // A discard removes whatever is left: a merge removed the folder already.
-    if (input.action !== "discard" && !git.exists(worktree)) throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree ${quoted(worktree.path)} is gone`);
-    if (input.action === "diff") return renderWorktreeDiff(job, worktree, await git.diff(worktree), input.offset, input.limit);
+    if (input.action !== "discard" && !git.exists(worktree))
+      throw new DispatchError("INVALID_ARGUMENT", `job ${job.id}'s worktree ${quoted(worktree.path)} is gone`);
+    if (input.action === "diff")
+      return renderWorktreeDiff(job, worktree, await git.diff(worktree), input.offset, input.limit);
     if (isUnfinished(job)) {
-      throw new DispatchError("INVALID_ARGUMENT", `job ${job.id} is still ${job.status}: its worktree is merged or discarded only once it has finished (claude_wait for it, or claude_kill it)`);
+      throw new DispatchError(
+        "INVALID_ARGUMENT",
+        `job ${job.id} is still ${job.status}: its worktree is merged or discarded only once it has finished ` +
+          `(claude_wait for it, or claude_kill it)`,
+      );
     }
     // One merge or discard at a time across every server and the CLI; the record, read under the hold, decides.
     const hold = await this.holdWorktree(job.id);
@@ -254,12 +299,20 @@ export class ToolCalls {
 
   private holdWorktree(jobId: string): Promise<WorktreeHold> {
     const worktrees = this.deps.worktrees;
-    if (!worktrees) throw new DispatchError("INVALID_ARGUMENT", `"worktree" is not available on this server (it keeps no state directory)`);
+    if (!worktrees)
+      throw new DispatchError(
+        "INVALID_ARGUMENT",
+        `"worktree" is not available on this server (it keeps no state directory)`,
+      );
     return worktrees.hold(jobId);
   }
 
   /** Waits for a claude_run's job and returns its result; a cancelled run is killed, as nobody is left to read it. */
-  async awaitRun(job: Job, signal: AbortSignal, progressToken: ProgressToken | undefined): Promise<CallToolResult<unknown>> {
+  async awaitRun(
+    job: Job,
+    signal: AbortSignal,
+    progressToken: ProgressToken | undefined,
+  ): Promise<CallToolResult<unknown>> {
     const { deps } = this;
     let onCancel = (): void => undefined;
     const cancelled = new Promise<void>((resolve) => {
@@ -274,7 +327,11 @@ export class ToolCalls {
     } finally {
       signal.removeEventListener("abort", onCancel);
     }
-    return renderJob(job, deps.clock.now(), await this.renderOptions(job, { forRun: true, maxResultChars: deps.maxResultChars }));
+    return renderJob(
+      job,
+      deps.clock.now(),
+      await this.renderOptions(job, { forRun: true, maxResultChars: deps.maxResultChars }),
+    );
   }
 
   /**
@@ -283,10 +340,17 @@ export class ToolCalls {
    * with nobody to collect or kill it. (That error text reaches no one: a
    * cancelled request gets no response.)
    */
-  private async prepareAgent(cwd: string, requested: AgentOptions, signal: AbortSignal, agent: string, host: string | undefined): Promise<{ cwd: string; options: AgentOptions }> {
+  private async prepareAgent(
+    cwd: string,
+    requested: AgentOptions,
+    signal: AbortSignal,
+    agent: string,
+    host: string | undefined,
+  ): Promise<{ cwd: string; options: AgentOptions }> {
     // Another machine's paths are checked against its roots here, and again there with links resolved (§21).
     const there = host === undefined ? undefined : this.hostOf(host);
-    if (host !== undefined && !there) throw new DispatchError("INVALID_ARGUMENT", `"host" ${quoted(host)} is not configured on this server`);
+    if (host !== undefined && !there)
+      throw new DispatchError("INVALID_ARGUMENT", `"host" ${quoted(host)} is not configured on this server`);
     const check = there ? (dir: string) => there.checkDirectory(dir) : this.deps.checkDirectory;
     const admitted = await admitAgent(cwd, requested, this.deps.policy, check, agent);
     // Its program missing here, the job could only fail: say so now, with the fix, and make none (§7.5).
@@ -297,7 +361,10 @@ export class ToolCalls {
     return admitted;
   }
 
-  /** A job this server knows, or one it takes over now from the state directory (§15.3): a server that died since this one started. */
+  /**
+   * A job this server knows, or one it takes over now from the state directory
+   * (§15.3): a server that died since this one started.
+   */
   private async requireJob(jobId: string): Promise<Job> {
     const { jobs } = this.deps;
     const job = jobs.get(jobId) ?? (await jobs.recover(jobId));
@@ -306,10 +373,15 @@ export class ToolCalls {
     const matches = ID_PREFIX.test(jobId) ? jobs.idsStartingWith(jobId) : [];
     const [only] = matches;
     if (matches.length === 1 && only !== undefined) return this.requireJob(only);
-    if (matches.length > 1) throw new DispatchError("INVALID_ARGUMENT", `"job_id" ${quoted(jobId)} starts ${matches.length} job ids: give more of it`);
+    if (matches.length > 1)
+      throw new DispatchError(
+        "INVALID_ARGUMENT",
+        `"job_id" ${quoted(jobId)} starts ${matches.length} job ids: give more of it`,
+      );
     throw new DispatchError(
       "JOB_NOT_FOUND",
-      `no job with id ${quoted(jobId)} in this state directory: check the id (claude_list lists the jobs); a finished job is forgotten ${describeDuration(this.deps.jobRetentionMs)} after it ends`,
+      `no job with id ${quoted(jobId)} in this state directory: check the id (claude_list lists the jobs); a ` +
+        `finished job is forgotten ${describeDuration(this.deps.jobRetentionMs)} after it ends`,
     );
   }
 }

@@ -21,7 +21,10 @@ import { isRequestId } from "./records.js";
 export { isRequestId };
 import { isRecord } from "../core/values.js";
 
-/** Who answered: claude_respond, the client's elicitation form, the CLI, the approval timeout, or the server for a caller that cannot be asked. */
+/**
+ * Who answered: claude_respond, the client's elicitation form, the CLI, the approval
+ * timeout, or the server for a caller that cannot be asked.
+ */
 export type AnsweredBy = "tool" | "elicitation" | "cli" | "timeout" | "server";
 export type Decision = "allow" | "deny";
 
@@ -80,7 +83,8 @@ export function parseRequest(text: string | undefined, id: string): ApprovalRequ
   if (text === undefined) return undefined;
   try {
     const value: unknown = JSON.parse(text);
-    if (!isRecord(value) || value.id !== id || typeof value.tool_name !== "string" || typeof value.preview !== "string") return undefined;
+    if (!isRecord(value) || value.id !== id || typeof value.tool_name !== "string" || typeof value.preview !== "string")
+      return undefined;
     if (!Number.isFinite(value.asked_at) || !Number.isFinite(value.expires_at)) return undefined;
     if (value.nonce !== undefined && typeof value.nonce !== "string") return undefined;
     return value as unknown as ApprovalRequest;
@@ -93,8 +97,14 @@ function parseFiledAnswer(text: string | undefined): FiledAnswer | undefined {
   if (text === undefined) return undefined;
   try {
     const value: unknown = JSON.parse(text);
-    if (!isRecord(value) || (value.decision !== "allow" && value.decision !== "deny") || !BY.includes(value.by as string)) return undefined;
-    if (!Number.isFinite(value.at) || (value.message !== undefined && typeof value.message !== "string")) return undefined;
+    if (
+      !isRecord(value) ||
+      (value.decision !== "allow" && value.decision !== "deny") ||
+      !BY.includes(value.by as string)
+    )
+      return undefined;
+    if (!Number.isFinite(value.at) || (value.message !== undefined && typeof value.message !== "string"))
+      return undefined;
     if (value.nonce !== undefined && typeof value.nonce !== "string") return undefined;
     return value as unknown as FiledAnswer;
   } catch {
@@ -113,7 +123,9 @@ function withoutNonce(filed: FiledAnswer): ApprovalAnswer {
   return answer;
 }
 
-/** Whether a filed answer answers this request: it names its nonce (an earlier version's request has none: any will do). */
+/**
+ * Whether a filed answer answers this request: it names its nonce (an earlier version's request has none: any will do).
+ */
 function answers(filed: FiledAnswer, request: ApprovalRequest): boolean {
   return request.nonce === undefined || filed.nonce === request.nonce;
 }
@@ -124,7 +136,10 @@ function answerTo(jobDir: string, request: ApprovalRequest): ApprovalAnswer | un
   return filed && answers(filed, request) ? withoutNonce(filed) : undefined;
 }
 
-/** Every request of the job, oldest first, each with its answer if it has one. A file that is not whole or not ours is skipped. */
+/**
+ * Every request of the job, oldest first, each with its answer if it has one.
+ * A file that is not whole or not ours is skipped.
+ */
 export function readApprovals(jobDir: string): Approval[] {
   let names: string[];
   try {
@@ -193,7 +208,10 @@ export function fileRequest(
 
 /** Files a request under its own id, as another machine's approver filed it (§21.3); false when it is filed already. */
 export function fileRequestAs(jobDir: string, request: ApprovalRequest, randomName: () => string): boolean {
-  return isRequestId(request.id) && createExclusively(requestFile(jobDir, request.id), `${JSON.stringify(request)}\n`, randomName);
+  return (
+    isRequestId(request.id) &&
+    createExclusively(requestFile(jobDir, request.id), `${JSON.stringify(request)}\n`, randomName)
+  );
 }
 
 /**
@@ -212,7 +230,12 @@ export function markTold(jobDir: string, id: string): boolean {
  * when there is no such request, or when a file that does not answer it is in
  * its answer's place (its approver removes such a file, ApprovalFiles.answerTo).
  */
-export function answerRequest(jobDir: string, id: string, answer: ApprovalAnswer, randomName: () => string): { answer: ApprovalAnswer; won: boolean } | undefined {
+export function answerRequest(
+  jobDir: string,
+  id: string,
+  answer: ApprovalAnswer,
+  randomName: () => string,
+): { answer: ApprovalAnswer; won: boolean } | undefined {
   const request = isRequestId(id) ? parseRequest(readTextFile(requestFile(jobDir, id)), id) : undefined;
   if (!request) return undefined;
   // Whatever nonce a caller's answer names, the file names its request's.

@@ -3,7 +3,18 @@
  * are replaced atomically (a temporary file, then a rename), so a reader sees
  * the old one or the new one, never half of one; nothing goes through a link.
  */
-import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 
 import { NO_FOLLOW, openForReading, openForWriting } from "./files.js";
 
@@ -42,7 +53,9 @@ export function writeTextFile(file: string, text: string): void {
   }
 }
 
-/** A new file with this text, private, created exclusively (a file or link already there is an error), flushed if asked. */
+/**
+ * A new file with this text, private, created exclusively (a file or link already there is an error), flushed if asked.
+ */
 export function writeNewFile(file: string, text: string, flush: boolean): void {
   const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NO_FOLLOW, 0o600);
   try {
@@ -66,5 +79,3 @@ export function writeAtomically(file: string, text: string, flush: boolean, rand
     throw error;
   }
 }
-
-

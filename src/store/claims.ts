@@ -21,7 +21,13 @@ export type HolderAlive = (holder: ProcessIdentity) => Promise<boolean | undefin
  * `generation`: the first claim slot it can take, where a later slot is tried
  * only while every earlier one is held by a process that is gone.
  */
-export async function claimJob(jobDir: string, generation: number, claimer: ProcessIdentity, isAlive: HolderAlive, randomName: () => string): Promise<boolean> {
+export async function claimJob(
+  jobDir: string,
+  generation: number,
+  claimer: ProcessIdentity,
+  isAlive: HolderAlive,
+  randomName: () => string,
+): Promise<boolean> {
   for (let slot = 0; slot < MAX_CLAIM_SLOTS; slot += 1) {
     if (claimSlot(jobDir, generation, slot, claimer, randomName)) return true;
     // A FIFO or the like was never a claimant's (§15.1): it holds nothing, and the next slot is tried.
@@ -39,7 +45,13 @@ export async function claimJob(jobDir: string, generation: number, claimer: Proc
  * is taken: exactly one claimant gets each slot, and no one ever sees a claim
  * without its holder.
  */
-export function claimSlot(jobDir: string, generation: number, slot: number, claimer: ProcessIdentity, randomName: () => string): boolean {
+export function claimSlot(
+  jobDir: string,
+  generation: number,
+  slot: number,
+  claimer: ProcessIdentity,
+  randomName: () => string,
+): boolean {
   return createExclusively(claimFile(jobDir, generation, slot), JSON.stringify(claimer), randomName);
 }
 
@@ -56,7 +68,8 @@ export function createExclusively(file: string, content: string, randomName: () 
       linkSync(temporary, file);
       return true;
     } catch (error) {
-      // Any other failure is taken for a file system without hard links (FAT gives EISDIR on Windows, shares EACCES or EPERM):
+      // Any other failure is taken for a file system without hard links (FAT
+      // gives EISDIR on Windows, shares EACCES or EPERM):
       // the exclusive create below is safe on its own, and throws if the folder itself is the problem.
       if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
       return createWithoutLinks(file, content);
@@ -107,4 +120,3 @@ export function createWithoutLinks(file: string, content: string): boolean {
   closeSync(fd);
   return true;
 }
-

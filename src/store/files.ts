@@ -78,7 +78,7 @@ export function readInChunks(file: string, onChunk: (chunk: Buffer) => void): vo
     return;
   }
   try {
-    for (let position = 0; ; ) {
+    for (let position = 0; ;) {
       const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
       const read = readSync(fd, buffer, 0, CHUNK_BYTES, position);
       if (read === 0) return;
@@ -155,7 +155,11 @@ function specialKindAt(file: string): string | undefined {
  * Calls onChange when an entry of folder that isNews names changes, through the file system's notifications;
  * undefined where they cannot be had (the caller then polls). The returned function stops it.
  */
-export function watchFolder(folder: string, isNews: (name: string) => boolean, onChange: () => void): (() => void) | undefined {
+export function watchFolder(
+  folder: string,
+  isNews: (name: string) => boolean,
+  onChange: () => void,
+): (() => void) | undefined {
   let watcher: FSWatcher;
   try {
     watcher = watch(folder, (_event, name) => {

@@ -15,7 +15,9 @@ import { openForAppending, readTextFile } from "./files.js";
 import { isJobId, type IndexedJob } from "./records.js";
 
 const INDEX_FILE = "finished.jsonl";
-/** The index is rewritten at startup once it holds this many lines per live entry (removed jobs leave theirs behind). */
+/**
+ * The index is rewritten at startup once it holds this many lines per live entry (removed jobs leave theirs behind).
+ */
 const INDEX_SLACK = 2;
 
 /** Adds a finished job; a failure only costs a read of its record at the next startup. */
@@ -41,7 +43,13 @@ export function readIndex(root: string): Map<string, IndexedJob> {
     if (line === "") continue;
     try {
       const value: unknown = JSON.parse(line);
-      if (isRecord(value) && typeof value.id === "string" && isJobId(value.id) && Number.isFinite(value.finished_at) && Number.isSafeInteger(value.bytes)) {
+      if (
+        isRecord(value) &&
+        typeof value.id === "string" &&
+        isJobId(value.id) &&
+        Number.isFinite(value.finished_at) &&
+        Number.isSafeInteger(value.bytes)
+      ) {
         entries.set(value.id, { id: value.id, finished_at: value.finished_at as number, bytes: value.bytes as number });
       }
     } catch {
@@ -55,7 +63,12 @@ export function readIndex(root: string): Map<string, IndexedJob> {
 export function compactIndex(root: string, lines: number, live: readonly IndexedJob[], randomName: () => string): void {
   if (lines <= INDEX_SLACK * live.length + 64) return;
   try {
-    writeAtomically(path.join(root, INDEX_FILE), live.map((entry) => `${JSON.stringify(entry)}\n`).join(""), false, randomName);
+    writeAtomically(
+      path.join(root, INDEX_FILE),
+      live.map((entry) => `${JSON.stringify(entry)}\n`).join(""),
+      false,
+      randomName,
+    );
   } catch {
     // Left as it was: still correct, only longer.
   }

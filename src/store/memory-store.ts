@@ -68,7 +68,6 @@ export class MemoryStore {
     return undefined;
   }
 
-
   approvals(id: string): Approval[] {
     return structuredClone(this.requests.get(id) ?? []);
   }
@@ -88,7 +87,11 @@ export class MemoryStore {
     return filed;
   }
 
-  answerApproval(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined {
+  answerApproval(
+    id: string,
+    requestId: string,
+    answer: ApprovalAnswer,
+  ): { answer: ApprovalAnswer; won: boolean } | undefined {
     const approval = this.requests.get(id)?.find((entry) => entry.request.id === requestId);
     if (!approval) return undefined;
     if (approval.answer) return { answer: approval.answer, won: false };

@@ -74,7 +74,9 @@ export interface JobRecord {
   format: typeof STATE_FORMAT;
   id: string;
   kind: "run" | "start";
-  /** The agent CLI and the host it runs on; a record of an earlier version names neither, and means EARLIER_RECORDS's. */
+  /**
+   * The agent CLI and the host it runs on; a record of an earlier version names neither, and means EARLIER_RECORDS's.
+   */
   runtime: string;
   host: string;
   cwd: string;
@@ -140,7 +142,9 @@ export function choosePrunable(
 ): string[] {
   const chosen = new Set<string>();
   let total = jobs.reduce((sum, job) => sum + job.bytes, 0);
-  const finished = jobs.filter((job) => isFinishedStatus(job.status)).sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
+  const finished = jobs
+    .filter((job) => isFinishedStatus(job.status))
+    .sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
   for (const job of finished) {
     const expired = now - (job.finished_at ?? 0) >= retentionMs;
     if (!expired && total <= maxBytes) break;
@@ -178,7 +182,10 @@ export function parseIdentity(text: string | undefined): ProcessIdentity | undef
     const value: unknown = JSON.parse(text);
     // An owner or claimant is never signalled, only asked after: pid 1 is fine (a server that is a container's init).
     if (isRecord(value) && Number.isSafeInteger(value.pid) && (value.pid as number) >= 1) {
-      return { pid: value.pid as number, ...(typeof value.start_time === "string" ? { start_time: value.start_time } : {}) };
+      return {
+        pid: value.pid as number,
+        ...(typeof value.start_time === "string" ? { start_time: value.start_time } : {}),
+      };
     }
   } catch {
     // Torn or foreign: not an identity.

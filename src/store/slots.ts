@@ -83,7 +83,8 @@ export class SlotFiles {
       if (held?.job !== jobId) continue;
       const { holder } = this.options;
       // Already this server's: one slot, not two.
-      if (held.identity.pid === holder.pid && held.identity.start_time === holder.start_time) return { index, generation: top };
+      if (held.identity.pid === holder.pid && held.identity.start_time === holder.start_time)
+        return { index, generation: top };
       return this.claim(index, top + 1, jobId);
     }
     return undefined;
@@ -97,7 +98,10 @@ export class SlotFiles {
     }
   }
 
-  /** These slots as the job layer's SlotPool (jobs/types.ts): shared by every server, a gone holder's reclaimed by isAlive. */
+  /**
+   * These slots as the job layer's SlotPool (jobs/types.ts): shared by every
+   * server, a gone holder's reclaimed by isAlive.
+   */
   pool(isAlive: IsAlive) {
     return {
       shared: true,

@@ -114,7 +114,11 @@ export class StateStore {
   }
 
   outputFiles(id: string): { stdoutPath: string; stderrPath: string; resultPath: string } {
-    return { stdoutPath: this.file(id, "stdout.jsonl"), stderrPath: this.file(id, "stderr.log"), resultPath: this.file(id, "result.txt") };
+    return {
+      stdoutPath: this.file(id, "stdout.jsonl"),
+      stderrPath: this.file(id, "stderr.log"),
+      resultPath: this.file(id, "result.txt"),
+    };
   }
 
   file(id: string, name: "record.json" | "prompt.txt" | "stdout.jsonl" | "stderr.log" | "result.txt" | "kill"): string {
@@ -261,7 +265,8 @@ export class StateStore {
   readResultHead(id: string, maxChars: number): string | undefined {
     const file = this.file(id, "result.txt");
     refuseSpecialFile(file);
-    // Each UTF-16 unit takes at most 3 bytes of UTF-8 (a surrogate pair: 4 bytes for 2), so this many bytes hold maxChars.
+    // Each UTF-16 unit takes at most 3 bytes of UTF-8 (a surrogate pair: 4
+    // bytes for 2), so this many bytes hold maxChars.
     const bytes = readFileRange(file, 0, maxChars * 3 + 4);
     return bytes?.toString("utf8").slice(0, maxChars);
   }
@@ -331,7 +336,12 @@ export class StateStore {
    * holder's name; a holder that isAlive says is gone gives up its slot unless its job still runs.
    */
   slotPool(count: number, holder: ProcessIdentity, isAlive: HolderAlive) {
-    return new SlotFiles({ dir: this.slotsDir, count, holder, jobRunning: (id) => isJobId(id) && this.read(id)?.status === "running" }).pool(isAlive);
+    return new SlotFiles({
+      dir: this.slotsDir,
+      count,
+      holder,
+      jobRunning: (id) => isJobId(id) && this.read(id)?.status === "running",
+    }).pool(isAlive);
   }
 
   /** Records that a kill was asked for outside the owning server (the CLI, or another server's claude_kill). */
@@ -389,8 +399,15 @@ export class StateStore {
     return fileRequest(this.jobDir(id), request, this.randomName, from);
   }
 
-  /** Answers a request unless it has an answer: the standing answer and whether it is this one; undefined for no such request. */
-  answerApproval(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined {
+  /**
+   * Answers a request unless it has an answer: the standing answer and whether
+   * it is this one; undefined for no such request.
+   */
+  answerApproval(
+    id: string,
+    requestId: string,
+    answer: ApprovalAnswer,
+  ): { answer: ApprovalAnswer; won: boolean } | undefined {
     return this.writing(this.jobDir(id), () => answerRequest(this.jobDir(id), requestId, answer, this.randomName));
   }
 

@@ -55,7 +55,10 @@ export function pendingLines(pending: readonly PendingApproval[], total = pendin
 /** A claude_run whose client could not be asked had its requests denied at once (§18): say how to get them asked. */
 export function unaskedHint(job: Job): string | undefined {
   if (!job.approvals.some((approval) => approval.by === "server" && approval.decision === "deny")) return undefined;
-  return "Permission requests were denied at once because this claude_run call cannot ask anyone; for work that needs approvals, use claude_start, then claude_wait and claude_respond.";
+  return (
+    "Permission requests were denied at once because this claude_run call cannot ask anyone; for work that " +
+    "needs approvals, use claude_start, then claude_wait and claude_respond."
+  );
 }
 
 /** How to answer the requests a job waits on; with more than are listed, where the rest are. */
@@ -125,4 +128,3 @@ export function renderResponded(job: Job, answered: ApprovalSummary, now: number
   const text = `${verb} request ${answered.id} of job ${job.id} (${answered.preview}). ${next}`;
   return toolResult(text, withNext(report, next), false);
 }
-

@@ -2,12 +2,29 @@
  * Tool definitions and their JSON Schemas (PROTOCOL.md §5), as tools/list
  * gives them; validation of what a call sends is in validation.ts.
  */
-import { JOB_REPORT_SCHEMA, LIST_SCHEMA, OUTPUT_PAGE_SCHEMA, RESPOND_SCHEMA, SESSIONS_SCHEMA, WORKTREE_SCHEMA } from "./output-schemas.js";
+import {
+  JOB_REPORT_SCHEMA,
+  LIST_SCHEMA,
+  OUTPUT_PAGE_SCHEMA,
+  RESPOND_SCHEMA,
+  SESSIONS_SCHEMA,
+  WORKTREE_SCHEMA,
+} from "./output-schemas.js";
 import { LISTED, LIST_STATUSES } from "./list-cursor.js";
 import { DEFAULT_AGENT } from "../agent/options.js";
 import { LIMITS, OUTPUT_VIEWS, WORKTREE_ACTIONS, type ToolSettings } from "./validation.js";
 
-export const TOOL_NAMES = ["claude_run", "claude_start", "claude_wait", "claude_kill", "claude_list", "claude_output", "claude_respond", "claude_worktree", "claude_sessions"] as const;
+export const TOOL_NAMES = [
+  "claude_run",
+  "claude_start",
+  "claude_wait",
+  "claude_kill",
+  "claude_list",
+  "claude_output",
+  "claude_respond",
+  "claude_worktree",
+  "claude_sessions",
+] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 export function isToolName(name: string): name is ToolName {
@@ -43,9 +60,17 @@ function agentArguments(settings: ToolSettings, described: boolean): Record<stri
   const othersModes = others.map((agent) => `${agent.name}: ${agent.allowedModes.join(", ")}.`).join(" ");
   return {
     ...(others.length > 0
-      ? { agent: { ...STRING, enum: names.agent, ...about(`Default ${DEFAULT_AGENT}; each agent refuses the options it lacks.`) } }
+      ? {
+          agent: {
+            ...STRING,
+            enum: names.agent,
+            ...about(`Default ${DEFAULT_AGENT}; each agent refuses the options it lacks.`),
+          },
+        }
       : {}),
-    ...(hosts.length > 0 ? { host: { ...STRING, enum: names.host, ...about(`Run there, cwd a path inside ${roots}.`) } } : {}),
+    ...(hosts.length > 0
+      ? { host: { ...STRING, enum: names.host, ...about(`Run there, cwd a path inside ${roots}.`) } }
+      : {}),
     model: STRING,
     permission_mode: { ...STRING, enum: modes, ...(others.length > 0 ? about(othersModes) : {}) },
     allowed_tools: { ...STRINGS, ...about('Tool rules such as "Edit" or "Bash(git log:*)".') },
@@ -110,8 +135,17 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
     ...agentArguments(settings, true),
   };
   const startArguments = { prompt: STRING, cwd: STRING, session_id: STRING, ...agentArguments(settings, false) };
-  const holdMs = { type: "integer", minimum: 0, description: `Default ${LIMITS.defaultHoldMs}, at most ${LIMITS.maxHoldMs}.` };
-  const sessionsLimit = { type: "integer", minimum: 1, maximum: LIMITS.maxSessions, description: `Default ${LIMITS.defaultSessions}.` };
+  const holdMs = {
+    type: "integer",
+    minimum: 0,
+    description: `Default ${LIMITS.defaultHoldMs}, at most ${LIMITS.maxHoldMs}.`,
+  };
+  const sessionsLimit = {
+    type: "integer",
+    minimum: 1,
+    maximum: LIMITS.maxSessions,
+    description: `Default ${LIMITS.defaultSessions}.`,
+  };
   return [
     {
       name: "claude_run",
@@ -125,7 +159,9 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
     {
       name: "claude_start",
       title: "Start a Claude Code job",
-      description: `Start ${agent} in the background; returns its job_id at once. Arguments as claude_run, but no timeout_ms.`,
+      description:
+        `Start ${agent} in the background; returns its job_id at once. Arguments as claude_run, but ` +
+        `no timeout_ms.`,
       inputSchema: inputOf(startArguments, NEW_JOB),
       outputSchema: JOB_REPORT_SCHEMA,
       annotations: { title: "Start a Claude Code job", readOnlyHint: false, openWorldHint: true },
@@ -134,7 +170,8 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
     {
       name: "claude_wait",
       title: "Wait for a Claude Code job",
-      description: "Wait up to hold_ms for a job to end, then report it. input_required: ask the user, then claude_respond.",
+      description:
+        "Wait up to hold_ms for a job to end, then report it. input_required: ask the user, then claude_respond.",
       // Longer holds are lowered, not refused (§5.3), so the schema has no maximum.
       inputSchema: inputOf({ job_id: JOB_ID, hold_ms: holdMs }, ["job_id"]),
       outputSchema: JOB_REPORT_SCHEMA,
@@ -192,7 +229,11 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
           job_id: JOB_ID,
           request_id: STRING,
           decision: { ...STRING, enum: ["allow", "deny"] },
-          message: { ...STRING, maxLength: LIMITS.maxRespondMessageChars, description: "With deny: what to do instead." },
+          message: {
+            ...STRING,
+            maxLength: LIMITS.maxRespondMessageChars,
+            description: "With deny: what to do instead.",
+          },
         },
         ["job_id", "request_id", "decision"],
       ),
@@ -212,7 +253,12 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
         "For a job run with worktree: true: diff its changes, merge them into the checked-out branch " +
         "(if clean and without conflict), or discard them.",
       inputSchema: inputOf(
-        { job_id: JOB_ID, action: { ...STRING, enum: [...WORKTREE_ACTIONS] }, offset: PAGE_OFFSET, limit: pageLimit(settings) },
+        {
+          job_id: JOB_ID,
+          action: { ...STRING, enum: [...WORKTREE_ACTIONS] },
+          offset: PAGE_OFFSET,
+          limit: pageLimit(settings),
+        },
         ["job_id", "action"],
       ),
       outputSchema: WORKTREE_SCHEMA,

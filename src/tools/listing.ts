@@ -67,7 +67,9 @@ function lineOf(job: ListedJob): string {
   const where = `${job.agent === "claude" ? "" : ` (${job.agent})`}${job.host ? ` on ${job.host}` : ""}`;
   const session = job.session_id ? `  session ${job.session_id}` : "";
   const others = job.other_server ? "  (another server's)" : "";
-  const facts = `${job.elapsed_s}s  ${job.num_turns} turn${job.num_turns === 1 ? "" : "s"}  ${job.cwd}  "${job.prompt_preview}"`;
+  const facts =
+    `${job.elapsed_s}s  ${job.num_turns} turn${job.num_turns === 1 ? "" : "s"}  ${job.cwd}  ` +
+    `"${job.prompt_preview}"`;
   return `${job.job_id}  ${job.status}${where}  ${facts}${session}${others}`;
 }
 
@@ -81,7 +83,13 @@ function squeezed(job: ListedJob): ListedJob {
  * A page: as many of input.limit jobs as fit in maxChars, the text and the structuredContent each; one at least, if
  * any is left.
  */
-export function renderList(jobs: readonly Job[], now: number, input: ListInput, maxChars: number, home?: string): ListResult {
+export function renderList(
+  jobs: readonly Job[],
+  now: number,
+  input: ListInput,
+  maxChars: number,
+  home?: string,
+): ListResult {
   const matching = jobs
     .map((job) => ({ job, status: shownStatus(job), position: positionOf(job) }))
     .filter((entry) => input.statuses === undefined || input.statuses.includes(entry.status))

@@ -6,7 +6,16 @@ import { ERROR_CODES } from "../core/errors.js";
 import { OUTPUT_VIEWS, WORKTREE_ACTIONS } from "./validation.js";
 import { LIST_STATUSES } from "./list-cursor.js";
 
-export const JOB_STATUSES = ["queued", "running", "input_required", "completed", "failed", "killed", "lost", "error"] as const;
+export const JOB_STATUSES = [
+  "queued",
+  "running",
+  "input_required",
+  "completed",
+  "failed",
+  "killed",
+  "lost",
+  "error",
+] as const;
 export type ReportStatus = (typeof JOB_STATUSES)[number];
 
 const ERROR_SCHEMA = {
@@ -18,8 +27,11 @@ const ERROR_SCHEMA = {
 /** Claude Code gives its model only structuredContent, so the text's "call this next" lives here too. */
 const NEXT = {
   type: "string",
-  // ASCII (and Latin-1) only in what tools/list sends: one character beyond Latin-1 makes V8 hold the whole listing as UTF-16, and every write of it slower (BENCHMARKS.md (c)).
-  description: "What to do next, naming the tool and its arguments, such as: Call claude_wait again with job_id \"<id>\" to keep waiting. Absent when nothing is left to do.",
+  // ASCII (and Latin-1) only in what tools/list sends: one character beyond Latin-1 makes V8 hold the whole
+  // listing as UTF-16, and every write of it slower (BENCHMARKS.md (c)).
+  description:
+    'What to do next, naming the tool and its arguments, such as: Call claude_wait again with job_id "<id>" to keep ' +
+    "waiting. Absent when nothing is left to do.",
 } as const;
 
 /** Requests waiting for an answer (§18), as the job report and claude_respond name them. */
@@ -33,7 +45,10 @@ const PENDING_APPROVALS = {
     properties: {
       request_id: { type: "string" },
       tool_name: { type: "string", description: "The tool the agent wants to use, such as Bash or Write." },
-      preview: { type: "string", description: "One line of what it would do; claude_output view \"approvals\" has the whole input." },
+      preview: {
+        type: "string",
+        description: 'One line of what it would do; claude_output view "approvals" has the whole input.',
+      },
       waited_s: { type: "integer" },
       expires_in_s: { type: "integer", description: "Seconds until it is denied unanswered." },
     },
@@ -46,22 +61,36 @@ const PENDING_TOTAL = {
   type: "integer",
   description:
     "How many permission requests wait, when pending_approvals lists only the first 5: " +
-    "claude_output view \"approvals\" has them all.",
+    'claude_output view "approvals" has them all.',
 } as const;
 
 /** A job's worktree and what it changed (§19). */
 const WORKTREE_REPORT = {
   type: "object",
-  description: "The job's own git worktree: where, on which branch, from which commit, and what it changed (committed or not).",
+  description:
+    "The job's own git worktree: where, on which branch, from which commit, and what it changed (committed or not).",
   properties: {
     path: { type: "string" },
     branch: { type: "string" },
     base: { type: "string", description: "The commit the worktree was made from." },
     state: { type: "string", enum: ["active", "merged", "discarded"] },
     changed_files: { type: "array", items: { type: "string" } },
-    commits: { type: "array", items: { type: "object", properties: { sha: { type: "string" }, subject: { type: "string" } }, required: ["sha", "subject"] } },
-    uncommitted: { type: "boolean", description: "Some changes are not committed in the worktree (a merge commits them first)." },
-    left_behind: { type: "boolean", description: "The user's checkout had uncommitted changes, which the worktree does not have." },
+    commits: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: { sha: { type: "string" }, subject: { type: "string" } },
+        required: ["sha", "subject"],
+      },
+    },
+    uncommitted: {
+      type: "boolean",
+      description: "Some changes are not committed in the worktree (a merge commits them first).",
+    },
+    left_behind: {
+      type: "boolean",
+      description: "The user's checkout had uncommitted changes, which the worktree does not have.",
+    },
   },
   required: ["path", "branch", "base", "state"],
 } as const;
@@ -74,7 +103,9 @@ export const JOB_REPORT_SCHEMA = {
       type: "string",
       enum: [...JOB_STATUSES],
       description:
-        "queued, running, input_required (running, and waiting for a permission answer: see pending_approvals), completed, failed, killed or lost (its agent ended without a result while a restart was under way) describe the job; error means this call itself failed.",
+        "queued, running, input_required (running, and waiting for a permission answer: see pending_approvals), " +
+        "completed, failed, killed or lost (its agent ended without a result while a restart was under way) " +
+        "describe the job; error means this call itself failed.",
     },
     pending_approvals: PENDING_APPROVALS,
     pending_total: PENDING_TOTAL,
@@ -82,14 +113,23 @@ export const JOB_REPORT_SCHEMA = {
     queue_position: { type: "integer", description: "While queued: 1 for the next job to start." },
     job_id: { type: "string" },
     session_id: { type: "string", description: "Pass as session_id to continue this conversation." },
-    result: { type: "string", description: "Claude Code's final answer, cut at the inline limit when truncated is true." },
-    truncated: { type: "boolean", description: "The result was longer than the inline limit: page the rest with claude_output." },
+    result: {
+      type: "string",
+      description: "Claude Code's final answer, cut at the inline limit when truncated is true.",
+    },
+    truncated: {
+      type: "boolean",
+      description: "The result was longer than the inline limit: page the rest with claude_output.",
+    },
     result_chars: { type: "integer", description: "Length of the whole result, when truncated." },
     cost_usd: { type: "number" },
     num_turns: { type: "integer", description: "Model turns: so far while running, in all once finished." },
     duration_ms: { type: "integer", description: "Agent-reported run time." },
     elapsed_s: { type: "integer", description: "Seconds since the job started, frozen when it finished." },
-    last_activity: { type: "string", description: "While running: the latest tool call or text, such as \"Edit · src/app.ts\"." },
+    last_activity: {
+      type: "string",
+      description: 'While running: the latest tool call or text, such as "Edit · src/app.ts".',
+    },
     recent_text: { type: "string", description: "While running: the tail of the agent's latest text." },
     already_finished: { type: "boolean", description: "claude_kill only: the job had finished before the kill." },
     permission_denials: {
@@ -117,14 +157,23 @@ export const LIST_SCHEMA = {
           job_id: { type: "string" },
           kind: { type: "string", enum: ["run", "start"] },
           agent: { type: "string", description: "The coding agent that runs it: claude, codex or gemini." },
-          host: { type: "string", description: "The other machine it runs on, as the operator named it; absent for this machine." },
+          host: {
+            type: "string",
+            description: "The other machine it runs on, as the operator named it; absent for this machine.",
+          },
           status: { type: "string", enum: [...LIST_STATUSES] },
           cwd: { type: "string", description: "Cut in its middle only when its job alone would not fit in a page." },
           elapsed_s: { type: "integer" },
           num_turns: { type: "integer" },
           prompt_preview: { type: "string" },
-          session_id: { type: "string", description: "Pass to claude_run or claude_start to continue this conversation." },
-          other_server: { type: "boolean", description: "Started by another live server on the same state directory, which follows it." },
+          session_id: {
+            type: "string",
+            description: "Pass to claude_run or claude_start to continue this conversation.",
+          },
+          other_server: {
+            type: "boolean",
+            description: "Started by another live server on the same state directory, which follows it.",
+          },
         },
         required: ["job_id", "kind", "status", "cwd", "elapsed_s", "num_turns", "prompt_preview"],
       },
@@ -140,14 +189,21 @@ export const LIST_SCHEMA = {
 export const OUTPUT_PAGE_SCHEMA = {
   type: "object",
   properties: {
-    status: { type: "string", enum: [...JOB_STATUSES], description: "The job's status, or error when this call failed." },
+    status: {
+      type: "string",
+      enum: [...JOB_STATUSES],
+      description: "The job's status, or error when this call failed.",
+    },
     job_id: { type: "string" },
     view: { type: "string", enum: [...OUTPUT_VIEWS] },
     offset: { type: "integer", description: "Offset of the first character returned." },
     text: { type: "string" },
     total_chars: { type: "integer", description: "Length of the whole result or transcript so far." },
     next_offset: { type: "integer", description: "Pass as offset to read on; absent at the end." },
-    dropped_chars: { type: "integer", description: "Transcript only: characters dropped from its start to respect the size limit." },
+    dropped_chars: {
+      type: "integer",
+      description: "Transcript only: characters dropped from its start to respect the size limit.",
+    },
     error: ERROR_SCHEMA,
     next: NEXT,
   },
@@ -185,11 +241,25 @@ export const WORKTREE_SCHEMA = {
     next_offset: { type: "integer", description: "diff: pass as offset to read on; absent at the end." },
     into: { type: "string", description: "merge: the branch the changes went into." },
     commit: { type: "string", description: "merge: the repository's HEAD after the merge." },
-    branch: { type: "string", description: "merge: the job's branch, kept until the job is pruned; its worktree is removed." },
+    branch: {
+      type: "string",
+      description: "merge: the job's branch, kept until the job is pruned; its worktree is removed.",
+    },
     reason: { type: "string", description: "not_merged: why nothing changed." },
-    conflicts: { type: "array", items: { type: "string" }, description: "not_merged: the first 20 files that would conflict, or that are not clean." },
-    conflicts_total: { type: "integer", description: "not_merged: how many in all, when conflicts lists only the first 20." },
-    operations: { type: "array", items: { type: "string" }, description: "merge: the git commands that ran, in order." },
+    conflicts: {
+      type: "array",
+      items: { type: "string" },
+      description: "not_merged: the first 20 files that would conflict, or that are not clean.",
+    },
+    conflicts_total: {
+      type: "integer",
+      description: "not_merged: how many in all, when conflicts lists only the first 20.",
+    },
+    operations: {
+      type: "array",
+      items: { type: "string" },
+      description: "merge: the git commands that ran, in order.",
+    },
     error: ERROR_SCHEMA,
     next: NEXT,
   },
@@ -206,14 +276,24 @@ export const SESSIONS_SCHEMA = {
       items: {
         type: "object",
         properties: {
-          session_id: { type: "string", description: "Pass as session_id to claude_run or claude_start, with the same cwd, to continue it." },
+          session_id: {
+            type: "string",
+            description: "Pass as session_id to claude_run or claude_start, with the same cwd, to continue it.",
+          },
           started_at: { type: "string", description: "ISO 8601." },
           last_active_at: { type: "string", description: "ISO 8601." },
           first_prompt: { type: "string" },
           prompts: { type: "integer", description: "Prompts given in the session (not model turns)." },
-          prompts_exact: { type: "boolean", description: "false: at least this many (only the ends of a long session are read)." },
+          prompts_exact: {
+            type: "boolean",
+            description: "false: at least this many (only the ends of a long session are read).",
+          },
           worktree: { type: "string", description: "The job worktree the session ran in, when it was one." },
-          job_ids: { type: "array", items: { type: "string" }, description: "Jobs of this server's state directory that ran in this session." },
+          job_ids: {
+            type: "array",
+            items: { type: "string" },
+            description: "Jobs of this server's state directory that ran in this session.",
+          },
         },
         required: ["session_id", "started_at", "last_active_at", "first_prompt", "prompts", "prompts_exact", "job_ids"],
       },
@@ -223,4 +303,3 @@ export const SESSIONS_SCHEMA = {
   },
   required: ["status"],
 } as const;
-

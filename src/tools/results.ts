@@ -9,7 +9,14 @@ import type { WorktreeChanges } from "../agent/worktree.js";
 import { formatError, type DispatchError, type ErrorCode } from "../core/errors.js";
 import { KILL_REASON_TEXT, shownStatus, type Job } from "../jobs/registry.js";
 import { isJobId } from "../store/records.js";
-import { approvalsText, pendingLines, pendingReport, respondHint, unaskedHint, type PendingApproval } from "./approval-results.js";
+import {
+  approvalsText,
+  pendingLines,
+  pendingReport,
+  respondHint,
+  unaskedHint,
+  type PendingApproval,
+} from "./approval-results.js";
 import type { ReportStatus } from "./definitions.js";
 import { toolResult, withNext, type CallToolResult as ToolResult } from "./tool-result.js";
 import { worktreeHint, worktreeReport, worktreeText, type WorktreeReport } from "./worktree-results.js";
@@ -18,7 +25,14 @@ import { worktreeHint, worktreeReport, worktreeText, type WorktreeReport } from 
 export type CallToolResult<Structured = Report> = ToolResult<Structured>;
 export type { PendingApproval } from "./approval-results.js";
 export { renderResponded } from "./approval-results.js";
-export { renderDiscarded, renderMerge, renderWorktreeDiff, worktreeReport, type WorktreeReport, type WorktreeResult } from "./worktree-results.js";
+export {
+  renderDiscarded,
+  renderMerge,
+  renderWorktreeDiff,
+  worktreeReport,
+  type WorktreeReport,
+  type WorktreeResult,
+} from "./worktree-results.js";
 export { renderSessions, type ListedSession } from "./session-results.js";
 
 export interface Report {
@@ -103,7 +117,8 @@ export function jobReport(job: Job, now: number, maxResultChars = Number.POSITIV
     report.result_chars = head.chars;
     report.truncated = true;
   }
-  if (!outcome.ok && (job.status === "failed" || job.status === "lost")) report.error = { code: outcome.code, detail: outcome.detail };
+  if (!outcome.ok && (job.status === "failed" || job.status === "lost"))
+    report.error = { code: outcome.code, detail: outcome.detail };
   return report;
 }
 
@@ -121,7 +136,6 @@ function denialsText(report: Report): string {
   return `\nPermission was denied for: ${names}. Those actions did not happen.`;
 }
 
-
 /*
  * Next steps. Each sentence is both the report's `next` and, where the text gives
  * that hint, part of the text, so the two cannot drift apart.
@@ -132,7 +146,10 @@ function waitHint(jobId: string, stopVerb: "drop" | "stop"): string {
 }
 
 function collectHint(jobId: string): string {
-  return `Call claude_wait with job_id "${jobId}" to collect the result (each call waits up to 30s by default, 60s at most).`;
+  return (
+    `Call claude_wait with job_id "${jobId}" to collect the result (each call waits up to 30s by default, ` +
+    `60s at most).`
+  );
 }
 
 function readOnHint(jobId: string, offset: number, view: OutputPage["view"] = "result"): string {
@@ -148,20 +165,27 @@ function truncationHint(report: Report, jobId: string): string | undefined {
 function failedJobHint(report: Report, job: Job): string {
   const code = report.error?.code;
   if (code === "SESSION_NOT_FOUND") {
-    return "Call claude_run or claude_start again with the same prompt and cwd but without session_id: Claude Code does not know that session in this cwd.";
+    return (
+      "Call claude_run or claude_start again with the same prompt and cwd but without session_id: Claude Code " +
+      "does not know that session in this cwd."
+    );
   }
   // Nothing ran, so there is no transcript to read.
-  if (code === "SPAWN_FAILED") return "Retrying fails the same way until Claude Code can be started here: tell the user what error.detail says.";
+  if (code === "SPAWN_FAILED")
+    return "Retrying fails the same way until Claude Code can be started here: tell the user what error.detail says.";
   const look = `Call claude_output with job_id "${job.id}" and view "transcript" to see what the agent did.`;
   // A killed or timed-out agent printed no result, but its session was seen while it ran, and can be resumed.
   const sessionId = report.session_id ?? job.live().sessionId;
-  const resume = sessionId ? `session_id "${sessionId}", the same cwd and a prompt saying what is left` : "the same prompt and cwd";
+  const resume = sessionId
+    ? `session_id "${sessionId}", the same cwd and a prompt saying what is left`
+    : "the same prompt and cwd";
   if (code === "TIMEOUT") return `${look} To go on, call claude_start (it has no timeout) with ${resume}.`;
   return sessionId ? `${look} To go on from where it stopped, call claude_start with ${resume}.` : look;
 }
 
 const FAILURE_HINTS: Partial<Record<ErrorCode, string>> = {
-  POLICY_DENIED: "Nothing was started. Change or leave out what error.detail says the operator's policy refuses, then call again.",
+  POLICY_DENIED:
+    "Nothing was started. Change or leave out what error.detail says the operator's policy refuses, then call again.",
   JOB_NOT_FOUND: "Call claude_list (no arguments) to see the job_id of every job this server knows.",
   SHUTTING_DOWN: "Nothing was started. Call the same tool again in a moment, once the server has restarted.",
   DEPTH_LIMIT: "Do not retry: dispatch is off here. Do the task without claude-dispatch's tools.",
@@ -170,9 +194,13 @@ const FAILURE_HINTS: Partial<Record<ErrorCode, string>> = {
 function failureHint(error: DispatchError): string | undefined {
   if (error.code !== "INVALID_ARGUMENT") return FAILURE_HINTS[error.code];
   // Validation messages start with the argument's name in quotes ("hold_ms" must be …), or say it is unknown.
-  if (error.message.startsWith("unknown argument")) return "Call the same tool again without the unknown argument; error.detail lists the ones it takes.";
+  if (error.message.startsWith("unknown argument"))
+    return "Call the same tool again without the unknown argument; error.detail lists the ones it takes.";
   const argument = /^"([a-z_]{1,40})"/.exec(error.message)?.[1];
-  return `Fix ${argument ? `"${argument}"` : "the argument error.detail names"} as error.detail says, then call the same tool again.`;
+  return (
+    `Fix ${argument ? `"${argument}"` : "the argument error.detail names"} as error.detail says, then call the ` +
+    `same tool again.`
+  );
 }
 
 function truncationText(report: Report, jobId: string): string {
@@ -190,16 +218,22 @@ export interface RenderOptions {
 }
 
 /** The report for claude_wait and claude_run. */
-export function renderJob(job: Job, now: number, { forRun = false, maxResultChars, worktreeChanges }: RenderOptions = {}): CallToolResult {
+export function renderJob(
+  job: Job,
+  now: number,
+  { forRun = false, maxResultChars, worktreeChanges }: RenderOptions = {},
+): CallToolResult {
   const report = jobReport(job, now, maxResultChars);
   if (job.worktree) report.worktree = worktreeReport(job.worktree, worktreeChanges);
-  const changesHint = report.worktree?.state === "active" && report.worktree.changed_files?.length ? worktreeHint(job.id) : undefined;
+  const changesHint =
+    report.worktree?.state === "active" && report.worktree.changed_files?.length ? worktreeHint(job.id) : undefined;
   const seconds = report.elapsed_s ?? 0;
   switch (job.status) {
     case "queued": {
       const next = waitHint(job.id, "drop");
       return toolResult(
-        `Job ${job.id} is queued (position ${report.queue_position ?? "?"}, ${seconds}s so far): it starts when a running agent finishes. ${next}`,
+        `Job ${job.id} is queued (position ${report.queue_position ?? "?"}, ${seconds}s so far): it starts when a ` +
+          `running agent finishes. ${next}`,
         withNext(report, next),
         false,
       );
@@ -209,18 +243,28 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
       if (pending?.length) {
         const next = respondHint(job, pending, report.pending_total);
         const lines = pendingLines(pending, report.pending_total);
-        return toolResult(`Job ${job.id} waits for permission (input_required, ${seconds}s so far):\n${lines}\n${next}`, withNext(report, next), false);
+        return toolResult(
+          `Job ${job.id} waits for permission (input_required, ${seconds}s so far):\n${lines}\n${next}`,
+          withNext(report, next),
+          false,
+        );
       }
       const recent = report.recent_text ? `\nLatest text: ${report.recent_text}` : "";
       const next = waitHint(job.id, "stop");
-      return toolResult(`Job ${job.id} is still running (${report.last_activity ?? `${seconds}s`}). ${next}${recent}`, withNext(report, next), false);
+      return toolResult(
+        `Job ${job.id} is still running (${report.last_activity ?? `${seconds}s`}). ${next}${recent}`,
+        withNext(report, next),
+        false,
+      );
     }
     case "completed": {
       const line = facts(report);
       const resumeHint = report.session_id ? " Pass session_id to continue this conversation." : "";
       const unasked = unaskedHint(job);
       return toolResult(
-        `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}${unasked ? `\n${unasked}` : ""}${worktreeText(report.worktree, job.id)}\n\n${report.result ?? ""}${truncationText(report, job.id)}`,
+        `Job ${job.id} completed in ${seconds}s${line ? ` · ${line}` : ""}.${resumeHint}${denialsText(report)}` +
+          (unasked ? `\n${unasked}` : "") +
+          `${worktreeText(report.worktree, job.id)}\n\n${report.result ?? ""}${truncationText(report, job.id)}`,
         withNext(report, truncationHint(report, job.id), unasked, changesHint),
         false,
       );
@@ -230,30 +274,50 @@ export function renderJob(job: Job, now: number, { forRun = false, maxResultChar
       const error = report.error ?? { code: "INTERNAL_ERROR" as const, detail: "failed without a reason" };
       const line = facts(report);
       return toolResult(
-        `${formatError(error.code, error.detail)}\n(job ${job.id}, after ${seconds}s${line ? ` · ${line}` : ""})${denialsText(report)}${worktreeText(report.worktree, job.id)}${truncationText(report, job.id)}`,
+        `${formatError(error.code, error.detail)}\n(job ${job.id}, after ${seconds}s${line ? ` · ${line}` : ""})` +
+          `${denialsText(report)}${worktreeText(report.worktree, job.id)}${truncationText(report, job.id)}`,
         withNext(report, truncationHint(report, job.id), failedJobHint(report, job), changesHint),
         true,
       );
     }
     case "killed": {
       const why = job.killReason ? KILL_REASON_TEXT[job.killReason] : "";
-      const text = `Job ${job.id} was killed ${why} after ${seconds}s.${worktreeText(report.worktree, job.id)}${truncationText(report, job.id)}`;
+      const text =
+        `Job ${job.id} was killed ${why} after ` +
+        `${seconds}s.${worktreeText(report.worktree, job.id)}${truncationText(report, job.id)}`;
       if (!forRun) return toolResult(text, withNext(report, truncationHint(report, job.id)), false);
       report.error = { code: "KILLED", detail: text };
-      return toolResult(formatError("KILLED", text), withNext(report, truncationHint(report, job.id), failedJobHint(report, job)), true);
+      return toolResult(
+        formatError("KILLED", text),
+        withNext(report, truncationHint(report, job.id), failedJobHint(report, job)),
+        true,
+      );
     }
   }
 }
 
 export function renderStarted(job: Job, now: number): CallToolResult {
-  const queued = job.status === "queued" ? `Queued job ${job.id} at position ${job.queuePosition() ?? "?"}: it starts when a running agent finishes. ` : `Started job ${job.id}. `;
+  const queued =
+    job.status === "queued"
+      ? `Queued job ${job.id} at position ${job.queuePosition() ?? "?"}: it starts when a running agent finishes. `
+      : `Started job ${job.id}. `;
   const report = jobReport(job, now);
   if (job.worktree) report.worktree = worktreeReport(job.worktree);
   const next = collectHint(job.id);
-  return toolResult(`${queued}${worktreeText(report.worktree, job.id).trim()}${report.worktree ? " " : ""}${next}`, withNext(report, next), false);
+  return toolResult(
+    `${queued}${worktreeText(report.worktree, job.id).trim()}${report.worktree ? " " : ""}${next}`,
+    withNext(report, next),
+    false,
+  );
 }
 
-export function renderKill(job: Job, now: number, killed: boolean, survivors: readonly number[], maxResultChars?: number): CallToolResult {
+export function renderKill(
+  job: Job,
+  now: number,
+  killed: boolean,
+  survivors: readonly number[],
+  maxResultChars?: number,
+): CallToolResult {
   const report = jobReport(job, now, maxResultChars);
   // The kill is done either way; what may be left to do is read the rest of a long result.
   withNext(report, truncationHint(report, job.id));
@@ -269,10 +333,18 @@ export function renderKill(job: Job, now: number, killed: boolean, survivors: re
   if (job.status !== "killed") {
     // Another stop (its timeout) got there first; the tree is gone all the same.
     const why = report.error ? ` (${report.error.code})` : "";
-    return toolResult(`Job ${job.id} ended as ${job.status}${why} while being killed; its whole process tree is gone.`, report, false);
+    return toolResult(
+      `Job ${job.id} ended as ${job.status}${why} while being killed; its whole process tree is gone.`,
+      report,
+      false,
+    );
   }
   if (!job.launched) return toolResult(`Removed job ${job.id} from the queue; it never started.`, report, false);
-  return toolResult(`Killed job ${job.id} after ${report.elapsed_s ?? 0}s; its whole process tree is gone.`, report, false);
+  return toolResult(
+    `Killed job ${job.id} after ${report.elapsed_s ?? 0}s; its whole process tree is gone.`,
+    report,
+    false,
+  );
 }
 
 export function renderFailure(error: DispatchError, jobId?: string): CallToolResult {
@@ -296,7 +368,12 @@ export interface OutputPage {
 }
 
 /** One page of a job's result or transcript (§5.7). Offsets count UTF-16 characters, as JavaScript strings do. */
-export function renderOutputPage(job: Job, view: OutputPage["view"], offset: number, limit: number): CallToolResult<OutputPage> {
+export function renderOutputPage(
+  job: Job,
+  view: OutputPage["view"],
+  offset: number,
+  limit: number,
+): CallToolResult<OutputPage> {
   let page: OutputPage;
   let note = "";
   const status = shownStatus(job);
@@ -311,7 +388,10 @@ export function renderOutputPage(job: Job, view: OutputPage["view"], offset: num
     const slice = job.transcript.page(offset, limit);
     page = { status, job_id: job.id, view, offset: slice.offset, text: slice.text, total_chars: slice.end };
     if (slice.start > 0) page.dropped_chars = slice.start;
-    if (offset < slice.start) note = `[The first ${slice.start} characters were dropped to keep the transcript small; starting at ${slice.start}.]\n`;
+    if (offset < slice.start)
+      note =
+        `[The first ${slice.start} characters were dropped to keep the transcript small; starting at ` +
+        `${slice.start}.]\n`;
     if (slice.offset + slice.text.length < slice.end) page.next_offset = slice.offset + slice.text.length;
   } else {
     const whole = job.resultText() ?? "";
@@ -319,16 +399,19 @@ export function renderOutputPage(job: Job, view: OutputPage["view"], offset: num
     const text = whole.slice(from, from + limit);
     page = { status, job_id: job.id, view, offset: from, text, total_chars: whole.length };
     if (from + text.length < whole.length) page.next_offset = from + text.length;
-    if (job.status === "running") note = `[Job ${job.id} is still running and has no result yet; view "transcript" shows what it has done.]\n`;
+    if (job.status === "running")
+      note = `[Job ${job.id} is still running and has no result yet; view "transcript" shows what it has done.]\n`;
   }
   const readOn = page.next_offset === undefined ? undefined : readOnHint(job.id, page.next_offset, view);
   const noResultYet =
     view === "result" && (job.status === "queued" || job.status === "running")
-      ? `It has no result yet: call claude_wait with job_id "${job.id}" to wait for it, or claude_output with job_id "${job.id}" and view "transcript" to see what it has done so far.`
+      ? `It has no result yet: call claude_wait with job_id "${job.id}" to wait for it, or claude_output with job_id ` +
+        `"${job.id}" and view "transcript" to see what it has done so far.`
       : undefined;
   withNext(page, readOn ?? noResultYet);
   const more = readOn === undefined ? "[End.]" : `[${readOn}]`;
-  const header = `${view} of job ${job.id} (${status}), characters ${page.offset}–${page.offset + page.text.length} of ${page.total_chars}:\n`;
+  const header =
+    `${view} of job ${job.id} (${status}), characters ${page.offset}–${page.offset + page.text.length} ` +
+    `of ${page.total_chars}:\n`;
   return toolResult(`${note}${header}${page.text}\n${more}`, page, false);
 }
-

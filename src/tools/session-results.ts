@@ -48,7 +48,8 @@ export async function findSessions<Session extends AgentSession>(
   );
   const inDir = (await list(dir, limit)).map((session): { session: Session; worktree?: string } => ({ session }));
   const oldestFirst = [...jobs].sort((a, b) => a.submittedAt - b.submittedAt);
-  const jobsOf = (sessionId: string): string[] => oldestFirst.filter((job) => job.sessionIds.includes(sessionId)).map((job) => job.id);
+  const jobsOf = (sessionId: string): string[] =>
+    oldestFirst.filter((job) => job.sessionIds.includes(sessionId)).map((job) => job.id);
   return [...inDir, ...inWorktrees.flat()]
     .sort((a, b) => b.session.last_active_at - a.session.last_active_at)
     .slice(0, limit)
@@ -72,16 +73,32 @@ export interface ListedSession {
 }
 
 /** claude_sessions (§20): newest first, each with the jobs that used it and how to go on from it. */
-export function renderSessions(cwd: string, sessions: readonly ListedSession[]): CallToolResult<{ status: "listed"; cwd: string; sessions: ListedSession[]; next?: string }> {
+export function renderSessions(
+  cwd: string,
+  sessions: readonly ListedSession[],
+): CallToolResult<{ status: "listed"; cwd: string; sessions: ListedSession[]; next?: string }> {
   const lines = sessions.map(
     (session) =>
-      `${session.session_id}  last active ${session.last_active_at}  ${session.prompts}${session.prompts_exact ? "" : "+"} prompt${session.prompts === 1 && session.prompts_exact ? "" : "s"}  "${session.first_prompt}"` +
-      `${session.worktree ? `  (worktree ${session.worktree})` : ""}${session.job_ids.length ? `  jobs ${session.job_ids.join(", ")}` : ""}`,
+      `${session.session_id}  last active ${session.last_active_at}  ` +
+      `${session.prompts}${session.prompts_exact ? "" : "+"} ` +
+      `prompt${session.prompts === 1 && session.prompts_exact ? "" : "s"}  "${session.first_prompt}"` +
+      (session.worktree ? `  (worktree ${session.worktree})` : "") +
+      (session.job_ids.length ? `  jobs ${session.job_ids.join(", ")}` : ""),
   );
-  const report: { status: "listed"; cwd: string; sessions: ListedSession[]; next?: string } = { status: "listed", cwd, sessions: [...sessions] };
+  const report: { status: "listed"; cwd: string; sessions: ListedSession[]; next?: string } = {
+    status: "listed",
+    cwd,
+    sessions: [...sessions],
+  };
   const first = sessions[0];
-  const next = first ? `To continue one, call claude_start with cwd "${cwd}" and its session_id, such as "${first.session_id}".` : undefined;
+  const next = first
+    ? `To continue one, call claude_start with cwd "${cwd}" and its session_id, such as "${first.session_id}".`
+    : undefined;
   withNext(report, next);
-  const text = sessions.length === 0 ? `No Claude Code sessions of ${cwd}.` : `${sessions.length} Claude Code session${sessions.length === 1 ? "" : "s"} of ${cwd}, most recently active first:\n${lines.join("\n")}\n${next ?? ""}`;
+  const text =
+    sessions.length === 0
+      ? `No Claude Code sessions of ${cwd}.`
+      : `${sessions.length} Claude Code session${sessions.length === 1 ? "" : "s"} of ${cwd}, most recently active ` +
+        `first:\n${lines.join("\n")}\n${next ?? ""}`;
   return toolResult(text, report, false);
 }

@@ -10,13 +10,19 @@ export interface CallToolResult<Structured = unknown> {
 }
 
 export function toolResult<Structured>(text: string, report: Structured, isError: boolean): CallToolResult<Structured> {
-  return { content: [{ type: "text", text }], structuredContent: report, ...(isError ? { isError: true as const } : {}) };
+  return {
+    content: [{ type: "text", text }],
+    structuredContent: report,
+    ...(isError ? { isError: true as const } : {}),
+  };
 }
 
 /** Sets `next` from the hints that apply, in order; none leaves it absent. */
-export function withNext<Structured extends { next?: string }>(report: Structured, ...hints: Array<string | undefined>): Structured {
+export function withNext<Structured extends { next?: string }>(
+  report: Structured,
+  ...hints: Array<string | undefined>
+): Structured {
   const next = hints.filter((hint) => hint !== undefined).join(" ");
   if (next) report.next = next;
   return report;
 }
-

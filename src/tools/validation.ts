@@ -4,7 +4,13 @@
  * error, never a silently ignored value; what the operator allows is the
  * policy's to decide afterwards (§5.6).
  */
-import { DEFAULT_AGENT, OPTION_ARGUMENTS, type AgentOffer, type AgentOptions, type HostOffer } from "../agent/options.js";
+import {
+  DEFAULT_AGENT,
+  OPTION_ARGUMENTS,
+  type AgentOffer,
+  type AgentOptions,
+  type HostOffer,
+} from "../agent/options.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { LISTED, LIST_STATUSES, decodeCursor, type ListInput, type ListStatus } from "./list-cursor.js";
 
@@ -84,7 +90,9 @@ export interface OutputInput {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-/** Aliases (sonnet), full ids (claude-opus-4-8[1m]) and provider ids (us.anthropic.…:0, arn:…/…). Never a leading dash. */
+/**
+ * Aliases (sonnet), full ids (claude-opus-4-8[1m]) and provider ids (us.anthropic.…:0, arn:…/…). Never a leading dash.
+ */
 export const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@[\]-]{0,199}$/;
 /** Tool rules such as Bash(git log:*), Edit, mcp__server__tool: printable, one line, never a leading dash. */
 const TOOL_RULE = /^(?![\s-])[^\x00-\x1f\x7f-\x9f]+$/;
@@ -94,7 +102,11 @@ function invalid(detail: string): DispatchError {
 }
 
 /** `shown`: the arguments the message lists, when some accepted ones are not offered here (agent, host). */
-function checkKnown(args: Record<string, unknown>, allowed: readonly string[], shown: readonly string[] = allowed): void {
+function checkKnown(
+  args: Record<string, unknown>,
+  allowed: readonly string[],
+  shown: readonly string[] = allowed,
+): void {
   for (const key of Object.keys(args)) {
     if (!allowed.includes(key)) throw invalid(`unknown argument ${quoted(key)}; expected only ${shown.join(", ")}`);
   }
@@ -105,9 +117,14 @@ function required(args: Record<string, unknown>, key: string): void {
   if (!present(args, key)) throw invalid(`${quoted(key)} is required`);
 }
 
-/** run's and start's arguments: agent and host are accepted always, and listed only where this server offers a choice. */
+/**
+ * run's and start's arguments: agent and host are accepted always, and listed only where this server offers a choice.
+ */
 function checkRunArguments(args: Record<string, unknown>, settings: ToolSettings, own: readonly string[]): void {
-  const choices = [...(settings.agents.length > 1 ? ["agent"] : []), ...((settings.hosts ?? []).length > 0 ? ["host"] : [])];
+  const choices = [
+    ...(settings.agents.length > 1 ? ["agent"] : []),
+    ...((settings.hosts ?? []).length > 0 ? ["host"] : []),
+  ];
   const named = ["prompt", "cwd", "session_id", ...own, ...AGENT_OPTION_NAMES, "worktree"];
   checkKnown(args, [...named, "agent", "host"], [...named, ...choices]);
 }
@@ -148,11 +165,18 @@ function optionalSessionId(args: Record<string, unknown>): string | undefined {
 function requireJobId(args: Record<string, unknown>): string {
   required(args, "job_id");
   const value = args.job_id;
-  if (typeof value !== "string" || value.trim() === "") throw invalid(`"job_id" must be a non-empty string, got ${preview(value)}`);
+  if (typeof value !== "string" || value.trim() === "")
+    throw invalid(`"job_id" must be a non-empty string, got ${preview(value)}`);
   return value;
 }
 
-function integerIn(args: Record<string, unknown>, key: string, min: number, max: number, unit = "number of milliseconds"): number {
+function integerIn(
+  args: Record<string, unknown>,
+  key: string,
+  min: number,
+  max: number,
+  unit = "number of milliseconds",
+): number {
   const value = args[key];
   if (typeof value !== "number" || !Number.isInteger(value)) {
     throw invalid(`"${key}" must be an integer ${unit}, got ${preview(value)}`);
@@ -189,11 +213,17 @@ function toolRules(args: Record<string, unknown>, key: string): string[] | undef
   if (!present(args, key)) return undefined;
   const value = args[key];
   if (!Array.isArray(value) || value.length === 0 || value.length > LIMITS.maxToolRules) {
-    throw invalid(`"${key}" must be a non-empty array of at most ${LIMITS.maxToolRules} tool rules such as "Edit" or "Bash(git log:*)"`);
+    throw invalid(
+      `"${key}" must be a non-empty array of at most ${LIMITS.maxToolRules} tool rules such as "Edit" or ` +
+        `"Bash(git log:*)"`,
+    );
   }
   return value.map((rule, index) => {
     if (typeof rule !== "string" || !TOOL_RULE.test(rule) || rule.length > LIMITS.maxToolRuleChars) {
-      throw invalid(`"${key}"[${index}] must be a tool rule such as "Edit" or "Bash(git log:*)" (one line, no leading dash or space), got ${preview(rule)}`);
+      throw invalid(
+        `"${key}"[${index}] must be a tool rule such as "Edit" or "Bash(git log:*)" (one line, no leading dash or ` +
+          `space), got ${preview(rule)}`,
+      );
     }
     return rule;
   });
@@ -219,7 +249,11 @@ function parseAgent(args: Record<string, unknown>, settings: ToolSettings): Agen
   const fallback = agents.find((agent) => agent.name === DEFAULT_AGENT) ?? agents[0];
   if (!present(args, "agent") && fallback) return fallback;
   const found = agents.find((agent) => agent.name === args.agent);
-  if (!found) throw invalid(`"agent" must be one of the agents this server offers: ${agents.map((agent) => agent.name).join(", ")}; got ${preview(args.agent)}`);
+  if (!found)
+    throw invalid(
+      `"agent" must be one of the agents this server offers: ${agents.map((agent) => agent.name).join(", ")}; got ` +
+        `${preview(args.agent)}`,
+    );
   return found;
 }
 
@@ -229,7 +263,10 @@ function checkSupported(options: AgentOptions, agent: AgentOffer): void {
   if (problem) throw invalid(`${problem} (agent "${agent.name}")`);
   for (const key of Object.keys(options) as (keyof AgentOptions)[]) {
     if (!agent.supportedOptions.includes(key)) {
-      throw invalid(`"${OPTION_ARGUMENTS[key]}" is not an option of agent "${agent.name}" (it takes: ${agent.supportedOptions.map((option) => OPTION_ARGUMENTS[option]).join(", ") || "none"})`);
+      throw invalid(
+        `"${OPTION_ARGUMENTS[key]}" is not an option of agent "${agent.name}" (it takes: ` +
+          `${agent.supportedOptions.map((option) => OPTION_ARGUMENTS[option]).join(", ") || "none"})`,
+      );
     }
   }
 }
@@ -240,7 +277,9 @@ function parseAgentOptions(args: Record<string, unknown>, agent: AgentOffer): Ag
   if (present(args, "model")) {
     const model = args.model;
     if (typeof model !== "string" || !MODEL_NAME.test(model)) {
-      throw invalid(`"model" must be a model name or alias such as "sonnet" or "claude-sonnet-4-5", got ${preview(model)}`);
+      throw invalid(
+        `"model" must be a model name or alias such as "sonnet" or "claude-sonnet-4-5", got ${preview(model)}`,
+      );
     }
     options.model = model;
   }
@@ -257,18 +296,30 @@ function parseAgentOptions(args: Record<string, unknown>, agent: AgentOffer): Ag
   if (allowed) options.allowedTools = allowed;
   const disallowed = toolRules(args, "disallowed_tools");
   if (disallowed) options.disallowedTools = disallowed;
-  if (present(args, "max_turns")) options.maxTurns = integerIn(args, "max_turns", 1, LIMITS.maxTurns, "number of turns");
+  if (present(args, "max_turns"))
+    options.maxTurns = integerIn(args, "max_turns", 1, LIMITS.maxTurns, "number of turns");
   if (present(args, "max_budget_usd")) {
     const budget = args.max_budget_usd;
     if (typeof budget !== "number" || !Number.isFinite(budget) || budget <= 0 || budget > LIMITS.maxBudgetUsd) {
-      throw invalid(`"max_budget_usd" must be a number of dollars above 0 and at most ${LIMITS.maxBudgetUsd}, got ${preview(budget)}`);
+      throw invalid(
+        `"max_budget_usd" must be a number of dollars above 0 and at most ${LIMITS.maxBudgetUsd}, got ` +
+          `${preview(budget)}`,
+      );
     }
     options.maxBudgetUsd = budget;
   }
   if (present(args, "append_system_prompt")) {
     const text = args.append_system_prompt;
-    if (typeof text !== "string" || text.trim() === "" || text.includes("\0") || text.length > LIMITS.maxSystemPromptChars) {
-      throw invalid(`"append_system_prompt" must be non-empty text of at most ${LIMITS.maxSystemPromptChars} characters without NUL`);
+    if (
+      typeof text !== "string" ||
+      text.trim() === "" ||
+      text.includes("\0") ||
+      text.length > LIMITS.maxSystemPromptChars
+    ) {
+      throw invalid(
+        `"append_system_prompt" must be non-empty text of at most ${LIMITS.maxSystemPromptChars} ` +
+          `characters without NUL`,
+      );
     }
     options.appendSystemPrompt = text;
   }
@@ -282,11 +333,22 @@ export function parseRunInput(args: Record<string, unknown>, settings: ToolSetti
   const prompt = requirePrompt(args);
   const cwd = requireCwd(args);
   const sessionId = optionalSessionId(args);
-  const timeoutMs = present(args, "timeout_ms") ? integerIn(args, "timeout_ms", LIMITS.minTimeoutMs, LIMITS.maxTimeoutMs) : settings.defaultTimeoutMs;
+  const timeoutMs = present(args, "timeout_ms")
+    ? integerIn(args, "timeout_ms", LIMITS.minTimeoutMs, LIMITS.maxTimeoutMs)
+    : settings.defaultTimeoutMs;
   const agent = parseAgent(args, settings);
   const options = parseAgentOptions(args, agent);
   checkSupported(options, agent);
-  return { agent: agent.name, host: parseHost(args, settings, agent.name), prompt, cwd, sessionId, timeoutMs, options, worktree: optionalWorktree(args) };
+  return {
+    agent: agent.name,
+    host: parseHost(args, settings, agent.name),
+    prompt,
+    cwd,
+    sessionId,
+    timeoutMs,
+    options,
+    worktree: optionalWorktree(args),
+  };
 }
 
 export function parseStartInput(args: Record<string, unknown>, settings: ToolSettings): StartInput {
@@ -297,7 +359,15 @@ export function parseStartInput(args: Record<string, unknown>, settings: ToolSet
   const agent = parseAgent(args, settings);
   const options = parseAgentOptions(args, agent);
   checkSupported(options, agent);
-  return { agent: agent.name, host: parseHost(args, settings, agent.name), prompt, cwd, sessionId, options, worktree: optionalWorktree(args) };
+  return {
+    agent: agent.name,
+    host: parseHost(args, settings, agent.name),
+    prompt,
+    cwd,
+    sessionId,
+    options,
+    worktree: optionalWorktree(args),
+  };
 }
 
 /** "host": one the operator named, which runs this agent; absent, this machine (§21). */
@@ -306,17 +376,22 @@ function parseHost(args: Record<string, unknown>, settings: ToolSettings, agent:
   const hosts = settings.hosts ?? [];
   const found = hosts.find((host) => host.name === args.host);
   if (!found) {
-    const names = hosts.length > 0 ? `one of the hosts this server is configured with: ${hosts.map((host) => host.name).join(", ")}` : "absent: this server has no other hosts configured (CLAUDE_DISPATCH_HOSTS)";
+    const names =
+      hosts.length > 0
+        ? `one of the hosts this server is configured with: ${hosts.map((host) => host.name).join(", ")}`
+        : "absent: this server has no other hosts configured (CLAUDE_DISPATCH_HOSTS)";
     throw invalid(`"host" must be ${names}; got ${preview(args.host)}`);
   }
-  if (!found.agents.includes(agent)) throw invalid(`host "${found.name}" does not run agent "${agent}" (it runs: ${found.agents.join(", ")})`);
+  if (!found.agents.includes(agent))
+    throw invalid(`host "${found.name}" does not run agent "${agent}" (it runs: ${found.agents.join(", ")})`);
   return found.name;
 }
 
 /** true: the job runs in a git worktree of its own (§19); absent: the operator's default. */
 function optionalWorktree(args: Record<string, unknown>): boolean | undefined {
   if (!present(args, "worktree")) return undefined;
-  if (typeof args.worktree !== "boolean") throw invalid(`"worktree" must be true or false, got ${preview(args.worktree)}`);
+  if (typeof args.worktree !== "boolean")
+    throw invalid(`"worktree" must be true or false, got ${preview(args.worktree)}`);
   return args.worktree;
 }
 
@@ -341,7 +416,8 @@ export function parseListInput(args: Record<string, unknown>): ListInput {
   const limit = present(args, "limit") ? integerIn(args, "limit", 1, LISTED.max, "number of jobs") : undefined;
   if (!present(args, "cursor")) return { statuses, limit: limit ?? LISTED.default, after: undefined };
   const cursor = typeof args.cursor === "string" ? decodeCursor(args.cursor) : undefined;
-  if (!cursor) throw invalid(`"cursor" must be the next_cursor of an earlier claude_list page, got ${preview(args.cursor)}`);
+  if (!cursor)
+    throw invalid(`"cursor" must be the next_cursor of an earlier claude_list page, got ${preview(args.cursor)}`);
   // The next page keeps the filter and limit of the one before, unless the call names its own (§5.7).
   return { statuses: statuses ?? cursor.statuses, limit: limit ?? cursor.limit, after: cursor.after };
 }
@@ -349,8 +425,14 @@ export function parseListInput(args: Record<string, unknown>): ListInput {
 /** One status or several: models send either. */
 function listStatuses(value: unknown): ListStatus[] {
   const values = typeof value === "string" ? [value] : value;
-  if (!Array.isArray(values) || values.length === 0 || !values.every((status) => (LIST_STATUSES as readonly unknown[]).includes(status))) {
-    throw invalid(`"status" must be one of ${LIST_STATUSES.join(", ")}, or a non-empty array of them, got ${preview(value)}`);
+  if (
+    !Array.isArray(values) ||
+    values.length === 0 ||
+    !values.every((status) => (LIST_STATUSES as readonly unknown[]).includes(status))
+  ) {
+    throw invalid(
+      `"status" must be one of ${LIST_STATUSES.join(", ")}, or a non-empty array of them, got ${preview(value)}`,
+    );
   }
   return [...new Set(values as ListStatus[])];
 }
@@ -360,17 +442,19 @@ export function parseOutputInput(args: Record<string, unknown>, settings: ToolSe
   const jobId = requireJobId(args);
   let view: OutputInput["view"] = "result";
   if (present(args, "view")) {
-    if (!(OUTPUT_VIEWS as readonly unknown[]).includes(args.view)) throw invalid(`"view" must be "result", "transcript" or "approvals", got ${preview(args.view)}`);
+    if (!(OUTPUT_VIEWS as readonly unknown[]).includes(args.view))
+      throw invalid(`"view" must be "result", "transcript" or "approvals", got ${preview(args.view)}`);
     view = args.view as OutputInput["view"];
   }
   return {
     jobId,
     view,
     offset: present(args, "offset") ? integerIn(args, "offset", 0, Number.MAX_SAFE_INTEGER, "number of characters") : 0,
-    limit: present(args, "limit") ? integerIn(args, "limit", 1, settings.maxResultChars, "number of characters") : settings.maxResultChars,
+    limit: present(args, "limit")
+      ? integerIn(args, "limit", 1, settings.maxResultChars, "number of characters")
+      : settings.maxResultChars,
   };
 }
-
 
 export function parseRespondInput(args: Record<string, unknown>): RespondInput {
   checkKnown(args, ["job_id", "request_id", "decision", "message"]);
@@ -382,14 +466,19 @@ export function parseRespondInput(args: Record<string, unknown>): RespondInput {
   if (typeof request !== "string" || !/^[1-9][0-9]{0,8}$/.test(request)) {
     throw invalid(`"request_id" must be the request_id claude_wait reported, such as "1", got ${preview(requestId)}`);
   }
-  // In the order of §5, each argument checked whole before the next: a bad request_id is named before a missing decision.
+  // In the order of §5, each argument checked whole before the next: a bad
+  // request_id is named before a missing decision.
   required(args, "decision");
   const decision = args.decision;
-  if (decision !== "allow" && decision !== "deny") throw invalid(`"decision" must be "allow" or "deny", got ${preview(decision)}`);
+  if (decision !== "allow" && decision !== "deny")
+    throw invalid(`"decision" must be "allow" or "deny", got ${preview(decision)}`);
   let message: string | undefined;
   if (present(args, "message")) {
     if (typeof args.message !== "string" || args.message.length > LIMITS.maxRespondMessageChars) {
-      throw invalid(`"message" must be a string of at most ${LIMITS.maxRespondMessageChars} characters, got ${preview(args.message)}`);
+      throw invalid(
+        `"message" must be a string of at most ${LIMITS.maxRespondMessageChars} characters, got ` +
+          `${preview(args.message)}`,
+      );
     }
     message = args.message.trim() || undefined;
   }
@@ -400,12 +489,15 @@ export function parseWorktreeInput(args: Record<string, unknown>, settings: Tool
   checkKnown(args, ["job_id", "action", "offset", "limit"]);
   const jobId = requireJobId(args);
   required(args, "action");
-  if (!(WORKTREE_ACTIONS as readonly unknown[]).includes(args.action)) throw invalid(`"action" must be "diff", "merge" or "discard", got ${preview(args.action)}`);
+  if (!(WORKTREE_ACTIONS as readonly unknown[]).includes(args.action))
+    throw invalid(`"action" must be "diff", "merge" or "discard", got ${preview(args.action)}`);
   return {
     jobId,
     action: args.action as WorktreeInput["action"],
     offset: present(args, "offset") ? integerIn(args, "offset", 0, Number.MAX_SAFE_INTEGER, "number of characters") : 0,
-    limit: present(args, "limit") ? integerIn(args, "limit", 1, settings.maxResultChars, "number of characters") : settings.maxResultChars,
+    limit: present(args, "limit")
+      ? integerIn(args, "limit", 1, settings.maxResultChars, "number of characters")
+      : settings.maxResultChars,
   };
 }
 
@@ -416,5 +508,10 @@ export interface SessionsInput {
 
 export function parseSessionsInput(args: Record<string, unknown>): SessionsInput {
   checkKnown(args, ["cwd", "limit"]);
-  return { cwd: requireCwd(args), limit: present(args, "limit") ? integerIn(args, "limit", 1, LIMITS.maxSessions, "number of sessions") : LIMITS.defaultSessions };
+  return {
+    cwd: requireCwd(args),
+    limit: present(args, "limit")
+      ? integerIn(args, "limit", 1, LIMITS.maxSessions, "number of sessions")
+      : LIMITS.defaultSessions,
+  };
 }

@@ -81,7 +81,9 @@ export class Carrying {
   /** The other processes present and not known to be gone. */
   async liveOthers(): Promise<Presence[]> {
     const others = this.parts.presence.list().filter(({ presence }) => !sameProcess(presence, this.parts.self));
-    const alive = await Promise.all(others.map(async ({ presence }) => ((await this.parts.isAlive(presence)) !== false ? presence : undefined)));
+    const alive = await Promise.all(
+      others.map(async ({ presence }) => ((await this.parts.isAlive(presence)) !== false ? presence : undefined)),
+    );
     return alive.filter((presence): presence is Presence => presence !== undefined);
   }
 
@@ -126,8 +128,11 @@ export class Carrying {
     const listed = presence.list().filter(({ presence: other }) => !sameProcess(other, this.parts.self));
     const dead: string[] = [];
     for (const { name, presence: other } of listed) if ((await this.parts.isAlive(other)) === false) dead.push(name);
-    const departed = [...this.known.keys()].some((name) => !listed.some((entry) => entry.name === name)) || dead.length > 0;
-    this.known = new Map(listed.filter(({ name }) => !dead.includes(name)).map(({ name, presence: other }) => [name, other]));
+    const departed =
+      [...this.known.keys()].some((name) => !listed.some((entry) => entry.name === name)) || dead.length > 0;
+    this.known = new Map(
+      listed.filter(({ name }) => !dead.includes(name)).map(({ name, presence: other }) => [name, other]),
+    );
     if (departed && this.removeSelf) {
       try {
         const carried = await this.sweep();

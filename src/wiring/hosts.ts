@@ -74,7 +74,9 @@ export function localHost({ machine, config, roots, loaders, logger, processes }
   let self: Promise<ProcessIdentity> | undefined;
   const host: LocalHost = new LocalHost({
     name: HOME_HOST,
-    loadProcesses: processes ?? (() => loadProcessControl(machine, loaders, { clock: systemClock, logger, killGraceMs: config.killGraceMs })),
+    loadProcesses:
+      processes ??
+      (() => loadProcessControl(machine, loaders, { clock: systemClock, logger, killGraceMs: config.killGraceMs })),
     self: () => (self ??= ownIdentity(machine, () => host.processes())),
     roots,
     worktrees: localWorktrees(machine, config, loaders),
@@ -96,10 +98,19 @@ export function localHost({ machine, config, roots, loaders, logger, processes }
 export async function loadProcessControl(
   machine: Machine,
   loaders: Pick<Loaders, "processes">,
-  options: Omit<Parameters<typeof import("../hosts/local/index.js").createProcessControl>[0], "platform" | "newMarker" | "defer">,
+  options: Omit<
+    Parameters<typeof import("../hosts/local/index.js").createProcessControl>[0],
+    "platform" | "newMarker" | "defer"
+  >,
 ): Promise<ProcessControl> {
   const layer = await loaders.processes();
-  const platform = await layer.createLocalPlatform({ platform: machine.platform, pid: machine.pid, env: machine.env, execPath: machine.execPath, kill: machine.kill });
+  const platform = await layer.createLocalPlatform({
+    platform: machine.platform,
+    pid: machine.pid,
+    env: machine.env,
+    execPath: machine.execPath,
+    kill: machine.kill,
+  });
   return layer.createProcessControl({
     ...options,
     platform,

@@ -12,7 +12,14 @@ import type { Host } from "../agent/host.js";
 import { DEFAULT_AGENT } from "../agent/options.js";
 import type { Runtime } from "../agent/runtime.js";
 import type { WorktreeHold } from "../agent/worktree.js";
-import type { AgentAttacher, AgentLauncher, AgentOutcome, AgentSpec, AgentToAttach, NamedSpec } from "../agent/types.js";
+import type {
+  AgentAttacher,
+  AgentLauncher,
+  AgentOutcome,
+  AgentSpec,
+  AgentToAttach,
+  NamedSpec,
+} from "../agent/types.js";
 import { systemClock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import { DEPTH_VARIABLE, programOf, type Config } from "../config.js";
@@ -64,7 +71,11 @@ export function lazyRuntimes(loaders: Pick<Loaders, "runtimes">): Runtimes {
 }
 
 /** Holds a job's worktree for a merge or discard (§19.1), in this process's name, as the server does. */
-export function worktreeHolds(store: StateStore, machine: Machine, hosts: HostSet): (jobId: string) => Promise<WorktreeHold> {
+export function worktreeHolds(
+  store: StateStore,
+  machine: Machine,
+  hosts: HostSet,
+): (jobId: string) => Promise<WorktreeHold> {
   let identity: Promise<ProcessIdentity> | undefined;
   const processes = () => hosts.home.processes();
   return async (jobId) => {
@@ -115,17 +126,32 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: FINISHED_TRANSCRIPT_CHARS,
     maxRunning: config.maxJobs,
-    persistence: !store || !owner ? memoryPersistence({ ...common, attach: agents.attach }) : onDisk(parts, store, owner, agents, common),
+    persistence:
+      !store || !owner
+        ? memoryPersistence({ ...common, attach: agents.attach })
+        : onDisk(parts, store, owner, agents, common),
   });
 }
 
 /** The persistence on the state directory (§15): records, slots shared with every process on it, and retention. */
-function onDisk(parts: JobsParts, store: StateStore, owner: ProcessIdentity, agents: Agents, common: Pick<Persistence, "hosts" | "agents" | "admit">): Persistence {
+function onDisk(
+  parts: JobsParts,
+  store: StateStore,
+  owner: ProcessIdentity,
+  agents: Agents,
+  common: Pick<Persistence, "hosts" | "agents" | "admit">,
+): Persistence {
   const { config, hosts, logger, runtimes } = parts;
   // The process layer loads on first use: only unfinished records need it (BENCHMARKS.md (a)).
-  const isAlive = async (named: ProcessIdentity & { tree_marker?: string }) => (await hosts.home.processes()).isAlive(named.pid, named.start_time, named.tree_marker);
+  const isAlive = async (named: ProcessIdentity & { tree_marker?: string }) =>
+    (await hosts.home.processes()).isAlive(named.pid, named.start_time, named.tree_marker);
   const replayReader = (id: string, runtime: string) =>
-    runtimes.get(runtime).createReader({ maxLineBytes: config.maxOutputBytes, transcriptChars: TRANSCRIPT_CHARS, onOverflow: () => undefined, source: store.outputSource(id) });
+    runtimes.get(runtime).createReader({
+      maxLineBytes: config.maxOutputBytes,
+      transcriptChars: TRANSCRIPT_CHARS,
+      onOverflow: () => undefined,
+      source: store.outputSource(id),
+    });
   return {
     ...common,
     store,
@@ -143,15 +169,23 @@ function onDisk(parts: JobsParts, store: StateStore, owner: ProcessIdentity, age
       const record = store.read(id);
       const worktree = record?.worktree;
       if (!worktree) return undefined;
-      // Not while a merge or discard of it runs (§19.1): the job is left for a later round. Its folder's removal ends the hold.
+      // Not while a merge or discard of it runs (§19.1): the job is left for a
+      // later round. Its folder's removal ends the hold.
       const hold = lockWorktreeNow(store.jobDir(id), owner, () => crypto.randomUUID());
       if (!hold) throw new Error("a merge or discard of its worktree is under way");
       // One on another machine is that machine's retention's to look after (§21.3).
       const host = hosts.get(record.host);
       if (host?.sharesFiles) {
         retireWorktree(host.worktrees, worktree)
-          .then((fate) => logger.info(`job ${id} pruned; its worktree ${worktree.path} was ${fate === "kept" ? "kept: it has unmerged changes" : "removed"}`))
-          .catch((error: unknown) => logger.warn(`job ${id} pruned; its worktree ${worktree.path}: ${(error as Error).message}`));
+          .then((fate) =>
+            logger.info(
+              `job ${id} pruned; its worktree ${worktree.path} was ` +
+                `${fate === "kept" ? "kept: it has unmerged changes" : "removed"}`,
+            ),
+          )
+          .catch((error: unknown) =>
+            logger.warn(`job ${id} pruned; its worktree ${worktree.path}: ${(error as Error).message}`),
+          );
       }
       // Undone only if the folder could not be removed; otherwise the hold went with it.
       return hold.release;
@@ -168,19 +202,36 @@ async function admit(parts: JobsParts, spec: AgentSpec): Promise<AgentSpec> {
   if (!host) throw new Error(`host ${spec.host} is not configured (CLAUDE_DISPATCH_HOSTS)`);
   // A job in its own worktree runs outside the roots: the directory checked is the one the call named (§19).
   const asked = spec.worktree ? host.joinPath(spec.worktree.repo, spec.worktree.subdir) : spec.cwd;
-  const admitted = await admitAgent(asked, spec.options ?? {}, parts.policy, (dir) => host.checkDirectory(dir), spec.agent);
+  const admitted = await admitAgent(
+    asked,
+    spec.options ?? {},
+    parts.policy,
+    (dir) => host.checkDirectory(dir),
+    spec.agent,
+  );
   return { ...spec, ...admitted, cwd: spec.worktree ? spec.cwd : admitted.cwd };
 }
 
-/** One launcher per runtime and host, made when first needed: a job taken over may name an agent no longer offered (§7). */
+/**
+ * One launcher per runtime and host, made when first needed: a job taken over may name an agent no longer offered (§7).
+ */
 function launchers(parts: JobsParts): { launch: AgentLauncher; attach: AgentAttacher } {
   const { machine, config, hosts, logger, remoteStart, runtimes } = parts;
   const made = new Map<string, Agents>();
-  const make = (runtime: Runtime, on: ReturnType<Host["forAgent"]>, env: Readonly<Record<string, string | undefined>>): Agents =>
+  const make = (
+    runtime: Runtime,
+    on: ReturnType<Host["forAgent"]>,
+    env: Readonly<Record<string, string | undefined>>,
+  ): Agents =>
     createAgents({
       runtime,
       host: on,
-      files: { readRange: readFileRange, create: createTextFile, freeBytes: freeBytesOf, folderOf: (file) => path.dirname(file) },
+      files: {
+        readRange: readFileRange,
+        create: createTextFile,
+        freeBytes: freeBytesOf,
+        folderOf: (file) => path.dirname(file),
+      },
       env,
       maxLineBytes: config.maxOutputBytes,
       transcriptChars: TRANSCRIPT_CHARS,
@@ -206,17 +257,24 @@ function launchers(parts: JobsParts): { launch: AgentLauncher; attach: AgentAtta
     const fixed = remoteStart as NonNullable<typeof remoteStart>;
     const program = fixed.command ?? programOf(config, agent);
     const base = runtimes.get(agent, program);
-    const outcome: Runtime["outcome"] = fixed.command === undefined ? base.outcome : (...end) => namedByHost(base.outcome(...end), agent);
+    const outcome: Runtime["outcome"] =
+      fixed.command === undefined ? base.outcome : (...end) => namedByHost(base.outcome(...end), agent);
     const runtime = { ...base, invocation: () => ({ command: program, args: [...fixed.args] }), outcome };
     return make(runtime, hosts.home, base.environment(machine.env, fixed.env));
   };
   return {
-    launch: (spec: NamedSpec) => (remoteStart && spec.jobId === remoteStart.jobId ? remoteLauncher(spec) : launcherFor(spec.agent, spec.host)).launch(spec),
+    launch: (spec: NamedSpec) =>
+      (remoteStart && spec.jobId === remoteStart.jobId
+        ? remoteLauncher(spec)
+        : launcherFor(spec.agent, spec.host)
+      ).launch(spec),
     attach: (agent: AgentToAttach) => launcherFor(agent.runtime, agent.host).attach(agent),
   };
 }
 
-/** A program the other end's host configuration named: its SPAWN_FAILED says to fix that, not this machine's setting. */
+/**
+ * A program the other end's host configuration named: its SPAWN_FAILED says to fix that, not this machine's setting.
+ */
 function namedByHost(outcome: AgentOutcome, agent: string): AgentOutcome {
   if (outcome.ok || outcome.code !== "SPAWN_FAILED" || !isAgentName(agent)) return outcome;
   const named = `the host's "programs" in CLAUDE_DISPATCH_HOSTS`;

@@ -42,9 +42,16 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
     const registry = await jobs();
     return registry.get(id) ?? (await registry.recover(id));
   };
-  /** The worktree a request names, if it is the one we made for that job: `<our worktree folder>/<job id>` on its branch. */
+  /**
+   * The worktree a request names, if it is the one we made for that job:
+   * `<our worktree folder>/<job id>` on its branch.
+   */
   const ownWorktree = (worktree: WorktreeRecord | undefined, jobId: string): WorktreeRecord => {
-    if (!worktree || worktree.path !== path.join(parts.worktreeRoot, jobId) || worktree.branch !== `dispatch/${jobId}`) {
+    if (
+      !worktree ||
+      worktree.path !== path.join(parts.worktreeRoot, jobId) ||
+      worktree.branch !== `dispatch/${jobId}`
+    ) {
       throw new DispatchError("INVALID_ARGUMENT", `job ${jobId}'s worktree is not one this machine made for it`);
     }
     return worktree;
@@ -53,16 +60,29 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
   const recordState = async (id: string, state: "merged" | "discarded"): Promise<void> => {
     if (await find(id)) (await jobs()).setWorktreeState(id, state);
   };
-  /** The start as it may run here: cwd and every add_dirs entry resolved here, links included, inside the roots (§21.3). */
-  const admit = async (request: StartRequest): Promise<{ request: StartRequest; cwd: string; worktree?: WorktreeRecord }> => {
-    if (!isAgentName(request.agent)) throw new DispatchError("INVALID_ARGUMENT", `this claude-dispatch (${SERVER_VERSION}) has no agent ${request.agent}`);
+  /**
+   * The start as it may run here: cwd and every add_dirs entry resolved here, links included, inside the roots (§21.3).
+   */
+  const admit = async (
+    request: StartRequest,
+  ): Promise<{ request: StartRequest; cwd: string; worktree?: WorktreeRecord }> => {
+    if (!isAgentName(request.agent))
+      throw new DispatchError(
+        "INVALID_ARGUMENT",
+        `this claude-dispatch (${SERVER_VERSION}) has no agent ${request.agent}`,
+      );
     // A job in its own worktree runs in it, which a worktree create here made inside our worktree folder.
     const worktree = request.worktree ? ownWorktree(request.worktree, request.job_id) : undefined;
     const roots = await hostRoots(request.roots);
     const cwd = await inside(request.cwd, worktree ? await hostRoots([worktree.path]) : roots, "cwd");
     const resolved = new Map<string, string>();
-    for (const [index, dir] of (request.add_dirs ?? []).entries()) resolved.set(dir, await inside(dir, roots, `add_dirs[${index}]`));
-    return { request: { ...request, args: request.args.map((arg) => naming(arg, resolved)) }, cwd, ...(worktree ? { worktree } : {}) };
+    for (const [index, dir] of (request.add_dirs ?? []).entries())
+      resolved.set(dir, await inside(dir, roots, `add_dirs[${index}]`));
+    return {
+      request: { ...request, args: request.args.map((arg) => naming(arg, resolved)) },
+      cwd,
+      ...(worktree ? { worktree } : {}),
+    };
   };
   return {
     start: async (request) => {
@@ -71,9 +91,15 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
       const registry = await jobs(admitted?.request ?? request);
       const existing = await find(request.job_id);
       if (existing) return view(existing);
-      if (!admitted) throw new DispatchError("STATE_ERROR", `job ${request.job_id} has a record here that cannot be followed`);
+      if (!admitted)
+        throw new DispatchError("STATE_ERROR", `job ${request.job_id} has a record here that cannot be followed`);
       const { cwd, worktree } = admitted;
-      const spec = { ...(request.agent === "claude" ? {} : { agent: request.agent }), prompt: request.prompt, cwd, ...(worktree ? { worktree } : {}) };
+      const spec = {
+        ...(request.agent === "claude" ? {} : { agent: request.agent }),
+        prompt: request.prompt,
+        cwd,
+        ...(worktree ? { worktree } : {}),
+      };
       return view(registry.start(spec, "start", undefined, request.job_id));
     },
     find: async (id) => {
@@ -92,15 +118,21 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
         }),
       ),
     }),
-    readOutput: (id, offset, length) => readFileRange(store.outputFiles(id).stdoutPath, offset, length) ?? Buffer.alloc(0),
+    readOutput: (id, offset, length) =>
+      readFileRange(store.outputFiles(id).stdoutPath, offset, length) ?? Buffer.alloc(0),
     stderrTail: async (id) => {
       const file = store.outputFiles(id).stderrPath;
       const size = sizeOf(file);
-      return (readFileRange(file, Math.max(0, size - STDERR_TAIL_BYTES), STDERR_TAIL_BYTES) ?? Buffer.alloc(0)).toString("utf8");
+      return (
+        readFileRange(file, Math.max(0, size - STDERR_TAIL_BYTES), STDERR_TAIL_BYTES) ?? Buffer.alloc(0)
+      ).toString("utf8");
     },
     worktree: async (request) => {
       if (request.action === "create") {
-        return parts.git.create(await inside(request.cwd ?? "", await hostRoots(request.roots ?? []), "cwd"), request.job_id);
+        return parts.git.create(
+          await inside(request.cwd ?? "", await hostRoots(request.roots ?? []), "cwd"),
+          request.job_id,
+        );
       }
       const worktree = ownWorktree(request.worktree, request.job_id);
       switch (request.action) {
@@ -128,14 +160,23 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
 /** The host's roots as the operator named them, resolved here. */
 function hostRoots(roots: readonly string[]): Promise<string[]> {
   return resolveRoots(roots).catch((error: unknown) => {
-    throw new DispatchError("INVALID_ARGUMENT", `the host's roots: ${(error as Error).message.replace("CLAUDE_DISPATCH_ROOTS entry", "a root")}`);
+    throw new DispatchError(
+      "INVALID_ARGUMENT",
+      `the host's roots: ${(error as Error).message.replace("CLAUDE_DISPATCH_ROOTS entry", "a root")}`,
+    );
   });
 }
 
-/** A directory inside one of these real roots, with links resolved here: the local server checked the path only (§5.6). */
+/**
+ * A directory inside one of these real roots, with links resolved here: the local server checked the path only (§5.6).
+ */
 async function inside(dir: string, roots: readonly string[], label: string): Promise<string> {
   const checked = await checkDirectory(dir, roots);
-  if (!checked.ok) throw new DispatchError(checked.code, `"${label}" ${checked.problem.replace("(CLAUDE_DISPATCH_ROOTS)", "(the host's roots)")}`);
+  if (!checked.ok)
+    throw new DispatchError(
+      checked.code,
+      `"${label}" ${checked.problem.replace("(CLAUDE_DISPATCH_ROOTS)", "(the host's roots)")}`,
+    );
   return checked.path;
 }
 

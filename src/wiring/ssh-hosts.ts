@@ -19,7 +19,14 @@ import type { Machine } from "./machine.js";
 const SOCKET_FOLDER_MAX = 104 - 58;
 
 /** share: a long-lived server shares one connection per host; a command that makes one call does not. */
-export function createSshHosts(config: Config, machine: Machine, uid: number | undefined, logger: Logger, share = true, store?: StateStore): Map<string, SshHost> {
+export function createSshHosts(
+  config: Config,
+  machine: Machine,
+  uid: number | undefined,
+  logger: Logger,
+  share = true,
+  store?: StateStore,
+): Map<string, SshHost> {
   const hosts = new Map<string, SshHost>();
   if (!config.hosts) return hosts;
   const controlDir = share ? socketFolder(config.stateDir, uid, logger) : undefined;
@@ -34,7 +41,9 @@ export function createSshHosts(config: Config, machine: Machine, uid: number | u
         timeoutMs: config.sshTimeoutMs,
         clock: systemClock,
         logger,
-        ...(store && config.approvals === "forward" ? { approvalsOf: (jobId: string) => localApprovals(store, jobId) } : {}),
+        ...(store && config.approvals === "forward"
+          ? { approvalsOf: (jobId: string) => localApprovals(store, jobId) }
+          : {}),
       }),
     );
   }
@@ -60,11 +69,13 @@ function sshEnvironment(env: Readonly<Record<string, string | undefined>>): Reco
 /** The state directory's ssh folder, else a short one of ours in the temporary folder; undefined: no sharing. */
 function socketFolder(stateDir: string, uid: number | undefined, logger: Logger): string | undefined {
   const preferred = path.join(stateDir, "ssh");
-  const folder = preferred.length <= SOCKET_FOLDER_MAX ? preferred : path.join(tmpdir(), `claude-dispatch-ssh-${uid ?? "user"}`);
+  const folder =
+    preferred.length <= SOCKET_FOLDER_MAX ? preferred : path.join(tmpdir(), `claude-dispatch-ssh-${uid ?? "user"}`);
   try {
     mkdirSync(folder, { recursive: true, mode: 0o700 });
     const info = lstatSync(folder);
-    if (info.isSymbolicLink() || !info.isDirectory() || (uid !== undefined && info.uid !== uid)) throw new Error("it is not a folder of this user's");
+    if (info.isSymbolicLink() || !info.isDirectory() || (uid !== undefined && info.uid !== uid))
+      throw new Error("it is not a folder of this user's");
     chmodSync(folder, 0o700);
     if (folder.length > SOCKET_FOLDER_MAX) throw new Error("its path is too long for a socket");
     return folder;

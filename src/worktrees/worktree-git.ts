@@ -47,7 +47,10 @@ const NEUTRAL_SETTINGS: ReadonlyArray<readonly [string, string]> = [
   ["status.submoduleSummary", "false"],
 ];
 
-/** Per-driver settings that name a program; the worktree's .gitattributes choose the driver, so each configured one is emptied. */
+/**
+ * Per-driver settings that name a program; the worktree's .gitattributes
+ * choose the driver, so each configured one is emptied.
+ */
 const DRIVER_PROGRAMS: Readonly<Record<string, readonly string[]>> = {
   filter: ["clean", "smudge", "process"],
   diff: ["textconv", "command"],
@@ -65,10 +68,16 @@ export interface WorktreeGit {
 }
 
 function refused(worktree: WorktreeRecord, problem: string): DispatchError {
-  return new DispatchError("GIT_FAILED", `the worktree ${quoted(worktree.path)} ${problem}; git is not run there (discard it, or look at it yourself)`);
+  return new DispatchError(
+    "GIT_FAILED",
+    `the worktree ${quoted(worktree.path)} ${problem}; git is not run there (discard it, or look at it yourself)`,
+  );
 }
 
-/** The `.git` link file of a worktree, read without following a link or blocking on a FIFO; undefined if it is not a regular file. */
+/**
+ * The `.git` link file of a worktree, read without following a link or blocking
+ * on a FIFO; undefined if it is not a regular file.
+ */
 function readLink(file: string): string | undefined {
   let fd: number;
   try {
@@ -102,7 +111,11 @@ export async function worktreeGitDir(git: RunGit, repo: string, worktreePath: st
   const common = await git(["-C", repo, "rev-parse", "--path-format=absolute", "--git-common-dir"]);
   const dir = common.stdout.trim();
   if (common.code !== 0 || dir === "") {
-    throw new DispatchError("GIT_FAILED", `git rev-parse in ${quoted(repo)}: ${(common.spawnError ?? common.stderr.trim()) || `exit code ${String(common.code)}`}`.slice(0, 600));
+    throw new DispatchError(
+      "GIT_FAILED",
+      `git rev-parse in ${quoted(repo)}: ` +
+        `${(common.spawnError ?? common.stderr.trim()) || `exit code ${String(common.code)}`}`.slice(0, 600),
+    );
   }
   return path.join(dir, "worktrees", path.basename(worktreePath));
 }
@@ -115,9 +128,14 @@ export async function worktreeGitDir(git: RunGit, repo: string, worktreePath: st
 export async function worktreeGit(git: RunGit, worktree: WorktreeRecord): Promise<WorktreeGit> {
   const gitDir = await worktreeGitDir(git, worktree.repo, worktree.path);
   const link = readLink(path.join(worktree.path, ".git"));
-  if (link === undefined) throw refused(worktree, "has no .git link file any more (it was removed, or replaced by a folder, a link or something else)");
+  if (link === undefined)
+    throw refused(
+      worktree,
+      "has no .git link file any more (it was removed, or replaced by a folder, a link or something else)",
+    );
   const named = /^gitdir: (.+?)\r?\n?$/.exec(link)?.[1];
-  if (named === undefined || !samePlace(named, gitDir)) throw refused(worktree, `has a changed .git link (it should name ${quoted(gitDir)})`);
+  if (named === undefined || !samePlace(named, gitDir))
+    throw refused(worktree, `has a changed .git link (it should name ${quoted(gitDir)})`);
   try {
     if (!lstatSync(gitDir).isDirectory()) throw new Error("not a folder");
   } catch {
@@ -132,12 +150,19 @@ export async function worktreeGit(git: RunGit, worktree: WorktreeRecord): Promis
   return { args: ["-C", worktree.path, `--git-dir=${gitDir}`, `--work-tree=${worktree.path}`], env, gitDir };
 }
 
-/** Each filter and diff driver git's configuration defines, with its programs emptied (and a required filter made optional). */
+/**
+ * Each filter and diff driver git's configuration defines, with its programs
+ * emptied (and a required filter made optional).
+ */
 async function driverSettings(git: RunGit, gitDir: string): Promise<Array<readonly [string, string]>> {
   const listed = await git([`--git-dir=${gitDir}`, "config", "-z", "--get-regexp", "^(filter|diff)\\."]);
   // Exit code 1: no such setting.
   if (listed.code === 1) return [];
-  if (listed.code !== 0) throw new DispatchError("GIT_FAILED", `git config: ${(listed.spawnError ?? listed.stderr.trim()) || `exit code ${String(listed.code)}`}`.slice(0, 600));
+  if (listed.code !== 0)
+    throw new DispatchError(
+      "GIT_FAILED",
+      `git config: ${(listed.spawnError ?? listed.stderr.trim()) || `exit code ${String(listed.code)}`}`.slice(0, 600),
+    );
   const drivers = new Map<string, Set<string>>();
   for (const entry of listed.stdout.split("\0")) {
     const key = entry.split("\n", 1)[0] ?? "";

@@ -5,7 +5,16 @@
  */
 import { LAYERS, NODE_FREE, PROCESS_READERS } from "./rules.js";
 import {
-  byPlace, fileViolation, importViolation, modules, ts, under, violation, type Files, type Module, type TS,
+  byPlace,
+  fileViolation,
+  importViolation,
+  modules,
+  ts,
+  under,
+  violation,
+  type Files,
+  type Module,
+  type TS,
   type Violation,
 } from "./source.js";
 

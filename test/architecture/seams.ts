@@ -5,12 +5,38 @@
  * hosts/local/).
  */
 import {
-  DEFAULT_RUNTIME_HOME, HOST_BUILDERS, HOSTS, LOCAL_HOST, OUR_OWN_FLAGS, PLATFORM_HOME, PLATFORM_NAMES,
-  PLATFORM_READERS, PLATFORM_STRINGS, PLATFORM_WORDS, RUNTIME_NAME_HOME, RUNTIME_VOCABULARY, type RuntimeVocabulary,
+  DEFAULT_RUNTIME_HOME,
+  HOST_BUILDERS,
+  HOSTS,
+  LOCAL_HOST,
+  OUR_OWN_FLAGS,
+  PLATFORM_HOME,
+  PLATFORM_NAMES,
+  PLATFORM_READERS,
+  PLATFORM_STRINGS,
+  PLATFORM_WORDS,
+  RUNTIME_NAME_HOME,
+  RUNTIME_VOCABULARY,
+  type RuntimeVocabulary,
 } from "./rules.js";
 import {
-  byPlace, identifierOf, importViolation, literalText, modules, stringConstants, textOf, ts, under, useOf, valueOf,
-  violation, wordMatches, type Files, type Module, type TS, type Violation,
+  byPlace,
+  identifierOf,
+  importViolation,
+  literalText,
+  modules,
+  stringConstants,
+  textOf,
+  ts,
+  under,
+  useOf,
+  valueOf,
+  violation,
+  wordMatches,
+  type Files,
+  type Module,
+  type TS,
+  type Violation,
 } from "./source.js";
 
 const homeRuntime = (file: string): string | undefined => /^runtimes\/([^/]+)\//.exec(file)?.[1];
@@ -51,9 +77,11 @@ function foreignTo(runtimes: Readonly<Record<string, RuntimeVocabulary>>, home: 
   const ownWords = new Set([...(own?.flags ?? []), ...(own?.words ?? [])]);
   const others = Object.entries(runtimes).filter(([runtime]) => runtime !== home);
   const all = others.flatMap(([runtime, vocabulary]) =>
-    [...vocabulary.flags, ...vocabulary.words].map((word) => ({ word, runtime, vocabulary })));
+    [...vocabulary.flags, ...vocabulary.words].map((word) => ({ word, runtime, vocabulary })),
+  );
   const strings = others.flatMap(([runtime, vocabulary]) =>
-    vocabulary.strings.map((word) => ({ word, runtime, vocabulary })));
+    vocabulary.strings.map((word) => ({ word, runtime, vocabulary })),
+  );
   const foreign = all.filter(({ word }) => !ownWords.has(word));
   const byString = grouped(strings.filter(({ word }) => !own?.strings.includes(word)));
   return { all: foreign, byWord: grouped(foreign), byString };

@@ -6,7 +6,14 @@ import { outputOnly } from "./follow.js";
 import { markerEntry } from "./posix/marker.js";
 import { attachPosix, startPosix } from "./posix/spawn.js";
 import { TreeTracker } from "./posix/tree-tracker.js";
-import type { AttachRequest, ChildHandle, ProcessControl, ProcessControlOptions, SpawnRequest, WindowsPlatform } from "./types.js";
+import type {
+  AttachRequest,
+  ChildHandle,
+  ProcessControl,
+  ProcessControlOptions,
+  SpawnRequest,
+  WindowsPlatform,
+} from "./types.js";
 import { attachWindows, startWindows } from "./windows/spawn.js";
 
 export function createProcessControl(options: ProcessControlOptions): ProcessControl {

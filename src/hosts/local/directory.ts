@@ -16,8 +16,13 @@ import type { DirectoryCheck } from "../../agent/policy.js";
 
 export type { DirectoryCheck };
 
-export async function checkDirectory(dir: string, roots?: readonly string[], pathApi: typeof path = path): Promise<DirectoryCheck> {
-  if (!pathApi.isAbsolute(dir)) return { ok: false, code: "INVALID_ARGUMENT", problem: `must be an absolute path, got ${shown(dir)}` };
+export async function checkDirectory(
+  dir: string,
+  roots?: readonly string[],
+  pathApi: typeof path = path,
+): Promise<DirectoryCheck> {
+  if (!pathApi.isAbsolute(dir))
+    return { ok: false, code: "INVALID_ARGUMENT", problem: `must be an absolute path, got ${shown(dir)}` };
   // With roots, a path outside them is refused before anything is said about whether it exists.
   if (roots !== undefined && !roots.some((root) => isInside(pathApi.resolve(dir), root, pathApi))) {
     const real = await realpath(dir).catch(() => undefined);
@@ -25,11 +30,17 @@ export async function checkDirectory(dir: string, roots?: readonly string[], pat
   }
   try {
     const info = await stat(dir);
-    if (!info.isDirectory()) return { ok: false, code: "INVALID_ARGUMENT", problem: `is not a directory: ${shown(dir)}` };
+    if (!info.isDirectory())
+      return { ok: false, code: "INVALID_ARGUMENT", problem: `is not a directory: ${shown(dir)}` };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return { ok: false, code: "INVALID_ARGUMENT", problem: `does not exist: ${shown(dir)}` };
-    return { ok: false, code: "INVALID_ARGUMENT", problem: `cannot be used (${code ?? (error as Error).message}): ${shown(dir)}` };
+    if (code === "ENOENT" || code === "ENOTDIR")
+      return { ok: false, code: "INVALID_ARGUMENT", problem: `does not exist: ${shown(dir)}` };
+    return {
+      ok: false,
+      code: "INVALID_ARGUMENT",
+      problem: `cannot be used (${code ?? (error as Error).message}): ${shown(dir)}`,
+    };
   }
   if (roots === undefined) return { ok: true, path: dir };
   // The agent runs in the real path, so a symlink swapped after this check cannot move it.
@@ -40,7 +51,11 @@ export async function checkDirectory(dir: string, roots?: readonly string[], pat
 
 function outsideRoots(dir: string, real: string | undefined): DirectoryCheck {
   const where = real === undefined || real === dir ? "" : ` (it resolves to ${shown(real)})`;
-  return { ok: false, code: "POLICY_DENIED", problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${shown(dir)}${where}` };
+  return {
+    ok: false,
+    code: "POLICY_DENIED",
+    problem: `is outside the allowed roots (CLAUDE_DISPATCH_ROOTS): ${shown(dir)}${where}`,
+  };
 }
 
 /** Compares path components, not string prefixes: /root2 is not inside /root. */

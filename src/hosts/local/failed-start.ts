@@ -17,7 +17,9 @@ export function outputFailure(error: unknown): ChildHandle {
 }
 
 export function spawnFailure(error: unknown, cwd: string): ChildHandle {
-  return failedStart(describeSpawnError(error instanceof Error ? (error as NodeJS.ErrnoException) : new Error(String(error)), cwd));
+  return failedStart(
+    describeSpawnError(error instanceof Error ? (error as NodeJS.ErrnoException) : new Error(String(error)), cwd),
+  );
 }
 
 function failedStart(spawnError: NonNullable<ChildExit["spawnError"]>): ChildHandle {
@@ -36,4 +38,3 @@ function failedStart(spawnError: NonNullable<ChildExit["spawnError"]>): ChildHan
     settled: Promise.resolve(),
   };
 }
-

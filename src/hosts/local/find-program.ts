@@ -15,7 +15,11 @@ export interface ProgramHost {
 }
 
 /** The path of the program bin names, or undefined when there is none. */
-export function findProgram(bin: string, env: Readonly<Record<string, string | undefined>>, host: ProgramHost): string | undefined {
+export function findProgram(
+  bin: string,
+  env: Readonly<Record<string, string | undefined>>,
+  host: ProgramHost,
+): string | undefined {
   if (isWindowsPlatform(host.platform)) return findOnWindowsPath(bin, { env, fileExists: isRegularFile });
   if (bin.includes("/") || bin.includes("\\")) return isExecutableFile(bin) ? bin : undefined;
   for (const directory of (env.PATH ?? env.Path ?? "").split(":")) {

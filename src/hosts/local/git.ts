@@ -30,14 +30,19 @@ export function createGitRunner(
     return new Promise((resolve) => {
       // No prompts for credentials or editors: nothing here is interactive.
       const childEnv = { ...env, GIT_TERMINAL_PROMPT: "0", GIT_EDITOR: "true", ...extraEnv };
-      execFile(bin, [...args], { env: childEnv, maxBuffer: MAX_OUTPUT_BYTES, timeout: TIMEOUT_MS, windowsHide: true, encoding: "utf8" }, (error, stdout, stderr) => {
-        if (error && typeof (error as NodeJS.ErrnoException).code === "string") {
-          resolve({ code: null, stdout, stderr, spawnError: error.message });
-          return;
-        }
-        const code = error ? ((error as { code?: number }).code ?? 1) : 0;
-        resolve({ code: typeof code === "number" ? code : 1, stdout, stderr });
-      });
+      execFile(
+        bin,
+        [...args],
+        { env: childEnv, maxBuffer: MAX_OUTPUT_BYTES, timeout: TIMEOUT_MS, windowsHide: true, encoding: "utf8" },
+        (error, stdout, stderr) => {
+          if (error && typeof (error as NodeJS.ErrnoException).code === "string") {
+            resolve({ code: null, stdout, stderr, spawnError: error.message });
+            return;
+          }
+          const code = error ? ((error as { code?: number }).code ?? 1) : 0;
+          resolve({ code: typeof code === "number" ? code : 1, stdout, stderr });
+        },
+      );
     });
   };
 }

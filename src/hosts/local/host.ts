@@ -98,13 +98,24 @@ export class LocalHost implements Host, AgentHost {
   }
 
   /** Signalled only when it is certainly the agent: the same start time, or its tree marker (§15.3). */
-  async killRecorded(recorded: RecordedAgent, output: OutputFiles | undefined, othersAgent: (agent: NamedProcess) => boolean = () => false): Promise<KillReport | undefined> {
+  async killRecorded(
+    recorded: RecordedAgent,
+    output: OutputFiles | undefined,
+    othersAgent: (agent: NamedProcess) => boolean = () => false,
+  ): Promise<KillReport | undefined> {
     const located = await this.locate(recorded, othersAgent);
     if (located.state !== "alive" || located.pid === undefined || !output) return undefined;
     const processes = await this.processes();
     const marker = recorded.agent?.tree_marker;
     if ((await processes.isAlive(located.pid, located.startTime, marker)) !== true) return undefined;
-    const handle = processes.attach({ pid: located.pid, startTime: located.startTime, marker, output, onStdout: () => undefined, stderrTailBytes: 0 });
+    const handle = processes.attach({
+      pid: located.pid,
+      startTime: located.startTime,
+      marker,
+      output,
+      onStdout: () => undefined,
+      stderrTailBytes: 0,
+    });
     return handle.killTree();
   }
 
@@ -118,13 +129,19 @@ export class LocalHost implements Host, AgentHost {
 
   approver(jobId: string, waitMs: number): ApproverLaunch {
     const { command, args } = this.options.approverCommand;
-    return { command, args: [...args, "approver", `--state-dir=${this.options.stateDir}`, `--wait-ms=${waitMs}`, jobId], waitMs };
+    return {
+      command,
+      args: [...args, "approver", `--state-dir=${this.options.stateDir}`, `--wait-ms=${waitMs}`, jobId],
+      waitMs,
+    };
   }
 
   async check(): Promise<HostCheck> {
     const { env, platform, version, stateDir } = this.options;
     const programs = Object.fromEntries(
-      this.options.agents().map((agent) => [agent, findProgram(this.options.programOf(agent), env, { platform }) ?? null]),
+      this.options
+        .agents()
+        .map((agent) => [agent, findProgram(this.options.programOf(agent), env, { platform }) ?? null]),
     );
     return { ok: true, version, stateDir, programs, ms: 0 };
   }

@@ -21,7 +21,12 @@ export interface Collected {
  * Wires stdin/stdout/stderr and exit detection. A job completes when the agent
  * exits, even if a grandchild still holds stdout: we drain briefly, then stop.
  */
-export function collect(child: ChildProcess, request: SpawnRequest, options: ProcessControlOptions, onExit: () => void): Collected {
+export function collect(
+  child: ChildProcess,
+  request: SpawnRequest,
+  options: ProcessControlOptions,
+  onExit: () => void,
+): Collected {
   if (request.output) return collectFromFiles(child, request, request.output, options, onExit);
   let exitedFlag = false;
   child.stdout?.on("data", (chunk: Buffer) => request.onStdout(chunk));
@@ -98,7 +103,13 @@ function watchPipedExit(
  * file holds by then is the whole output. A grandchild still writing later
  * changes nothing, so there is no drain to wait for.
  */
-function collectFromFiles(child: ChildProcess, request: SpawnRequest, output: OutputFiles, options: ProcessControlOptions, onExit: () => void): Collected {
+function collectFromFiles(
+  child: ChildProcess,
+  request: SpawnRequest,
+  output: OutputFiles,
+  options: ProcessControlOptions,
+  onExit: () => void,
+): Collected {
   let exitedFlag = false;
   const follower = new FileFollower(output.stdoutPath, request.onStdout, options);
   child.stdin?.on("error", (error: Error) => options.logger.debug(`agent pipe: ${error.message}`));
@@ -115,7 +126,8 @@ function collectFromFiles(child: ChildProcess, request: SpawnRequest, output: Ou
         .then((stderrTail) => resolve({ ...exit, ...follower.failure(), stderrTail }));
     };
     child.on("error", (error: NodeJS.ErrnoException) => {
-      if (child.pid === undefined) finish({ spawnError: describeSpawnError(error, request.cwd), exitCode: null, signal: null });
+      if (child.pid === undefined)
+        finish({ spawnError: describeSpawnError(error, request.cwd), exitCode: null, signal: null });
       else if (!exitedFlag) options.logger.warn(`agent ${child.pid}: ${error.message}`);
     });
     child.once("exit", (code, signal) => finish({ exitCode: code, signal }));
@@ -126,7 +138,10 @@ function collectFromFiles(child: ChildProcess, request: SpawnRequest, output: Ou
 }
 
 const FOLLOW_CHUNK_BYTES = 64 * 1024;
-/** At most this much of one file is read per tick; more waits for the next turn, so one busy agent cannot hold up the rest. */
+/**
+ * At most this much of one file is read per tick; more waits for the next
+ * turn, so one busy agent cannot hold up the rest.
+ */
 const FOLLOW_SLICE_BYTES = 1024 * 1024;
 
 /**
@@ -206,7 +221,10 @@ export class FileFollower {
     if (!this.stopped) this.pool.add(this);
   }
 
-  /** Reads what the file holds now (just after this turn's code, as a read would), then follows it; resolves once that first read is done. */
+  /**
+   * Reads what the file holds now (just after this turn's code, as a read would), then
+   * follows it; resolves once that first read is done.
+   */
   catchUp(): Promise<void> {
     return Promise.resolve().then(() => {
       if (this.stopped) return;
@@ -250,8 +268,9 @@ export class FileFollower {
   private readSlice(): boolean {
     try {
       this.fd ??= openForReading(this.file);
-      for (let sliced = 0; sliced < FOLLOW_SLICE_BYTES; ) {
-        // Into one scratch buffer (reads are synchronous, so it is never shared): a file that has not grown costs no allocation.
+      for (let sliced = 0; sliced < FOLLOW_SLICE_BYTES;) {
+        // Into one scratch buffer (reads are synchronous, so it is never shared): a
+        // file that has not grown costs no allocation.
         const bytesRead = readSync(this.fd, scratch, 0, FOLLOW_CHUNK_BYTES, this.offset);
         if (bytesRead === 0) return false;
         this.offset += bytesRead;
@@ -267,7 +286,8 @@ export class FileFollower {
         this.stopped = true;
         this.pool.delete(this);
       }
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") this.options.logger.warn(`reading ${this.file}: ${(error as Error).message}`);
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT")
+        this.options.logger.warn(`reading ${this.file}: ${(error as Error).message}`);
       return false;
     }
   }
@@ -281,7 +301,9 @@ function decodeTail(bytes: Buffer): string {
   return bytes.toString("utf8", start);
 }
 
-/** The last `bytes` of a file as text; empty when there is none. Read synchronously: one small read at the agent's end. */
+/**
+ * The last `bytes` of a file as text; empty when there is none. Read synchronously: one small read at the agent's end.
+ */
 export async function readTail(file: string, bytes: number): Promise<string> {
   let fd: number | undefined;
   try {

@@ -51,10 +51,17 @@ export async function createLocalPlatform(facts: LocalFacts): Promise<Platform> 
     kind: "posix",
     spawn,
     // By absolute path, like every program we run ourselves: PATH is the caller's to change.
-    listProcesses: linux ? () => listLinuxProcesses() : async () => parsePsOutput((await runFile("/bin/ps", PS_ARGS)).stdout),
+    listProcesses: linux
+      ? () => listLinuxProcesses()
+      : async () => parsePsOutput((await runFile("/bin/ps", PS_ARGS)).stdout),
     signal: (pid, signal) => facts.kill(pid, signal),
     selfPid: facts.pid,
-    ...(linux ? { readEnvironment: (pid: number) => readLinuxEnvironment(pid), readProcess: (pid: number) => readLinuxProcess(pid) } : {}),
+    ...(linux
+      ? {
+          readEnvironment: (pid: number) => readLinuxEnvironment(pid),
+          readProcess: (pid: number) => readLinuxProcess(pid),
+        }
+      : {}),
   };
 }
 

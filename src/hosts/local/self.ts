@@ -7,7 +7,10 @@ import { readFileSync } from "node:fs";
 import { parseProcStat } from "./posix/proc.js";
 import type { ProcessControl } from "./types.js";
 
-/** The one test for Windows: the platform switch, the PATH resolver, the state location and the command line all ask here. */
+/**
+ * The one test for Windows: the platform switch, the PATH resolver, the
+ * state location and the command line all ask here.
+ */
 export function isWindowsPlatform(platform: string | undefined): boolean {
   return platform === "win32";
 }
@@ -17,7 +20,10 @@ export function hasProcessTable(platform: string): boolean {
   return !isWindowsPlatform(platform);
 }
 
-/** This process's start time from /proc/self/stat on Linux; undefined elsewhere (ask the process table) or when unreadable. */
+/**
+ * This process's start time from /proc/self/stat on Linux; undefined
+ * elsewhere (ask the process table) or when unreadable.
+ */
 export function ownLinuxStartTime(platform: string, procRoot = "/proc"): string | undefined {
   if (platform !== "linux") return undefined;
   try {

@@ -16,7 +16,8 @@ type Env = Readonly<Record<string, string | undefined>>;
 export function stateDirectory(env: Env, platform: string, home: string): string {
   const explicit = env.CLAUDE_DISPATCH_STATE_DIR?.trim();
   if (explicit) {
-    if (!path.isAbsolute(explicit)) throw new StateError(`CLAUDE_DISPATCH_STATE_DIR must be an absolute path, got ${JSON.stringify(explicit)}`);
+    if (!path.isAbsolute(explicit))
+      throw new StateError(`CLAUDE_DISPATCH_STATE_DIR must be an absolute path, got ${JSON.stringify(explicit)}`);
     return path.resolve(explicit);
   }
   if (isWindowsPlatform(platform)) {
@@ -30,4 +31,3 @@ export function stateDirectory(env: Env, platform: string, home: string): string
   if (!home) throw new StateError("no home directory: set CLAUDE_DISPATCH_STATE_DIR");
   return path.join(home, ".local", "state", "claude-dispatch");
 }
-

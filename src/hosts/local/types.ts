@@ -4,12 +4,30 @@
  */
 import type { ChildProcess, SpawnOptions } from "node:child_process";
 
-import type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, KillReport, OutputFiles, ProcessControl, SpawnRequest } from "../../agent/host.js";
+import type {
+  AgentIdentity,
+  AttachRequest,
+  ChildExit,
+  ChildHandle,
+  KillReport,
+  OutputFiles,
+  ProcessControl,
+  SpawnRequest,
+} from "../../agent/host.js";
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/log.js";
 
 // What a spawn or an attach asks for and what a child handle answers are the agent seam's (src/agent/host.ts).
-export type { AgentIdentity, AttachRequest, ChildExit, ChildHandle, KillReport, OutputFiles, ProcessControl, SpawnRequest };
+export type {
+  AgentIdentity,
+  AttachRequest,
+  ChildExit,
+  ChildHandle,
+  KillReport,
+  OutputFiles,
+  ProcessControl,
+  SpawnRequest,
+};
 
 export interface ProcessInfo {
   pid: number;
@@ -62,7 +80,10 @@ export interface ProcessControlOptions {
   logger: Logger;
   /** A fresh tree marker value: for a spawn whose caller made none, and for an attached agent recorded without one. */
   newMarker(): string;
-  /** Runs fn once the current turn of the event loop is done (setImmediate): an outcome is answered before a cleanup starts. */
+  /**
+   * Runs fn once the current turn of the event loop is done (setImmediate):
+   * an outcome is answered before a cleanup starts.
+   */
   defer(fn: () => void): void;
   /** Time between SIGTERM and SIGKILL. */
   killGraceMs: number;
@@ -83,4 +104,3 @@ export interface ProcessControlOptions {
   /** First and longest interval between liveness checks of an attached agent. */
   livenessMs?: { first: number; max: number };
 }
-

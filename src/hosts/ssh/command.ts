@@ -43,7 +43,11 @@ export function sshArguments(
     "-T", // no terminal: the channel carries our frames, byte for byte
     ...option("BatchMode", "yes"), // never a prompt for a password or a host key: nobody is there to answer
     ...(controlDir
-      ? [...option("ControlMaster", "auto"), ...option("ControlPath", `${controlDir}/%C`), ...option("ControlPersist", String(CONTROL_PERSIST_SECONDS))]
+      ? [
+          ...option("ControlMaster", "auto"),
+          ...option("ControlPath", `${controlDir}/%C`),
+          ...option("ControlPersist", String(CONTROL_PERSIST_SECONDS)),
+        ]
       : []),
     ...(host.sshConfig ? ["-F", host.sshConfig] : []),
     // ssh takes an option's first value: the operator's, for this host, before our defaults.

@@ -19,7 +19,10 @@ export interface SshHostConfig {
   command: string[];
   /** Its state directory there; unset: that machine's default. */
   stateDir: string | undefined;
-  /** The agents offered there, and each one's program as the operator names it; none: that machine's own setting or PATH. */
+  /**
+   * The agents offered there, and each one's program as the operator names
+   * it; none: that machine's own setting or PATH.
+   */
   agents: string[];
   programs: Readonly<Record<string, string>>;
 }
@@ -29,7 +32,17 @@ export const DEFAULT_SSH_TIMEOUT_MS = 30_000;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** Ours: what a host sets here is overridden, or would break the channel. */
-const RESERVED_OPTIONS = ["batchmode", "controlmaster", "controlpath", "controlpersist", "requesttty", "remotecommand", "sessiontype", "stdinnull", "forkafterauthentication"];
+const RESERVED_OPTIONS = [
+  "batchmode",
+  "controlmaster",
+  "controlpath",
+  "controlpersist",
+  "requesttty",
+  "remotecommand",
+  "sessiontype",
+  "stdinnull",
+  "forkafterauthentication",
+];
 const KEYS = ["ssh", "roots", "ssh_config", "options", "command", "state_dir", "agents", "programs"];
 
 type ReadFile = (file: string) => string;
@@ -39,7 +52,11 @@ export function parseHostsSetting(raw: string, readFile: ReadFile, agentNames: r
   const text = raw.trim();
   let json = text;
   if (!text.startsWith("{") && !text.startsWith("[")) {
-    if (!path.isAbsolute(text)) throw new Error(`CLAUDE_DISPATCH_HOSTS must be a JSON object or the absolute path of a JSON file, got ${JSON.stringify(text.slice(0, 200))}`);
+    if (!path.isAbsolute(text))
+      throw new Error(
+        `CLAUDE_DISPATCH_HOSTS must be a JSON object or the absolute path of a JSON file, got ` +
+          `${JSON.stringify(text.slice(0, 200))}`,
+      );
     try {
       json = readFile(text);
     } catch (error) {
@@ -52,7 +69,8 @@ export function parseHostsSetting(raw: string, readFile: ReadFile, agentNames: r
   } catch (error) {
     throw new Error(`CLAUDE_DISPATCH_HOSTS is not valid JSON: ${(error as Error).message}`);
   }
-  if (!isObject(value)) throw new Error("CLAUDE_DISPATCH_HOSTS must be a JSON object mapping host names to their settings");
+  if (!isObject(value))
+    throw new Error("CLAUDE_DISPATCH_HOSTS must be a JSON object mapping host names to their settings");
   const hosts = Object.entries(value).map(([name, entry]) => parseHost(name, entry, agentNames));
   if (hosts.length > 64) throw new Error("CLAUDE_DISPATCH_HOSTS names more than 64 hosts");
   return hosts;
@@ -62,17 +80,23 @@ function parseHost(name: string, entry: unknown, agentNames: readonly string[]):
   const fail = (problem: string): never => {
     throw new Error(`CLAUDE_DISPATCH_HOSTS: host ${JSON.stringify(name.slice(0, 64))} ${problem}`);
   };
-  if (!NAME.test(name) || name === "local") fail("is not a usable name (letters, digits, . _ -, at most 64, not \"local\")");
+  if (!NAME.test(name) || name === "local")
+    fail('is not a usable name (letters, digits, . _ -, at most 64, not "local")');
   if (!isObject(entry)) return fail("must be an object");
   const unknown = Object.keys(entry).find((key) => !KEYS.includes(key));
   if (unknown !== undefined) fail(`has an unknown setting ${JSON.stringify(unknown)} (known: ${KEYS.join(", ")})`);
   const destination = entry.ssh;
   if (typeof destination !== "string" || !/^[^\s\-][^\s]{0,254}$/.test(destination) || hasControl(destination)) {
-    fail("needs \"ssh\": the destination ssh is given (user@box, or an alias), without spaces, not starting with -");
+    fail('needs "ssh": the destination ssh is given (user@box, or an alias), without spaces, not starting with -');
   }
   const roots = entry.roots;
-  if (!Array.isArray(roots) || roots.length === 0 || roots.length > 64 || !roots.every((root) => isAbsolutePosix(root))) {
-    fail("needs \"roots\": 1 to 64 absolute paths on that machine");
+  if (
+    !Array.isArray(roots) ||
+    roots.length === 0 ||
+    roots.length > 64 ||
+    !roots.every((root) => isAbsolutePosix(root))
+  ) {
+    fail('needs "roots": 1 to 64 absolute paths on that machine');
   }
   return {
     name,
@@ -81,7 +105,12 @@ function parseHost(name: string, entry: unknown, agentNames: readonly string[]):
     sshConfig: optionalPath(entry.ssh_config, "ssh_config", fail),
     options: parseOptions(entry.options, fail),
     command: parseCommand(entry.command, fail),
-    stateDir: entry.state_dir === undefined ? undefined : isAbsolutePosix(entry.state_dir) ? entry.state_dir : fail("has a state_dir that is not an absolute path"),
+    stateDir:
+      entry.state_dir === undefined
+        ? undefined
+        : isAbsolutePosix(entry.state_dir)
+          ? entry.state_dir
+          : fail("has a state_dir that is not an absolute path"),
     agents: parseAgents(entry.agents, agentNames, fail),
     programs: parsePrograms(entry.programs, agentNames, fail),
   };
@@ -89,11 +118,12 @@ function parseHost(name: string, entry: unknown, agentNames: readonly string[]):
 
 function parseOptions(value: unknown, fail: (problem: string) => never): Record<string, string> {
   if (value === undefined) return {};
-  if (!isObject(value)) return fail("has \"options\" that is not an object of ssh options (such as {\"Port\": 2222})");
+  if (!isObject(value)) return fail('has "options" that is not an object of ssh options (such as {"Port": 2222})');
   const options: Record<string, string> = {};
   for (const [key, option] of Object.entries(value)) {
     const text = typeof option === "number" && Number.isSafeInteger(option) ? String(option) : option;
-    if (!/^[A-Za-z][A-Za-z0-9]{0,63}$/.test(key) || typeof text !== "string" || text.length > 1024 || hasControl(text)) fail(`has an unusable ssh option ${JSON.stringify(key)}`);
+    if (!/^[A-Za-z][A-Za-z0-9]{0,63}$/.test(key) || typeof text !== "string" || text.length > 1024 || hasControl(text))
+      fail(`has an unusable ssh option ${JSON.stringify(key)}`);
     if (RESERVED_OPTIONS.includes(key.toLowerCase())) fail(`sets ${key}, which claude-dispatch sets itself`);
     options[key] = text as string;
   }
@@ -102,22 +132,45 @@ function parseOptions(value: unknown, fail: (problem: string) => never): Record<
 
 function parseCommand(value: unknown, fail: (problem: string) => never): string[] {
   if (value === undefined) return ["claude-dispatch"];
-  const valid = Array.isArray(value) && value.length >= 1 && value.length <= 16 && value.every((arg) => typeof arg === "string" && arg !== "" && arg.length <= 4096 && !hasControl(arg));
-  return valid ? (value as string[]) : fail("has a \"command\" that is not 1 to 16 strings (such as [\"npx\", \"-y\", \"claude-dispatch@1.2.3\"])");
+  const valid =
+    Array.isArray(value) &&
+    value.length >= 1 &&
+    value.length <= 16 &&
+    value.every((arg) => typeof arg === "string" && arg !== "" && arg.length <= 4096 && !hasControl(arg));
+  return valid
+    ? (value as string[])
+    : fail('has a "command" that is not 1 to 16 strings (such as ["npx", "-y", "claude-dispatch@1.2.3"])');
 }
 
 function parseAgents(value: unknown, agentNames: readonly string[], fail: (problem: string) => never): string[] {
   if (value === undefined) return ["claude"];
-  const valid = Array.isArray(value) && value.length >= 1 && value.every((name) => typeof name === "string" && agentNames.includes(name));
-  return valid ? [...new Set(value as string[])] : fail(`has "agents" that is not a list of agents among ${agentNames.join(", ")}`);
+  const valid =
+    Array.isArray(value) &&
+    value.length >= 1 &&
+    value.every((name) => typeof name === "string" && agentNames.includes(name));
+  return valid
+    ? [...new Set(value as string[])]
+    : fail(`has "agents" that is not a list of agents among ${agentNames.join(", ")}`);
 }
 
-function parsePrograms(value: unknown, agentNames: readonly string[], fail: (problem: string) => never): Record<string, string> {
+function parsePrograms(
+  value: unknown,
+  agentNames: readonly string[],
+  fail: (problem: string) => never,
+): Record<string, string> {
   if (value === undefined) return {};
-  if (!isObject(value)) return fail("has \"programs\" that is not an object (such as {\"claude\": \"/usr/local/bin/claude\"})");
+  if (!isObject(value))
+    return fail('has "programs" that is not an object (such as {"claude": "/usr/local/bin/claude"})');
   const programs: Record<string, string> = {};
   for (const [agent, program] of Object.entries(value)) {
-    if (!agentNames.includes(agent) || typeof program !== "string" || program === "" || program.length > 4096 || hasControl(program)) fail(`has an unusable program for ${JSON.stringify(agent)}`);
+    if (
+      !agentNames.includes(agent) ||
+      typeof program !== "string" ||
+      program === "" ||
+      program.length > 4096 ||
+      hasControl(program)
+    )
+      fail(`has an unusable program for ${JSON.stringify(agent)}`);
     programs[agent] = program as string;
   }
   return programs;
@@ -125,7 +178,9 @@ function parsePrograms(value: unknown, agentNames: readonly string[], fail: (pro
 
 function optionalPath(value: unknown, key: string, fail: (problem: string) => never): string | undefined {
   if (value === undefined) return undefined;
-  return typeof value === "string" && path.isAbsolute(value) && !hasControl(value) ? value : fail(`has a ${key} that is not an absolute path`);
+  return typeof value === "string" && path.isAbsolute(value) && !hasControl(value)
+    ? value
+    : fail(`has a ${key} that is not an absolute path`);
 }
 
 function isAbsolutePosix(value: unknown): value is string {

@@ -5,7 +5,13 @@
  */
 import { ERROR_CODES, type ErrorCode } from "../../core/errors.js";
 import type { WorktreeRecord } from "../../agent/worktree.js";
-import { isRequestId, parseAnswer, parseRequest as parseApprovalRequest, type Approval, type ApprovalAnswer } from "../../store/approvals.js";
+import {
+  isRequestId,
+  parseAnswer,
+  parseRequest as parseApprovalRequest,
+  type Approval,
+  type ApprovalAnswer,
+} from "../../store/approvals.js";
 
 /** A request line may carry a prompt: this bounds it. */
 export const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
@@ -98,18 +104,23 @@ export function parseRequest(line: string): RemoteRequest | string {
     case "start":
       return parseStart(value);
     case "follow":
-      return isJobId(value.job_id) && isOffset(value.offset) ? { op: "follow", job_id: value.job_id, offset: value.offset } : "a follow needs job_id and offset";
+      return isJobId(value.job_id) && isOffset(value.offset)
+        ? { op: "follow", job_id: value.job_id, offset: value.offset }
+        : "a follow needs job_id and offset";
     case "kill":
       return isJobId(value.job_id) ? { op: "kill", job_id: value.job_id } : "a kill needs job_id";
     case "worktree":
       return parseWorktreeRequest(value);
     case "answer": {
       const answer = parseAnswer(JSON.stringify(value.answer));
-      if (!isJobId(value.job_id) || typeof value.request_id !== "string" || !isRequestId(value.request_id) || !answer) return "an answer needs job_id, request_id and answer";
+      if (!isJobId(value.job_id) || typeof value.request_id !== "string" || !isRequestId(value.request_id) || !answer)
+        return "an answer needs job_id, request_id and answer";
       return { op: "answer", job_id: value.job_id, request_id: value.request_id, answer };
     }
     case "check":
-      return isStrings(value.agents, 8) && isStringMap(value.programs) ? { op: "check", agents: value.agents, programs: value.programs } : "a check needs agents and programs";
+      return isStrings(value.agents, 8) && isStringMap(value.programs)
+        ? { op: "check", agents: value.agents, programs: value.programs }
+        : "a check needs agents and programs";
     default:
       return "the request names no known op";
   }
@@ -119,13 +130,16 @@ function parseStart(value: Record<string, unknown>): StartRequest | string {
   const { job_id, agent, cwd, roots, command, args, add_dirs, env, prompt, offset, worktree } = value;
   if (!isJobId(job_id)) return "a start needs a job_id";
   if (typeof agent !== "string" || !/^[a-z]{1,32}$/.test(agent)) return "a start needs an agent";
-  if (!isAbsolute(cwd) || !isStrings(roots, 64) || !roots.every(isAbsolute)) return "a start needs an absolute cwd and roots";
+  if (!isAbsolute(cwd) || !isStrings(roots, 64) || !roots.every(isAbsolute))
+    return "a start needs an absolute cwd and roots";
   const usable = typeof command === "string" && command !== "" && !hasNul(command);
   const program = command === undefined ? undefined : usable ? command : null;
   if (program === null || !isStrings(args, 4096)) return "a start needs args, and a command if any";
-  const dirs = add_dirs === undefined ? undefined : isStrings(add_dirs, 4096) && add_dirs.every(isAbsolute) ? add_dirs : null;
+  const dirs =
+    add_dirs === undefined ? undefined : isStrings(add_dirs, 4096) && add_dirs.every(isAbsolute) ? add_dirs : null;
   if (dirs === null) return "a start's add_dirs must be absolute paths";
-  if (!isStringMap(env) || !Object.keys(env).every((name) => ENV_NAME.test(name))) return "a start's env must map variable names to strings";
+  if (!isStringMap(env) || !Object.keys(env).every((name) => ENV_NAME.test(name)))
+    return "a start's env must map variable names to strings";
   if (typeof prompt !== "string" || !isOffset(offset)) return "a start needs a prompt and an offset";
   if (worktree !== undefined && !isWorktreeRecord(worktree)) return "a start's worktree is not a worktree record";
   return {
@@ -146,13 +160,23 @@ function parseStart(value: Record<string, unknown>): StartRequest | string {
 
 function parseWorktreeRequest(value: Record<string, unknown>): WorktreeRequest | string {
   const { action, job_id, cwd, roots, worktree, message } = value;
-  if (typeof action !== "string" || !(WORKTREE_ACTIONS as readonly string[]).includes(action) || !isJobId(job_id)) return "a worktree request needs an action and a job_id";
+  if (typeof action !== "string" || !(WORKTREE_ACTIONS as readonly string[]).includes(action) || !isJobId(job_id))
+    return "a worktree request needs an action and a job_id";
   if (action === "create") {
-    return isAbsolute(cwd) && isStrings(roots, 64) && roots.every(isAbsolute) ? { op: "worktree", action, job_id, cwd, roots } : "a worktree create needs an absolute cwd and roots";
+    return isAbsolute(cwd) && isStrings(roots, 64) && roots.every(isAbsolute)
+      ? { op: "worktree", action, job_id, cwd, roots }
+      : "a worktree create needs an absolute cwd and roots";
   }
   if (!isWorktreeRecord(worktree)) return "a worktree request needs the job's worktree record";
-  if (message !== undefined && (typeof message !== "string" || message.length > 4096 || hasNul(message))) return "a merge's message must be text";
-  return { op: "worktree", action: action as WorktreeAction, job_id, worktree, ...(message !== undefined ? { message } : {}) };
+  if (message !== undefined && (typeof message !== "string" || message.length > 4096 || hasNul(message)))
+    return "a merge's message must be text";
+  return {
+    op: "worktree",
+    action: action as WorktreeAction,
+    job_id,
+    worktree,
+    ...(message !== undefined ? { message } : {}),
+  };
 }
 
 function isWorktreeRecord(value: unknown): value is WorktreeRecord {
@@ -188,7 +212,9 @@ export function parseFrame(line: string): RemoteFrame | undefined {
     case "end":
       return parseEnd(value);
     case "killed":
-      return typeof value.killed === "boolean" && Array.isArray(value.survivors) && value.survivors.every((pid) => Number.isSafeInteger(pid))
+      return typeof value.killed === "boolean" &&
+        Array.isArray(value.survivors) &&
+        value.survivors.every((pid) => Number.isSafeInteger(pid))
         ? { type: "killed", killed: value.killed, survivors: value.survivors as number[] }
         : undefined;
     case "approvals":
@@ -200,10 +226,17 @@ export function parseFrame(line: string): RemoteFrame | undefined {
       return typeof value.won === "boolean" && answer ? { type: "answered", won: value.won, answer } : undefined;
     }
     case "error":
-      return isCode(value.code) && typeof value.message === "string" ? { type: "error", code: value.code, message: value.message } : undefined;
+      return isCode(value.code) && typeof value.message === "string"
+        ? { type: "error", code: value.code, message: value.message }
+        : undefined;
     case "check":
       return typeof value.version === "string" && typeof value.state_dir === "string" && isObject(value.programs)
-        ? { type: "check", version: value.version, state_dir: value.state_dir, programs: value.programs as Record<string, string | null> }
+        ? {
+            type: "check",
+            version: value.version,
+            state_dir: value.state_dir,
+            programs: value.programs as Record<string, string | null>,
+          }
         : undefined;
     default:
       return undefined;
@@ -215,7 +248,13 @@ function parseApprovalsFrame(value: unknown): RemoteFrame | undefined {
   if (!Array.isArray(value) || value.length > 10_000) return undefined;
   const approvals: Approval[] = [];
   for (const entry of value) {
-    if (!isObject(entry) || !isObject(entry.request) || typeof entry.request.id !== "string" || !isRequestId(entry.request.id)) return undefined;
+    if (
+      !isObject(entry) ||
+      !isObject(entry.request) ||
+      typeof entry.request.id !== "string" ||
+      !isRequestId(entry.request.id)
+    )
+      return undefined;
     const request = parseApprovalRequest(JSON.stringify(entry.request), entry.request.id);
     const answer = entry.answer === undefined ? undefined : parseAnswer(JSON.stringify(entry.answer));
     if (!request || (entry.answer !== undefined && !answer)) return undefined;
@@ -226,15 +265,24 @@ function parseApprovalsFrame(value: unknown): RemoteFrame | undefined {
 
 function parseEnd(value: Record<string, unknown>): EndFrame | undefined {
   const { outcome, exit, stderr_tail, size, ended_ms_ago } = value;
-  if (!isObject(outcome) || typeof outcome.ok !== "boolean" || typeof stderr_tail !== "string" || !isOffset(size)) return undefined;
+  if (!isObject(outcome) || typeof outcome.ok !== "boolean" || typeof stderr_tail !== "string" || !isOffset(size))
+    return undefined;
   if (outcome.code !== undefined && !isCode(outcome.code)) return undefined;
   const frame: EndFrame = {
     type: "end",
-    outcome: { ok: outcome.ok, ...(outcome.code ? { code: outcome.code } : {}), ...(typeof outcome.detail === "string" ? { detail: outcome.detail } : {}) },
+    outcome: {
+      ok: outcome.ok,
+      ...(outcome.code ? { code: outcome.code } : {}),
+      ...(typeof outcome.detail === "string" ? { detail: outcome.detail } : {}),
+    },
     stderr_tail,
     size,
   };
-  if (isObject(exit) && (exit.code === null || Number.isSafeInteger(exit.code)) && (exit.signal === null || typeof exit.signal === "string")) {
+  if (
+    isObject(exit) &&
+    (exit.code === null || Number.isSafeInteger(exit.code)) &&
+    (exit.signal === null || typeof exit.signal === "string")
+  ) {
     frame.exit = { code: exit.code as number | null, signal: exit.signal as string | null };
   }
   if (isOffset(ended_ms_ago)) frame.ended_ms_ago = ended_ms_ago;
@@ -258,7 +306,9 @@ function isAbsolute(value: unknown): value is string {
 }
 
 function isStrings(value: unknown, max: number): value is string[] {
-  return Array.isArray(value) && value.length <= max && value.every((item) => typeof item === "string" && !hasNul(item));
+  return (
+    Array.isArray(value) && value.length <= max && value.every((item) => typeof item === "string" && !hasNul(item))
+  );
 }
 
 function isStringMap(value: unknown): value is Record<string, string> {

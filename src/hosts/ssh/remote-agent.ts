@@ -71,10 +71,12 @@ export class RemoteAgent implements ChildHandle {
     // A start writes the output afresh; a follow goes on from what an earlier server received.
     this.ready = Promise.resolve().then(() => (following.kind === "start" ? this.openFresh() : this.catchUp()));
     this.stopWatching = approvals?.watch(() => this.sendAnswers());
-    this.exited = this.ready.then(() => this.follow()).finally(() => {
-      this.closeFile();
-      this.stopWatching?.();
-    });
+    this.exited = this.ready
+      .then(() => this.follow())
+      .finally(() => {
+        this.closeFile();
+        this.stopWatching?.();
+      });
     this.settled = this.exited.then(() => undefined);
   }
 
@@ -105,7 +107,9 @@ export class RemoteAgent implements ChildHandle {
     this.stopWatching?.();
   }
 
-  /** The requests there that are new or newly answered, as the far end lists them: filed here, and answered as there. */
+  /**
+   * The requests there that are new or newly answered, as the far end lists them: filed here, and answered as there.
+   */
   private mirror(list: readonly Approval[]): void {
     const approvals = this.approvals;
     if (!approvals) return;
@@ -142,7 +146,8 @@ export class RemoteAgent implements ChildHandle {
 
   /** What earlier servers received, read again so that the reader's transcript and summary start whole. */
   private catchUp(): void {
-    // Not append mode: each chunk is written at its own offset, so another server following the same job writes the same bytes in the same place.
+    // Not append mode: each chunk is written at its own offset, so another server following
+    // the same job writes the same bytes in the same place.
     this.fd = openForUpdating(this.output.stdoutPath);
     const size = fstatSync(this.fd).size;
     const buffer = Buffer.alloc(READ_CHUNK_BYTES);
@@ -160,7 +165,10 @@ export class RemoteAgent implements ChildHandle {
     this.fd = undefined;
   }
 
-  /** Sessions, one after another, until the remote end says the job ended: a dropped one is followed again from the byte we had. */
+  /**
+   * Sessions, one after another, until the remote end says the job ended: a
+   * dropped one is followed again from the byte we had.
+   */
   private async follow(): Promise<ChildExit> {
     const { backoffMs, logger, name } = this.host;
     let wait = backoffMs.first;
@@ -174,8 +182,7 @@ export class RemoteAgent implements ChildHandle {
         if (frame.type === "accepted") {
           accepted = true;
           if (this.killWanted) void this.killTree().catch(() => undefined);
-        }
-        else if (frame.type === "output") this.received(Buffer.from(frame.data, "base64"));
+        } else if (frame.type === "output") this.received(Buffer.from(frame.data, "base64"));
         else if (frame.type === "approvals") this.mirror(frame.approvals);
         else if (frame.type === "end") end = frame;
         else if (frame.type === "error") refused = { code: frame.code, message: frame.message };
@@ -190,7 +197,10 @@ export class RemoteAgent implements ChildHandle {
       // Killed there: a claude_kill is not held up by a connection that cannot bring the end (§5.4).
       if (this.killedThere) return this.killedUnread(closed);
       if (this.offset > before) wait = backoffMs.first;
-      logger.warn(`job ${this.jobId} on host ${name}: the connection ended (${describe(closed)}); following again in ${wait} ms from byte ${this.offset}`);
+      logger.warn(
+        `job ${this.jobId} on host ${name}: the connection ended (${describe(closed)}); following again in ${wait} ` +
+          `ms from byte ${this.offset}`,
+      );
       await this.pause(wait);
       wait = Math.min(backoffMs.max, wait * 2);
     }
@@ -214,7 +224,8 @@ export class RemoteAgent implements ChildHandle {
     if (end.stderr_tail !== "") writeTextFile(this.output.stderrPath, end.stderr_tail);
     const code = end.outcome.ok ? undefined : end.outcome.code;
     // A program that could not be started there is named there; which machine, here (§21.3).
-    const detail = code === "SPAWN_FAILED" ? `on host ${this.host.name}: ${end.outcome.detail ?? ""}` : (end.outcome.detail ?? "");
+    const detail =
+      code === "SPAWN_FAILED" ? `on host ${this.host.name}: ${end.outcome.detail ?? ""}` : (end.outcome.detail ?? "");
     const failure = code ? { code, detail } : undefined;
     return {
       exitCode: end.exit?.code ?? null,
@@ -229,8 +240,16 @@ export class RemoteAgent implements ChildHandle {
 
   private refusedExit(code: EndFrame["outcome"]["code"], message: string): ChildExit {
     const lost = code === "JOB_NOT_FOUND";
-    const detail = lost ? `host ${this.host.name} has no record of the job: ${message}` : `on host ${this.host.name}: ${message}`;
-    return { exitCode: null, signal: null, stderrTail: "", unobserved: true, failure: { code: lost ? "AGENT_LOST" : code ?? "HOST_FAILED", detail } };
+    const detail = lost
+      ? `host ${this.host.name} has no record of the job: ${message}`
+      : `on host ${this.host.name}: ${message}`;
+    return {
+      exitCode: null,
+      signal: null,
+      stderrTail: "",
+      unobserved: true,
+      failure: { code: lost ? "AGENT_LOST" : (code ?? "HOST_FAILED"), detail },
+    };
   }
 
   private killedUnread(closed: SessionEnd): ChildExit {
@@ -240,7 +259,13 @@ export class RemoteAgent implements ChildHandle {
 
   /** The job never reached the other machine: ssh could not connect or log in, or claude-dispatch did not run there. */
   private unreachable(closed: SessionEnd): ChildExit {
-    return { exitCode: null, signal: null, stderrTail: closed.stderr, unobserved: true, failure: { code: "HOST_FAILED", detail: `cannot start it on host ${this.host.name}: ${describe(closed)}` } };
+    return {
+      exitCode: null,
+      signal: null,
+      stderrTail: closed.stderr,
+      unobserved: true,
+      failure: { code: "HOST_FAILED", detail: `cannot start it on host ${this.host.name}: ${describe(closed)}` },
+    };
   }
 
   private pause(ms: number): Promise<void> {
@@ -258,9 +283,15 @@ export class RemoteAgent implements ChildHandle {
 /** Why a session ended, in a phrase. */
 export function describe(closed: SessionEnd): string {
   if (closed.spawnError !== undefined) return `ssh could not be run: ${closed.spawnError}`;
-  if (closed.silentMs !== undefined) return `no answer within ${closed.silentMs / 1000} s (CLAUDE_DISPATCH_SSH_TIMEOUT_MS)`;
+  if (closed.silentMs !== undefined)
+    return `no answer within ${closed.silentMs / 1000} s (CLAUDE_DISPATCH_SSH_TIMEOUT_MS)`;
   const said = lastLine(closed.stderr);
-  const how = closed.exitCode === 255 ? "ssh failed" : closed.signal ? `ssh ended by ${closed.signal}` : `the remote command exited ${closed.exitCode}`;
+  const how =
+    closed.exitCode === 255
+      ? "ssh failed"
+      : closed.signal
+        ? `ssh ended by ${closed.signal}`
+        : `the remote command exited ${closed.exitCode}`;
   return said ? `${how}: ${said.slice(0, 300)}` : how;
 }
 

@@ -18,7 +18,13 @@ export class RemoteWorktrees implements Worktrees {
   constructor(private readonly host: WorktreeLink) {}
 
   async create(cwd: string, jobId: string): Promise<{ worktree: WorktreeRecord; cwd: string }> {
-    const made = await this.host.call({ op: "worktree", action: "create", job_id: jobId, cwd, roots: [...this.host.roots] });
+    const made = await this.host.call({
+      op: "worktree",
+      action: "create",
+      job_id: jobId,
+      cwd,
+      roots: [...this.host.roots],
+    });
     if (!isObject(made) || !isObject(made.worktree) || typeof made.cwd !== "string") throw unexpected("create");
     return made as unknown as { worktree: WorktreeRecord; cwd: string };
   }
@@ -29,7 +35,13 @@ export class RemoteWorktrees implements Worktrees {
 
   async changes(worktree: WorktreeRecord): Promise<WorktreeChanges> {
     const changes = await this.ask("changes", worktree);
-    if (!isObject(changes) || !Array.isArray(changes.files) || !Array.isArray(changes.commits) || typeof changes.uncommitted !== "boolean") throw unexpected("changes");
+    if (
+      !isObject(changes) ||
+      !Array.isArray(changes.files) ||
+      !Array.isArray(changes.commits) ||
+      typeof changes.uncommitted !== "boolean"
+    )
+      throw unexpected("changes");
     return changes as unknown as WorktreeChanges;
   }
 
@@ -41,7 +53,8 @@ export class RemoteWorktrees implements Worktrees {
 
   async merge(worktree: WorktreeRecord, message: string): Promise<MergeOutcome> {
     const outcome = await this.ask("merge", worktree, message);
-    if (!isObject(outcome) || typeof outcome.merged !== "boolean" || !Array.isArray(outcome.operations)) throw unexpected("merge");
+    if (!isObject(outcome) || typeof outcome.merged !== "boolean" || !Array.isArray(outcome.operations))
+      throw unexpected("merge");
     return outcome as unknown as MergeOutcome;
   }
 
@@ -62,7 +75,13 @@ export class RemoteWorktrees implements Worktrees {
   private ask(action: Exclude<WorktreeAction, "create">, worktree: WorktreeRecord, message?: string): Promise<unknown> {
     // Made as <its worktree folder>/<job id>: the far end checks both.
     const jobId = path.posix.basename(worktree.path);
-    return this.host.call({ op: "worktree", action, job_id: jobId, worktree, ...(message !== undefined ? { message } : {}) });
+    return this.host.call({
+      op: "worktree",
+      action,
+      job_id: jobId,
+      worktree,
+      ...(message !== undefined ? { message } : {}),
+    });
   }
 }
 

@@ -8,7 +8,15 @@ import { DispatchError, describeThrown, toDispatchError, type ErrorCode } from "
 import type { Clock } from "../../core/clock.js";
 import { ApprovalFollower } from "../../store/approval-follower.js";
 import type { ApprovalAnswer, ApprovalLookup, ApprovalRequest } from "../../store/approvals.js";
-import { MAX_REQUEST_BYTES, OUTPUT_CHUNK_BYTES, parseRequest, type EndFrame, type RemoteFrame, type StartRequest, type WorktreeRequest } from "./protocol.js";
+import {
+  MAX_REQUEST_BYTES,
+  OUTPUT_CHUNK_BYTES,
+  parseRequest,
+  type EndFrame,
+  type RemoteFrame,
+  type StartRequest,
+  type WorktreeRequest,
+} from "./protocol.js";
 
 /** A job as the remote end follows it. */
 export interface RemoteJobView {
@@ -67,7 +75,8 @@ export async function serveRemote(channel: RemoteChannel, side: RemoteSide): Pro
       case "check":
         await send(await side.check(request.agents, request.programs));
         return 0;
-      // Said at once, before what may take a while (a kill's grace, git): the other end bounds the wait for a first frame (§21.2).
+      // Said at once, before what may take a while (a kill's grace, git): the other
+      // end bounds the wait for a first frame (§21.2).
       case "kill": {
         const job = await side.find(request.job_id);
         if (!job) return fail("JOB_NOT_FOUND", `no job ${request.job_id} in this state directory`);
@@ -81,7 +90,8 @@ export async function serveRemote(channel: RemoteChannel, side: RemoteSide): Pro
         return 0;
       case "answer": {
         const answered = side.answer(request.job_id, request.request_id, request.answer);
-        if (!answered) return fail("INVALID_ARGUMENT", `job ${request.job_id} has no permission request ${request.request_id} here`);
+        if (!answered)
+          return fail("INVALID_ARGUMENT", `job ${request.job_id} has no permission request ${request.request_id} here`);
         await send({ type: "answered", ...answered });
         return 0;
       }
@@ -104,7 +114,14 @@ export async function serveRemote(channel: RemoteChannel, side: RemoteSide): Pro
 }
 
 /** The job's stdout from offset, with backpressure, until it ends (then the end frame) or this side is gone. */
-async function stream(channel: RemoteChannel, side: RemoteSide, job: RemoteJobView, from: number, gone: Promise<void>, send: (frame: RemoteFrame) => Promise<void>): Promise<number> {
+async function stream(
+  channel: RemoteChannel,
+  side: RemoteSide,
+  job: RemoteJobView,
+  from: number,
+  gone: Promise<void>,
+  send: (frame: RemoteFrame) => Promise<void>,
+): Promise<number> {
   let offset = from;
   let finished = false;
   let left = false;
@@ -131,7 +148,11 @@ async function stream(channel: RemoteChannel, side: RemoteSide, job: RemoteJobVi
     await sendApprovals();
     if (last) break;
     let cancel = (): void => undefined;
-    await Promise.race([job.done, gone, new Promise<void>((resolve) => (cancel = channel.clock.setTimer(resolve, followMs)))]);
+    await Promise.race([
+      job.done,
+      gone,
+      new Promise<void>((resolve) => (cancel = channel.clock.setTimer(resolve, followMs))),
+    ]);
     cancel();
   }
   const { exit, ...outcome } = job.outcome();
@@ -145,7 +166,10 @@ async function stream(channel: RemoteChannel, side: RemoteSide, job: RemoteJobVi
 }
 
 /** The first line of input, bounded; `ended` resolves when the input closes (the local server went away). */
-function readFirstLine(input: AsyncIterable<Buffer | string>): { line: Promise<string | undefined>; ended: Promise<void> } {
+function readFirstLine(input: AsyncIterable<Buffer | string>): {
+  line: Promise<string | undefined>;
+  ended: Promise<void>;
+} {
   let deliver: (line: string | undefined) => void = () => undefined;
   const line = new Promise<string | undefined>((resolve) => (deliver = resolve));
   const ended = (async () => {

@@ -46,13 +46,18 @@ export interface SessionOptions {
 const STOP_GRACE_MS = 2000;
 
 /** Starts a session; onFrame hears each frame in order, and returns false to end the session (the answer is in). */
-export function openSession(options: SessionOptions, request: RemoteRequest, onFrame: (frame: RemoteFrame) => boolean | void): Session {
+export function openSession(
+  options: SessionOptions,
+  request: RemoteRequest,
+  onFrame: (frame: RemoteFrame) => boolean | void,
+): Session {
   let child: ChildProcess | undefined;
   let stderr = "";
   let stopped = false;
   let silentMs: number | undefined;
   const timers: CancelTimer[] = [];
-  const running = (): ChildProcess | undefined => (child && child.exitCode === null && child.signalCode === null ? child : undefined);
+  const running = (): ChildProcess | undefined =>
+    child && child.exitCode === null && child.signalCode === null ? child : undefined;
   // Killed, not asked: a hung ssh may not act on SIGTERM, and its close event is what reaps it.
   const silenced = (ms: number) => (): void => {
     const live = running();
@@ -63,7 +68,11 @@ export function openSession(options: SessionOptions, request: RemoteRequest, onF
   const ended = new Promise<SessionEnd>((resolve) => {
     let ssh: ChildProcess;
     try {
-      ssh = child = spawn(options.sshBin, options.argv, { env: options.env, stdio: ["pipe", "pipe", "pipe"], windowsHide: true });
+      ssh = child = spawn(options.sshBin, options.argv, {
+        env: options.env,
+        stdio: ["pipe", "pipe", "pipe"],
+        windowsHide: true,
+      });
     } catch (error) {
       resolve({ exitCode: null, signal: null, stderr: "", spawnError: (error as Error).message });
       return;
@@ -78,7 +87,9 @@ export function openSession(options: SessionOptions, request: RemoteRequest, onF
         if (stopped) return;
         const frame = parseFrame(line);
         if (!frame) {
-          options.logger.warn(`ssh ${options.argv.at(-2) ?? ""}: skipped a line that is not a frame: ${line.slice(0, 200)}`);
+          options.logger.warn(
+            `ssh ${options.argv.at(-2) ?? ""}: skipped a line that is not a frame: ${line.slice(0, 200)}`,
+          );
           return;
         }
         firstFrame();
@@ -95,7 +106,10 @@ export function openSession(options: SessionOptions, request: RemoteRequest, onF
     ssh.on("close", (exitCode, signal) => {
       for (const cancel of timers.splice(0)) cancel();
       lines.finish();
-      const why = { ...(spawnError !== undefined ? { spawnError } : {}), ...(silentMs !== undefined ? { silentMs } : {}) };
+      const why = {
+        ...(spawnError !== undefined ? { spawnError } : {}),
+        ...(silentMs !== undefined ? { silentMs } : {}),
+      };
       resolve({ exitCode, signal, stderr: stderr.trim(), ...why });
     });
     ssh.stdin?.write(`${JSON.stringify(request)}\n`);
@@ -115,6 +129,9 @@ export function openSession(options: SessionOptions, request: RemoteRequest, onF
 
 /** The line of ssh's stderr that says what went wrong, for a message. */
 export function lastLine(text: string): string {
-  const lines = text.split("\n").map((line) => line.trim()).filter(Boolean);
+  const lines = text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean);
   return lines.at(-1) ?? "";
 }

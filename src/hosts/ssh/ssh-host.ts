@@ -5,7 +5,15 @@
  */
 import path from "node:path";
 
-import type { AgentHost, Host, HostCheck, KillReport, LocatedAgent, RecordedAgent, SpawnRequest } from "../../agent/host.js";
+import type {
+  AgentHost,
+  Host,
+  HostCheck,
+  KillReport,
+  LocatedAgent,
+  RecordedAgent,
+  SpawnRequest,
+} from "../../agent/host.js";
 import { checkRemoteDirectory, type DirectoryCheck } from "../../agent/policy.js";
 import type { ApproverLaunch } from "../../agent/types.js";
 import type { ApprovalAnswer } from "../../store/approvals.js";
@@ -72,7 +80,8 @@ export class SshHost implements Host, RemoteHostLink {
         if (request.jobId === undefined) throw new Error("a job on another host needs its id");
         const env: Record<string, string> = {};
         for (const [key, value] of Object.entries(request.env)) if (value !== undefined) env[key] = value;
-        // A program the host's configuration names goes along; none, and that machine's own setting or PATH decides (§21.3).
+        // A program the host's configuration names goes along; none, and that
+        // machine's own setting or PATH decides (§21.3).
         const named = this.options.config.programs[agent] !== undefined;
         return this.track(
           new RemoteAgent(
@@ -102,7 +111,15 @@ export class SshHost implements Host, RemoteHostLink {
       },
       attach: (request) => {
         if (request.jobId === undefined) throw new Error("a job on another host needs its id");
-        return this.track(new RemoteAgent(this, { kind: "follow", jobId: request.jobId }, request.output, request.onStdout, this.options.approvalsOf?.(request.jobId)));
+        return this.track(
+          new RemoteAgent(
+            this,
+            { kind: "follow", jobId: request.jobId },
+            request.output,
+            request.onStdout,
+            this.options.approvalsOf?.(request.jobId),
+          ),
+        );
       },
     };
   }
@@ -141,12 +158,18 @@ export class SshHost implements Host, RemoteHostLink {
     return this.approverLaunch(jobId, waitMs);
   }
 
-  /** A session: its first frame within the host's silence bound, and the whole of it within wholeMs when given (§21.2). */
+  /**
+   * A session: its first frame within the host's silence bound, and the whole of it within wholeMs when given (§21.2).
+   */
   open(request: RemoteRequest, onFrame: (frame: RemoteFrame) => boolean | void, wholeMs?: number): Session {
     this.used = true;
     const { config, controlDir } = this.options;
     const argv = sshArguments(config, controlDir, remoteCommandLine(config), this.timeoutMs);
-    const session = openSession({ ...this.sessionOptions(argv), ...(wholeMs !== undefined ? { wholeMs } : {}) }, request, onFrame);
+    const session = openSession(
+      { ...this.sessionOptions(argv), ...(wholeMs !== undefined ? { wholeMs } : {}) },
+      request,
+      onFrame,
+    );
     this.sessions.add(session);
     void session.ended.then(() => this.sessions.delete(session));
     return session;
@@ -168,15 +191,25 @@ export class SshHost implements Host, RemoteHostLink {
     );
     const closed = await session.ended;
     if (answer) return { signalled: answer.killed ? 1 : 0, survivors: answer.survivors };
-    const why = refused !== undefined ? `host ${this.name} refused the kill: ${refused}` : `host ${this.name} could not be reached (${describe(closed)})`;
+    const why =
+      refused !== undefined
+        ? `host ${this.name} refused the kill: ${refused}`
+        : `host ${this.name} could not be reached (${describe(closed)})`;
     return { signalled: 0, survivors: [], undetermined: true, why };
   }
 
-  /** The approver a job's agent there runs: claude-dispatch there, in its approver mode, on its state directory (§18, §21.3). */
+  /**
+   * The approver a job's agent there runs: claude-dispatch there, in its
+   * approver mode, on its state directory (§18, §21.3).
+   */
   approverLaunch(jobId: string, waitMs: number): ApproverLaunch {
     const [command = "claude-dispatch", ...first] = this.options.config.command;
     const stateDir = this.options.config.stateDir;
-    return { command, args: [...first, "approver", ...(stateDir ? [`--state-dir=${stateDir}`] : []), `--wait-ms=${waitMs}`, jobId], waitMs };
+    return {
+      command,
+      args: [...first, "approver", ...(stateDir ? [`--state-dir=${stateDir}`] : []), `--wait-ms=${waitMs}`, jobId],
+      waitMs,
+    };
   }
 
   /** Sends an answer given here; false when the host could not be reached, so that it is sent again. */
@@ -185,16 +218,29 @@ export class SshHost implements Host, RemoteHostLink {
     const session = this.open({ op: "answer", job_id: jobId, request_id: requestId, answer }, (frame) => {
       if (frame.type !== "answered" && frame.type !== "error") return;
       settled = true;
-      if (frame.type === "error") this.logger.warn(`job ${jobId} on host ${this.name}: request ${requestId} was not answered there: ${frame.message}`);
-      else if (!frame.won) this.logger.warn(`job ${jobId} on host ${this.name}: request ${requestId} had been answered there already (${frame.answer.decision} by ${frame.answer.by})`);
+      if (frame.type === "error")
+        this.logger.warn(
+          `job ${jobId} on host ${this.name}: request ${requestId} was not answered there: ${frame.message}`,
+        );
+      else if (!frame.won)
+        this.logger.warn(
+          `job ${jobId} on host ${this.name}: request ${requestId} had been answered there already ` +
+            `(${frame.answer.decision} by ${frame.answer.by})`,
+        );
       return false;
     });
     const closed = await session.ended;
-    if (!settled) this.logger.warn(`job ${jobId} on host ${this.name}: the answer to request ${requestId} could not be sent (${describe(closed)}); it is sent again`);
+    if (!settled)
+      this.logger.warn(
+        `job ${jobId} on host ${this.name}: the answer to request ${requestId} could not be sent ` +
+          `(${describe(closed)}); it is sent again`,
+      );
     return settled;
   }
 
-  /** A worktree operation there: its result, or its refusal as the DispatchError it is; HOST_FAILED when out of reach. */
+  /**
+   * A worktree operation there: its result, or its refusal as the DispatchError it is; HOST_FAILED when out of reach.
+   */
   async call(request: WorktreeRequest): Promise<unknown> {
     let result: { value: unknown } | undefined;
     let refused: { code: NonNullable<Extract<RemoteFrame, { type: "error" }>["code"]>; message: string } | undefined;
@@ -222,7 +268,14 @@ export class SshHost implements Host, RemoteHostLink {
       return answer === undefined && refused === undefined;
     });
     const closed: SessionEnd = await session.ended;
-    if (answer) return { ok: true, version: answer.version, stateDir: answer.state_dir, programs: answer.programs, ms: this.clock.now() - started };
+    if (answer)
+      return {
+        ok: true,
+        version: answer.version,
+        stateDir: answer.state_dir,
+        programs: answer.programs,
+        ms: this.clock.now() - started,
+      };
     return { ok: false, problem: refused ?? describe(closed) };
   }
 
@@ -234,7 +287,11 @@ export class SshHost implements Host, RemoteHostLink {
     if (!this.used || !this.options.controlDir) return;
     const argv = sshArguments(this.options.config, this.options.controlDir, undefined, this.timeoutMs);
     // `-O exit` goes before the destination: ssh reads no options after it.
-    const exit = openSession(this.sessionOptions(["-O", "exit", ...argv]), { op: "check", agents: [], programs: {} }, () => false);
+    const exit = openSession(
+      this.sessionOptions(["-O", "exit", ...argv]),
+      { op: "check", agents: [], programs: {} },
+      () => false,
+    );
     await exit.ended;
   }
 

@@ -48,4 +48,3 @@ export function agentEnvironment(
   delete env.CLAUDE_CODE_ENTRYPOINT;
   return env;
 }
-

@@ -29,7 +29,7 @@ export function parseStreamingMember(
 ): StreamedObject | undefined {
   const scanner = new MemberScanner(key, onText);
   const decoder = new StringDecoder("utf8");
-  for (let position = offset; position < offset + length; ) {
+  for (let position = offset; position < offset + length;) {
     const bytes = read(position, Math.min(CHUNK_BYTES, offset + length - position));
     if (!bytes || bytes.length === 0) return undefined;
     position += bytes.length;
@@ -106,7 +106,8 @@ class MemberScanner {
         this.expectingKey = true;
       }
       if (this.depth === 1 && char === ":") this.afterKeyColon = true;
-      else if (this.depth !== 1 || (char !== " " && char !== "\t" && char !== "\n" && char !== "\r")) this.afterKeyColon = false;
+      else if (this.depth !== 1 || (char !== " " && char !== "\t" && char !== "\n" && char !== "\r"))
+        this.afterKeyColon = false;
     }
     return true;
   }

@@ -20,7 +20,8 @@ const SESSION_NOT_FOUND = /No conversation found with session ID: ?([^\s]*)/;
  */
 export function interpretExit(
   exit: ChildExit,
-  stream: Pick<ClaudeStream, "overflow" | "resultEvent" | "printedStart"> & Partial<Pick<ClaudeStream, "streamedResultChars">>,
+  stream: Pick<ClaudeStream, "overflow" | "resultEvent" | "printedStart"> &
+    Partial<Pick<ClaudeStream, "streamedResultChars">>,
   bin: string,
   disk?: StateDisk,
 ): AgentOutcome {
@@ -30,7 +31,13 @@ export function interpretExit(
 
   const event = stream.resultEvent();
   if (event && "resultNotStored" in stream && stream.resultNotStored) {
-    return { ok: false, code: "STATE_ERROR", detail: "the agent finished, but its result could not be written to the job's result.txt (is the disk full?); it is in the job's stdout.jsonl" };
+    return {
+      ok: false,
+      code: "STATE_ERROR",
+      detail:
+        "the agent finished, but its result could not be written to the job's result.txt (is the disk full?); it is " +
+        "in the job's stdout.jsonl",
+    };
   }
   if (event) {
     const result = toAgentResult(event);
@@ -43,7 +50,8 @@ export function interpretExit(
       const message = errorMessage(event);
       // With stream-json an unknown --resume id is an error result rather than only stderr.
       const unknownSession = SESSION_NOT_FOUND.exec(message);
-      if (unknownSession) return { ok: false, code: "SESSION_NOT_FOUND", detail: sessionNotFound(unknownSession[1]), result };
+      if (unknownSession)
+        return { ok: false, code: "SESSION_NOT_FOUND", detail: sessionNotFound(unknownSession[1]), result };
       const status = result.apiErrorStatus === undefined ? "" : ` (API status ${result.apiErrorStatus})`;
       return { ok: false, code: "AGENT_ERROR", detail: `${message}${status}`, result };
     }
@@ -58,4 +66,3 @@ export function interpretExit(
 function sessionNotFound(id: string | undefined): string {
   return `No conversation found with session ID ${id ?? ""} in this cwd`.replace("  ", " ");
 }
-

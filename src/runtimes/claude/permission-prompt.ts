@@ -27,16 +27,28 @@ const TOOL_TIMEOUT_SLACK_MS = 60_000;
 export function approverArgs(approver: ApproverLaunch): string[] {
   const config = {
     mcpServers: {
-      [APPROVER_SERVER]: { type: "stdio", command: approver.command, args: approver.args, timeout: approver.waitMs + TOOL_TIMEOUT_SLACK_MS },
+      [APPROVER_SERVER]: {
+        type: "stdio",
+        command: approver.command,
+        args: approver.args,
+        timeout: approver.waitMs + TOOL_TIMEOUT_SLACK_MS,
+      },
     },
   };
-  return [`--mcp-config=${JSON.stringify(config)}`, `--permission-prompt-tool=mcp__${APPROVER_SERVER}__${APPROVER_TOOL}`];
+  return [
+    `--mcp-config=${JSON.stringify(config)}`,
+    `--permission-prompt-tool=mcp__${APPROVER_SERVER}__${APPROVER_TOOL}`,
+  ];
 }
 
 /** The tool's arguments as the CLI sends them; undefined when they are not a permission request. */
 function readPermissionRequest(args: unknown): PermissionRequest | undefined {
   if (!isRecord(args) || typeof args.tool_name !== "string" || args.tool_name === "") return undefined;
-  return { toolName: args.tool_name, input: args.input ?? {}, ...(typeof args.tool_use_id === "string" ? { toolUseId: args.tool_use_id } : {}) };
+  return {
+    toolName: args.tool_name,
+    input: args.input ?? {},
+    ...(typeof args.tool_use_id === "string" ? { toolUseId: args.tool_use_id } : {}),
+  };
 }
 
 /**
@@ -49,13 +61,17 @@ export function permissionPreview(request: PermissionRequest): string {
 
 /** The text block the CLI reads its answer from; an allowed call runs with its input unchanged. */
 function permissionAnswerText(decision: "allow" | "deny", input: unknown, message: string): string {
-  return JSON.stringify(decision === "allow" ? { behavior: "allow", updatedInput: input } : { behavior: "deny", message });
+  return JSON.stringify(
+    decision === "allow" ? { behavior: "allow", updatedInput: input } : { behavior: "deny", message },
+  );
 }
 
 /** The tool as the approver lists it. */
 const APPROVER_TOOL_DEFINITION = {
   name: APPROVER_TOOL,
-  description: "Asks the person behind claude-dispatch whether a tool call may run; called by Claude Code itself, not by the model.",
+  description:
+    "Asks the person behind claude-dispatch whether a tool call may run; called by Claude Code itself, not " +
+    "by the model.",
   inputSchema: {
     type: "object",
     properties: {

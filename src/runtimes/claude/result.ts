@@ -10,7 +10,12 @@ export interface ResultEvent {
 }
 
 export function isResultEvent(value: unknown): value is ResultEvent {
-  return typeof value === "object" && value !== null && !Array.isArray(value) && (value as { type?: unknown }).type === "result";
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    (value as { type?: unknown }).type === "result"
+  );
 }
 
 /**
@@ -44,7 +49,8 @@ export function findResultEvent(stdout: string): ResultEvent | undefined {
 }
 
 export const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
-export const num = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined);
+export const num = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isFinite(value) ? value : undefined;
 
 function summarizeDenials(value: unknown): PermissionDenial[] | undefined {
   if (!Array.isArray(value)) return undefined;
@@ -86,4 +92,3 @@ export function errorMessage(event: ResultEvent): string {
   const subtype = str(event.subtype);
   return subtype ? `Claude Code reported ${subtype}` : "Claude Code reported an error";
 }
-

@@ -15,7 +15,17 @@
  * about 140 KB for one prompt), so only its first and last 64 KiB are read,
  * and only for the newest files of the folder.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readSync, realpathSync, type Stats } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  opendirSync,
+  readSync,
+  realpathSync,
+  type Stats,
+} from "node:fs";
 import path from "node:path";
 
 import type { AgentSession } from "../../agent/types.js";
@@ -26,7 +36,10 @@ export const DEFAULT_SESSION_LIMIT = 20;
 export const MAX_SESSION_LIMIT = 200;
 /** Bytes read from each end of a session file; a file up to twice this is read whole. */
 export const SESSION_END_BYTES = 64 * 1024;
-/** Session files considered, newest by mtime first: files that turn out unreadable are skipped for the next, up to this many. */
+/**
+ * Session files considered, newest by mtime first: files that turn out
+ * unreadable are skipped for the next, up to this many.
+ */
 export const MAX_SESSION_FILES = 1000;
 /** Directory entries looked at: a folder larger than this is listed from the first entries it returns. */
 const MAX_FOLDER_ENTRIES = 50_000;
@@ -81,11 +94,17 @@ export function claudeConfigDir(env: Readonly<Record<string, string | undefined>
 /** Where Claude Code keeps the sessions of exactly this path (no symlink resolved): the CLI's own encoding. */
 export function claudeProjectFolder(configDir: string, cwd: string): string {
   const name = cwd.replace(/[^a-zA-Z0-9]/g, "-");
-  const folder = name.length <= MAX_FOLDER_NAME_CHARS ? name : `${name.slice(0, MAX_FOLDER_NAME_CHARS)}-${Math.abs(stringHash(cwd)).toString(36)}`;
+  const folder =
+    name.length <= MAX_FOLDER_NAME_CHARS
+      ? name
+      : `${name.slice(0, MAX_FOLDER_NAME_CHARS)}-${Math.abs(stringHash(cwd)).toString(36)}`;
   return path.join(configDir, "projects", folder);
 }
 
-/** The folder listClaudeSessions reads: that of the directory's real path, or of the path as given when it no longer resolves. */
+/**
+ * The folder listClaudeSessions reads: that of the directory's real path, or
+ * of the path as given when it no longer resolves.
+ */
 export function claudeSessionFolder(configDir: string, cwd: string): string {
   return claudeProjectFolder(configDir, realDirectory(cwd));
 }
@@ -138,7 +157,9 @@ interface Candidate {
   stats: Stats;
 }
 
-/** The session files of a folder, newest mtime first, at most MAX_SESSION_FILES; lstat, so a symlink is never followed. */
+/**
+ * The session files of a folder, newest mtime first, at most MAX_SESSION_FILES; lstat, so a symlink is never followed.
+ */
 function newestSessionFiles(folder: string): Candidate[] {
   let dir;
   try {
@@ -184,7 +205,8 @@ function readSession(candidate: Candidate): ClaudeSession | undefined {
   if (!ends || (ends.head.length === 0 && ends.tail.length === 0)) return undefined;
   const { head, tail, stats } = ends;
   const { turns, exact } = countTurns(ends);
-  const cwd = head.map(cwdOf).find((value) => value !== undefined) ?? tail.map(cwdOf).findLast((value) => value !== undefined);
+  const cwd =
+    head.map(cwdOf).find((value) => value !== undefined) ?? tail.map(cwdOf).findLast((value) => value !== undefined);
   return {
     session_id: candidate.sessionId,
     started_at: firstTimestamp(head) ?? (stats.birthtimeMs > 0 ? stats.birthtimeMs : stats.mtimeMs),
@@ -198,7 +220,9 @@ function readSession(candidate: Candidate): ClaudeSession | undefined {
   };
 }
 
-/** Opens without following a symlink and without blocking on a FIFO swapped in since the lstat; reads only the two ends. */
+/**
+ * Opens without following a symlink and without blocking on a FIFO swapped in since the lstat; reads only the two ends.
+ */
 function readEnds(file: string): FileEnds | undefined {
   let fd: number;
   try {
@@ -294,14 +318,22 @@ function cwdOf(event: SessionEvent): string | undefined {
   return typeof event.cwd === "string" && event.cwd !== "" ? forReading(event.cwd) : undefined;
 }
 
-/** A prompt's text, or undefined when the event is no prompt (a tool result, a meta or side-chain message, anything but `user`). */
+/**
+ * A prompt's text, or undefined when the event is no prompt (a tool result, a
+ * meta or side-chain message, anything but `user`).
+ */
 function promptText(event: SessionEvent): string | undefined {
-  if (event.type !== "user" || event.isSidechain === true || event.isMeta === true || !isRecord(event.message)) return undefined;
+  if (event.type !== "user" || event.isSidechain === true || event.isMeta === true || !isRecord(event.message))
+    return undefined;
   const content = event.message.content;
   if (typeof content === "string") return content;
-  if (!Array.isArray(content) || content.some((block) => isRecord(block) && block.type === "tool_result")) return undefined;
+  if (!Array.isArray(content) || content.some((block) => isRecord(block) && block.type === "tool_result"))
+    return undefined;
   return content
-    .filter((block): block is { type: "text"; text: string } => isRecord(block) && block.type === "text" && typeof block.text === "string")
+    .filter(
+      (block): block is { type: "text"; text: string } =>
+        isRecord(block) && block.type === "text" && typeof block.text === "string",
+    )
     .map((block) => block.text)
     .filter((text) => !text.trimStart().startsWith("<system-reminder>"))
     .join("\n");
@@ -320,7 +352,9 @@ function firstPrompt(head: readonly SessionEvent[]): string {
     const text = promptText(event);
     if (text !== undefined && text.trim() !== "") return text;
   }
-  const queued = head.find((event) => event.type === "queue-operation" && event.operation === "enqueue" && typeof event.content === "string");
+  const queued = head.find(
+    (event) => event.type === "queue-operation" && event.operation === "enqueue" && typeof event.content === "string",
+  );
   return typeof queued?.content === "string" ? queued.content : "";
 }
 

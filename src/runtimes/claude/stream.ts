@@ -102,7 +102,8 @@ export class ClaudeStream extends JsonLinesReader {
   private countTurn(messageId: string): void {
     if (this.messageIds.has(messageId)) return;
     this.messageIds.add(messageId);
-    if (this.messageIds.size > RECENT_MESSAGE_IDS) this.messageIds.delete(this.messageIds.values().next().value as string);
+    if (this.messageIds.size > RECENT_MESSAGE_IDS)
+      this.messageIds.delete(this.messageIds.values().next().value as string);
     this.summary.turns += 1;
   }
 
@@ -172,7 +173,9 @@ export class ClaudeStream extends JsonLinesReader {
           if (cost !== undefined) this.summary.costUsd = cost;
           const turns = num(event.num_turns);
           if (turns !== undefined) this.summary.turns = turns;
-          this.transcript.append(`[done: ${str(event.subtype) ?? "result"}${event.is_error === true ? ", error" : ""}]`);
+          this.transcript.append(
+            `[done: ${str(event.subtype) ?? "result"}${event.is_error === true ? ", error" : ""}]`,
+          );
         }
         return;
       default:
@@ -203,7 +206,9 @@ export class ClaudeStream extends JsonLinesReader {
     for (const block of message.content) {
       if (!isRecord(block) || block.type !== "tool_result") continue;
       const content = typeof block.content === "string" ? block.content : textBlocks(block.content);
-      this.transcript.append(`${block.is_error === true ? "tool error" : "tool result"}: ${clip(content, TOOL_RESULT_CHARS)}`);
+      this.transcript.append(
+        `${block.is_error === true ? "tool error" : "tool result"}: ${clip(content, TOOL_RESULT_CHARS)}`,
+      );
     }
   }
 }
@@ -211,8 +216,10 @@ export class ClaudeStream extends JsonLinesReader {
 function textBlocks(content: unknown): string {
   if (!Array.isArray(content)) return "";
   return content
-    .filter((block): block is { type: "text"; text: string } => isRecord(block) && block.type === "text" && typeof block.text === "string")
+    .filter(
+      (block): block is { type: "text"; text: string } =>
+        isRecord(block) && block.type === "text" && typeof block.text === "string",
+    )
     .map((block) => block.text)
     .join("\n");
 }
-

@@ -11,10 +11,17 @@ import { clip, forReadingOnOneLine } from "../../core/text.js";
 export function describeToolUse(rawName: string, input: unknown, maxChars = 80): string {
   const name = forReadingOnOneLine(rawName);
   if (!isRecord(input)) return name;
-  const key = ["command", "file_path", "notebook_path", "path", "pattern", "url", "query", "description", "prompt"].find(
-    (candidate) => typeof input[candidate] === "string" && input[candidate] !== "",
-  );
+  const key = [
+    "command",
+    "file_path",
+    "notebook_path",
+    "path",
+    "pattern",
+    "url",
+    "query",
+    "description",
+    "prompt",
+  ].find((candidate) => typeof input[candidate] === "string" && input[candidate] !== "");
   const detail = key ? (input[key] as string) : Object.keys(input).length > 0 ? JSON.stringify(input) : "";
   return detail ? `${name} · ${clip(forReadingOnOneLine(detail), maxChars)}` : name;
 }
-

@@ -14,7 +14,8 @@ const MODE_FLAGS: Readonly<Record<CodexPermissionMode, string>> = {
   "dangerously-bypass-approvals-and-sandbox": "--dangerously-bypass-approvals-and-sandbox",
 };
 
-const isCodexMode = (mode: string): mode is CodexPermissionMode => (CODEX_PERMISSION_MODES as readonly string[]).includes(mode);
+const isCodexMode = (mode: string): mode is CodexPermissionMode =>
+  (CODEX_PERMISSION_MODES as readonly string[]).includes(mode);
 
 /**
  * The argv after the program name (§10). Values travel as `-m=value` or
@@ -32,11 +33,16 @@ export function codexArgs(spec: Pick<AgentSpec, "resumeSessionId" | "options">):
   ];
   const options = spec.options ?? {};
   for (const key of Object.keys(options) as (keyof AgentOptions)[]) {
-    if (options[key] !== undefined && !(CODEX_OPTIONS as readonly string[]).includes(key)) throw new DispatchError("INVALID_ARGUMENT", `codex has no flag for ${key}`);
+    if (options[key] !== undefined && !(CODEX_OPTIONS as readonly string[]).includes(key))
+      throw new DispatchError("INVALID_ARGUMENT", `codex has no flag for ${key}`);
   }
   const mode: string | undefined = options.permissionMode;
   if (mode !== undefined) {
-    if (!isCodexMode(mode)) throw new DispatchError("INVALID_ARGUMENT", `codex has no permission mode ${quoted(mode)}; use one of ${CODEX_PERMISSION_MODES.join(", ")}`);
+    if (!isCodexMode(mode))
+      throw new DispatchError(
+        "INVALID_ARGUMENT",
+        `codex has no permission mode ${quoted(mode)}; use one of ${CODEX_PERMISSION_MODES.join(", ")}`,
+      );
     args.push(MODE_FLAGS[mode]);
   }
   // The short form: the long one is also Claude Code's flag, which stays in runtimes/claude/.

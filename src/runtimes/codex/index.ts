@@ -13,7 +13,13 @@ export { codexArgs, codexEnvironment } from "./args.js";
 export { interpretCodexExit } from "./outcome.js";
 export { CodexReader, type TurnEnd } from "./reader.js";
 export { shellScript } from "./text.js";
-export { CODEX_DANGEROUS_MODES, CODEX_OPTIONS, CODEX_PERMISSION_MODES, CODEX_TRAITS, type CodexPermissionMode } from "./traits.js";
+export {
+  CODEX_DANGEROUS_MODES,
+  CODEX_OPTIONS,
+  CODEX_PERMISSION_MODES,
+  CODEX_TRAITS,
+  type CodexPermissionMode,
+} from "./traits.js";
 
 /** Codex, run as `bin` (a name on PATH or a path: CLAUDE_DISPATCH_CODEX_BIN). */
 export function codexRuntime(bin: string): Runtime<CodexReader> {

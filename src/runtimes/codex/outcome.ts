@@ -10,7 +10,10 @@ import type { AgentOutcome, AgentResult } from "../../agent/types.js";
 import type { CodexReader } from "./reader.js";
 import { CODEX_TRAITS } from "./traits.js";
 
-/** 0.171.0 on stderr, exit 1: "Error: thread/resume: thread/resume failed: no rollout found for thread id <id> (code -32600)". */
+/**
+ * 0.171.0 on stderr, exit 1: "Error: thread/resume: thread/resume failed: no
+ * rollout found for thread id <id> (code -32600)".
+ */
 const THREAD_NOT_FOUND = /no rollout found for thread id:? ?([^\s()]*)/i;
 
 /**
@@ -27,7 +30,10 @@ const UNFINISHED_TURN: MissingEnd = {
   printed: "exited 0 without finishing a turn",
 };
 
-type ReadOutput = Pick<CodexReader, "overflow" | "turnEnd" | "errorMessage" | "completedTurns" | "threadId" | "printedStart">;
+type ReadOutput = Pick<
+  CodexReader,
+  "overflow" | "turnEnd" | "errorMessage" | "completedTurns" | "threadId" | "printedStart"
+>;
 
 export function interpretCodexExit(exit: ChildExit, reader: ReadOutput, bin: string, disk?: StateDisk): AgentOutcome {
   const unstarted = startFailure(exit, { bin, ...CODEX_TRAITS.program });
@@ -54,6 +60,15 @@ export function interpretCodexExit(exit: ChildExit, reader: ReadOutput, bin: str
   }
 
   const notFound = THREAD_NOT_FOUND.exec(exit.stderrTail);
-  if (notFound) return { ok: false, code: "SESSION_NOT_FOUND", detail: `No Codex conversation found with session ID ${notFound[1] ?? ""}`.trim() };
-  return endedWithoutResult(exit, disk, { agent: CODEX_TRAITS.name, printed: reader.printedStart(), missing: UNFINISHED_TURN });
+  if (notFound)
+    return {
+      ok: false,
+      code: "SESSION_NOT_FOUND",
+      detail: `No Codex conversation found with session ID ${notFound[1] ?? ""}`.trim(),
+    };
+  return endedWithoutResult(exit, disk, {
+    agent: CODEX_TRAITS.name,
+    printed: reader.printedStart(),
+    missing: UNFINISHED_TURN,
+  });
 }

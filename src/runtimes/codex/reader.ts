@@ -26,7 +26,8 @@ const NOTE_CHARS = 500;
 export type TurnEnd = { kind: "completed"; text: string | undefined } | { kind: "failed"; message: string };
 
 const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
-const num = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined);
+const num = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isFinite(value) ? value : undefined;
 
 /** Results are an agent_message's text, one line among the rest: held in memory, bounded by maxLineBytes. */
 export class CodexReader extends JsonLinesReader {
@@ -86,7 +87,8 @@ export class CodexReader extends JsonLinesReader {
         this.transcript.append("[done: success]");
         return;
       case "turn.failed": {
-        const message = (isRecord(event.error) ? str(event.error.message) : undefined) ?? this.lastError ?? "the turn failed";
+        const message =
+          (isRecord(event.error) ? str(event.error.message) : undefined) ?? this.lastError ?? "the turn failed";
         if (message !== this.lastError) this.transcript.append(`[error: ${clip(message, NOTE_CHARS)}]`);
         this.ending = { kind: "failed", message };
         this.transcript.append("[done: failed, error]");
@@ -135,15 +137,22 @@ export class CodexReader extends JsonLinesReader {
         this.showTool(id, describeTool(name || "mcp", mcpArguments(item.arguments)));
         if (!completed) return;
         const error = isRecord(item.error) ? str(item.error.message) : undefined;
-        if (error !== undefined || item.status === "failed") this.transcript.append(`tool error: ${clip(error ?? "failed", TOOL_RESULT_CHARS)}`);
-        else this.transcript.append(`tool result: ${clip(isRecord(item.result) ? contentText(item.result.content) : "", TOOL_RESULT_CHARS)}`);
+        if (error !== undefined || item.status === "failed")
+          this.transcript.append(`tool error: ${clip(error ?? "failed", TOOL_RESULT_CHARS)}`);
+        else
+          this.transcript.append(
+            `tool result: ${clip(isRecord(item.result) ? contentText(item.result.content) : "", TOOL_RESULT_CHARS)}`,
+          );
         return;
       }
       case "file_change": {
         const changes = Array.isArray(item.changes) ? item.changes.filter(isRecord) : [];
         const list = changes.map((change) => `${str(change.kind) ?? "change"} ${str(change.path) ?? "?"}`).join(", ");
         this.showTool(id, describeTool("apply_patch", list));
-        if (completed) this.transcript.append(item.status === "failed" ? "tool error: the patch was not applied" : "tool result: applied");
+        if (completed)
+          this.transcript.append(
+            item.status === "failed" ? "tool error: the patch was not applied" : "tool result: applied",
+          );
         return;
       }
       case "web_search":
@@ -175,7 +184,7 @@ export class CodexReader extends JsonLinesReader {
       this.transcript.append(`tool result: ${output}`);
       return;
     }
-    const how = exitCode !== undefined ? `exit ${exitCode}` : str(item.status) ?? "failed";
+    const how = exitCode !== undefined ? `exit ${exitCode}` : (str(item.status) ?? "failed");
     this.transcript.append(`tool error: ${output ? `${how}: ${output}` : how}`);
   }
 }

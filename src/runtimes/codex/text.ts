@@ -29,7 +29,9 @@ export function describeTool(name: string, detail: string, maxChars = 80): strin
 /** An MCP tool's arguments on one line: a likely main argument, else the JSON. */
 export function mcpArguments(args: unknown): string {
   if (!isRecord(args)) return typeof args === "string" ? args : "";
-  const key = ["command", "path", "file_path", "url", "query", "pattern"].find((candidate) => typeof args[candidate] === "string" && args[candidate] !== "");
+  const key = ["command", "path", "file_path", "url", "query", "pattern"].find(
+    (candidate) => typeof args[candidate] === "string" && args[candidate] !== "",
+  );
   return key ? (args[key] as string) : Object.keys(args).length > 0 ? JSON.stringify(args) : "";
 }
 
@@ -37,7 +39,10 @@ export function mcpArguments(args: unknown): string {
 export function contentText(content: unknown): string {
   if (!Array.isArray(content)) return "";
   return content
-    .filter((block): block is { type: "text"; text: string } => isRecord(block) && block.type === "text" && typeof block.text === "string")
+    .filter(
+      (block): block is { type: "text"; text: string } =>
+        isRecord(block) && block.type === "text" && typeof block.text === "string",
+    )
     .map((block) => block.text)
     .join("\n");
 }

@@ -39,7 +39,8 @@ export function geminiOptionProblem(options: AgentOptions): string | undefined {
   ];
   for (const [name, values] of lists) {
     const index = (values ?? []).findIndex((value) => value.includes(",") || value.trim() !== value);
-    if (index !== -1) return `${name}[${index}] holds a comma or surrounding spaces, which Gemini CLI would split or trim`;
+    if (index !== -1)
+      return `${name}[${index}] holds a comma or surrounding spaces, which Gemini CLI would split or trim`;
   }
   return undefined;
 }

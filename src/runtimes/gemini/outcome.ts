@@ -18,32 +18,46 @@ const RESUME_FAILED = /Error resuming session: ([^\n]*)/;
 
 /** The CLI's exit codes for failures of its own (FatalError subclasses), and what to do about each. */
 const FATAL_EXITS: Readonly<Record<number, string>> = {
-  41: "gemini could not authenticate (exit 41); set security.auth.selectedType in ~/.gemini/settings.json (\"gemini-api-key\" for GEMINI_API_KEY) and the key in the server's environment",
+  41:
+    "gemini could not authenticate (exit 41); set security.auth.selectedType in ~/.gemini/settings.json " +
+    '("gemini-api-key" for GEMINI_API_KEY) and the key in the server\'s environment',
   42: "gemini refused its input (exit 42)",
   44: "gemini's sandbox failed (exit 44)",
   52: "gemini's configuration is invalid (exit 52); fix the settings file it names",
   53: "gemini reached its session turn limit (exit 53; model.maxSessionTurns in settings.json)",
   54: "a tool failed fatally in gemini (exit 54)",
-  55: "gemini does not trust this cwd (exit 55); set GEMINI_CLI_TRUST_WORKSPACE=true in the server's environment, or trust the folder in an interactive gemini",
+  55:
+    "gemini does not trust this cwd (exit 55); set GEMINI_CLI_TRUST_WORKSPACE=true in the server's environment, or " +
+    "trust the folder in an interactive gemini",
   130: "gemini was cancelled (exit 130)",
 };
 
 /** The outcome needs of the reader only what it read. */
-export type GeminiReading = Pick<GeminiReader, "overflow" | "resultEvent" | "answerText" | "errorMessages" | "permissionDenials" | "printedStart" | "live">;
+export type GeminiReading = Pick<
+  GeminiReader,
+  "overflow" | "resultEvent" | "answerText" | "errorMessages" | "permissionDenials" | "printedStart" | "live"
+>;
 
 /**
  * Turns how the agent ended into an outcome (§7.3). The result event, when
  * there is one, is the answer whatever the exit code: an API error exits with
  * its HTTP status (modulo 256) after printing a result of status "error".
  */
-export function interpretGeminiExit(exit: ChildExit, stream: GeminiReading, bin: string, disk?: StateDisk): AgentOutcome {
+export function interpretGeminiExit(
+  exit: ChildExit,
+  stream: GeminiReading,
+  bin: string,
+  disk?: StateDisk,
+): AgentOutcome {
   const unstarted = startFailure(exit, { bin, ...GEMINI_TRAITS.program });
   if (unstarted) return unstarted;
   if (stream.overflow) {
     return {
       ok: false,
       code: "OUTPUT_TOO_LARGE",
-      detail: "an output line or response of the agent passed the size limit (CLAUDE_DISPATCH_MAX_OUTPUT_BYTES); it was stopped",
+      detail:
+        "an output line or response of the agent passed the size limit (CLAUDE_DISPATCH_MAX_OUTPUT_BYTES); " +
+        "it was stopped",
     };
   }
 
@@ -51,12 +65,21 @@ export function interpretGeminiExit(exit: ChildExit, stream: GeminiReading, bin:
   if (event) {
     const result = resultOf(stream, event.durationMs);
     const errors = stream.errorMessages();
-    if (event.status === "success" && errors.length === 0) return { ok: true, result: { ...result, text: stream.answerText() } };
+    if (event.status === "success" && errors.length === 0)
+      return { ok: true, result: { ...result, text: stream.answerText() } };
     if (event.status === "success") {
       // The run finished, but the CLI reported an error on the way (such as its own turn cap): the answer is kept.
-      return { ok: false, code: "AGENT_ERROR", detail: errors.join("; "), result: { ...result, text: stream.answerText() } };
+      return {
+        ok: false,
+        code: "AGENT_ERROR",
+        detail: errors.join("; "),
+        result: { ...result, text: stream.answerText() },
+      };
     }
-    const message = event.errorMessage ?? errors.at(-1) ?? `Gemini CLI reported ${event.status === "error" ? "an error" : `status ${event.status}`}`;
+    const message =
+      event.errorMessage ??
+      errors.at(-1) ??
+      `Gemini CLI reported ${event.status === "error" ? "an error" : `status ${event.status}`}`;
     const api = apiError(message, exit.exitCode);
     if (api.status !== undefined) result.apiErrorStatus = api.status;
     const status = api.status === undefined ? "" : ` (API status ${api.status})`;
@@ -65,11 +88,20 @@ export function interpretGeminiExit(exit: ChildExit, stream: GeminiReading, bin:
 
   const resumeFailed = RESUME_FAILED.exec(withoutAnsi(exit.stderrTail));
   if (resumeFailed) {
-    return { ok: false, code: "SESSION_NOT_FOUND", detail: `no Gemini CLI session to resume in this cwd: ${oneLine(resumeFailed[1] ?? "")}` };
+    return {
+      ok: false,
+      code: "SESSION_NOT_FOUND",
+      detail: `no Gemini CLI session to resume in this cwd: ${oneLine(resumeFailed[1] ?? "")}`,
+    };
   }
   // Gemini CLI also exits 0 on SIGTERM without a result: BAD_OUTPUT.
   const stderr = clip(withoutAnsi(exit.stderrTail), 2000);
-  return endedWithoutResult(exit, disk, { agent: GEMINI_TRAITS.name, printed: stream.printedStart(), stderr, knownExits: FATAL_EXITS });
+  return endedWithoutResult(exit, disk, {
+    agent: GEMINI_TRAITS.name,
+    printed: stream.printedStart(),
+    stderr,
+    knownExits: FATAL_EXITS,
+  });
 }
 
 /** What the result holds for any outcome: no cost, which the CLI does not report. */

@@ -40,7 +40,8 @@ export interface GeminiResult {
 }
 
 const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
-const num = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined);
+const num = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isFinite(value) ? value : undefined;
 
 /**
  * Gemini CLI's stream-json, read incrementally. A turn is one model response:
@@ -186,8 +187,12 @@ export class GeminiReader extends JsonLinesReader {
     this.transcript.append(`tool: ${this.summary.lastTool}`);
     const id = str(event.tool_id);
     if (id !== undefined) {
-      if (this.pendingTools.size >= PENDING_TOOLS) this.pendingTools.delete(this.pendingTools.keys().next().value as string);
-      this.pendingTools.set(id, { tool_name: name, ...(event.parameters === undefined ? {} : { tool_input: event.parameters }) });
+      if (this.pendingTools.size >= PENDING_TOOLS)
+        this.pendingTools.delete(this.pendingTools.keys().next().value as string);
+      this.pendingTools.set(id, {
+        tool_name: name,
+        ...(event.parameters === undefined ? {} : { tool_input: event.parameters }),
+      });
     }
   }
 
@@ -232,4 +237,3 @@ export class GeminiReader extends JsonLinesReader {
     this.transcript.append(`[done: ${status}]`);
   }
 }
-

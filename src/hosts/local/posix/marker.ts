@@ -14,5 +14,10 @@ export function markerEntry(value: string): string {
 
 /** Whether a NUL-separated environment holds this exact "NAME=value" entry. */
 export function hasVariable(environment: string, entry: string): boolean {
-  return environment.startsWith(`${entry}\0`) || environment.includes(`\0${entry}\0`) || environment === entry || environment.endsWith(`\0${entry}`);
+  return (
+    environment.startsWith(`${entry}\0`) ||
+    environment.includes(`\0${entry}\0`) ||
+    environment === entry ||
+    environment.endsWith(`\0${entry}`)
+  );
 }

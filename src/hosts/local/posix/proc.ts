@@ -25,7 +25,8 @@ export function parseProcStat(text: string): ProcessInfo | undefined {
   const pgid = Number(fields[2]);
   const sid = Number(fields[3]);
   const startTime = fields[19];
-  if (!Number.isInteger(pid) || !Number.isInteger(ppid) || state === undefined || startTime === undefined) return undefined;
+  if (!Number.isInteger(pid) || !Number.isInteger(ppid) || state === undefined || startTime === undefined)
+    return undefined;
   return {
     pid,
     ppid,
@@ -36,7 +37,9 @@ export function parseProcStat(text: string): ProcessInfo | undefined {
   };
 }
 
-/** Linux: one process as /proc/<pid>/stat shows it now, or undefined when it is gone or unreadable. One open, one read. */
+/**
+ * Linux: one process as /proc/<pid>/stat shows it now, or undefined when it is gone or unreadable. One open, one read.
+ */
 export function readLinuxProcess(pid: number, procRoot = "/proc"): ProcessInfo | undefined {
   let fd: number | undefined;
   try {

@@ -47,7 +47,7 @@ export function ownTree(table: ProcessTable, selfPid: number): Set<number> {
     for (const member of id === undefined ? [] : (table.byGroupOrSession.get(id) ?? [])) own.add(member.pid);
   }
   const below = new Set<number>();
-  for (const queue = [selfPid]; queue.length > 0; ) {
+  for (const queue = [selfPid]; queue.length > 0;) {
     for (const child of table.byParent.get(queue.pop() as number) ?? []) {
       if (below.has(child.pid)) continue;
       below.add(child.pid);

@@ -22,4 +22,3 @@ export function parsePsOutput(text: string): ProcessInfo[] {
   }
   return found;
 }
-

@@ -1,10 +1,20 @@
-/** POSIX: spawning an agent as the leader of its own session, and following one an earlier server started (§6, §15.3). */
+/**
+ * POSIX: spawning an agent as the leader of its own session, and following one an earlier server started (§6, §15.3).
+ */
 import type { ChildProcess } from "node:child_process";
 
 import { outputFailure, spawnFailure } from "../failed-start.js";
 import { followUntilGone } from "../follow.js";
 import { closeStdio, collect, FileFollower, openStdio, stdioOf, type StdioFds } from "../output.js";
-import type { AgentIdentity, AttachRequest, ChildHandle, KillReport, PosixPlatform, ProcessControlOptions, SpawnRequest } from "../types.js";
+import type {
+  AgentIdentity,
+  AttachRequest,
+  ChildHandle,
+  KillReport,
+  PosixPlatform,
+  ProcessControlOptions,
+  SpawnRequest,
+} from "../types.js";
 import { markerEntry, TREE_MARKER_VARIABLE } from "./marker.js";
 import type { TrackedTree } from "./tracked-tree.js";
 import type { TreeTracker } from "./tree-tracker.js";
@@ -12,7 +22,12 @@ import type { TreeTracker } from "./tree-tracker.js";
 /** Stands for a start time nobody recorded; equal to no real one. */
 const UNKNOWN_START_TIME = "unknown";
 
-export function startPosix(platform: PosixPlatform, tracker: TreeTracker, request: SpawnRequest, options: ProcessControlOptions): ChildHandle {
+export function startPosix(
+  platform: PosixPlatform,
+  tracker: TreeTracker,
+  request: SpawnRequest,
+  options: ProcessControlOptions,
+): ChildHandle {
   // Every descendant inherits this variable unless it scrubs its environment,
   // which finds the ones that escaped the tree before a snapshot saw them.
   const markerValue = request.marker ?? options.newMarker();
@@ -37,8 +52,12 @@ export function startPosix(platform: PosixPlatform, tracker: TreeTracker, reques
     if (!tree) return;
     // Let the job's outcome be answered first: this cleanup reads the process table.
     await new Promise<void>((resolve) => options.defer(resolve));
-    await stopLeftovers(tracker, tree, () => killing, killTree, () =>
-      options.logger.info(`agent ${tree.rootPid} exited leaving processes behind; stopping them`),
+    await stopLeftovers(
+      tracker,
+      tree,
+      () => killing,
+      killTree,
+      () => options.logger.info(`agent ${tree.rootPid} exited leaving processes behind; stopping them`),
     );
   });
 
@@ -52,7 +71,11 @@ export function startPosix(platform: PosixPlatform, tracker: TreeTracker, reques
 }
 
 /** Opens the agent's files and spawns it detached, carrying its tree marker; a failed start is a finished handle. */
-function spawnDetached(platform: PosixPlatform, request: SpawnRequest, markerValue: string): { child: ChildProcess } | { failed: ChildHandle } {
+function spawnDetached(
+  platform: PosixPlatform,
+  request: SpawnRequest,
+  markerValue: string,
+): { child: ChildProcess } | { failed: ChildHandle } {
   let fds: StdioFds;
   try {
     fds = openStdio(request);
@@ -103,7 +126,11 @@ async function stopLeftovers(
  * exit by polling the process table (it is not our child, so no exit event
  * comes), and its tree for kills, marker included.
  */
-export function attachPosix(tracker: TreeTracker, request: AttachRequest & { pid: number }, options: ProcessControlOptions): ChildHandle {
+export function attachPosix(
+  tracker: TreeTracker,
+  request: AttachRequest & { pid: number },
+  options: ProcessControlOptions,
+): ChildHandle {
   // Without a recorded marker, one that no process carries.
   const marker = markerEntry(request.marker ?? `none-${options.newMarker()}`);
   // Without a recorded start time the pid itself is never taken into the tree (no start time

@@ -61,11 +61,17 @@ export function absorb(tree: TrackedTree, table: ProcessTable, readEnvironment: 
  * the processes the tree is entered by (the agent, the members of its group and session) must carry its marker.
  */
 function vouching(tree: TrackedTree, read: ReadEnvironment | undefined): (info: ProcessInfo) => boolean {
-  return (info) => !tree.attached || !read || tree.members.has(info.pid) || hasVariable(read(info.pid) ?? "", tree.marker);
+  return (info) =>
+    !tree.attached || !read || tree.members.has(info.pid) || hasVariable(read(info.pid) ?? "", tree.marker);
 }
 
 /** The agent itself, while it runs and is still the process it was (same start time). */
-function rememberRoot(tree: TrackedTree, table: ProcessTable, vouched: (info: ProcessInfo) => boolean, remember: Remember): void {
+function rememberRoot(
+  tree: TrackedTree,
+  table: ProcessTable,
+  vouched: (info: ProcessInfo) => boolean,
+  remember: Remember,
+): void {
   const root = table.byPid.get(tree.rootPid);
   if (root && !tree.rootExited && (tree.rootStartTime ?? root.startTime) === root.startTime && vouched(root)) {
     tree.rootStartTime = root.startTime;
@@ -78,14 +84,21 @@ function rememberRoot(tree: TrackedTree, table: ProcessTable, vouched: (info: Pr
  * them is ours even after the agent exited, unless its pid now names another process.
  * Returns the group and session ids followed so far.
  */
-function followRootGroup(tree: TrackedTree, table: ProcessTable, vouched: (info: ProcessInfo) => boolean, remember: Remember): Set<number> {
+function followRootGroup(
+  tree: TrackedTree,
+  table: ProcessTable,
+  vouched: (info: ProcessInfo) => boolean,
+  remember: Remember,
+): Set<number> {
   const followedIds = new Set<number>();
   const rootNow = table.byPid.get(tree.rootPid);
-  const rootPidIsOurs = rootNow === undefined || (tree.rootStartTime !== undefined && rootNow.startTime === tree.rootStartTime);
+  const rootPidIsOurs =
+    rootNow === undefined || (tree.rootStartTime !== undefined && rootNow.startTime === tree.rootStartTime);
   if (rootPidIsOurs && !table.protectedIds.has(tree.rootPid)) {
     followedIds.add(tree.rootPid);
     const rootVouched = tree.members.has(tree.rootPid);
-    for (const member of table.byGroupOrSession.get(tree.rootPid) ?? []) if (rootVouched || vouched(member)) remember(member);
+    for (const member of table.byGroupOrSession.get(tree.rootPid) ?? [])
+      if (rootVouched || vouched(member)) remember(member);
   }
   return followedIds;
 }

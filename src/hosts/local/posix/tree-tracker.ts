@@ -74,7 +74,9 @@ export class TreeTracker {
     const read = this.platform.readEnvironment;
     const table = await this.freshSnapshot();
     if (!read || !table) return undefined;
-    const marked = [...table.byPid.values()].filter((info) => !info.zombie && !table.protectedIds.has(info.pid) && hasVariable(read(info.pid) ?? "", entry));
+    const marked = [...table.byPid.values()].filter(
+      (info) => !info.zombie && !table.protectedIds.has(info.pid) && hasVariable(read(info.pid) ?? "", entry),
+    );
     const pids = new Set(marked.map((info) => info.pid));
     const root = marked.find((info) => !pids.has(info.ppid));
     return root ? { pid: root.pid, startTime: root.startTime } : null;
@@ -90,7 +92,12 @@ export class TreeTracker {
    * the tree marker in its environment (Linux) can vouch for it, and where
    * there is none to read, it is not taken for ours.
    */
-  async identify(pid: number, startTime: string | undefined, marker?: string, fresh = false): Promise<boolean | undefined> {
+  async identify(
+    pid: number,
+    startTime: string | undefined,
+    marker?: string,
+    fresh = false,
+  ): Promise<boolean | undefined> {
     const table = await (fresh ? this.freshSnapshot() : this.recentSnapshot(SHARED_SNAPSHOT_MS));
     // No process table this time: neither alive nor gone.
     if (!table) return undefined;
@@ -150,9 +157,12 @@ export class TreeTracker {
   async kill(tree: TrackedTree): Promise<KillReport> {
     const table = await this.tableForKill(tree);
     if (!table && tree.attached) return { signalled: 0, survivors: [tree.rootPid], undetermined: true };
-    // This server's own pid, group or session is never signalled: a kill of a tree rooted there cannot succeed, and says so at once.
+    // This server's own pid, group or session is never signalled: a kill of a tree
+    // rooted there cannot succeed, and says so at once.
     if (table?.protectedIds.has(tree.rootPid) && !tree.rootExited && table.byPid.has(tree.rootPid)) {
-      this.options.logger.error(`kill of agent ${tree.rootPid}: that is this server's own process, group or session; nothing was signalled`);
+      this.options.logger.error(
+        `kill of agent ${tree.rootPid}: that is this server's own process, group or session; nothing was signalled`,
+      );
       return { signalled: 0, survivors: [tree.rootPid] };
     }
     if (!table) return this.killGroupOnly(tree);
@@ -176,7 +186,7 @@ export class TreeTracker {
   private async tableForKill(tree: TrackedTree): Promise<ProcessTable | undefined> {
     const { clock, killGraceMs } = this.options;
     let table = await this.snapshot();
-    for (const deadline = clock.now() + killGraceMs; !table && tree.attached && clock.now() < deadline; ) {
+    for (const deadline = clock.now() + killGraceMs; !table && tree.attached && clock.now() < deadline;) {
       await sleep(clock, this.killPollMs);
       table = await this.snapshot();
     }
@@ -194,7 +204,11 @@ export class TreeTracker {
   }
 
   /** The grace period after SIGTERM: re-walks until the tree is gone; newly seen children get their SIGTERM too. */
-  private async terminateThroughGrace(tree: TrackedTree, table: ProcessTable, signalled: Set<number>): Promise<ProcessTable> {
+  private async terminateThroughGrace(
+    tree: TrackedTree,
+    table: ProcessTable,
+    signalled: Set<number>,
+  ): Promise<ProcessTable> {
     const { clock, killGraceMs } = this.options;
     const deadline = clock.now() + killGraceMs;
     while (clock.now() < deadline) {
@@ -239,10 +253,12 @@ export class TreeTracker {
     if (!environments) environmentsRead.set(table, (environments = new Map()));
     let adopted = false;
     for (const info of table.byPid.values()) {
-      if (info.zombie || table.protectedIds.has(info.pid) || tree.members.has(info.pid) || tracked.has(info.pid)) continue;
+      if (info.zombie || table.protectedIds.has(info.pid) || tree.members.has(info.pid) || tracked.has(info.pid))
+        continue;
       if (tree.rootStartTime !== undefined && startedBefore(info.startTime, tree.rootStartTime)) continue;
       let environment = environments.get(info.pid);
-      if (environment === undefined && !environments.has(info.pid)) environments.set(info.pid, (environment = read(info.pid)));
+      if (environment === undefined && !environments.has(info.pid))
+        environments.set(info.pid, (environment = read(info.pid)));
       if (environment !== undefined && hasVariable(environment, tree.marker)) {
         tree.members.set(info.pid, info);
         adopted = true;
@@ -259,7 +275,13 @@ export class TreeTracker {
     return [...tree.members.values()].filter((info) => isSameLiveProcess(table, info));
   }
 
-  private signalTree(tree: TrackedTree, table: ProcessTable, signal: Signal, signalled: Set<number>, onlyNew = false): void {
+  private signalTree(
+    tree: TrackedTree,
+    table: ProcessTable,
+    signal: Signal,
+    signalled: Set<number>,
+    onlyNew = false,
+  ): void {
     const groups = new Set<number>();
     for (const info of this.liveMembers(tree, table)) {
       if (onlyNew && signalled.has(info.pid)) continue;

@@ -44,7 +44,8 @@ export function resolveWindowsInvocation(bin: string, args: readonly string[], p
   }
 
   for (const arg of args) {
-    if (!CMD_SAFE_ARGUMENT.test(arg)) throw new Error(`refusing to pass argument ${JSON.stringify(arg)} through cmd.exe`);
+    if (!CMD_SAFE_ARGUMENT.test(arg))
+      throw new Error(`refusing to pass argument ${JSON.stringify(arg)} through cmd.exe`);
   }
   return {
     command: win.join(systemRoot(platform.env), "System32", "cmd.exe"),
@@ -53,13 +54,22 @@ export function resolveWindowsInvocation(bin: string, args: readonly string[], p
   };
 }
 
-/** The file the server runs for bin on Windows: each PATH entry in order, with each PATHEXT extension (none when bin has one). */
-export function findOnWindowsPath(bin: string, platform: Pick<WindowsPlatform, "env" | "fileExists">): string | undefined {
+/**
+ * The file the server runs for bin on Windows: each PATH entry in order, with
+ * each PATHEXT extension (none when bin has one).
+ */
+export function findOnWindowsPath(
+  bin: string,
+  platform: Pick<WindowsPlatform, "env" | "fileExists">,
+): string | undefined {
   const win = path.win32;
   const extensions = win.extname(bin)
     ? [""]
     : (platform.env.PATHEXT ?? ".COM;.EXE;.BAT;.CMD").split(";").filter(Boolean);
-  const directories = bin.includes("\\") || bin.includes("/") ? [""] : (platform.env.PATH ?? platform.env.Path ?? "").split(";").filter(Boolean);
+  const directories =
+    bin.includes("\\") || bin.includes("/")
+      ? [""]
+      : (platform.env.PATH ?? platform.env.Path ?? "").split(";").filter(Boolean);
   for (const directory of directories) {
     for (const extension of extensions) {
       const candidate = directory ? win.join(directory, bin + extension) : bin + extension;

@@ -1,4 +1,6 @@
-/** Windows: spawning an agent, following one an earlier server started, and killing a tree with taskkill (§6, §15.3). */
+/**
+ * Windows: spawning an agent, following one an earlier server started, and killing a tree with taskkill (§6, §15.3).
+ */
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 
@@ -6,10 +8,21 @@ import { sleep } from "../../../core/clock.js";
 import { outputFailure, spawnFailure } from "../failed-start.js";
 import { followUntilGone } from "../follow.js";
 import { closeStdio, collect, FileFollower, openStdio, stdioOf, type Collected, type StdioFds } from "../output.js";
-import type { AttachRequest, ChildHandle, KillReport, ProcessControlOptions, SpawnRequest, WindowsPlatform } from "../types.js";
+import type {
+  AttachRequest,
+  ChildHandle,
+  KillReport,
+  ProcessControlOptions,
+  SpawnRequest,
+  WindowsPlatform,
+} from "../types.js";
 import { resolveWindowsInvocation, systemRoot } from "./resolve.js";
 
-export function startWindows(platform: WindowsPlatform, request: SpawnRequest, options: ProcessControlOptions): ChildHandle {
+export function startWindows(
+  platform: WindowsPlatform,
+  request: SpawnRequest,
+  options: ProcessControlOptions,
+): ChildHandle {
   let child: ChildProcess;
   let fds: StdioFds | undefined;
   try {
@@ -43,10 +56,21 @@ export function startWindows(platform: WindowsPlatform, request: SpawnRequest, o
   const settled = collected.exited.then(async () => {
     if (killing) await killing;
   });
-  return { pid, marker: undefined, identity: async () => ({ pid, startTime: undefined, marker: undefined }), exited: collected.exited, killTree, settled };
+  return {
+    pid,
+    marker: undefined,
+    identity: async () => ({ pid, startTime: undefined, marker: undefined }),
+    exited: collected.exited,
+    killTree,
+    settled,
+  };
 }
 
-export function attachWindows(platform: WindowsPlatform, request: AttachRequest & { pid: number }, options: ProcessControlOptions): ChildHandle {
+export function attachWindows(
+  platform: WindowsPlatform,
+  request: AttachRequest & { pid: number },
+  options: ProcessControlOptions,
+): ChildHandle {
   let killing: Promise<KillReport> | undefined;
   let gone = false;
   let killed: () => void = () => undefined;
@@ -57,14 +81,28 @@ export function attachWindows(platform: WindowsPlatform, request: AttachRequest 
   };
   const follower = new FileFollower(request.output.stdoutPath, request.onStdout, options);
   const ready = follower.catchUp();
-  const exited = followUntilGone(request, options, follower, async () => platform.isRunning(request.pid), killedSignal).then((exit) => {
+  const exited = followUntilGone(
+    request,
+    options,
+    follower,
+    async () => platform.isRunning(request.pid),
+    killedSignal,
+  ).then((exit) => {
     gone = true;
     return exit;
   });
   const settled = exited.then(async () => {
     if (killing) await killing;
   });
-  return { pid: request.pid, marker: undefined, identity: async () => ({ pid: request.pid, startTime: undefined, marker: undefined }), exited, killTree, settled, ready };
+  return {
+    pid: request.pid,
+    marker: undefined,
+    identity: async () => ({ pid: request.pid, startTime: undefined, marker: undefined }),
+    exited,
+    killTree,
+    settled,
+    ready,
+  };
 }
 
 /** taskkill /T walks the tree by parent pid; /F because console agents ignore a polite close. */
