@@ -3,9 +3,9 @@
  * is set but invalid is a startup error, never a silent fallback; every
  * invalid one is named, and doctor (§17) checks the rest with the valid ones.
  */
-import { DEFAULT_AGENT, type AgentOffer } from "./agent/options.js";
+import type { AgentOffer } from "./agent/options.js";
 import type { RuntimeTraits } from "./agent/runtime.js";
-import { RUNTIMES, traitsOf } from "./runtimes/index.js";
+import { HOME_AGENT, RUNTIMES, traitsOf } from "./runtimes/index.js";
 import { findProgram, isRegularFile } from "./hosts/local/find-program.js";
 import { DEFAULT_SSH_TIMEOUT_MS, parseHostsSetting, type SshHostConfig } from "./hosts/ssh/config.js";
 import { programNotFound } from "./agent/ending.js";
@@ -102,6 +102,7 @@ function loadPolicy(settings: Settings): Config["policy"] {
     maxTurns: settings.integer("CLAUDE_DISPATCH_MAX_TURNS", undefined, 1, 10_000),
     maxBudgetUsd: loadBudget(settings),
     defaultTimeoutMs: settings.integer("CLAUDE_DISPATCH_DEFAULT_TIMEOUT_MS", 120_000, 1000, DAY_MS),
+    homeAgent: HOME_AGENT,
   };
 }
 
@@ -316,7 +317,8 @@ export function programOf(config: Config, agent: string): string {
 export function offeredAgents(config: Config, env: Env, platform: string, runtimes: Runtimes = RUNTIMES): AgentOffer[] {
   const found = (name: string): boolean => findProgram(programOf(config, name), env, { platform }) !== undefined;
   const known = runtimes.map((runtime) => runtime.name);
-  const names = config.agents ?? known.filter((name) => name === DEFAULT_AGENT || found(name));
+  // The home agent, listed first, is offered found or not.
+  const names = config.agents ?? known.filter((name, index) => index === 0 || found(name));
   return names.flatMap((name) => {
     const runtime = traitsOf(name, runtimes);
     const agent = config.agentSettings[name];
@@ -345,7 +347,7 @@ function offerOf(runtime: RuntimeTraits, agent: AgentSettings, missing?: () => s
 export const DEFAULT_POLICY: Policy = {
   ...loadPolicy(new Settings({})),
   roots: undefined,
-  agents: RUNTIMES.filter((runtime) => runtime.name === DEFAULT_AGENT).map((runtime) =>
+  agents: RUNTIMES.filter((runtime) => runtime.name === HOME_AGENT).map((runtime) =>
     offerOf(runtime, loadAgent(new Settings({}), runtime)),
   ),
 };

@@ -32,6 +32,7 @@ test("defaults", () => {
       maxTurns: undefined,
       maxBudgetUsd: undefined,
       defaultTimeoutMs: 120_000,
+      homeAgent: "claude",
     },
     roots: undefined,
     maxJobs: 2,
@@ -70,7 +71,7 @@ test("the operator policy is read, and roots split on the platform's delimiter",
     },
     { pathDelimiter: ";" },
   );
-  assert.deepEqual(config.policy, { maxTurns: 40, maxBudgetUsd: 2.5, defaultTimeoutMs: 300_000 });
+  assert.deepEqual(config.policy, { maxTurns: 40, maxBudgetUsd: 2.5, defaultTimeoutMs: 300_000, homeAgent: "claude" });
   assert.deepEqual(config.agentSettings.claude, {
     program: "claude",
     allowedModes: ["default", "acceptEdits", "bypassPermissions"],

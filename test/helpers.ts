@@ -202,7 +202,9 @@ export function handlerHarness(
     finishedTranscriptChars: 10_000_000,
     maxRunning: registry.maxRunning ?? 1000,
     // Permission requests forwarded unless a test says otherwise; a fake agent files them in the store in memory.
-    persistence: memoryPersistence({ ...homeOnly(), store, approvals: registry.approvals ?? true }),
+    ...homeOnly(),
+    ...((registry.approvals ?? true) ? { approvals: {} } : {}),
+    persistence: memoryPersistence({ store }),
   });
   const checkedDirectories: string[] = [];
   const notifications: JsonRpcNotification[] = [];

@@ -8,18 +8,28 @@ import type { NamedProcess } from "../src/agent/host.js";
 import { LocalHost } from "../src/hosts/local/host.js";
 import { locateInTable, type ProcessTable, type Self } from "../src/hosts/local/locate.js";
 import type { ProcessControl } from "../src/hosts/local/types.js";
-import type { IsAlive, JobHost, JobHosts, Persistence } from "../src/jobs/types.js";
+import type { IsAlive, JobHost, JobHosts, JobRegistryOptions } from "../src/jobs/types.js";
 import { GitWorktrees } from "../src/worktrees/git-worktrees.js";
 import { HostSet } from "../src/wiring/hosts.js";
 
 export const HOME = "local";
 
-/** The agents and hosts of a job layer whose jobs run here: "claude" unless a call names another. */
+/**
+ * The agents and hosts of a job layer whose jobs run here: "claude" unless a call names another; admitted as they
+ * are; nothing of an earlier server to attach to unless the test says.
+ */
 export function homeOnly(
   table: Partial<ProcessTable> = {},
   self: Self = { pid: 1 },
-): Pick<Persistence, "hosts" | "agents"> {
-  return { hosts: tableHosts(table, self), agents: { home: "claude", known: ["claude", "codex", "gemini"] } };
+): Pick<JobRegistryOptions, "hosts" | "agents" | "admit" | "attach"> {
+  return {
+    hosts: tableHosts(table, self),
+    agents: { home: "claude", known: ["claude", "codex", "gemini"] },
+    admit: async (spec) => spec,
+    attach: () => {
+      throw new Error("this test has no jobs of earlier servers to attach to");
+    },
+  };
 }
 
 /** This machine's host, its process table answering as the test says: by default, nothing is alive. */

@@ -22,7 +22,8 @@ function registry(
     maxFinishedJobs: overrides.maxFinishedJobs ?? 1000,
     finishedTranscriptChars: overrides.finishedTranscriptChars ?? 1_000_000,
     maxRunning: overrides.maxRunning ?? 1000,
-    persistence: memoryPersistence(homeOnly()),
+    ...homeOnly(),
+    persistence: memoryPersistence(),
   });
   return { jobs, launcher, clock };
 }

@@ -95,18 +95,18 @@ function registry(
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 1_000_000,
     maxRunning: 1000,
+    ...homeOnly(tableOf(onlyTheAgentLives), options.owner ?? NEW_OWNER),
+    attach: () => {
+      const run = options.adopted?.() ?? new AdoptedAgent({ prompt: "", cwd: "/" });
+      adopted.push(run);
+      return run;
+    },
+    admit: async (spec) => spec,
     persistence: {
-      ...homeOnly(tableOf(onlyTheAgentLives), options.owner ?? NEW_OWNER),
       store,
       owner: options.owner ?? NEW_OWNER,
-      attach: () => {
-        const run = options.adopted?.() ?? new AdoptedAgent({ prompt: "", cwd: "/" });
-        adopted.push(run);
-        return run;
-      },
       replayTranscript: () => new Transcript(1000),
       maxBytes: 1024 ** 3,
-      admit: async (spec) => spec,
       newMarker: () => "fake-marker",
       isAlive: onlyTheAgentLives,
     },
@@ -262,7 +262,8 @@ describe("a killed job's outcome is KILLED (registry)", () => {
         maxFinishedJobs: 1000,
         finishedTranscriptChars: 1_000_000,
         maxRunning: 1,
-        persistence: memoryPersistence(homeOnly()),
+        ...homeOnly(),
+        persistence: memoryPersistence(),
       });
       limited.start({ prompt: "blocker", cwd: "/w" }, "start");
       const queued = limited.start({ prompt: "never runs", cwd: "/w" }, "start");

@@ -51,7 +51,8 @@ function uuidHarness(maxResultChars = 20_000, maxRunning = 1000): HandlerHarness
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 10_000_000,
     maxRunning,
-    persistence: memoryPersistence(homeOnly()),
+    ...homeOnly(),
+    persistence: memoryPersistence(),
   });
   return { ...handlerHarness({ jobs, clock, logger, maxResultChars }), jobs, clock, launcher, logger };
 }

@@ -63,17 +63,17 @@ function owner() {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 1_000_000,
     maxRunning: 10,
+    ...homeOnly({ isAlive: async () => true }, { pid: 1001, start_time: "100" }),
+    attach: () => new FakeAgent({ prompt: "", cwd: "/" }),
+    admit: async (spec) => spec,
+    approvals: {},
     persistence: {
-      ...homeOnly({ isAlive: async () => true }, { pid: 1001, start_time: "100" }),
       store,
       owner: { pid: 1001, start_time: "100" },
-      attach: () => new FakeAgent({ prompt: "", cwd: "/" }),
       replayTranscript: () => new Transcript(1000),
       maxBytes: 1024 ** 3,
-      admit: async (spec) => spec,
       newMarker: () => `marker-${randomUUID()}`,
       isAlive: async () => true,
-      approvals: true,
     },
   };
   const jobs = new JobRegistry(options);

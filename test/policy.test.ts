@@ -55,7 +55,8 @@ test("Claude Code's default modes are every mode except bypassPermissions, in or
 
 test("DEFAULT_POLICY offers Claude Code with the default modes and sets no defaults or caps", () => {
   const { agents, ...rest } = DEFAULT_POLICY;
-  assert.deepEqual(rest, { maxTurns: undefined, maxBudgetUsd: undefined, defaultTimeoutMs: 120_000, roots: undefined });
+  const expected = { maxTurns: undefined, maxBudgetUsd: undefined, defaultTimeoutMs: 120_000, roots: undefined };
+  assert.deepEqual(rest, { ...expected, homeAgent: "claude" });
   assert.deepEqual(
     agents.map(({ name, allowedModes, defaultMode, defaultModel }) => ({
       name,

@@ -33,18 +33,18 @@ function registry(store: StateStore): { jobs: JobRegistry; launcher: FakeLaunche
     maxFinishedJobs: 100,
     finishedTranscriptChars: 100_000,
     maxRunning: 10,
+    ...homeOnly({}, { pid: 4321, start_time: "9" }),
+    agents: { home: "claude", known: ["claude"] },
+    attach: () => new FakeAgent({ prompt: "", cwd: "/" }),
+    admit: async (spec) => spec,
     persistence: {
-      ...homeOnly({}, { pid: 4321, start_time: "9" }),
       // Only Claude Code is run here: another runtime's job is left to a process that has it (§15.3).
-      agents: { home: "claude", known: ["claude"] },
       store,
       owner: { pid: 4321, start_time: "9" },
-      attach: () => new FakeAgent({ prompt: "", cwd: "/" }),
       replayTranscript: () => new Transcript(100),
       maxBytes: 1024 ** 3,
       newMarker: () => "marker",
       isAlive: async () => false,
-      admit: async (spec) => spec,
     },
   });
   return { jobs, launcher, logger };

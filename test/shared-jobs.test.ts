@@ -81,20 +81,20 @@ function server(dir: string, owner: typeof OWNER_A, isAlive: IsAlive, options: S
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 1_000_000,
     maxRunning: options.maxRunning ?? 1000,
+    ...homeOnly(tableOf(isAlive), owner),
+    ...(options.sharedSlots ? { slots: store.slotPool(options.maxRunning ?? 1000, owner, isAlive) } : {}),
+    attach: (agent) => {
+      attached.push(agent);
+      const run = new FakeAgent({ prompt: "", cwd: "/" });
+      attachedAgents.push(run);
+      return run;
+    },
+    admit: async (spec) => spec,
     persistence: {
-      ...homeOnly(tableOf(isAlive), owner),
       store,
       owner,
-      ...(options.sharedSlots ? { slots: store.slotPool(options.maxRunning ?? 1000, owner, isAlive) } : {}),
-      attach: (agent) => {
-        attached.push(agent);
-        const run = new FakeAgent({ prompt: "", cwd: "/" });
-        attachedAgents.push(run);
-        return run;
-      },
       replayTranscript: () => new Transcript(1000),
       maxBytes: 1024 ** 3,
-      admit: async (spec) => spec,
       newMarker: () => `marker-${randomUUID()}`,
       isAlive,
     },

@@ -481,7 +481,8 @@ describe("INTERNAL_ERROR carries no exception text to the model (item 13)", () =
         maxFinishedJobs: 10,
         finishedTranscriptChars: 1000,
         maxRunning: 1,
-        persistence: memoryPersistence(homeOnly()),
+        ...homeOnly(),
+        persistence: memoryPersistence(),
       });
       const job = jobs.start({ prompt: "p", cwd: "/work" }, "start");
       await job.done;

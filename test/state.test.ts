@@ -97,25 +97,25 @@ function harness(
     maxFinishedJobs: 1000,
     finishedTranscriptChars: 1_000_000,
     maxRunning: options.maxRunning ?? 1000,
+    ...homeOnly(
+      tableOf((named) => alive(named)),
+      owner,
+    ),
+    attach: (agent) => {
+      attached.push(agent);
+      const run = new FakeAgent({ prompt: "", cwd: "/" });
+      attachedAgents.push(run);
+      return run;
+    },
+    admit: options.admit ?? (async (spec) => spec),
     persistence: {
-      ...homeOnly(
-        tableOf((named) => alive(named)),
-        owner,
-      ),
       store,
       owner,
-      attach: (agent) => {
-        attached.push(agent);
-        const run = new FakeAgent({ prompt: "", cwd: "/" });
-        attachedAgents.push(run);
-        return run;
-      },
       replayTranscript: (id) => {
         options.replays?.push(id);
         return new Transcript(1000);
       },
       maxBytes: options.maxBytes ?? 1024 ** 3,
-      admit: options.admit ?? (async (spec) => spec),
       newMarker: () => "fake-marker",
       isAlive: (named) => alive(named),
       ...(options.beforeRemove ? { beforeRemove: options.beforeRemove } : {}),

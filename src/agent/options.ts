@@ -44,9 +44,6 @@ export interface AgentOffer {
   missingProgram?(): string | undefined;
 }
 
-/** The agent a call that names none gets (§5), whenever it is offered. */
-export const DEFAULT_AGENT = "claude";
-
 /** A machine the operator named, as the tools see it (§21): a call's `host`, where its cwd may be, and its agents. */
 export interface HostOffer {
   name: string;

@@ -4,7 +4,7 @@
  * changed; what a call leaves out is filled from the operator's defaults.
  */
 import { DispatchError } from "../core/errors.js";
-import { DEFAULT_AGENT, OPTION_ARGUMENTS, type AgentOffer, type AgentOptions, type HostOffer } from "./options.js";
+import { OPTION_ARGUMENTS, type AgentOffer, type AgentOptions, type HostOffer } from "./options.js";
 
 /** A cwd or add_dirs entry as the host checked it (§5): its resolved path, or why it cannot be used. */
 export type DirectoryCheck =
@@ -19,6 +19,8 @@ export interface Policy {
   roots: readonly string[] | undefined;
   /** The agents offered, each with what a call may ask of it and the operator's defaults for it (§5.6, §7). */
   agents: readonly AgentOffer[];
+  /** The agent a call naming none gets when it is offered, else the first offered (§7.5). */
+  homeAgent: string;
   /** Other machines agents may run on (§21); absent: this one only. */
   hosts?: readonly HostOffer[];
 }
@@ -58,7 +60,7 @@ function denied(detail: string): DispatchError {
  * One path for every agent: its options and mode checked against what it offers, the caps applied to the options
  * it has, and the operator's defaults for it filled in where the call names none.
  */
-export function applyPolicy(requested: AgentOptions, policy: Policy, agent: string = DEFAULT_AGENT): AgentOptions {
+export function applyPolicy(requested: AgentOptions, policy: Policy, agent: string = policy.homeAgent): AgentOptions {
   const offer = policy.agents.find((candidate) => candidate.name === agent);
   if (!offer) throw denied(`agent "${agent}" is not offered here`);
   const options: AgentOptions = { ...requested };
@@ -67,7 +69,7 @@ export function applyPolicy(requested: AgentOptions, policy: Policy, agent: stri
     throw denied(`${OPTION_ARGUMENTS[key]} is not an option of agent "${agent}"`);
   }
   if (options.permissionMode !== undefined && !offer.allowedModes.includes(options.permissionMode)) {
-    throw denied(modeRefusal(offer, options.permissionMode));
+    throw denied(modeRefusal(offer, options.permissionMode, policy.homeAgent));
   }
   if (options.maxTurns !== undefined && policy.maxTurns !== undefined && options.maxTurns > policy.maxTurns) {
     throw denied(`max_turns ${options.maxTurns} is above the operator's cap of ${policy.maxTurns}`);
@@ -92,8 +94,8 @@ export function applyPolicy(requested: AgentOptions, policy: Policy, agent: stri
  * A mode the operator does not allow. The default agent's is refused "here", naming the setting only for a mode
  * that drops its safety checks; another agent's names itself and the setting (§5.6, §7.5).
  */
-function modeRefusal(offer: AgentOffer, mode: string): string {
-  const named = offer.name !== DEFAULT_AGENT;
+function modeRefusal(offer: AgentOffer, mode: string, homeAgent: string): string {
+  const named = offer.name !== homeAgent;
   const allowIt = ` (an operator can allow it with ${offer.modesSetting})`;
   const hint = named || offer.dangerousModes.includes(mode) ? allowIt : "";
   const where = named ? `for agent "${offer.name}"` : "here";
@@ -112,7 +114,7 @@ export async function admitAgent(
   requested: AgentOptions,
   policy: Policy,
   checkDirectory: (dir: string) => Promise<DirectoryCheck>,
-  agent: string = DEFAULT_AGENT,
+  agent: string = policy.homeAgent,
 ): Promise<{ cwd: string; options: AgentOptions }> {
   const require = async (dir: string, label: string): Promise<string> => {
     const check = await checkDirectory(dir);

@@ -5,14 +5,13 @@
  */
 import { existsSync } from "node:fs";
 
-import { DEFAULT_AGENT } from "../agent/options.js";
 import type { RuntimeTraits } from "../agent/runtime.js";
 import { missingProgram, offeredAgents, programOf, unofferedAgents, type Config } from "../config.js";
 import { forReadingOnOneLine } from "../core/text.js";
 import { findProgram } from "../hosts/local/find-program.js";
 import { isWindowsPlatform } from "../hosts/local/self.js";
 import { runtimeFor } from "../runtimes/all.js";
-import { RUNTIMES, traitsOf } from "../runtimes/index.js";
+import { HOME_AGENT, RUNTIMES, traitsOf } from "../runtimes/index.js";
 import type { CliIo } from "./context.js";
 import { firstLine, formatAge } from "./format.js";
 
@@ -37,7 +36,7 @@ function offeredCheck(names: readonly string[], config: Config): Check {
   const offered = `${andList(names)} ${isOrAre(names)} offered`;
   if (config.agents) return { name: "agents", status: "ok", detail: `${offered}, as CLAUDE_DISPATCH_AGENTS lists` };
   const unfound = unofferedAgents(names, config);
-  const always = traitsOf(DEFAULT_AGENT)?.label ?? DEFAULT_AGENT;
+  const always = traitsOf(HOME_AGENT)?.label ?? HOME_AGENT;
   const why = `${always} always, the others when found (CLAUDE_DISPATCH_AGENTS is unset)`;
   const rest = unfound.length === 0 ? "" : `; ${andList(unfound)} ${isOrAre(unfound)} not found, so not offered`;
   return { name: "agents", status: "ok", detail: `${offered}: ${why}${rest}` };
@@ -81,15 +80,15 @@ const isOrAre = (items: readonly unknown[]): string => (items.length === 1 ? "is
 
 /** The default agent, as the operator set it, or undefined when this build lacks it. */
 function defaultAgent(config: Config, runtimes: readonly RuntimeTraits[]) {
-  const runtime = traitsOf(DEFAULT_AGENT, runtimes);
-  const agent = config.agentSettings[DEFAULT_AGENT];
+  const runtime = traitsOf(HOME_AGENT, runtimes);
+  const agent = config.agentSettings[HOME_AGENT];
   return runtime && agent ? { runtime, agent } : undefined;
 }
 
 /** The default agent's modes a call may ask for (§5.6): a warning when one that drops its checks is among them. */
 export function permissionCheck(config: Config, runtimes: readonly RuntimeTraits[] = RUNTIMES): Check {
   const found = defaultAgent(config, runtimes);
-  if (!found) return { name: "permission modes", status: "warn", detail: `this build has no agent ${DEFAULT_AGENT}` };
+  if (!found) return { name: "permission modes", status: "warn", detail: `this build has no agent ${HOME_AGENT}` };
   const { runtime, agent } = found;
   const dangerous = agent.allowedModes.filter((mode) => runtime.dangerousModes.includes(mode));
   const lets = dangerous.length === 1 ? "lets" : "let";
@@ -106,7 +105,7 @@ export function permissionCheck(config: Config, runtimes: readonly RuntimeTraits
 export function agentDefaultsCheck(config: Config, runtimes: readonly RuntimeTraits[] = RUNTIMES): Check {
   const { policy } = config;
   const found = defaultAgent(config, runtimes);
-  const model = found?.agent.defaultModel ?? `${found?.runtime.label ?? DEFAULT_AGENT}'s default`;
+  const model = found?.agent.defaultModel ?? `${found?.runtime.label ?? HOME_AGENT}'s default`;
   return {
     name: "agent defaults",
     status: "ok",

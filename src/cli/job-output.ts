@@ -5,6 +5,7 @@
  */
 import type { AgentOutputReader, OutputSource } from "../agent/runtime.js";
 import type { LiveSummary } from "../agent/types.js";
+import { DispatchError } from "../core/errors.js";
 import { runtimeFor } from "../runtimes/all.js";
 import type { JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
@@ -23,8 +24,10 @@ function outputReader(
   transcriptChars: number,
   onEntry?: (entry: string) => void,
 ): AgentOutputReader {
-  // The runtime that wrote the output reads it back (§15.2); records of earlier versions name none: Claude Code.
-  return runtimeFor(store.read(id)?.runtime).createReader({
+  // The runtime that wrote the output reads it back (§15.2).
+  const record = store.read(id);
+  if (!record) throw new DispatchError("STATE_ERROR", `job ${id} has no readable record`);
+  return runtimeFor(record.runtime).createReader({
     maxLineBytes: MAX_OUTPUT_LINE_BYTES,
     transcriptChars,
     onOverflow: () => undefined,

@@ -65,7 +65,7 @@ interface Followed {
 }
 
 export interface ApprovalsTarget {
-  readonly options: JobRegistryOptions;
+  readonly options: Pick<JobRegistryOptions, "persistence" | "approvals" | "onInput" | "clock" | "logger">;
   /** Writes the job's record (its owner only). */
   save(job: JobEntry): void;
   find(id: string): Promise<JobEntry | undefined>;
@@ -85,8 +85,8 @@ export class Approvals {
 
   /** Follows a running job's requests until it finishes (markDone stops it). */
   watch(job: JobEntry): void {
-    const { persistence, clock } = this.target.options;
-    if (!persistence.approvals || job.stopApprovals) return;
+    const { persistence, clock, approvals } = this.target.options;
+    if (!approvals || job.stopApprovals) return;
     job.approvalFiles = persistence.store;
     let cancelPoll: CancelTimer | undefined;
     let stopped = false;

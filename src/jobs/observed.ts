@@ -21,7 +21,7 @@ const OWNER_RECORD_WAIT_MS = 10_000;
 
 /** What the observer needs of the registry it serves jobs for. */
 export interface ObserverTarget {
-  readonly options: JobRegistryOptions;
+  readonly options: Pick<JobRegistryOptions, "persistence" | "hosts" | "attach" | "ready" | "clock" | "logger">;
   /** A job now finished: counted for retention. */
   finished(job: JobEntry): void;
   /** Its agent is followed from here now: so are its permission requests (§18). */
@@ -148,7 +148,8 @@ export class Observer {
   }
 
   private async checkOnce(entry: Observed): Promise<void> {
-    const { store, isAlive, ready } = this.target.options.persistence;
+    const { persistence, ready } = this.target.options;
+    const { store, isAlive } = persistence;
     // The agent is followed by its runtime's reader once the record says it runs.
     await ready?.();
     const record = store.read(entry.job.id);
@@ -192,9 +193,9 @@ export class Observer {
     job.startedAt = record.started_at ?? job.startedAt;
     const output = this.target.options.persistence.store.outputFiles(job.id);
     // Followed once its host can follow it: here, once its pid is on record (a moment after the spawn) (§15.2).
-    const host = this.target.options.persistence.hosts.get(job.hostName);
+    const host = this.target.options.hosts.get(job.hostName);
     if (!output || !host?.canFollow({ jobId: job.id, agent: record.agent })) return;
-    const run = this.target.options.persistence.attach({
+    const run = this.target.options.attach({
       pid: record.agent?.pid,
       startTime: record.agent?.start_time,
       marker: record.agent?.tree_marker,

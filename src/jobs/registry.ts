@@ -63,7 +63,7 @@ export class JobRegistry {
     const { persistence, clock, logger } = options;
     this.records = new RecordWrites(options, (job) => this.jobs.get(job.id) === job && !job.elsewhere);
     this.queue = new JobQueue({
-      slots: persistence.slots ?? memorySlots(options.maxRunning),
+      slots: options.slots ?? memorySlots(options.maxRunning),
       clock,
       logger,
       launch: (job) => this.launch(job),
@@ -139,12 +139,12 @@ export class JobRegistry {
   start(spec: AgentSpec, kind: JobKind, timeoutMs?: number, id = this.options.newId()): Job {
     if (this.closing) throw new DispatchError("SHUTTING_DOWN", "the server is shutting down and starts no new jobs");
     this.finished.reap();
-    const { clock, persistence } = this.options;
+    const { clock, agents, hosts } = this.options;
     // Every record names its agent and host (§15.2): a call naming neither gets this server's own.
     const named = {
       ...spec,
-      agent: spec.agent ?? persistence.agents.home,
-      host: spec.host ?? persistence.hosts.home.name,
+      agent: spec.agent ?? agents.home,
+      host: spec.host ?? hosts.home.name,
     };
     const job = new JobEntry(id, kind, named, clock.now(), timeoutMs, (entry) => this.queue.position(entry));
     const { store } = this.options.persistence;
@@ -226,7 +226,7 @@ export class JobRegistry {
     const now = persistence.store.read(id);
     if (!now || isFinishedStatus(now.status)) return now ? this.finished.restore(now) : undefined;
     // Its agent is followed by its runtime's reader.
-    await persistence.ready?.();
+    await this.options.ready?.();
     return this.observer.observe(now);
   }
 
@@ -267,7 +267,7 @@ export class JobRegistry {
       const record = persistence.store.read(id);
       if (!record || isFinishedStatus(record.status) || isCarried(record.owner)) return [];
       // One of a runtime or host this process has not got waits for a server that has (§15.3): not an orphan of ours.
-      return runsHere(persistence, record) ? [record] : [];
+      return runsHere(this.options, record) ? [record] : [];
     });
   }
 

@@ -14,7 +14,7 @@ import type { Takeover } from "./takeover.js";
 import { outsideKillReason, type JobRegistryOptions, type KillReason, type Slot } from "./types.js";
 
 export interface SharedQueueTarget {
-  readonly options: JobRegistryOptions;
+  readonly options: Pick<JobRegistryOptions, "persistence" | "logger">;
   readonly jobs: Map<string, JobEntry>;
   readonly queue: JobQueue;
   readonly observer: Observer;

@@ -10,7 +10,7 @@ import { outsideKillReason, type JobRegistryOptions, type KillReason } from "./t
 
 /** What spawning needs of the registry whose job it starts. */
 export interface SpawnTarget {
-  readonly options: JobRegistryOptions;
+  readonly options: Pick<JobRegistryOptions, "persistence" | "hosts" | "approvals" | "launch" | "clock" | "logger">;
   /** Identity reads and writes under way: a server leaving its jobs to the next one waits for them. */
   readonly recording: Set<Promise<void>>;
   save(job: JobEntry): void;
@@ -25,10 +25,10 @@ export function spawnAgent(target: SpawnTarget, job: JobEntry): void {
   const output = store.outputFiles(job.id);
   const promptFile = store.promptFile(job.id);
   const marker = job.agent?.tree_marker;
-  const waitMs = persistence.approvals ? persistence.approvalWaitMs : undefined;
+  const waitMs = target.options.approvals?.waitMs;
   // Each agent asks this same program, in its approver mode where it runs,
   // whenever it would have prompted (§18, §21.3).
-  const approver = waitMs === undefined ? undefined : persistence.hosts.get(job.hostName)?.approver(job.id, waitMs);
+  const approver = waitMs === undefined ? undefined : target.options.hosts.get(job.hostName)?.approver(job.id, waitMs);
   const run = target.options.launch({
     ...job.spec,
     jobId: job.id,

@@ -15,7 +15,10 @@ import { outsideKillReason, type JobHost, type JobRegistryOptions, type KillReas
 
 /** What a takeover needs of the registry it adds jobs to. */
 export interface TakeoverTarget {
-  readonly options: JobRegistryOptions;
+  readonly options: Pick<
+    JobRegistryOptions,
+    "persistence" | "hosts" | "agents" | "admit" | "attach" | "ready" | "clock" | "logger"
+  >;
   /** Whether this registry knows the job already (in memory, or from the index). */
   knows(id: string): boolean;
   /** The agents of every other unfinished job it knows, this server's and those it serves from their files. */
@@ -40,9 +43,9 @@ export class Takeover {
   constructor(private readonly target: TakeoverTarget) {}
 
   async takeOver(records: readonly JobRecord[]): Promise<void> {
-    const { logger, persistence } = this.target.options;
+    const { logger } = this.target.options;
     // A job taken over is followed by its runtime's reader.
-    if (records.some((record) => !isFinishedStatus(record.status))) await persistence.ready?.();
+    if (records.some((record) => !isFinishedStatus(record.status))) await this.target.options.ready?.();
     // Finished jobs first, in finish order, so that jobs ending during the
     // takeover come after them (reaping reads that order).
     const finished = records.filter((record) => !this.target.knows(record.id) && isFinishedStatus(record.status));
@@ -50,7 +53,7 @@ export class Takeover {
     for (const record of finished) this.target.restoreFinished(record);
     for (const loaded of records) {
       if (this.target.knows(loaded.id) || isFinishedStatus(loaded.status)) continue;
-      if (!runsHere(persistence, loaded)) {
+      if (!runsHere(this.target.options, loaded)) {
         logger.warn(
           `job ${loaded.id} runs on ${loaded.runtime} at ${loaded.host}, which this server does not have; ` +
             `left as it is`,
@@ -69,7 +72,7 @@ export class Takeover {
 
   /** A queued job of a live server whose start this server claimed (§15.7): queued here, as after a restart. */
   async takeQueued(record: JobRecord): Promise<void> {
-    await this.target.options.persistence.ready?.();
+    await this.target.options.ready?.();
     await this.adoptQueued(record);
   }
 
@@ -94,7 +97,7 @@ export class Takeover {
     }
     // This server's own tree, or another job's agent, is never adopted (§15.3).
     const others = this.target.agentsOfOthers(record.id);
-    const host = this.target.options.persistence.hosts.get(record.host) as JobHost;
+    const host = this.target.options.hosts.get(record.host) as JobHost;
     const located = await host.locate({ jobId: record.id, agent: record.agent }, (named) =>
       others.some((known) => isSameProcess(known, named)),
     );
@@ -129,7 +132,7 @@ export class Takeover {
     let refusal: DispatchError | undefined;
     if (spec) {
       try {
-        Object.assign(spec, await persistence.admit(spec));
+        Object.assign(spec, await this.target.options.admit(spec));
       } catch (error) {
         refusal = toDispatchError(error);
         if (!(error instanceof DispatchError)) logger.error(`job ${record.id}: admitting it: ${describeThrown(error)}`);
@@ -211,7 +214,7 @@ export class Takeover {
     const output = persistence.store.outputFiles(job.id);
     // Only a store on disk has jobs to take over: one in memory ends with its server.
     if (!output) throw new Error(`job ${job.id}: the store has no output files to follow`);
-    const run = persistence.attach({
+    const run = this.target.options.attach({
       pid: located.pid,
       startTime: located.startTime,
       marker: job.agent?.tree_marker,
@@ -251,8 +254,8 @@ export class Takeover {
 /**
  * A job of another runtime or host (a later version's, or one not configured here) is left to a process that has them.
  */
-export function runsHere(persistence: JobRegistryOptions["persistence"], record: JobRecord): boolean {
-  return persistence.agents.known.includes(record.runtime) && persistence.hosts.get(record.host) !== undefined;
+export function runsHere(options: Pick<JobRegistryOptions, "agents" | "hosts">, record: JobRecord): boolean {
+  return options.agents.known.includes(record.runtime) && options.hosts.get(record.host) !== undefined;
 }
 
 /** What the job asked for; its prompt stays in prompt.txt, the agent's stdin. Undefined when prompt.txt is gone. */

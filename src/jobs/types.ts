@@ -185,13 +185,11 @@ export interface SlotPool {
   onChange(listener: () => void): () => void;
 }
 
+/** Where jobs are kept (§15): their records, output and results, and retention. */
 export interface Persistence {
   store: JobStore;
-  /** The agent slots; without them, maxRunning counted in memory. */
-  slots?: SlotPool;
   /** This server, as it appears in the records it owns. */
   owner: ProcessIdentity;
-  attach: AgentAttacher;
   /** Rebuilds the transcript of a job finished before this server started, from its output file. */
   replayTranscript(id: string, runtime: string): Transcript;
   /** Disk used by finished jobs; the oldest are removed beyond it. */
@@ -199,35 +197,20 @@ export interface Persistence {
   /** A fresh tree marker value for an agent about to be spawned. */
   newMarker(): string;
   /**
-   * Resolves once agents can be started and followed: the runtimes load after startup (BENCHMARKS.md (a)).
-   * Awaited before a takeover; a job started by a call was waited for by the handler (HandlerDeps.ready).
-   */
-  ready?(): Promise<void>;
-  /**
    * Whether a process of this machine (a server, a claimant) is still the one named: undefined when it cannot be told.
    */
   isAlive: IsAlive;
-  /**
-   * Checks a queued job taken over after a restart against today's policy and
-   * directories, as a new call would be (§15.3); throws DispatchError to refuse it.
-   */
-  admit(spec: AgentSpec): Promise<AgentSpec>;
-  /** The hosts whose jobs this process runs, follows and takes over (§15.3, §21); a record names one of them. */
-  hosts: JobHosts;
-  /** The agents whose jobs it runs and follows (§7, §15.3), and the one a call naming none gets. */
-  agents: { readonly home: string; readonly known: readonly string[] };
-  /**
-   * Permission requests are forwarded (CLAUDE_DISPATCH_APPROVALS=forward):
-   * running jobs' folders are watched for them (§18).
-   */
-  approvals?: boolean;
-  /** How long an approver waits for an answer (§18), when requests are forwarded. */
-  approvalWaitMs?: number;
   /**
    * Retention is about to remove the job's folder: its worktree, if any, is looked after (§19). Throws to keep
    * the job for a later round; may return what to undo once the removal was tried.
    */
   beforeRemove?(id: string): (() => void) | void;
+}
+
+/** The agents whose jobs a registry runs and follows (§7, §15.3), and the one a call naming none gets. */
+export interface JobAgents {
+  readonly home: string;
+  readonly known: readonly string[];
 }
 
 /**
@@ -280,6 +263,29 @@ export interface JobRegistryOptions {
   finishedTranscriptChars: number;
   /** Agents running at once (§8); later jobs queue. */
   maxRunning: number;
+  /** Follows an agent an earlier server started (§15.3). */
+  attach: AgentAttacher;
+  /**
+   * Resolves once agents can be started and followed: the runtimes load after startup (BENCHMARKS.md (a)).
+   * Awaited before a takeover; a job started by a call was waited for by the handler (HandlerDeps.ready).
+   */
+  ready?(): Promise<void>;
+  /** The agents it runs and follows. */
+  agents: JobAgents;
+  /** The hosts whose jobs it runs, follows and takes over (§15.3, §21); a record names one of them. */
+  hosts: JobHosts;
+  /**
+   * Checks a queued job taken over after a restart against today's policy and
+   * directories, as a new call would be (§15.3); throws DispatchError to refuse it.
+   */
+  admit(spec: AgentSpec): Promise<AgentSpec>;
+  /** The agent slots, shared by every server on the state directory; without them, maxRunning counted in memory. */
+  slots?: SlotPool;
+  /**
+   * Permission requests are forwarded (CLAUDE_DISPATCH_APPROVALS=forward, §18): running jobs' folders are watched
+   * for them, and agents get an approver that waits waitMs for an answer (none: requests are only watched).
+   */
+  approvals?: { waitMs?: number };
   /** Where jobs are kept (§15): the state directory, or a store in memory (jobs/memory.ts). */
   persistence: Persistence;
 }

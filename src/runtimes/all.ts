@@ -4,12 +4,11 @@
  */
 import { DispatchError } from "../core/errors.js";
 import type { Runtime, SessionStore } from "../agent/runtime.js";
-import { DEFAULT_AGENT } from "../agent/options.js";
 import type { AgentSession } from "../agent/types.js";
 import { claudeRuntime } from "./claude/index.js";
 import { codexRuntime } from "./codex/index.js";
 import { geminiRuntime } from "./gemini/index.js";
-import { RUNTIMES, traitsOf, type AgentName } from "./index.js";
+import { HOME_AGENT, RUNTIMES, traitsOf, type AgentName } from "./index.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -21,12 +20,13 @@ const WHOLE: Readonly<Record<AgentName, (bin: string) => Runtime>> = {
 };
 
 /**
- * The runtime named so, running `bin` (default: its name on PATH). Until records are read with their runtime
- * always named (issue 27), an absent or unknown name is read as the default agent's, as earlier versions did.
+ * The runtime named so, running `bin` (default: its name on PATH). Records name their runtime (§15.2); the output
+ * of one this build does not have (a later version's) is read by the home agent's reader, which skips what it
+ * does not know: such a job is never started or followed here (§15.3), only shown.
  */
-export function runtimeFor(name: string | undefined, bin?: string): Runtime {
-  const traits = traitsOf(name ?? DEFAULT_AGENT) ?? traitsOf(DEFAULT_AGENT);
-  if (!traits) throw new Error(`this build has no agent ${DEFAULT_AGENT}`);
+export function runtimeFor(name: string, bin?: string): Runtime {
+  const traits = traitsOf(name) ?? traitsOf(HOME_AGENT);
+  if (!traits) throw new Error(`this build has no agent ${name}`);
   return WHOLE[traits.name as AgentName](bin ?? traits.program.defaultBin);
 }
 

@@ -14,6 +14,9 @@ const LISTED = [CLAUDE_TRAITS, CODEX_TRAITS, GEMINI_TRAITS] as const;
 
 export const RUNTIMES: readonly RuntimeTraits[] = LISTED;
 
+/** The first listed: offered always, and the one a call naming no agent gets (§7.5). */
+export const HOME_AGENT: AgentName = LISTED[0].name;
+
 export type AgentName = (typeof LISTED)[number]["name"];
 
 export const AGENT_NAMES: readonly AgentName[] = LISTED.map((runtime) => runtime.name);

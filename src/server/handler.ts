@@ -155,6 +155,7 @@ class Handler {
       defaultTimeoutMs: deps.policy.defaultTimeoutMs,
       maxResultChars: deps.maxResultChars,
       agents: deps.policy.agents,
+      homeAgent: deps.policy.homeAgent,
       ...(deps.policy.hosts ? { hosts: deps.policy.hosts } : {}),
     };
     this.gated = deps.depth.current >= deps.depth.max;

@@ -90,7 +90,10 @@ export class ToolCalls {
         const input = parseListInput(args);
         // Every job of the state directory, whichever server started it (§15.6).
         await deps.jobs.discover();
-        return renderList(deps.jobs.list(), now(), input, deps.maxResultChars, deps.hosts?.home.name);
+        return renderList(deps.jobs.list(), now(), input, deps.maxResultChars, {
+          agent: deps.policy.homeAgent,
+          host: deps.hosts?.home.name,
+        });
       }
       case "claude_output": {
         const input = parseOutputInput(args, this.settings);

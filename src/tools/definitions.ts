@@ -11,7 +11,6 @@ import {
   WORKTREE_SCHEMA,
 } from "./output-schemas.js";
 import { LISTED, LIST_STATUSES } from "./list-cursor.js";
-import { DEFAULT_AGENT } from "../agent/options.js";
 import { LIMITS, OUTPUT_VIEWS, WORKTREE_ACTIONS, type ToolSettings } from "./validation.js";
 
 export const TOOL_NAMES = [
@@ -50,7 +49,7 @@ const JOB_ID = STRING;
 /** The options of claude_run and claude_start (§5.6); described once, on claude_run. */
 function agentArguments(settings: ToolSettings, described: boolean): Record<string, unknown> {
   const agents = settings.agents;
-  const others = agents.filter((agent) => agent.name !== DEFAULT_AGENT);
+  const others = agents.filter((agent) => agent.name !== settings.homeAgent);
   const modes = [...new Set(agents.flatMap((agent) => agent.allowedModes))];
   const hosts = settings.hosts ?? [];
   const about = (description: string): { description?: string } => (described ? { description } : {});
@@ -64,7 +63,7 @@ function agentArguments(settings: ToolSettings, described: boolean): Record<stri
           agent: {
             ...STRING,
             enum: names.agent,
-            ...about(`Default ${DEFAULT_AGENT}; each agent refuses the options it lacks.`),
+            ...about(`Default ${settings.homeAgent}; each agent refuses the options it lacks.`),
           },
         }
       : {}),

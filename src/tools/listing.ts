@@ -45,14 +45,19 @@ function positionOf(job: Job): ListPosition {
   return { active, at: Math.round(active ? job.submittedAt : (job.finishedAt ?? job.submittedAt)), id: job.id };
 }
 
-/** `home`: the host a call naming none runs on; only the others are named (§21). */
-function listedJob(job: Job, status: ListedJob["status"], now: number, home: string | undefined): ListedJob {
+/** What a call naming neither agent nor host gets: the text names only the others (§7.5, §21). */
+export interface ListHome {
+  agent?: string | undefined;
+  host?: string | undefined;
+}
+
+function listedJob(job: Job, status: ListedJob["status"], now: number, home: ListHome): ListedJob {
   const sessionId = sessionIdOf(job);
   return {
     job_id: job.id,
     kind: job.kind,
     agent: job.agentName,
-    ...(job.hostName === home ? {} : { host: job.hostName }),
+    ...(job.hostName === home.host ? {} : { host: job.hostName }),
     status,
     cwd: job.cwd,
     elapsed_s: elapsedSeconds(job, now),
@@ -63,8 +68,8 @@ function listedJob(job: Job, status: ListedJob["status"], now: number, home: str
   };
 }
 
-function lineOf(job: ListedJob): string {
-  const where = `${job.agent === "claude" ? "" : ` (${job.agent})`}${job.host ? ` on ${job.host}` : ""}`;
+function lineOf(job: ListedJob, home: ListHome): string {
+  const where = `${job.agent === home.agent ? "" : ` (${job.agent})`}${job.host ? ` on ${job.host}` : ""}`;
   const session = job.session_id ? `  session ${job.session_id}` : "";
   const others = job.other_server ? "  (another server's)" : "";
   const facts =
@@ -88,7 +93,7 @@ export function renderList(
   now: number,
   input: ListInput,
   maxChars: number,
-  home?: string,
+  home: ListHome = {},
 ): ListResult {
   const matching = jobs
     .map((job) => ({ job, status: shownStatus(job), position: positionOf(job) }))
@@ -118,13 +123,13 @@ export function renderList(
     const { page, header, footer } = frame(listed.length + 1);
     const fits = (entry: ListedJob): boolean =>
       JSON.stringify(page).length + jsonChars + JSON.stringify(entry).length + listed.length <= maxChars &&
-      header.length + textChars + lineOf(entry).length + 1 + footer.length <= maxChars;
+      header.length + textChars + lineOf(entry, home).length + 1 + footer.length <= maxChars;
     if (!fits(job)) {
       if (listed.length > 0) break;
       // Alone on its page and still too long: a very long directory, or a small cap (§5.7).
       job = squeezed(job);
     }
-    const line = lineOf(job);
+    const line = lineOf(job, home);
     listed.push(job);
     lines.push(line);
     jsonChars += JSON.stringify(job).length;

@@ -4,13 +4,7 @@
  * error, never a silently ignored value; what the operator allows is the
  * policy's to decide afterwards (§5.6).
  */
-import {
-  DEFAULT_AGENT,
-  OPTION_ARGUMENTS,
-  type AgentOffer,
-  type AgentOptions,
-  type HostOffer,
-} from "../agent/options.js";
+import { OPTION_ARGUMENTS, type AgentOffer, type AgentOptions, type HostOffer } from "../agent/options.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { LISTED, LIST_STATUSES, decodeCursor, type ListInput, type ListStatus } from "./list-cursor.js";
 
@@ -36,6 +30,8 @@ export interface ToolSettings {
   maxResultChars: number;
   /** The agents this server offers, each with the modes a call may ask of it (§5.6, §7). */
   agents: readonly AgentOffer[];
+  /** The agent a call naming none gets when it is offered (§7.5). */
+  homeAgent: string;
   /** Other machines a call may name (§21); absent: none. */
   hosts?: readonly HostOffer[];
 }
@@ -246,7 +242,7 @@ function directories(args: Record<string, unknown>, key: string): string[] | und
 /** "agent": one this server offers; absent, the default agent, or the first offered when it is not. */
 function parseAgent(args: Record<string, unknown>, settings: ToolSettings): AgentOffer {
   const agents = settings.agents;
-  const fallback = agents.find((agent) => agent.name === DEFAULT_AGENT) ?? agents[0];
+  const fallback = agents.find((agent) => agent.name === settings.homeAgent) ?? agents[0];
   if (!present(args, "agent") && fallback) return fallback;
   const found = agents.find((agent) => agent.name === args.agent);
   if (!found)
@@ -272,7 +268,7 @@ function checkSupported(options: AgentOptions, agent: AgentOffer): void {
 }
 
 /** The agent options of §5.6: types and formats here; the operator's policy is applied by the handler. */
-function parseAgentOptions(args: Record<string, unknown>, agent: AgentOffer): AgentOptions {
+function parseAgentOptions(args: Record<string, unknown>, agent: AgentOffer, homeAgent: string): AgentOptions {
   const options: AgentOptions = {};
   if (present(args, "model")) {
     const model = args.model;
@@ -286,7 +282,7 @@ function parseAgentOptions(args: Record<string, unknown>, agent: AgentOffer): Ag
   if (present(args, "permission_mode")) {
     const mode = args.permission_mode;
     if (typeof mode !== "string" || !agent.modes.includes(mode)) {
-      const whose = agent.name === DEFAULT_AGENT ? "" : ` for agent "${agent.name}"`;
+      const whose = agent.name === homeAgent ? "" : ` for agent "${agent.name}"`;
       throw invalid(`"permission_mode" must be one of ${agent.modes.join(", ")}${whose}, got ${preview(mode)}`);
     }
     // A known mode that is not allowed is the policy's refusal (POLICY_DENIED), made later.
@@ -337,7 +333,7 @@ export function parseRunInput(args: Record<string, unknown>, settings: ToolSetti
     ? integerIn(args, "timeout_ms", LIMITS.minTimeoutMs, LIMITS.maxTimeoutMs)
     : settings.defaultTimeoutMs;
   const agent = parseAgent(args, settings);
-  const options = parseAgentOptions(args, agent);
+  const options = parseAgentOptions(args, agent, settings.homeAgent);
   checkSupported(options, agent);
   return {
     agent: agent.name,
@@ -357,7 +353,7 @@ export function parseStartInput(args: Record<string, unknown>, settings: ToolSet
   const cwd = requireCwd(args);
   const sessionId = optionalSessionId(args);
   const agent = parseAgent(args, settings);
-  const options = parseAgentOptions(args, agent);
+  const options = parseAgentOptions(args, agent, settings.homeAgent);
   checkSupported(options, agent);
   return {
     agent: agent.name,

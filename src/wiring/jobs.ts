@@ -9,7 +9,6 @@ import path from "node:path";
 import { createAgents, type Agents } from "../agent/launcher.js";
 import { admitAgent, type Policy } from "../agent/policy.js";
 import type { Host } from "../agent/host.js";
-import { DEFAULT_AGENT } from "../agent/options.js";
 import type { Runtime } from "../agent/runtime.js";
 import type { WorktreeHold } from "../agent/worktree.js";
 import type {
@@ -27,7 +26,7 @@ import { memoryPersistence } from "../jobs/memory.js";
 import { onDoneCommands, onInputCommands } from "../jobs/operator-commands.js";
 import { JobRegistry } from "../jobs/registry.js";
 import type { Persistence } from "../jobs/types.js";
-import { AGENT_NAMES, AGENT_PROGRAMS, isAgentName } from "../runtimes/index.js";
+import { AGENT_NAMES, AGENT_PROGRAMS, HOME_AGENT, isAgentName } from "../runtimes/index.js";
 import { createTextFile, readFileRange } from "../store/atomic.js";
 import type { ProcessIdentity } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
@@ -55,7 +54,7 @@ function freeBytesOf(dir: string): number | undefined {
 export interface Runtimes {
   load(): Promise<void>;
   /** A loaded runtime; throws before load() resolved. */
-  get(name: string | undefined, bin?: string): Runtime;
+  get(name: string, bin?: string): Runtime;
 }
 
 export function lazyRuntimes(loaders: Pick<Loaders, "runtimes">): Runtimes {
@@ -108,14 +107,19 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
   const owner = store ? await ownIdentity(machine, () => hosts.home.processes()) : undefined;
   // The operator's commands (ON_DONE, ON_INPUT) run on this machine, with the server's environment.
   const operatorCommand = { host: hosts.home, env: machine.env, clock: systemClock, logger };
-  const common = {
-    hosts,
-    // Any agent's job is followed with its own runtime, offered or not (a queued one is admitted again, §15.3).
-    agents: { home: DEFAULT_AGENT, known: AGENT_NAMES },
-    admit: (spec: AgentSpec) => admit(parts, spec),
-  };
+  const onDisk = store && owner ? persistenceOnDisk(parts, store, owner) : undefined;
   return new JobRegistry({
     launch: agents.launch,
+    attach: agents.attach,
+    ready: parts.runtimes.load,
+    // Any agent's job is followed with its own runtime, offered or not (a queued one is admitted again, §15.3).
+    agents: { home: HOME_AGENT, known: AGENT_NAMES },
+    hosts,
+    admit: (spec: AgentSpec) => admit(parts, spec),
+    // Agents at once across every server on the state directory (§15.7).
+    ...(onDisk && owner ? { slots: onDisk.store.slotPool(config.maxJobs, owner, onDisk.isAlive) } : {}),
+    // Each agent asks this same program, in its approver mode, whenever it would have prompted (§18).
+    ...(onDisk && config.approvals === "forward" ? { approvals: { waitMs: config.approvalTimeoutMs } } : {}),
     ...(config.onDone ? { onDone: onDoneCommands({ argv: config.onDone, ...operatorCommand }) } : {}),
     ...(config.onInput ? { onInput: onInputCommands({ argv: config.onInput, ...operatorCommand }) } : {}),
     clock: systemClock,
@@ -126,21 +130,16 @@ export async function createJobs(parts: JobsParts): Promise<JobRegistry> {
     maxFinishedJobs: 1000,
     finishedTranscriptChars: FINISHED_TRANSCRIPT_CHARS,
     maxRunning: config.maxJobs,
-    persistence:
-      !store || !owner
-        ? memoryPersistence({ ...common, attach: agents.attach })
-        : onDisk(parts, store, owner, agents, common),
+    persistence: onDisk ?? memoryPersistence(),
   });
 }
 
-/** The persistence on the state directory (§15): records, slots shared with every process on it, and retention. */
-function onDisk(
+/** The persistence on the state directory (§15): records, and retention. */
+function persistenceOnDisk(
   parts: JobsParts,
   store: StateStore,
   owner: ProcessIdentity,
-  agents: Agents,
-  common: Pick<Persistence, "hosts" | "agents" | "admit">,
-): Persistence {
+): Persistence & { store: StateStore } {
   const { config, hosts, logger, runtimes } = parts;
   // The process layer loads on first use: only unfinished records need it (BENCHMARKS.md (a)).
   const isAlive = async (named: ProcessIdentity & { tree_marker?: string }) =>
@@ -153,16 +152,11 @@ function onDisk(
       source: store.outputSource(id),
     });
   return {
-    ...common,
     store,
     owner,
-    // Agents at once across every server on the state directory (§15.7).
-    slots: store.slotPool(config.maxJobs, owner, isAlive),
-    attach: agents.attach,
     replayTranscript: (id, runtime) => store.replay(id, replayReader(id, runtime)).transcript,
     maxBytes: config.stateMaxBytes,
     newMarker: () => crypto.randomUUID(),
-    ready: runtimes.load,
     isAlive,
     // A pruned job's worktree goes with it unless it holds changes nobody merged or discarded (§19).
     beforeRemove: (id) => {
@@ -190,8 +184,6 @@ function onDisk(
       // Undone only if the folder could not be removed; otherwise the hold went with it.
       return hold.release;
     },
-    approvals: config.approvals === "forward",
-    approvalWaitMs: config.approvalTimeoutMs,
   };
 }
 

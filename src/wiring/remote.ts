@@ -95,7 +95,7 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
         throw new DispatchError("STATE_ERROR", `job ${request.job_id} has a record here that cannot be followed`);
       const { cwd, worktree } = admitted;
       const spec = {
-        ...(request.agent === "claude" ? {} : { agent: request.agent }),
+        agent: request.agent,
         prompt: request.prompt,
         cwd,
         ...(worktree ? { worktree } : {}),

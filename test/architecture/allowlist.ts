@@ -7,37 +7,6 @@ import type { Allowlist } from "./ratchet.js";
 
 /** Rule → file (relative to src/) → keys, a key repeated as often as it occurs. */
 export const ALLOWED: Readonly<Record<string, Allowlist>> = {
-  "agent-names": {
-    "agent/policy.ts": [
-      'admitAgent: = "claude"',
-      'applyPolicy: = "claude"',
-      'modeRefusal: !== "claude"',
-    ],
-    "cli/doctor-agents.ts": [
-      'agentDefaultsCheck: ?? "claude"',
-      'offeredCheck: ?? "claude"',
-    ],
-    "config.ts": [
-      'DEFAULT_POLICY: === "claude"',
-      'offeredAgents: === "claude"',
-    ],
-    "runtimes/all.ts": [
-      'runtimeFor: ?? "claude"',
-    ],
-    "tools/definitions.ts": [
-      'agentArguments: !== "claude"',
-    ],
-    "tools/listing.ts": [
-      'lineOf: === "claude"',
-    ],
-    "tools/validation.ts": [
-      'parseAgent: === "claude"',
-      'parseAgentOptions: === "claude"',
-    ],
-    "wiring/remote.ts": [
-      'remoteSide.start: === "claude"',
-    ],
-  },
   "hosts": {
     "cli/context.ts": [
       "import hosts/local/state-location.ts",
