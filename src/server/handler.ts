@@ -32,14 +32,15 @@ import {
 } from "./jsonrpc.js";
 import { ApprovalAsker } from "./approvals.js";
 import { describeActivity, followProgress, type ProgressToken } from "./progress.js";
-import { TASK_TOOLS, createTaskMethods, type TaskTool } from "./tasks.js";
+import { createTaskMethods, type TaskTool } from "./tasks.js";
+import { paramsProblem, requestKey, taskProblem, withoutExecution } from "./request-checks.js";
 import { ToolCalls } from "./tool-calls.js";
 import type { HandlerDeps } from "./deps.js";
 
 export type { HandlerDeps } from "./deps.js";
 import { becomesTask, createTaskExtension, type TaskExtensionMethod } from "./tasks-extension.js";
 import { renderFailure, renderJob, type CallToolResult } from "../tools/results.js";
-import { isToolName, toolDefinitions, type ToolDefinition, type ToolSettings } from "../tools/definitions.js";
+import { isToolName, toolDefinitions, type ToolSettings } from "../tools/definitions.js";
 
 /**
  * The versions initialize negotiates, newest first; the first is what we answer
@@ -83,50 +84,6 @@ const JOB_METHODS: ReadonlySet<string> = new Set([
 ]);
 
 export type RequestHandler = (message: unknown) => Promise<JsonRpcResponse | null>;
-
-function requestKey(id: RequestId): string {
-  return `${typeof id}:${String(id)}`;
-}
-
-/**
- * execution.taskSupport is 2025-11-25 vocabulary: in 2026-07-28 the server alone decides what becomes a task (§16.4).
- */
-function withoutExecution(tool: ToolDefinition): Omit<ToolDefinition, "execution"> {
-  const { execution: _decidedByTheServer, ...rest } = tool;
-  return rest;
-}
-
-/** Checks what every request may carry: object params, an object _meta, a string or number progressToken. */
-function paramsProblem(message: Record<string, unknown>): string | undefined {
-  if (!("params" in message) || message.params === undefined) return undefined;
-  const params = message.params;
-  if (!isRecord(params)) return "params must be an object";
-  const meta = params._meta;
-  if (meta === undefined) return undefined;
-  if (!isRecord(meta)) return "params._meta must be an object";
-  const token = meta.progressToken;
-  if (token !== undefined && typeof token !== "string" && !(typeof token === "number" && Number.isFinite(token))) {
-    return "params._meta.progressToken must be a string or a number";
-  }
-  return undefined;
-}
-
-/**
- * A tools/call's task augmentation (2025-11-25), checked: undefined when there is none, a failure when it is malformed.
- */
-function taskProblem(id: RequestId, name: string, task: unknown): JsonRpcResponse | undefined {
-  const ttl = isRecord(task) ? task.ttl : undefined;
-  if (!isRecord(task) || (ttl !== undefined && !(typeof ttl === "number" && Number.isFinite(ttl) && ttl >= 0))) {
-    return fail(id, INVALID_PARAMS, "params.task must be an object with an optional non-negative ttl");
-  }
-  if (!(TASK_TOOLS as readonly string[]).includes(name))
-    return fail(
-      id,
-      METHOD_NOT_FOUND,
-      `Method not found: ${name} cannot run as a task (it has no execution.taskSupport)`,
-    );
-  return undefined;
-}
 
 export function createRequestHandler(deps: HandlerDeps): RequestHandler {
   const handler = new Handler(deps);

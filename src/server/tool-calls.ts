@@ -35,11 +35,10 @@ import {
   parseRespondInput,
   parseSessionsInput,
   parseWorktreeInput,
-  parseRunInput,
-  parseStartInput,
   parseWaitInput,
   type ToolSettings,
 } from "../tools/validation.js";
+import { parseRunInput, parseStartInput } from "../tools/run-arguments.js";
 import type { HandlerDeps } from "./deps.js";
 import { hold, withProgress, type ProgressToken } from "./progress.js";
 import type { TaskTool } from "./tasks.js";

@@ -4,7 +4,7 @@
  * error, never a silently ignored value; what the operator allows is the
  * policy's to decide afterwards (§5.6).
  */
-import { OPTION_ARGUMENTS, type AgentOffer, type AgentOptions, type HostOffer } from "../agent/options.js";
+import type { AgentOffer, AgentOptions, HostOffer } from "../agent/options.js";
 import { DispatchError, quoted } from "../core/errors.js";
 import { LISTED, LIST_STATUSES, decodeCursor, type ListInput, type ListStatus } from "./list-cursor.js";
 
@@ -90,15 +90,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Aliases (sonnet), full ids (claude-opus-4-8[1m]) and provider ids (us.anthropic.…:0, arn:…/…). Never a leading dash.
  */
 export const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@[\]-]{0,199}$/;
-/** Tool rules such as Bash(git log:*), Edit, mcp__server__tool: printable, one line, never a leading dash. */
-const TOOL_RULE = /^(?![\s-])[^\x00-\x1f\x7f-\x9f]+$/;
 
-function invalid(detail: string): DispatchError {
+export function invalid(detail: string): DispatchError {
   return new DispatchError("INVALID_ARGUMENT", detail);
 }
 
 /** `shown`: the arguments the message lists, when some accepted ones are not offered here (agent, host). */
-function checkKnown(
+export function checkKnown(
   args: Record<string, unknown>,
   allowed: readonly string[],
   shown: readonly string[] = allowed,
@@ -109,28 +107,16 @@ function checkKnown(
 }
 
 /** A required argument that is absent (or null) is said to be so, not described as the wrong type. */
-function required(args: Record<string, unknown>, key: string): void {
+export function required(args: Record<string, unknown>, key: string): void {
   if (!present(args, key)) throw invalid(`${quoted(key)} is required`);
 }
 
-/**
- * run's and start's arguments: agent and host are accepted always, and listed only where this server offers a choice.
- */
-function checkRunArguments(args: Record<string, unknown>, settings: ToolSettings, own: readonly string[]): void {
-  const choices = [
-    ...(settings.agents.length > 1 ? ["agent"] : []),
-    ...((settings.hosts ?? []).length > 0 ? ["host"] : []),
-  ];
-  const named = ["prompt", "cwd", "session_id", ...own, ...AGENT_OPTION_NAMES, "worktree"];
-  checkKnown(args, [...named, "agent", "host"], [...named, ...choices]);
-}
-
 /** Optional arguments may be omitted or null: models often send null for "not given". */
-function present(args: Record<string, unknown>, key: string): boolean {
+export function present(args: Record<string, unknown>, key: string): boolean {
   return args[key] !== undefined && args[key] !== null;
 }
 
-function requirePrompt(args: Record<string, unknown>): string {
+export function requirePrompt(args: Record<string, unknown>): string {
   required(args, "prompt");
   const prompt = args.prompt;
   if (typeof prompt !== "string") throw invalid(`"prompt" must be a string, got ${describeType(prompt)}`);
@@ -139,7 +125,7 @@ function requirePrompt(args: Record<string, unknown>): string {
 }
 
 /** Shape only; that the directory exists is checked by the handler through its injected file check. */
-function requireCwd(args: Record<string, unknown>): string {
+export function requireCwd(args: Record<string, unknown>): string {
   required(args, "cwd");
   const cwd = args.cwd;
   if (typeof cwd !== "string") throw invalid(`"cwd" must be a string, got ${describeType(cwd)}`);
@@ -148,7 +134,7 @@ function requireCwd(args: Record<string, unknown>): string {
   return cwd;
 }
 
-function optionalSessionId(args: Record<string, unknown>): string | undefined {
+export function optionalSessionId(args: Record<string, unknown>): string | undefined {
   if (!present(args, "session_id")) return undefined;
   const value = args.session_id;
   // A UUID can never be mistaken for a flag such as "--anything" (§10).
@@ -166,7 +152,7 @@ function requireJobId(args: Record<string, unknown>): string {
   return value;
 }
 
-function integerIn(
+export function integerIn(
   args: Record<string, unknown>,
   key: string,
   min: number,
@@ -181,214 +167,17 @@ function integerIn(
   return value;
 }
 
-function describeType(value: unknown): string {
+export function describeType(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return typeof value;
 }
 
 /** A received value in a message: a string as every echo is (quoted, §10); other values by their type. */
-function preview(value: unknown): string {
+export function preview(value: unknown): string {
   if (typeof value === "string") return quoted(value);
   if (typeof value === "number" || typeof value === "boolean" || value === null) return String(value);
   return describeType(value);
-}
-
-const AGENT_OPTION_NAMES = [
-  "model",
-  "permission_mode",
-  "allowed_tools",
-  "disallowed_tools",
-  "max_turns",
-  "max_budget_usd",
-  "append_system_prompt",
-  "add_dirs",
-] as const;
-
-function toolRules(args: Record<string, unknown>, key: string): string[] | undefined {
-  if (!present(args, key)) return undefined;
-  const value = args[key];
-  if (!Array.isArray(value) || value.length === 0 || value.length > LIMITS.maxToolRules) {
-    throw invalid(
-      `"${key}" must be a non-empty array of at most ${LIMITS.maxToolRules} tool rules such as "Edit" or ` +
-        `"Bash(git log:*)"`,
-    );
-  }
-  return value.map((rule, index) => {
-    if (typeof rule !== "string" || !TOOL_RULE.test(rule) || rule.length > LIMITS.maxToolRuleChars) {
-      throw invalid(
-        `"${key}"[${index}] must be a tool rule such as "Edit" or "Bash(git log:*)" (one line, no leading dash or ` +
-          `space), got ${preview(rule)}`,
-      );
-    }
-    return rule;
-  });
-}
-
-function directories(args: Record<string, unknown>, key: string): string[] | undefined {
-  if (!present(args, key)) return undefined;
-  const value = args[key];
-  if (!Array.isArray(value) || value.length === 0 || value.length > LIMITS.maxAddDirs) {
-    throw invalid(`"${key}" must be a non-empty array of at most ${LIMITS.maxAddDirs} absolute directory paths`);
-  }
-  return value.map((entry, index) => {
-    if (typeof entry !== "string" || entry.trim() === "" || entry.includes("\0")) {
-      throw invalid(`"${key}"[${index}] must be a directory path, got ${preview(entry)}`);
-    }
-    return entry;
-  });
-}
-
-/** "agent": one this server offers; absent, the default agent, or the first offered when it is not. */
-function parseAgent(args: Record<string, unknown>, settings: ToolSettings): AgentOffer {
-  const agents = settings.agents;
-  const fallback = agents.find((agent) => agent.name === settings.homeAgent) ?? agents[0];
-  if (!present(args, "agent") && fallback) return fallback;
-  const found = agents.find((agent) => agent.name === args.agent);
-  if (!found)
-    throw invalid(
-      `"agent" must be one of the agents this server offers: ${agents.map((agent) => agent.name).join(", ")}; got ` +
-        `${preview(args.agent)}`,
-    );
-  return found;
-}
-
-/** The options an agent has no flag for are refused, naming the agent: never silently dropped (§5.6). */
-function checkSupported(options: AgentOptions, agent: AgentOffer): void {
-  const problem = agent.optionProblem?.(options);
-  if (problem) throw invalid(`${problem} (agent "${agent.name}")`);
-  for (const key of Object.keys(options) as (keyof AgentOptions)[]) {
-    if (!agent.supportedOptions.includes(key)) {
-      throw invalid(
-        `"${OPTION_ARGUMENTS[key]}" is not an option of agent "${agent.name}" (it takes: ` +
-          `${agent.supportedOptions.map((option) => OPTION_ARGUMENTS[option]).join(", ") || "none"})`,
-      );
-    }
-  }
-}
-
-/** The agent options of §5.6: types and formats here; the operator's policy is applied by the handler. */
-function parseAgentOptions(args: Record<string, unknown>, agent: AgentOffer, homeAgent: string): AgentOptions {
-  const options: AgentOptions = {};
-  if (present(args, "model")) {
-    const model = args.model;
-    if (typeof model !== "string" || !MODEL_NAME.test(model)) {
-      throw invalid(
-        `"model" must be a model name or alias such as "sonnet" or "claude-sonnet-4-5", got ${preview(model)}`,
-      );
-    }
-    options.model = model;
-  }
-  if (present(args, "permission_mode")) {
-    const mode = args.permission_mode;
-    if (typeof mode !== "string" || !agent.modes.includes(mode)) {
-      const whose = agent.name === homeAgent ? "" : ` for agent "${agent.name}"`;
-      throw invalid(`"permission_mode" must be one of ${agent.modes.join(", ")}${whose}, got ${preview(mode)}`);
-    }
-    // A known mode that is not allowed is the policy's refusal (POLICY_DENIED), made later.
-    options.permissionMode = mode;
-  }
-  const allowed = toolRules(args, "allowed_tools");
-  if (allowed) options.allowedTools = allowed;
-  const disallowed = toolRules(args, "disallowed_tools");
-  if (disallowed) options.disallowedTools = disallowed;
-  if (present(args, "max_turns"))
-    options.maxTurns = integerIn(args, "max_turns", 1, LIMITS.maxTurns, "number of turns");
-  if (present(args, "max_budget_usd")) {
-    const budget = args.max_budget_usd;
-    if (typeof budget !== "number" || !Number.isFinite(budget) || budget <= 0 || budget > LIMITS.maxBudgetUsd) {
-      throw invalid(
-        `"max_budget_usd" must be a number of dollars above 0 and at most ${LIMITS.maxBudgetUsd}, got ` +
-          `${preview(budget)}`,
-      );
-    }
-    options.maxBudgetUsd = budget;
-  }
-  if (present(args, "append_system_prompt")) {
-    const text = args.append_system_prompt;
-    if (
-      typeof text !== "string" ||
-      text.trim() === "" ||
-      text.includes("\0") ||
-      text.length > LIMITS.maxSystemPromptChars
-    ) {
-      throw invalid(
-        `"append_system_prompt" must be non-empty text of at most ${LIMITS.maxSystemPromptChars} ` +
-          `characters without NUL`,
-      );
-    }
-    options.appendSystemPrompt = text;
-  }
-  const addDirs = directories(args, "add_dirs");
-  if (addDirs) options.addDirs = addDirs;
-  return options;
-}
-
-export function parseRunInput(args: Record<string, unknown>, settings: ToolSettings): RunInput {
-  checkRunArguments(args, settings, ["timeout_ms"]);
-  const prompt = requirePrompt(args);
-  const cwd = requireCwd(args);
-  const sessionId = optionalSessionId(args);
-  const timeoutMs = present(args, "timeout_ms")
-    ? integerIn(args, "timeout_ms", LIMITS.minTimeoutMs, LIMITS.maxTimeoutMs)
-    : settings.defaultTimeoutMs;
-  const agent = parseAgent(args, settings);
-  const options = parseAgentOptions(args, agent, settings.homeAgent);
-  checkSupported(options, agent);
-  return {
-    agent: agent.name,
-    host: parseHost(args, settings, agent.name),
-    prompt,
-    cwd,
-    sessionId,
-    timeoutMs,
-    options,
-    worktree: optionalWorktree(args),
-  };
-}
-
-export function parseStartInput(args: Record<string, unknown>, settings: ToolSettings): StartInput {
-  checkRunArguments(args, settings, []);
-  const prompt = requirePrompt(args);
-  const cwd = requireCwd(args);
-  const sessionId = optionalSessionId(args);
-  const agent = parseAgent(args, settings);
-  const options = parseAgentOptions(args, agent, settings.homeAgent);
-  checkSupported(options, agent);
-  return {
-    agent: agent.name,
-    host: parseHost(args, settings, agent.name),
-    prompt,
-    cwd,
-    sessionId,
-    options,
-    worktree: optionalWorktree(args),
-  };
-}
-
-/** "host": one the operator named, which runs this agent; absent, this machine (§21). */
-function parseHost(args: Record<string, unknown>, settings: ToolSettings, agent: string): string | undefined {
-  if (!present(args, "host")) return undefined;
-  const hosts = settings.hosts ?? [];
-  const found = hosts.find((host) => host.name === args.host);
-  if (!found) {
-    const names =
-      hosts.length > 0
-        ? `one of the hosts this server is configured with: ${hosts.map((host) => host.name).join(", ")}`
-        : "absent: this server has no other hosts configured (CLAUDE_DISPATCH_HOSTS)";
-    throw invalid(`"host" must be ${names}; got ${preview(args.host)}`);
-  }
-  if (!found.agents.includes(agent))
-    throw invalid(`host "${found.name}" does not run agent "${agent}" (it runs: ${found.agents.join(", ")})`);
-  return found.name;
-}
-
-/** true: the job runs in a git worktree of its own (§19); absent: the operator's default. */
-function optionalWorktree(args: Record<string, unknown>): boolean | undefined {
-  if (!present(args, "worktree")) return undefined;
-  if (typeof args.worktree !== "boolean")
-    throw invalid(`"worktree" must be true or false, got ${preview(args.worktree)}`);
-  return args.worktree;
 }
 
 export function parseWaitInput(args: Record<string, unknown>): WaitInput {
