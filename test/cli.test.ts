@@ -923,6 +923,26 @@ describe("prune", () => {
     return { dir, store, old, recent, active, queued };
   }
 
+
+  test("a pruned job's worktree on another machine is left to that machine's retention: no git here (§21.3)", async () => {
+    const { dir, store } = newState();
+    // A path that happens to exist here too: git here must not touch it.
+    const worktree = {
+      path: mkdtempSync(path.join(scratch, "remote-worktree-")),
+      branch: "dispatch/x",
+      base: "0".repeat(40),
+      repo: "/srv/repo",
+      subdir: "",
+      left_behind: false,
+    };
+    const elsewhere = add(store, finished({ host: "box", worktree, finished_at: NOW - 2 * HOUR }));
+    const run = await cli(["prune", "--all", "--json"], { stateDir: dir });
+    assert.equal(run.code, 0, run.stderr);
+    const document = JSON.parse(run.stdout) as { removed: string[]; kept_worktrees: unknown[] };
+    assert.deepEqual(document.removed, [elsewhere.id]);
+    assert.deepEqual(document.kept_worktrees, [], "nothing was tried here");
+    assert.equal(run.stderr, "");
+  });
   test("--all removes every finished job and never an unfinished one, saying how much it freed", async () => {
     const { dir, store, old, recent, active, queued } = prepared();
     const bytes = store.size(old.id) + store.size(recent.id);

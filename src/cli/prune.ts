@@ -9,8 +9,8 @@ import type { WorktreeHold, WorktreeRecord } from "../agent/worktree.js";
 import { retireWorktree } from "../worktrees/retire.js";
 import { choosePrunable, isFinishedStatus, type JobRecord } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
-import { emit, type Context } from "./context.js";
-import { holdWorktree, worktreesFor } from "./worktree.js";
+import { emit, loadProcessControl, type Context } from "./context.js";
+import { holdWorktree } from "./worktree.js";
 import { formatAge, formatBytes } from "./format.js";
 import { readLine } from "./terminal.js";
 
@@ -55,7 +55,10 @@ export async function prune(context: Context, olderThanMs: number | undefined, a
       );
     }
   }
-  const worktrees = chosen.flatMap((id) => store.read(id)?.worktree ?? []);
+  const worktrees = chosen.flatMap((id) => {
+    const record = store.read(id);
+    return record?.worktree ? [{ worktree: record.worktree, host: record.host }] : [];
+  });
   const keptWorktrees = await retireWorktrees(context, worktrees);
   const removal = removeJobs(store, chosen, sizes);
   for (const hold of holds) hold.release();
@@ -121,13 +124,19 @@ function removeJobs(store: StateStore, chosen: readonly string[], sizes: readonl
 /**
  * Removes the worktrees that hold nothing unmerged; returns those kept. A git failure keeps the worktree and says so.
  */
-async function retireWorktrees(context: Context, worktrees: readonly WorktreeRecord[]): Promise<WorktreeRecord[]> {
+async function retireWorktrees(
+  context: Context,
+  worktrees: readonly { worktree: WorktreeRecord; host: string }[],
+): Promise<WorktreeRecord[]> {
   if (worktrees.length === 0) return [];
-  const git = worktreesFor(context);
+  const hosts = await context.io.hosts?.(() => loadProcessControl(context.io));
   const kept: WorktreeRecord[] = [];
-  for (const worktree of worktrees) {
+  for (const { worktree, host } of worktrees) {
+    // Through the same git code as the server's; one on another machine is that machine's retention's (§21.3).
+    const there = hosts?.get(host);
+    if (!there?.sharesFiles) continue;
     try {
-      if ((await retireWorktree(git, worktree)) === "kept") kept.push(worktree);
+      if ((await retireWorktree(there.worktrees, worktree)) === "kept") kept.push(worktree);
     } catch (error) {
       context.io.stderr.write(`claude-dispatch: the worktree ${worktree.path} was kept: ${(error as Error).message}\n`);
       kept.push(worktree);

@@ -4,33 +4,15 @@
  * worktree, through the same git code as the server. A merge or discard is
  * recorded in the job's record, as the server records it.
  */
-import path from "node:path";
-
 import type { MergeOutcome, WorktreeHold, WorktreeRecord } from "../agent/worktree.js";
 import { DispatchError } from "../core/errors.js";
-import { createGitRunner } from "../hosts/local/git.js";
 import { isFinishedStatus, type JobRecord, type ProcessIdentity } from "../store/records.js";
 import { lockWorktree } from "../store/worktree-lock.js";
 import { checkUndecided, discardedText, mergedText, mergeMessage, refusedMerge } from "../tools/worktree-results.js";
-import { GitWorktrees } from "../worktrees/git-worktrees.js";
 import { emit, loadProcessControl, notFound, type Context } from "./context.js";
 import { printable } from "./format.js";
 
 export type WorktreeCommand = "diff" | "merge" | "discard";
-
-/**
- * The worktrees of this state directory (CLAUDE_DISPATCH_WORKTREE_DIR, else
- * its worktrees folder), through this machine's git.
- */
-export function worktreesFor(context: Context): GitWorktrees {
-  const { io, store } = context;
-  const configured = io.env.CLAUDE_DISPATCH_WORKTREE_DIR?.trim();
-  return new GitWorktrees({
-    git: createGitRunner(io.env, io.host?.platform ?? "linux"),
-    root: configured || path.join(store.root, "worktrees"),
-    branchPrefix: "dispatch/",
-  });
-}
 
 export async function worktreeCommand(context: Context, command: WorktreeCommand, id: string): Promise<number> {
   const { store } = context;
