@@ -217,6 +217,8 @@ describe(
           const report = (await waited).result.structuredContent;
           assert.equal(report.status, "input_required", JSON.stringify(report));
           assert.equal(report.pending_approvals[0].request_id, "1");
+          // Until the approver has removed the planted file, an answer is refused with "try again" (§18).
+          await gone(path.join(dir, "approval.1.answer.json"), answered);
           const denied = await server.callTool("claude_respond", {
             job_id: jobId,
             request_id: "1",
@@ -234,6 +236,7 @@ describe(
             .structuredContent;
           assert.equal(waitedAgain.status, "input_required", JSON.stringify(waitedAgain));
           assert.equal(waitedAgain.pending_approvals[0].request_id, "2");
+          await gone(path.join(dir, "approval.2.answer.json"), second);
           await server.callTool("claude_respond", { job_id: jobId, request_id: "2", decision: "allow" });
           assert.equal(answerOf(await second).behavior, "allow");
           const record = JSON.parse(readFileSync(path.join(dir, "record.json"), "utf8")) as JobRecord;

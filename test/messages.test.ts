@@ -6,7 +6,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { loadConfig, offeredAgents } from "../src/config.js";
 import { handlerHarness, settle } from "./helpers.js";
+import { callTool } from "./support/tool-calls.js";
+
+const SESSION_FOR_HINT = "8f01635f-202a-449c-ab8a-05f75520788e";
 
 const A = "3e1e0a00-0000-4000-8000-000000000001";
 const B = "3e1e0b00-0000-4000-8000-000000000002";
@@ -98,4 +102,18 @@ test("a missing argument is 'required'; an unknown one is met with only what thi
   // Both are still accepted, as earlier versions took them.
   const named = await call(h, "claude_start", { prompt: "hi", cwd: "/w", agent: "claude" });
   assert.equal(named.isError, undefined, named.content[0]?.text);
+});
+
+test("a failed job's next step names its own agent, not Claude Code (§7)", async () => {
+  // Its program found, so the call makes a job (a missing one is refused before any exists, §7.5).
+  const config = loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude,codex", CLAUDE_DISPATCH_CODEX_BIN: process.execPath });
+  const policy = { ...config.policy, roots: undefined, agents: offeredAgents(config, {}, "linux") };
+  const h = handlerHarness({ policy });
+  const started = callTool(h, "claude_run", { prompt: "hi", cwd: "/w", agent: "codex", session_id: SESSION_FOR_HINT });
+  await h.launcher.launched(1);
+  h.launcher.last.finish({ ok: false, code: "SESSION_NOT_FOUND", detail: "codex has no session like that" });
+  const response = (await started) as { result: { structuredContent: { next?: string } } };
+  const next = response.result.structuredContent.next ?? "";
+  assert.match(next, /codex does not know that session/);
+  assert.doesNotMatch(next, /Claude Code/);
 });

@@ -148,42 +148,42 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
   return [
     {
       name: "claude_run",
-      title: "Run Claude Code and wait",
+      title: "Run a coding agent and wait",
       description: `Run ${agent} on a short task in cwd and return its answer.`,
       inputSchema: inputOf(runArguments, NEW_JOB),
       outputSchema: JOB_REPORT_SCHEMA,
-      annotations: { title: "Run Claude Code and wait", readOnlyHint: false, openWorldHint: true },
+      annotations: { title: "Run a coding agent and wait", readOnlyHint: false, openWorldHint: true },
       execution: { taskSupport: "optional" },
     },
     {
       name: "claude_start",
-      title: "Start a Claude Code job",
+      title: "Start a coding agent job",
       description:
         `Start ${agent} in the background; returns its job_id at once. Arguments as claude_run, but ` +
         `no timeout_ms.`,
       inputSchema: inputOf(startArguments, NEW_JOB),
       outputSchema: JOB_REPORT_SCHEMA,
-      annotations: { title: "Start a Claude Code job", readOnlyHint: false, openWorldHint: true },
+      annotations: { title: "Start a coding agent job", readOnlyHint: false, openWorldHint: true },
       execution: { taskSupport: "optional" },
     },
     {
       name: "claude_wait",
-      title: "Wait for a Claude Code job",
+      title: "Wait for an agent job",
       description:
         "Wait up to hold_ms for a job to end, then report it. input_required: ask the user, then claude_respond.",
       // Longer holds are lowered, not refused (§5.3), so the schema has no maximum.
       inputSchema: inputOf({ job_id: JOB_ID, hold_ms: holdMs }, ["job_id"]),
       outputSchema: JOB_REPORT_SCHEMA,
-      annotations: { title: "Wait for a Claude Code job", readOnlyHint: true, openWorldHint: false },
+      annotations: { title: "Wait for an agent job", readOnlyHint: true, openWorldHint: false },
     },
     {
       name: "claude_kill",
-      title: "Stop a Claude Code job",
+      title: "Stop an agent job",
       description: "Stop a job and every process it started.",
       inputSchema: inputOf({ job_id: JOB_ID }, ["job_id"]),
       outputSchema: JOB_REPORT_SCHEMA,
       annotations: {
-        title: "Stop a Claude Code job",
+        title: "Stop an agent job",
         readOnlyHint: false,
         destructiveHint: true,
         idempotentHint: true,
@@ -192,7 +192,7 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
     },
     {
       name: "claude_list",
-      title: "List Claude Code jobs",
+      title: "List agent jobs",
       description: "List jobs: the active first, then the newest finished.",
       // A single status is accepted too (§5.7); the schema offers the array alone, which says less.
       inputSchema: inputOf({
@@ -201,7 +201,7 @@ export function toolDefinitions(settings: ToolSettings): ToolDefinition[] {
         cursor: STRING,
       }),
       outputSchema: LIST_SCHEMA,
-      annotations: { title: "List Claude Code jobs", readOnlyHint: true, openWorldHint: false },
+      annotations: { title: "List agent jobs", readOnlyHint: true, openWorldHint: false },
     },
     {
       name: "claude_output",

@@ -115,7 +115,7 @@ export const JOB_REPORT_SCHEMA = {
     session_id: { type: "string", description: "Pass as session_id to continue this conversation." },
     result: {
       type: "string",
-      description: "Claude Code's final answer, cut at the inline limit when truncated is true.",
+      description: "The agent's final answer, cut at the inline limit when truncated is true.",
     },
     truncated: {
       type: "boolean",

@@ -166,13 +166,13 @@ function failedJobHint(report: Report, job: Job): string {
   const code = report.error?.code;
   if (code === "SESSION_NOT_FOUND") {
     return (
-      "Call claude_run or claude_start again with the same prompt and cwd but without session_id: Claude Code " +
-      "does not know that session in this cwd."
+      "Call claude_run or claude_start again with the same prompt and cwd but without session_id: " +
+      `${job.agentName} does not know that session in this cwd.`
     );
   }
   // Nothing ran, so there is no transcript to read.
   if (code === "SPAWN_FAILED")
-    return "Retrying fails the same way until Claude Code can be started here: tell the user what error.detail says.";
+    return `Retrying fails the same way until ${job.agentName} can be started: tell the user what error.detail says.`;
   const look = `Call claude_output with job_id "${job.id}" and view "transcript" to see what the agent did.`;
   // A killed or timed-out agent printed no result, but its session was seen while it ran, and can be resumed.
   const sessionId = report.session_id ?? job.live().sessionId;
