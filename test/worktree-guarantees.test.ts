@@ -56,7 +56,7 @@ function plantedProgram(folder: string, marker: string): string {
 
 function worktrees(): GitWorktrees {
   return new GitWorktrees({
-    git: createGitRunner(GIT_ENV, process.platform),
+    git: createGitRunner({ env: GIT_ENV, platform: process.platform }),
     root: fresh("worktrees"),
     branchPrefix: "dispatch/",
   });

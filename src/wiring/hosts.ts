@@ -125,7 +125,7 @@ function localWorktrees(machine: Machine, config: Config, loaders: Pick<Loaders,
   let runner: ReturnType<Awaited<ReturnType<Loaders["git"]>>["createGitRunner"]> | undefined;
   return new GitWorktrees({
     git: async (args, env) => {
-      runner ??= (await loaders.git()).createGitRunner(machine.env, machine.platform);
+      runner ??= (await loaders.git()).createGitRunner(machine);
       return runner(args, env);
     },
     root: config.worktreeDir ?? path.join(config.stateDir, "worktrees"),

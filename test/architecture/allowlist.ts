@@ -46,9 +46,6 @@ export const ALLOWED: Readonly<Record<string, Allowlist>> = {
     "config.ts": [
       "checkConfig: .platform",
     ],
-    "wiring/hosts.ts": [
-      "localWorktrees.git: .platform",
-    ],
   },
 };
 

@@ -18,10 +18,13 @@ export interface GitResult {
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 const TIMEOUT_MS = 120_000;
 
-export function createGitRunner(
-  env: Readonly<Record<string, string | undefined>>,
-  platform: string,
-): (args: readonly string[], extraEnv?: Readonly<Record<string, string>>) => Promise<GitResult> {
+export function createGitRunner({
+  env,
+  platform,
+}: {
+  env: Readonly<Record<string, string | undefined>>;
+  platform: string;
+}): (args: readonly string[], extraEnv?: Readonly<Record<string, string>>) => Promise<GitResult> {
   let program: string | undefined;
   return (args, extraEnv) => {
     program ??= findProgram("git", env, { platform });
