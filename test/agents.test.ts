@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -234,10 +234,14 @@ for (const agent of AGENTS) {
           permission_mode: agent.shellMode,
         }),
       );
-      await waitFor(
-        () => existsSync(path.join(first.stateDir, "jobs", started.job_id, "stdout.jsonl")),
-        "the agent's output",
-      );
+      // The agent running, its pid on record: its output file alone exists before the spawn (§15.2).
+      const recordFile = path.join(first.stateDir, "jobs", started.job_id, "record.json");
+      const agentPid = (): number | undefined =>
+        (JSON.parse(readFileSync(recordFile, "utf8")) as { agent?: { pid?: number } }).agent?.pid;
+      await waitFor(() => {
+        const pid = agentPid();
+        return pid !== undefined && isAlive(pid);
+      }, "the agent's pid on record");
       first.child.kill("SIGKILL");
       await first.exited;
       const second = startServer({ CLAUDE_DISPATCH_STATE_DIR: first.stateDir });
