@@ -277,9 +277,8 @@ describe("through the built server: an agent that ended while no server ran", on
     const gateAt = Date.now();
     await waitFor(() => !isAlive(agent), "the agent to finish on its own");
     const endedBy = Date.now();
-    // The gap a user sees between an agent's end and the next server: the job must not take it as its own.
-    await new Promise((resolve) => setTimeout(resolve, 3000));
-
+    // The gap between the agent's end and the next server's start is no part of the job: its end is before that start.
+    const secondStartedAt = Date.now();
     const second = await startServer(stateDir);
     const waited = await second.callTool("claude_wait", { job_id: id, hold_ms: 30_000 });
     const report = waited.result?.structuredContent as Record<string, any>;
@@ -289,6 +288,7 @@ describe("through the built server: an agent that ended while no server ran", on
     const finishedAt = record.finished_at as number;
     const times = `finished_at ${finishedAt - gateAt} ms after the gate opened, the agent gone ${endedBy - gateAt} ms`;
     assert.ok(finishedAt >= gateAt - 1000 && finishedAt <= endedBy + 1000, times);
+    assert.ok(finishedAt < secondStartedAt, `${times}, the next server started ${secondStartedAt - gateAt} ms`);
     const took = `took ${finishedAt - startedAt} ms, the agent ran ${endedBy - startedAt} ms`;
     assert.ok(finishedAt - startedAt <= endedBy - startedAt + 1000, took);
     assert.ok(report.elapsed_s <= Math.ceil((endedBy - startedAt + 1000) / 1000), `elapsed_s ${report.elapsed_s}`);

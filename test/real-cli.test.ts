@@ -276,7 +276,8 @@ describe(`real Claude Code CLI (${version ?? "missing"}) against a mock API`, { 
         }
         assert.ok(tool, "the tool never started");
         process.kill(-(agent.pid as number), "SIGKILL");
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        // The group's kill has landed once the agent is gone; the tool, in a session of its own, is not in it.
+        await waitFor(() => !isAlive(agent.pid as number), "the agent killed with its group");
         assert.equal(isAlive(tool.pid), true, "a group SIGKILL now reaches the tool's shell");
       } finally {
         const leftovers = (await listLinuxProcesses()).filter(
