@@ -6,15 +6,14 @@
 import type { AgentOffer } from "./agent/options.js";
 import type { RuntimeTraits } from "./agent/runtime.js";
 import { HOME_AGENT, RUNTIMES, traitsOf } from "./runtimes/index.js";
-import { findProgram, isRegularFile } from "./hosts/local/find-program.js";
-import { DEFAULT_SSH_TIMEOUT_MS, parseHostsSetting, type SshHostConfig } from "./hosts/ssh/config.js";
+import type { ThisMachine } from "./agent/machine.js";
+import { DEFAULT_SSH_TIMEOUT_MS, parseHostsSetting, type HostEntry } from "./hosts/kinds.js";
 import { programNotFound } from "./agent/ending.js";
 import { ConfigError, Settings, type ConfigProblem } from "./core/settings.js";
 import { clip } from "./core/text.js";
 import { LOG_LEVELS, type LogLevel } from "./core/log.js";
 import type { Policy } from "./agent/policy.js";
 import { MODEL_NAME } from "./tools/validation.js";
-import { stateDirectory } from "./hosts/local/state-location.js";
 import { StateError } from "./store/records.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./server/stdio.js";
 
@@ -71,7 +70,7 @@ export interface Config {
   /** Where worktrees are made; unset: the state directory's worktrees folder. */
   worktreeDir: string | undefined;
   /** Other machines agents may run on, reached with ssh (§21); unset: none. */
-  hosts: readonly SshHostConfig[] | undefined;
+  hosts: readonly HostEntry[] | undefined;
   /** ssh's program. */
   sshBin: string;
   /** How long an SSH host may keep silent: until a session's first frame, and mid-session (§21.2). */
@@ -146,32 +145,12 @@ function loadBudget(settings: Settings): number | undefined {
   return settings.refuse("CLAUDE_DISPATCH_MAX_BUDGET_USD", raw, range, undefined);
 }
 
-/** Where this machine keeps things: the path delimiter, the CPU count, the platform and the home directory. */
-export interface Host {
-  pathDelimiter: string;
-  cpus: number;
-  platform: string;
-  home: string;
-  /** Reads the file CLAUDE_DISPATCH_HOSTS may name. */
-  readTextFile(file: string): string;
-}
-
-const DEFAULT_HOST: Host = {
-  pathDelimiter: ":",
-  cpus: 2,
-  platform: "linux",
-  home: "/nonexistent",
-  readTextFile: () => {
-    throw new Error("no file can be read here");
-  },
-};
-
 /** Every setting read, and those that are invalid. */
 type Checked = { config: Config; problems: ConfigProblem[] };
 
 /** The configuration, or a ConfigError naming every invalid setting (§11). */
-export function loadConfig(env: Env, host: Partial<Host> = {}, runtimes: Runtimes = RUNTIMES): Config {
-  const { config, problems } = checkConfig(env, host, runtimes);
+export function loadConfig(env: Env, machine: ThisMachine, runtimes: Runtimes = RUNTIMES): Config {
+  const { config, problems } = checkConfig(env, machine, runtimes);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
@@ -180,8 +159,8 @@ export function loadConfig(env: Env, host: Partial<Host> = {}, runtimes: Runtime
  * Every setting checked (doctor, §17): each invalid one named, and read as its default in the configuration
  * returned, which holds every valid setting as it is set.
  */
-export function checkConfig(env: Env, host: Partial<Host> = {}, runtimes: Runtimes = RUNTIMES): Checked {
-  const { pathDelimiter, cpus, platform, home, readTextFile } = { ...DEFAULT_HOST, ...host };
+export function checkConfig(env: Env, machine: ThisMachine, runtimes: Runtimes = RUNTIMES): Checked {
+  const { pathDelimiter, cpus, readTextFile } = machine;
   const settings = new Settings(env);
   const names = runtimes.map((runtime) => runtime.name);
   const config: Config = {
@@ -198,7 +177,7 @@ export function checkConfig(env: Env, host: Partial<Host> = {}, runtimes: Runtim
     heartbeatMs: settings.integer("CLAUDE_DISPATCH_HEARTBEAT_MS", 15_000, 1000, 600_000),
     // Each agent is a few hundred MB and busy; more than the CPUs only slows them all.
     maxJobs: settings.integer("CLAUDE_DISPATCH_MAX_JOBS", Math.max(2, cpus), 1, 1000),
-    stateDir: loadStateDir(settings, platform, home),
+    stateDir: loadStateDir(settings, machine),
     stateMaxBytes: settings.integer("CLAUDE_DISPATCH_STATE_MAX_BYTES", 1024 ** 3, 1024 * 1024, 1024 ** 4),
     onExit: settings.oneOf("CLAUDE_DISPATCH_ON_EXIT", ON_EXIT_POLICIES, "keep"),
     onDone: loadCommand(settings, "CLAUDE_DISPATCH_ON_DONE"),
@@ -216,9 +195,9 @@ export function checkConfig(env: Env, host: Partial<Host> = {}, runtimes: Runtim
   return { config, problems: settings.problems };
 }
 
-function loadStateDir(settings: Settings, platform: string, home: string): string {
+function loadStateDir(settings: Settings, machine: ThisMachine): string {
   try {
-    return stateDirectory(settings.env, platform, home);
+    return machine.stateDirectory(settings.env);
   } catch (error) {
     if (!(error instanceof StateError)) throw error;
     const name = "CLAUDE_DISPATCH_STATE_DIR";
@@ -238,9 +217,9 @@ function loadWorktreeDir(settings: Settings): string | undefined {
   return settings.refuse("CLAUDE_DISPATCH_WORKTREE_DIR", value, "must be an absolute path", undefined);
 }
 
-type HostsRead = SshHostConfig[] | undefined;
+type HostsRead = HostEntry[] | undefined;
 
-function loadHosts(settings: Settings, readFile: Host["readTextFile"], agents: readonly string[]): HostsRead {
+function loadHosts(settings: Settings, readFile: ThisMachine["readTextFile"], agents: readonly string[]): HostsRead {
   const name = "CLAUDE_DISPATCH_HOSTS";
   const raw = settings.optional(name);
   if (raw === undefined) return undefined;
@@ -314,15 +293,15 @@ export function programOf(config: Config, agent: string): string {
  * GUI host's short PATH must give SPAWN_FAILED with its fix, not an agent quietly missing. A call for an agent
  * whose program is not there now fails at once with that fix (missingProgram), before any job is made.
  */
-export function offeredAgents(config: Config, env: Env, platform: string, runtimes: Runtimes = RUNTIMES): AgentOffer[] {
-  const found = (name: string): boolean => findProgram(programOf(config, name), env, { platform }) !== undefined;
+export function offeredAgents(config: Config, env: Env, here: ProgramFinder, runtimes = RUNTIMES): AgentOffer[] {
+  const found = (name: string): boolean => here.findProgram(programOf(config, name), env) !== undefined;
   const known = runtimes.map((runtime) => runtime.name);
   // The home agent, listed first, is offered found or not.
   const names = config.agents ?? known.filter((name, index) => index === 0 || found(name));
   return names.flatMap((name) => {
     const runtime = traitsOf(name, runtimes);
     const agent = config.agentSettings[name];
-    const missing = (): string | undefined => missingProgram(config, name, env, platform, runtimes);
+    const missing = (): string | undefined => missingProgram(config, name, env, here, runtimes);
     return runtime && agent ? [offerOf(runtime, agent, missing)] : [];
   });
 }
@@ -355,14 +334,23 @@ export const DEFAULT_POLICY: Policy = {
 /** Why an agent's program cannot be started here: undefined when it can. */
 type Missing = string | undefined;
 
+/** What looking for an agent's program needs of this machine. */
+export type ProgramFinder = Pick<ThisMachine, "findProgram" | "isRegularFile">;
+
 /** Why the agent's program cannot be started here, as its spawn would say (§7.3); undefined when it is there. */
-export function missingProgram(config: Config, name: string, env: Env, platform: string, runtimes?: Runtimes): Missing {
+export function missingProgram(
+  config: Config,
+  name: string,
+  env: Env,
+  here: ProgramFinder,
+  runtimes?: Runtimes,
+): Missing {
   const bin = programOf(config, name);
-  if (findProgram(bin, env, { platform }) !== undefined) return undefined;
+  if (here.findProgram(bin, env) !== undefined) return undefined;
   const program = traitsOf(name, runtimes ?? RUNTIMES)?.program;
   if (!program) return `${bin} not found`;
   const { defaultBin, setting } = program;
-  if (bin !== defaultBin && isRegularFile(bin)) return `${bin} is not executable (${setting}); check its mode`;
+  if (bin !== defaultBin && here.isRegularFile(bin)) return `${bin} is not executable (${setting}); check its mode`;
   return programNotFound({ bin, ...program });
 }
 

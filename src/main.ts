@@ -12,7 +12,8 @@ import path from "node:path";
 import { ownLinuxStartTime } from "./hosts/local/self.js";
 import { systemClock } from "./core/clock.js";
 import { agentsAtStart, checkConfig, loadConfig, offeredAgents, programOf, type Config } from "./config.js";
-import { resolveRoots } from "./hosts/local/directory.js";
+import { thisMachine } from "./hosts/local/machine.js";
+import type { ThisMachine } from "./agent/machine.js";
 import { createRequestHandler } from "./server/handler.js";
 import type { JobRegistry } from "./jobs/registry.js";
 import { createLogger, type Logger } from "./core/log.js";
@@ -66,21 +67,21 @@ const loaders: Loaders = {
 /** The command line reads the kill grace like the server, but an invalid configuration must not stop a kill. */
 function cliKillGraceMs(): number {
   try {
-    return loadConfig(process.env, hostFacts()).killGraceMs;
+    return loadConfig(process.env, here()).killGraceMs;
   } catch {
     return 3000;
   }
 }
 
-/** The host as loadConfig needs it. */
-function hostFacts(): Parameters<typeof loadConfig>[1] {
-  return {
-    pathDelimiter: path.delimiter,
-    cpus: availableParallelism(),
+/** This machine, as the configuration and the command line know it. */
+function here(): ThisMachine {
+  return thisMachine({
     platform: process.platform,
     home: homedir(),
+    pathDelimiter: path.delimiter,
+    cpus: availableParallelism(),
     readTextFile: (file) => readFileSync(file, "utf8"),
-  };
+  });
 }
 
 function openState(config: Config): StateStore {
@@ -111,9 +112,7 @@ async function serveApprover(args: string[]): Promise<void> {
   }
   const { jobId } = parsed;
   const logger = createLogger(process.stderr, "warn");
-  const stateDir =
-    parsed.stateDir ??
-    (await import("./hosts/local/state-location.js")).stateDirectory(process.env, process.platform, homedir());
+  const stateDir = parsed.stateDir ?? here().stateDirectory(process.env);
   const store = new StateStore(stateDir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
   const handle = createApprover({
     jobId,
@@ -155,7 +154,7 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
   };
   let config: Config;
   try {
-    config = { ...loadConfig(env, hostFacts()), approvals: "deny" };
+    config = { ...loadConfig(env, here()), approvals: "deny" };
   } catch (error) {
     const message = `claude-dispatch there: ${(error as Error).message}`;
     process.stdout.write(`${JSON.stringify({ type: "error", code: "HOST_FAILED", message })}\n`);
@@ -182,7 +181,7 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
       const jobs = await createJobs({
         machine: machine(),
         config,
-        policy: { ...config.policy, roots: undefined, agents: offeredAgents(config, process.env, process.platform) },
+        policy: { ...config.policy, roots: undefined, agents: offeredAgents(config, process.env, here()) },
         store,
         hosts,
         logger,
@@ -225,7 +224,7 @@ async function main(): Promise<void> {
     const cliSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
     process.exitCode = await runCli(args, {
       env: process.env,
-      host: hostFacts(),
+      machine: here(),
       stdout: process.stdout,
       stderr: process.stderr,
       stdoutIsTerminal: process.stdout.isTTY === true,
@@ -259,9 +258,9 @@ async function main(): Promise<void> {
       },
       hosts: async (processes) => {
         // The valid settings, as doctor checks them: another invalid one must not hide the hosts (§21.5).
-        const { config } = checkConfig(process.env, hostFacts());
+        const { config } = checkConfig(process.env, here());
         const logger = createLogger(process.stderr, "warn");
-        const roots = config.roots ? await resolveRoots(config.roots).catch(() => undefined) : undefined;
+        const roots = config.roots ? await here().resolveRoots(config.roots).catch(() => undefined) : undefined;
         return createHosts({
           machine: machine(),
           config,
@@ -291,7 +290,7 @@ async function main(): Promise<void> {
     // The same absolute `claude mcp add` line as doctor's; cli.js is loaded only here, so a host's start is no slower.
     const { terminalHint } = await import("./cli/index.js");
     process.stderr.write(
-      terminalHint({ nodePath: process.execPath, mainPath: entryPoint(), platform: process.platform }, process.env),
+      terminalHint({ nodePath: process.execPath, mainPath: entryPoint(), shell: here().shell }, process.env),
     );
   }
   await serve();
@@ -302,8 +301,9 @@ async function readConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ config: Config; roots: string[] | undefined }> {
   try {
-    const config = loadConfig(env, hostFacts());
-    return { config, roots: config.roots ? await resolveRoots(config.roots) : undefined };
+    const machine = here();
+    const config = loadConfig(env, machine);
+    return { config, roots: config.roots ? await machine.resolveRoots(config.roots) : undefined };
   } catch (error) {
     if (!(error instanceof Error)) throw error;
     process.stderr.write(`claude-dispatch: ${error.message}\n`);
@@ -317,7 +317,7 @@ async function startJobs(config: Config, roots: string[] | undefined, env: NodeJ
   const policy = {
     ...config.policy,
     roots,
-    agents: offeredAgents(config, env, process.platform),
+    agents: offeredAgents(config, env, here()),
     ...(offers.length > 0 ? { hosts: offers } : {}),
   };
   // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of

@@ -13,7 +13,7 @@ import { PassThrough } from "node:stream";
 import { runCli, type CliIo } from "../src/cli/index.js";
 import { systemClock, type Clock } from "../src/core/clock.js";
 import { StateStore } from "../src/store/state-store.js";
-import { localHosts } from "./host-fakes.js";
+import { localHosts, machineOf } from "./host-fakes.js";
 
 export const HOME = "/home/tester";
 
@@ -45,7 +45,7 @@ export function startCli(args: string[], setup: CliSetup): StartedCli {
   let stderr = "";
   const io: CliIo = {
     env: { CLAUDE_DISPATCH_STATE_DIR: setup.stateDir, PATH: "", ...setup.env },
-    host: { pathDelimiter: ":", cpus: 2, platform: "linux", home: HOME },
+    machine: machineOf({ home: HOME }),
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
     stdoutIsTerminal: setup.terminal,

@@ -48,7 +48,7 @@ import { FakeTerminal } from "./cli-harness.js";
 import { formatBytes } from "../src/cli/format.js";
 import { isAlive, LINUX_PLATFORM, waitFor } from "./processes.js";
 import { SERVER_MAIN } from "./server-process.js";
-import { localHosts } from "./host-fakes.js";
+import { localHosts, machineOf } from "./host-fakes.js";
 
 const isLinux = process.platform === "linux";
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-cli-"));
@@ -142,7 +142,7 @@ async function cli(args: string[], setup: Setup): Promise<Run> {
   const io: CliIo = {
     // Built from nothing: the runner's own environment never leaks in.
     env: { CLAUDE_DISPATCH_STATE_DIR: setup.stateDir, PATH: "", ...setup.env },
-    host: { pathDelimiter: ":", cpus: 2, platform: "linux", home: HOME },
+    machine: machineOf({ home: HOME }),
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
     clock: setup.clock ?? fixedClock,
@@ -1185,7 +1185,7 @@ describe("doctor", () => {
 });
 
 describe("the host configuration line", () => {
-  const posix = { nodePath: "/usr/bin/node", mainPath: "/opt/claude dispatch/dist/main.js", platform: "linux" };
+  const posix = { nodePath: "/usr/bin/node", mainPath: "/opt/claude dispatch/dist/main.js", shell: machineOf().shell };
 
   test("every CLAUDE_DISPATCH_* variable but the per-process ones, by name; nothing else of the environment", () => {
     const env = {
@@ -1223,7 +1223,7 @@ describe("the host configuration line", () => {
     const windows = {
       nodePath: "C:\\Program Files\\nodejs\\node.exe",
       mainPath: "C:\\src\\claude-dispatch\\dist\\main.js",
-      platform: "win32",
+      shell: machineOf({ platform: "win32" }).shell,
     };
     assert.equal(
       claudeMcpAddLine(windows, { CLAUDE_DISPATCH_ROOTS: "C:\\my work" }),

@@ -2,8 +2,19 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import type { RuntimeTraits } from "../src/agent/runtime.js";
-import { ConfigError, checkConfig, loadConfig, offeredAgents, programOf, unofferedAgents } from "../src/config.js";
+import * as configuration from "../src/config.js";
+import { ConfigError, offeredAgents, programOf, unofferedAgents } from "../src/config.js";
+import type { MachineFacts } from "../src/hosts/local/machine.js";
 import { RUNTIMES } from "../src/runtimes/index.js";
+import { machineOf } from "./host-fakes.js";
+
+type Runtimes = readonly RuntimeTraits[];
+/** The configuration on a Linux box, with what a test says of the machine. */
+type Env = Readonly<Record<string, string | undefined>>;
+const loadConfig = (env: Env, facts: Partial<MachineFacts> = {}, runtimes?: Runtimes) =>
+  configuration.loadConfig(env, machineOf(facts), runtimes);
+const checkConfig = (env: Env, facts: Partial<MachineFacts> = {}) =>
+  configuration.checkConfig(env, machineOf(facts));
 
 const DEFAULT_PERMISSION_MODES = ["default", "acceptEdits", "plan", "auto", "dontAsk"];
 
@@ -236,6 +247,7 @@ test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, 
   };
   const [host] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ box }) }).hosts ?? [];
   assert.deepEqual(host, {
+    kind: "ssh",
     name: "box",
     destination: "me@build-box",
     roots: ["/srv/repos", "/home/me/src"],
@@ -384,7 +396,7 @@ test("a fourth runtime in the list is configured and offered by what it declares
   const config = loadConfig(env, {}, runtimes);
   assert.deepEqual(config.agents, ["claude", "fourth"]);
   assert.equal(programOf(config, "fourth"), "/opt/fourth");
-  const [, fourth] = offeredAgents(config, {}, "linux", runtimes);
+  const [, fourth] = offeredAgents(config, {}, machineOf(), runtimes);
   assert.equal(fourth?.name, "fourth");
   assert.deepEqual(fourth?.allowedModes, ["careful", "reckless"]);
   assert.equal(fourth?.defaultMode, "reckless");

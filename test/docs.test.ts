@@ -3,10 +3,17 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { ConfigError, loadConfig, type Host } from "../src/config.js";
+import * as configuration from "../src/config.js";
+import { ConfigError } from "../src/config.js";
+import type { MachineFacts } from "../src/hosts/local/machine.js";
+import { machineOf } from "./host-fakes.js";
 import { ERROR_CODES } from "../src/core/errors.js";
 import { SERVER_VERSION } from "../src/core/version.js";
 import { TOOL_NAMES } from "../src/tools/definitions.js";
+
+/** The configuration on a Linux box, with what a test says of the machine. */
+const loadConfig = (env: Readonly<Record<string, string | undefined>>, facts: Partial<MachineFacts> = {}) =>
+  configuration.loadConfig(env, machineOf(facts));
 
 const read = (name: string): string => readFileSync(new URL(`../${name}`, import.meta.url), "utf8");
 
@@ -135,7 +142,7 @@ function field(config: Config, path: string): unknown {
   return path.split(".").reduce<unknown>((value, key) => (value as Record<string, unknown> | undefined)?.[key], config);
 }
 
-function accepts(name: string, value: string, host: Partial<Host> = {}): Config {
+function accepts(name: string, value: string, host: Partial<MachineFacts> = {}): Config {
   try {
     return loadConfig({ [name]: value }, host);
   } catch (error) {
@@ -262,7 +269,8 @@ function checkDefault(setting: Setting, path: string, values: string[] | undefin
     const [, head = "", rest = ""] = /^(\$[A-Z_]+|~|%[A-Z_]+%)(.*)$/.exec(template) ?? [];
     const windows = head.startsWith("%");
     const env: Env = {};
-    const host: Partial<Host> = windows ? { platform: "win32", home: "C:\\Users\\probe" } : { home: "/probe/home" };
+    const windowsBox = { platform: "win32", home: "C:\\Users\\probe" };
+    const host: Partial<MachineFacts> = windows ? windowsBox : { home: "/probe/home" };
     let expected: string;
     if (head === "~") {
       expected = `/probe/home${rest}`;

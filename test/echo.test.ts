@@ -12,6 +12,7 @@ import { TASKS_EXTENSION } from "../src/server/eras.js";
 import { ECHO_MAX_CHARS, quoted } from "../src/core/errors.js";
 import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
 import { FakeClock, handlerHarness, type HandlerHarness } from "./helpers.js";
+import { machineOf } from "./host-fakes.js";
 
 const MIB = 1024 * 1024;
 /** A megabyte of caller input with a raw newline every other character. */
@@ -207,7 +208,7 @@ test("the command line echoes a 1 MiB option, flag, id, age or argument the same
     let stderr = "";
     const io: CliIo = {
       env: {},
-      host: { pathDelimiter: ":", cpus: 1, platform: "linux", home: "/home/tester" },
+      machine: machineOf({ cpus: 1, home: "/home/tester" }),
       stdout: { write: (text: string) => (stdout += text) },
       stderr: { write: (text: string) => (stderr += text) },
       clock: new FakeClock(),

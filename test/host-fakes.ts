@@ -11,8 +11,15 @@ import type { ProcessControl } from "../src/hosts/local/types.js";
 import type { IsAlive, JobHost, JobHosts, JobRegistryOptions } from "../src/jobs/types.js";
 import { GitWorktrees } from "../src/worktrees/git-worktrees.js";
 import { HostSet } from "../src/wiring/hosts.js";
+import type { ThisMachine } from "../src/agent/machine.js";
+import { thisMachine, type MachineFacts } from "../src/hosts/local/machine.js";
 
 export const HOME = "local";
+
+/** This machine as a Linux box with no home unless the test names what differs (src/hosts/local/machine.ts). */
+export function machineOf(facts: Partial<MachineFacts> = {}): ThisMachine {
+  return thisMachine({ platform: "linux", home: "/nonexistent", ...facts });
+}
 
 /**
  * The agents and hosts of a job layer whose jobs run here: "claude" unless a call names another; admitted as they

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { loadConfig, offeredAgents } from "../src/config.js";
+import { machineOf } from "./host-fakes.js";
 import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
 import { handlerHarness, settle, type HandlerHarness } from "./helpers.js";
 
@@ -249,11 +250,11 @@ test(
     const config = loadConfig({
       CLAUDE_DISPATCH_AGENTS: "claude,codex,gemini",
       CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts),
-    });
+    }, machineOf());
     const policy = {
       ...config.policy,
       roots: undefined,
-      agents: offeredAgents(config, {}, "linux"),
+      agents: offeredAgents(config, {}, machineOf()),
       hosts: (config.hosts ?? []).map((host) => ({ name: host.name, roots: host.roots, agents: host.agents })),
     };
     const h = handlerHarness({ policy });

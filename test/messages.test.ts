@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { loadConfig, offeredAgents } from "../src/config.js";
+import { machineOf } from "./host-fakes.js";
 import { handlerHarness, settle } from "./helpers.js";
 import { callTool } from "./support/tool-calls.js";
 
@@ -106,8 +107,9 @@ test("a missing argument is 'required'; an unknown one is met with only what thi
 
 test("a failed job's next step names its own agent, not Claude Code (§7)", async () => {
   // Its program found, so the call makes a job (a missing one is refused before any exists, §7.5).
-  const config = loadConfig({ CLAUDE_DISPATCH_AGENTS: "claude,codex", CLAUDE_DISPATCH_CODEX_BIN: process.execPath });
-  const policy = { ...config.policy, roots: undefined, agents: offeredAgents(config, {}, "linux") };
+  const env = { CLAUDE_DISPATCH_AGENTS: "claude,codex", CLAUDE_DISPATCH_CODEX_BIN: process.execPath };
+  const config = loadConfig(env, machineOf());
+  const policy = { ...config.policy, roots: undefined, agents: offeredAgents(config, {}, machineOf()) };
   const h = handlerHarness({ policy });
   const started = callTool(h, "claude_run", { prompt: "hi", cwd: "/w", agent: "codex", session_id: SESSION_FOR_HINT });
   await h.launcher.launched(1);

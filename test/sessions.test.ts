@@ -42,7 +42,7 @@ import { newStateIn, runCliCaptured } from "./cli-harness.js";
 import { cliPath, mockedCliEnvironment, realCliVersion } from "./claude-cli.js";
 // @ts-expect-error: a plain ESM fixture without type declarations
 import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
-import { localHosts } from "./host-fakes.js";
+import { localHosts, machineOf } from "./host-fakes.js";
 
 const scratch = realpathSync(mkdtempSync(path.join(tmpdir(), "claude-dispatch-sessions-")));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -535,7 +535,7 @@ async function sessionsCli(
       ...(setup.configDir ? { CLAUDE_CONFIG_DIR: setup.configDir } : {}),
       ...(setup.columns ? { COLUMNS: String(setup.columns) } : {}),
     },
-    host: { pathDelimiter: ":", cpus: 2, platform: "linux", home: setup.home ?? "/home/tester" },
+    machine: machineOf({ home: setup.home ?? "/home/tester" }),
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
     clock: { now: () => setup.now ?? NOW, setTimer: systemClock.setTimer },

@@ -39,6 +39,7 @@ const SLACK_MS = 2500;
 
 describe("the pieces that bound a session, without ssh", () => {
   const host: SshHostConfig = {
+    kind: "ssh",
     name: "box",
     destination: "box",
     roots: ["/srv"],

@@ -24,6 +24,7 @@ import { FakeClock, settle } from "./helpers.js";
 const JOB = "0b7c6a4e-5d3f-4e21-9c8b-7a6f5e4d3c2b";
 
 const HOST: SshHostConfig = {
+  kind: "ssh",
   name: "box",
   destination: "me@build-box",
   roots: ["/srv"],

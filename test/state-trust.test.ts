@@ -27,6 +27,7 @@ import { StateStore } from "../src/store/state-store.js";
 import { StateError, type JobRecord } from "../src/store/records.js";
 import { readFileRange } from "../src/store/atomic.js";
 import { SERVER_MAIN, ServerProcess, minimalEnvironment } from "./server-process.js";
+import { machineOf } from "./host-fakes.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-trust-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -288,7 +289,7 @@ async function runCliCapture(
   let stderr = "";
   const io: CliIo = {
     env: { CLAUDE_DISPATCH_STATE_DIR: stateDir, PATH: "" },
-    host: { pathDelimiter: ":", cpus: 2, platform: process.platform, home: scratch },
+    machine: machineOf({ platform: process.platform, home: scratch }),
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
     clock: systemClock,

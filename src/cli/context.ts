@@ -4,19 +4,19 @@
  * a command prints its one answer, as text or as a JSON document.
  */
 import { sleep, type Clock } from "../core/clock.js";
-import type { Host } from "../config.js";
+import type { ThisMachine } from "../agent/machine.js";
 import type { Hosts } from "../agent/host.js";
 import { DispatchError } from "../core/errors.js";
 import { createLogger, type Logger, type TextSink } from "../core/log.js";
 import type { ProcessControl } from "../agent/host.js";
 import type { ProcessIdentity } from "../store/records.js";
-import { stateDirectory } from "../hosts/local/state-location.js";
 import { StateStore } from "../store/state-store.js";
 
 /** What main.ts hands the CLI; nothing here touches process.* itself. */
 export interface CliIo {
   env: Readonly<Record<string, string | undefined>>;
-  host: Partial<Host> | undefined;
+  /** This machine: where state lives, how programs are found, how a command line is quoted for a person. */
+  machine: ThisMachine;
   stdout: TextSink;
   stderr: TextSink;
   clock: Clock;
@@ -113,7 +113,7 @@ const IDLE_WAIT_MS = 5000;
 /** The state directory, located and checked: only it is needed, so a bad unrelated variable must not stop a kill. */
 export function openContext(io: CliIo, json: boolean): Context {
   // Either step throws a StateError, which is a STATE_ERROR (§15.1).
-  const root = stateDirectory(io.env, io.host?.platform ?? "linux", io.host?.home ?? "");
+  const root = io.machine.stateDirectory(io.env);
   const store = new StateStore(root, { uid: io.uid, randomName: () => io.randomName() });
   // Never list, show or kill from a directory that is not ours: its records could name any process.
   store.check();

@@ -8,8 +8,6 @@ import { existsSync } from "node:fs";
 import type { RuntimeTraits } from "../agent/runtime.js";
 import { missingProgram, offeredAgents, programOf, unofferedAgents, type Config } from "../config.js";
 import { forReadingOnOneLine } from "../core/text.js";
-import { findProgram } from "../hosts/local/find-program.js";
-import { isWindowsPlatform } from "../hosts/local/self.js";
 import { runtimeFor } from "../runtimes/all.js";
 import { HOME_AGENT, RUNTIMES, traitsOf } from "../runtimes/index.js";
 import type { CliIo } from "./context.js";
@@ -26,7 +24,7 @@ export interface Check {
 
 /** The agents line, then each offered agent's program and login. */
 export async function agentChecks(io: CliIo, config: Config): Promise<Check[]> {
-  const offers = offeredAgents(config, io.env, io.host?.platform ?? "linux");
+  const offers = offeredAgents(config, io.env, io.machine);
   const names = offers.map((offer) => offer.name);
   const each = await Promise.all(names.map((name) => agentCheck(io, config, name)));
   return [offeredCheck(names, config), ...each.flat()];
@@ -44,15 +42,14 @@ function offeredCheck(names: readonly string[], config: Config): Check {
 
 /** Its program, by the server's own resolver, and what `--version` printed; then its login, if it runs. */
 async function agentCheck(io: CliIo, config: Config, name: string): Promise<Check[]> {
-  const platform = io.host?.platform ?? "linux";
-  const program = findProgram(programOf(config, name), io.env, { platform });
+  const program = io.machine.findProgram(programOf(config, name), io.env);
   if (program === undefined) {
     // The words a call for it gets (§7.5): the same fix, whoever reads it.
-    const detail = missingProgram(config, name, io.env, platform) ?? `${programOf(config, name)} not found`;
+    const detail = missingProgram(config, name, io.env, io.machine) ?? `${programOf(config, name)} not found`;
     return [{ name, status: "fail", detail }];
   }
-  // execFile cannot run a .cmd or .bat without a shell, and a shell is what we never start.
-  if (isWindowsPlatform(platform) && /\.(cmd|bat)$/i.test(program)) {
+  // A shell is what we never start.
+  if (io.machine.needsShell(program)) {
     const detail = `${program} is an npm shim: running it would need a shell, so its version and login are not checked`;
     return [{ name, status: "warn", detail }];
   }
@@ -67,7 +64,7 @@ async function agentCheck(io: CliIo, config: Config, name: string): Promise<Chec
 }
 
 async function loginCheck(io: CliIo, name: string, program: string, version: string): Promise<Check> {
-  const probe = runtimeFor(name, program).readiness?.(io.env, io.host?.home ?? "", version);
+  const probe = runtimeFor(name, program).readiness?.(io.env, io.machine.home, version);
   if (!probe) return { name: `${name} login`, status: "warn", detail: "cannot tell: this agent has no way to say" };
   const answer = probe.args ? await io.runFile(program, [...probe.args], QUERY_TIMEOUT_MS) : undefined;
   const run = answer && { ok: answer.ok, stdout: answer.stdout, stderr: answer.stderr || answer.error || "" };

@@ -7,12 +7,11 @@ import { existsSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs
 import path from "node:path";
 
 import { checkConfig, describeProblem, type Config, type ConfigProblem } from "../config.js";
-import { resolveRoots } from "../hosts/local/directory.js";
+import { whereIs } from "../hosts/kinds.js";
 import type { JobRecord } from "../store/records.js";
 import { StateStore } from "../store/state-store.js";
 import { filesHere, loadProcessControl, toJson, type CliIo } from "./context.js";
 import { formatAge, formatBytes, indent, printable, wrap } from "./format.js";
-import { isWindowsPlatform } from "../hosts/local/self.js";
 import { claudeMcpAddLine, claudeMcpAddLines, mcpServersEntry, type Install } from "./host-config.js";
 import { keptWorktrees } from "../worktrees/retire.js";
 import { agentChecks, agentDefaultsCheck, andList, permissionCheck, type Check } from "./doctor-agents.js";
@@ -53,7 +52,7 @@ function plan(io: CliIo, config: Config): Planned[] {
       needs: setting("DEFAULT_MODEL", "MAX_TURNS", "MAX_BUDGET_USD", "DEFAULT_TIMEOUT_MS"),
       run: one(agentDefaultsCheck),
     },
-    { label: "roots", needs: setting("ROOTS"), run: async () => [await rootsCheck(config)] },
+    { label: "roots", needs: setting("ROOTS"), run: async () => [await rootsCheck(io, config)] },
     { label: "depth", needs: setting("DEPTH", "MAX_DEPTH"), run: one(depthCheck) },
     { label: "on exit", needs: setting("ON_EXIT", "JOB_RETENTION_MS", "STATE_MAX_BYTES"), run: one(onExitCheck) },
     { label: "hosts", needs: setting("HOSTS"), run: () => (config.hosts ? hostChecks(io, config) : []) },
@@ -61,7 +60,7 @@ function plan(io: CliIo, config: Config): Planned[] {
 }
 
 export async function doctor(io: CliIo, json: boolean): Promise<number> {
-  const { config, problems } = checkConfig(io.env, io.host);
+  const { config, problems } = checkConfig(io.env, io.machine);
   const planned = plan(io, config);
   const checks = problems.map((problem) => problemCheck(problem, planned));
   if (checks.length === 0) checks.push({ name: "configuration", status: "ok", detail: ALL_VALID });
@@ -74,7 +73,7 @@ export async function doctor(io: CliIo, json: boolean): Promise<number> {
   const invalidSet = problems.filter((problem) => problem.value !== "").map((problem) => problem.setting);
   const leftOut = [...new Set(invalidSet)].sort();
   const env = Object.fromEntries(Object.entries(io.env).filter(([name]) => !leftOut.includes(name)));
-  const install: Install = { nodePath: io.nodePath, mainPath: io.mainPath, platform: io.host?.platform };
+  const install: Install = { nodePath: io.nodePath, mainPath: io.mainPath, shell: io.machine.shell };
   const hostConfig = mcpServersEntry(install, env);
   if (json) {
     const claudeMcpAdd = claudeMcpAddLine(install, env);
@@ -177,16 +176,16 @@ function statWritable(root: string, probeName: string): { info: Stats } | { chec
 
 function modeCheck(io: CliIo, root: string, info: Stats): Check {
   const name = STATE_DIRECTORY;
-  const windows = isWindowsPlatform(io.host?.platform);
+  const { fileModes } = io.machine;
   const mode = info.mode & 0o777;
-  if (!windows && mode !== 0o700) {
+  if (fileModes && mode !== 0o700) {
     return {
       name,
       status: "warn",
       detail: `${root} is writable but has mode 0${mode.toString(8)}; the server makes it 0700 when it starts`,
     };
   }
-  return { name, status: "ok", detail: `${root} (writable${windows ? "" : ", mode 0700"})` };
+  return { name, status: "ok", detail: `${root} (writable${fileModes ? ", mode 0700" : ""})` };
 }
 
 function jobsCheck(store: StateStore, here: (host: string) => boolean): Check {
@@ -248,7 +247,7 @@ function approvalsCheck(config: Config): Check {
   };
 }
 
-async function rootsCheck(config: Config): Promise<Check> {
+async function rootsCheck(io: CliIo, config: Config): Promise<Check> {
   if (config.roots === undefined) {
     return {
       name: "roots",
@@ -257,7 +256,7 @@ async function rootsCheck(config: Config): Promise<Check> {
     };
   }
   try {
-    return { name: "roots", status: "ok", detail: (await resolveRoots(config.roots)).join(", ") };
+    return { name: "roots", status: "ok", detail: (await io.machine.resolveRoots(config.roots)).join(", ") };
   } catch (error) {
     return { name: "roots", status: "fail", detail: `${(error as Error).message}; the server will not start` };
   }
@@ -299,9 +298,10 @@ async function hostChecks(io: CliIo, config: Config): Promise<Check[]> {
   if (!config.hosts) return [];
   const reached = await io.hosts?.(() => loadProcessControl(io));
   return Promise.all(
-    config.hosts.map(async ({ name: hostName, destination }): Promise<Check> => {
-      const name = `host ${hostName}`;
-      const host = reached?.get(hostName);
+    config.hosts.map(async (entry): Promise<Check> => {
+      const name = `host ${entry.name}`;
+      const destination = whereIs(entry);
+      const host = reached?.get(entry.name);
       // The command line builds its hosts only from a valid configuration.
       if (!host) return { name, status: "warn", detail: `${destination}: not checked until every setting is valid` };
       const found = await host.check();

@@ -3,7 +3,7 @@
  * `mcpServers` entry and the `claude mcp add -s user` line that `doctor`
  * prints, and the one-line hint for a server started from a terminal.
  */
-import { isWindowsPlatform } from "../hosts/local/self.js";
+import type { PersonsShell } from "../agent/machine.js";
 import { DEPTH_VARIABLE } from "../config.js";
 import { SERVER_NAME } from "../core/version.js";
 import { printable } from "./format.js";
@@ -14,7 +14,8 @@ type Env = Readonly<Record<string, string | undefined>>;
 export interface Install {
   nodePath: string;
   mainPath: string;
-  platform?: string | undefined;
+  /** The shell of the person who pastes what is printed. */
+  shell: PersonsShell;
 }
 
 /**
@@ -57,20 +58,21 @@ export function claudeMcpAddLine(install: Install, env: Env): string {
 }
 
 /**
- * The same command in lines of at most `width` columns where it is longer: on POSIX each option on a line of its
- * own, every line but the last ending in a backslash; on Windows one line, as no shell there reads a backslash so.
- * A single word longer than the width (a long path) stays whole.
+ * The same command in lines of at most `width` columns where it is longer and the shell continues lines (POSIX:
+ * each option on a line of its own, every line but the last ending in a backslash); else one line. A single word
+ * longer than the width (a long path) stays whole.
  */
 export function claudeMcpAddLines(install: Install, env: Env, width: number): string[] {
   const words = claudeMcpAddWords(install, env);
   const line = words.join(" ");
-  if (line.length <= width || isWindowsPlatform(install.platform)) return [line];
-  return words.map((word, index) => `${index === 0 ? "" : "  "}${word}${index < words.length - 1 ? " \\" : ""}`);
+  const { continuation } = install.shell;
+  if (line.length <= width || continuation === undefined) return [line];
+  return words.map((word, index) => `${index === 0 ? "" : "  "}${word}${index < words.length - 1 ? continuation : ""}`);
 }
 
 /** The command, the --env options and the program after `--`, each quoted for the platform's shell. */
 function claudeMcpAddWords(install: Install, env: Env): string[] {
-  const quote = isWindowsPlatform(install.platform) ? quoteForWindows : quoteForPosix;
+  const { quote } = install.shell;
   const variables = Object.entries(hostEnvironment(env)).map(([name, value]) => `--env ${quote(`${name}=${value}`)}`);
   const program = `-- ${quote(install.nodePath)} ${quote(install.mainPath)}`;
   return [`claude mcp add -s user ${SERVER_NAME}`, ...variables, program];
@@ -85,13 +87,4 @@ export function terminalHint(install: Install, env: Env): string {
     `${SERVER_NAME} is an MCP server on stdio, started by an MCP host. Add it to one, e.g. ` +
     `\`${claudeMcpAddLine(install, env)}\`; run it with --help or doctor for more.`;
   return `${printable(line).replace(/[\n\t]/g, " ")}\n`;
-}
-
-/** Single quotes unless the word is plainly safe for a POSIX shell. */
-function quoteForPosix(word: string): string {
-  return /^[\w./:=@%+-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
-}
-
-function quoteForWindows(word: string): string {
-  return /^[\w.\\/:=@%+-]+$/.test(word) ? word : `"${word}"`;
 }

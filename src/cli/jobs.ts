@@ -197,7 +197,7 @@ function jobsTable(
   here: (host: string) => boolean,
 ): ReturnType<typeof fitTable> {
   if (rows.length === 0) return { lines: [], leftOut: [] };
-  const home = context.io.host?.home;
+  const home = context.io.machine.home;
   // The AGENT column only once the jobs listed ran more than one agent.
   const agents = new Set(rows.map((row) => row.agent)).size > 1;
   const cells = rows.map((row) => [

@@ -29,7 +29,7 @@ interface SessionRow extends AgentSession {
 
 export async function listSessions(context: Context, request: SessionsRequest): Promise<number> {
   const { io } = context;
-  const store = sessionStore(io.env, io.host?.home);
+  const store = sessionStore(io.env, io.machine.home);
   const projectFolder = store.folderOf(request.dir);
   const here = await filesHere(context.io);
   const jobs = context.store.loadAll().records.map((record) => sessionJob(record, here));

@@ -174,7 +174,7 @@ function showFacts(context: Context, shown: Shown): [string, string][] {
       shown.status === "input_required" ? "input_required (running, waiting for a permission answer)" : record.status,
     ],
     ["kind", record.kind],
-    ["cwd", shortenHome(record.cwd, context.io.host?.home)],
+    ["cwd", shortenHome(record.cwd, context.io.machine.home)],
     ["submitted", `${isoTime(record.submitted_at)} (${formatAge(context.now - record.submitted_at)} ago)`],
   ];
   if (record.started_at !== undefined) facts.push(["started", isoTime(record.started_at)]);

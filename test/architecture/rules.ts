@@ -27,6 +27,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "runtimes/index.ts": ["core/", "agent/", "runtimes/"],
   "runtimes/all.ts": ["core/", "agent/", "runtimes/"],
   "hosts/*/": ["core/", "agent/", "store/", "hosts/*/"],
+  "hosts/kinds.ts": ["core/", "agent/", "hosts/"],
   "worktrees/": ["core/", "agent/", "worktrees/"],
   "approver/": ["core/", "agent/", "store/", "runtimes/", "server/eras.ts", "server/jsonrpc.ts", "approver/"],
   "cli/": [
@@ -36,13 +37,13 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     "jobs/",
     "tools/",
     "runtimes/",
-    "hosts/",
+    "hosts/kinds.ts",
     "worktrees/",
     "cli/",
     "config.ts",
     "server/version.ts",
   ],
-  "config.ts": ["core/", "agent/", "store/", "tools/", "hosts/", "runtimes/", "server/stdio.ts"],
+  "config.ts": ["core/", "agent/", "store/", "tools/", "hosts/kinds.ts", "runtimes/", "server/stdio.ts"],
   // What main builds, with the process's parts handed in: everything below the MCP surface.
   "wiring/": ["core/", "agent/", "store/", "jobs/", "runtimes/", "hosts/", "worktrees/", "config.ts", "wiring/"],
   "main.ts": [""],
@@ -161,6 +162,8 @@ export const DEFAULT_RUNTIME_HOME: readonly string[] = ["store/"];
 export const LOCAL_HOST = "local";
 /** The hosts' folders: each is one host's, and the only code that knows it by name. */
 export const HOSTS: readonly string[] = ["hosts/"];
+/** The list of the kinds of host, which reads CLAUDE_DISPATCH_HOSTS: anyone may import it, as runtimes/index.ts. */
+export const HOST_KINDS = "hosts/kinds.ts";
 /** Where hosts are constructed: the only places that may import a host's folder. */
 export const HOST_BUILDERS: readonly string[] = ["hosts/", "wiring/", "main.ts"];
 

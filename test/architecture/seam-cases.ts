@@ -152,11 +152,13 @@ export function describeSeamRules(): void {
       );
     });
 
-    test("fails on a host's folder imported outside hosts/, wiring/ and main.ts, type imports included", () => {
+    test("fails on a host's folder imported outside hosts/, wiring/ and main.ts, type imports too; not on kinds", () => {
       const found = checkHosts(
         virtual({
           "cli/zz.ts":
-            'import type { ProcessControl } from "../hosts/local/index.js";\nimport "../hosts/ssh/config.js";',
+            'import type { ProcessControl } from "../hosts/local/index.js";\nimport "../hosts/ssh/config.js";\n' +
+            'import { parseHostsSetting } from "../hosts/kinds.js";',
+          "hosts/kinds.ts": 'import "./ssh/config.js";',
           "hosts/local/index.ts": 'import "../ssh/config.js";',
           "hosts/ssh/config.ts": 'if (name === "local") fail();',
           "wiring/zz.ts": 'import "../hosts/local/index.js";\nconst hosts = ["local", ...others];',

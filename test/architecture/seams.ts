@@ -7,6 +7,7 @@
 import {
   DEFAULT_RUNTIME_HOME,
   HOST_BUILDERS,
+  HOST_KINDS,
   HOSTS,
   LOCAL_HOST,
   OUR_OWN_FLAGS,
@@ -165,7 +166,7 @@ export function checkHosts(files: Files): Violation[] {
     }
     if (under(module.file, HOST_BUILDERS)) continue;
     for (const ref of module.imports) {
-      if (ref.target.kind !== "file" || !under(ref.target.file, HOSTS)) continue;
+      if (ref.target.kind !== "file" || !under(ref.target.file, HOSTS) || ref.target.file === HOST_KINDS) continue;
       const kind = ref.typeOnly ? "a type import" : "an import";
       const message = `${kind} of src/${ref.target.file} outside where hosts are built (${folders(HOST_BUILDERS)})`;
       found.push(importViolation("hosts", module, ref, `import ${ref.target.file}`, message));

@@ -1,10 +1,11 @@
 /**
- * CLAUDE_DISPATCH_HOSTS (PROTOCOL.md §21.1): the machines an operator names, each reached with `ssh`. Every value
+ * A host of CLAUDE_DISPATCH_HOSTS (PROTOCOL.md §21.1) reached with `ssh`. Every value
  * here goes to ssh's argv or, quoted, into the one remote command line; a caller's values never do.
  */
 import path from "node:path";
 
 export interface SshHostConfig {
+  kind: "ssh";
   /** What a call's `host` says. */
   name: string;
   /** What `ssh` is given as the destination: `user@box`, or an alias of an ssh config. */
@@ -30,7 +31,6 @@ export interface SshHostConfig {
 /** CLAUDE_DISPATCH_SSH_TIMEOUT_MS unset: how long a host may keep silent (§21.2). */
 export const DEFAULT_SSH_TIMEOUT_MS = 30_000;
 
-const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** Ours: what a host sets here is overridden, or would break the channel. */
 const RESERVED_OPTIONS = [
   "batchmode",
@@ -45,44 +45,16 @@ const RESERVED_OPTIONS = [
 ];
 const KEYS = ["ssh", "roots", "ssh_config", "options", "command", "state_dir", "agents", "programs"];
 
-type ReadFile = (file: string) => string;
-
-/** The hosts named by the setting: a JSON object, or the path of a file holding one. Throws Error with the reason. */
-export function parseHostsSetting(raw: string, readFile: ReadFile, agentNames: readonly string[]): SshHostConfig[] {
-  const text = raw.trim();
-  let json = text;
-  if (!text.startsWith("{") && !text.startsWith("[")) {
-    if (!path.isAbsolute(text))
-      throw new Error(
-        `CLAUDE_DISPATCH_HOSTS must be a JSON object or the absolute path of a JSON file, got ` +
-          `${JSON.stringify(text.slice(0, 200))}`,
-      );
-    try {
-      json = readFile(text);
-    } catch (error) {
-      throw new Error(`CLAUDE_DISPATCH_HOSTS names ${text}, which cannot be read: ${(error as Error).message}`);
-    }
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch (error) {
-    throw new Error(`CLAUDE_DISPATCH_HOSTS is not valid JSON: ${(error as Error).message}`);
-  }
-  if (!isObject(value))
-    throw new Error("CLAUDE_DISPATCH_HOSTS must be a JSON object mapping host names to their settings");
-  const hosts = Object.entries(value).map(([name, entry]) => parseHost(name, entry, agentNames));
-  if (hosts.length > 64) throw new Error("CLAUDE_DISPATCH_HOSTS names more than 64 hosts");
-  return hosts;
-}
-
-function parseHost(name: string, entry: unknown, agentNames: readonly string[]): SshHostConfig {
-  const fail = (problem: string): never => {
-    throw new Error(`CLAUDE_DISPATCH_HOSTS: host ${JSON.stringify(name.slice(0, 64))} ${problem}`);
-  };
-  if (!NAME.test(name) || name === "local")
-    fail('is not a usable name (letters, digits, . _ -, at most 64, not "local")');
-  if (!isObject(entry)) return fail("must be an object");
+/**
+ * One host of the setting that holds "ssh" (hosts/kinds.ts reads the rest); fail throws with the reason.
+ * agentNames: the agents this build has, the home agent first (what a host offers when it says nothing).
+ */
+export function parseSshEntry(
+  name: string,
+  entry: Readonly<Record<string, unknown>>,
+  agentNames: readonly string[],
+  fail: (problem: string) => never,
+): SshHostConfig {
   const unknown = Object.keys(entry).find((key) => !KEYS.includes(key));
   if (unknown !== undefined) fail(`has an unknown setting ${JSON.stringify(unknown)} (known: ${KEYS.join(", ")})`);
   const destination = entry.ssh;
@@ -99,6 +71,7 @@ function parseHost(name: string, entry: unknown, agentNames: readonly string[]):
     fail('needs "roots": 1 to 64 absolute paths on that machine');
   }
   return {
+    kind: "ssh",
     name,
     destination: destination as string,
     roots: (roots as string[]).map((root) => path.posix.normalize(root).replace(/(.)\/+$/, "$1")),
@@ -143,7 +116,7 @@ function parseCommand(value: unknown, fail: (problem: string) => never): string[
 }
 
 function parseAgents(value: unknown, agentNames: readonly string[], fail: (problem: string) => never): string[] {
-  if (value === undefined) return ["claude"];
+  if (value === undefined) return agentNames.slice(0, 1);
   const valid =
     Array.isArray(value) &&
     value.length >= 1 &&
