@@ -146,7 +146,8 @@ describe("once per request, by the job's owner", () => {
     const elsewhere = () => {
       const host = recordingHost();
       const onInput = onInputCommands({ argv: ["notify-send"], host, env: {}, clock: h.clock, logger: h.logger });
-      const target = { options: { ...h.options, onInput }, save: () => undefined, find: async () => undefined };
+      const life = { save: () => undefined, find: async () => undefined };
+      const target = { options: { ...h.options, onInput }, life };
       const approvals = new Approvals(target);
       approvals.refresh(job);
       return host.spawned;

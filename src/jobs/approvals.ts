@@ -16,6 +16,7 @@ import { ApprovalFollower } from "../store/approval-follower.js";
 import type { AnsweredBy, Approval, ApprovalAnswer, Decision } from "../store/approvals.js";
 import { isRequestId, type ApprovalSummary } from "../store/records.js";
 import type { JobEntry } from "./entry.js";
+import type { JobLife } from "./life.js";
 import type { JobRegistryOptions } from "./types.js";
 
 /** Without notifications, the folder is read this often while the job runs. */
@@ -66,9 +67,7 @@ interface Followed {
 
 export interface ApprovalsTarget {
   readonly options: Pick<JobRegistryOptions, "persistence" | "approvals" | "onInput" | "clock" | "logger">;
-  /** Writes the job's record (its owner only). */
-  save(job: JobEntry): void;
-  find(id: string): Promise<JobEntry | undefined>;
+  readonly life: Pick<JobLife, "save" | "find">;
 }
 
 export class Approvals {
@@ -149,7 +148,7 @@ export class Approvals {
     }
     const open = [...job.unanswered.filter((approval) => !answered.has(approval.id)), ...asked];
     job.unanswered = open.sort((a, b) => Number(a.id) - Number(b.id));
-    if (!job.elsewhere) this.target.save(job);
+    if (!job.elsewhere) this.target.life.save(job);
     job.announce();
     if (job.elsewhere) return;
     for (const approval of asked) {
@@ -188,7 +187,7 @@ export class Approvals {
     by: AnsweredBy,
     message?: string,
   ): Promise<ApprovalSummary> {
-    const job = await this.target.find(jobId);
+    const job = await this.target.life.find(jobId);
     if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${quoted(jobId)}`);
     if (!isRequestId(requestId))
       throw new DispatchError(

@@ -9,7 +9,10 @@
  */
 import type { CancelTimer } from "../core/clock.js";
 import { isFinishedStatus, type JobRecord } from "../store/records.js";
+import type { Approvals } from "./approvals.js";
 import type { JobEntry } from "./entry.js";
+import type { FinishedJobs } from "./finished.js";
+import type { JobLife } from "./life.js";
 import { entryFromRecord, finishedFromRecord } from "./job-record.js";
 import type { JobRegistryOptions, KillReason, KillResult } from "./types.js";
 
@@ -22,12 +25,11 @@ const OWNER_RECORD_WAIT_MS = 10_000;
 /** What the observer needs of the registry it serves jobs for. */
 export interface ObserverTarget {
   readonly options: Pick<JobRegistryOptions, "persistence" | "hosts" | "attach" | "ready" | "clock" | "logger">;
-  /** A job now finished: counted for retention. */
-  finished(job: JobEntry): void;
-  /** Its agent is followed from here now: so are its permission requests (§18). */
-  attached(job: JobEntry): void;
-  /** Takes the job over from its dead owner; the entry that now serves it, if this server got it. */
-  takeOver(record: JobRecord): Promise<JobEntry | undefined>;
+  readonly life: Pick<JobLife, "takeOver">;
+  /** Where a job now finished is counted for retention. */
+  readonly finished: Pick<FinishedJobs, "add">;
+  /** A job whose agent is followed from here now: so are its permission requests (§18). */
+  readonly approvals: Pick<Approvals, "watch">;
 }
 
 interface Observed {
@@ -205,7 +207,7 @@ export class Observer {
       host: job.hostName,
     });
     job.attach(run);
-    this.target.attached(job);
+    this.target.approvals.watch(job);
     // The agent is gone: its owner's final record follows within moments.
     void run.outcome.then(() => this.check(job.id));
   }
@@ -219,13 +221,13 @@ export class Observer {
     job.run = undefined;
     job.replayTranscript = finished.replayTranscript;
     mirrorEnd(job, finished);
-    this.target.finished(job);
+    this.target.finished.add(job.id);
   }
 
   /** The owner died: the job is taken over here (or by another server first, and then watched on). */
   private async handOver(entry: Observed, record: JobRecord): Promise<void> {
     this.stop(entry);
-    const successor = await this.target.takeOver(record);
+    const successor = await this.target.life.takeOver(record);
     if (successor) {
       // Whoever waits on the entry they had sees the successor's end.
       successor.whenDone(() => mirrorEnd(entry.job, successor));

@@ -8,6 +8,7 @@
 import type { CancelTimer, Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import type { JobEntry } from "./entry.js";
+import type { JobLife } from "./life.js";
 import type { Slot, SlotPool } from "./types.js";
 
 /** How often a queue on shared slots looks for slots whose holder died (news of slots given back comes at once). */
@@ -17,10 +18,8 @@ export interface JobQueueOptions {
   slots: SlotPool;
   clock: Clock;
   logger: Logger;
-  /** Starts a queued job that now holds a slot. */
-  launch(job: JobEntry): void;
-  /** False while a takeover counts running agents, or once shutdown began. */
-  mayLaunch(): boolean;
+  /** launch starts a queued job that now holds a slot; none is while busy (a takeover counts running agents). */
+  life: Pick<JobLife, "launch" | "busy">;
   /** The other servers' queued jobs (jobs/shared-queue.ts), when slots are shared. */
   elsewhere?(): Elsewhere;
 }
@@ -90,7 +89,7 @@ export class JobQueue {
   }
 
   launchNext(): void {
-    while (this.options.mayLaunch() && !this.taking) {
+    while (!this.options.life.busy() && !this.taking) {
       const next = this.waiting[0];
       const older = this.options.elsewhere?.().olderElsewhere(next?.submittedAt ?? Number.POSITIVE_INFINITY);
       if (older) {
@@ -101,7 +100,7 @@ export class JobQueue {
       next.slot = this.options.slots.take(next.id);
       if (!next.slot) return;
       this.waiting.shift();
-      this.options.launch(next);
+      this.options.life.launch(next);
     }
     if (this.waiting.length === 0) this.close();
   }
@@ -158,16 +157,16 @@ export class JobQueue {
   /** A slot whose holder died, for the oldest queued job if it is still there to take it. */
   private async reclaim(): Promise<void> {
     const next = this.waiting[0];
-    if (!next || !this.options.mayLaunch()) return;
+    if (!next || !!this.options.life.busy()) return;
     const slot = await this.options.slots.reclaim(next.id);
     if (!slot) return;
-    if (this.waiting[0] !== next || !this.options.mayLaunch()) {
+    if (this.waiting[0] !== next || !!this.options.life.busy()) {
       this.options.slots.give(slot);
       return;
     }
     next.slot = slot;
     this.waiting.shift();
-    this.options.launch(next);
+    this.options.life.launch(next);
     this.launchNext();
   }
 }

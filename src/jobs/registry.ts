@@ -16,6 +16,7 @@ import type { AgentOutcome, AgentRun, AgentSpec } from "../agent/types.js";
 import { DispatchError, describeThrown, quoted, toDispatchError } from "../core/errors.js";
 import { isFinishedStatus, isJobId, type IndexedJob, type JobRecord } from "../store/records.js";
 import { Approvals } from "./approvals.js";
+import type { JobLife } from "./life.js";
 import { JobEntry } from "./entry.js";
 import { FinishedJobs } from "./finished.js";
 import { finalState, recordOf, storeResult } from "./job-record.js";
@@ -59,69 +60,30 @@ export class JobRegistry {
   /** Permission requests of running jobs (§18): answering them, and hearing of new ones. */
   readonly approvals: Approvals;
 
+  /** The steps of a job's life, as the collaborators below take them. */
+  private readonly life: JobLife = {
+    save: (job) => this.save(job),
+    launch: (job) => this.launch(job),
+    follow: (job, run) => this.follow(job, run),
+    finish: (job, outcome) => this.finish(job, outcome),
+    armTimeout: (job, timeoutMs) => this.armTimeout(job, timeoutMs),
+    kill: (id, reason) => this.kill(id, reason),
+    find: async (id) => this.jobs.get(id) ?? ((await this.recover(id)) as JobEntry | undefined),
+    takeOver: async (record) => {
+      this.jobs.delete(record.id);
+      await this.restore([record]);
+      return this.jobs.get(record.id);
+    },
+    // During a takeover every running agent is counted first; restore starts the queue at its end.
+    busy: () => this.restoring || this.closing,
+    discover: () => this.discover(),
+  };
+
   constructor(private readonly options: JobRegistryOptions) {
     const { persistence, clock, logger } = options;
-    this.records = new RecordWrites(options, (job) => this.jobs.get(job.id) === job && !job.elsewhere);
-    this.queue = new JobQueue({
-      slots: options.slots ?? memorySlots(options.maxRunning),
-      clock,
-      logger,
-      launch: (job) => this.launch(job),
-      // During a takeover every running agent is counted first; restore starts the queue at its end.
-      mayLaunch: () => !this.restoring && !this.closing,
-      elsewhere: () => this.shared,
-    });
-    this.takeover = new Takeover({
-      options,
-      knows: (id) => this.jobs.has(id) || this.finished.isUnread(id),
-      agentsOfOthers: (id) =>
-        [...this.jobs.values()].flatMap((job) => (job.id !== id && isUnfinished(job) && job.agent ? [job.agent] : [])),
-      restoreFinished: (record) => void this.finished.restore(record),
-      serve: (job) => void this.jobs.set(job.id, job),
-      queuePosition: (job) => this.queue.position(job),
-      requeue: (job) => this.queue.push(job),
-      holdSlot: (job) => this.queue.hold(job),
-      release: (job) => this.queue.release(job),
-      follow: (job, run) => this.follow(job, run),
-      finish: (job, outcome) => this.finish(job, outcome),
-      save: (job) => this.save(job),
-      armTimeout: (job, timeoutMs) => this.armTimeout(job, timeoutMs),
-      kill: (id, reason) => this.kill(id, reason),
-    });
-    this.approvals = new Approvals({
-      options,
-      save: (job) => this.save(job),
-      find: async (id) => this.jobs.get(id) ?? ((await this.recover(id)) as JobEntry | undefined),
-    });
-    this.observer = new Observer(this.jobs, {
-      options,
-      finished: (job) => this.finished.add(job.id),
-      attached: (job) => this.approvals.watch(job),
-      takeOver: async (record) => {
-        this.jobs.delete(record.id);
-        await this.restore([record]);
-        return this.jobs.get(record.id);
-      },
-    });
-    this.shared = new SharedQueue({
-      options,
-      jobs: this.jobs,
-      queue: this.queue,
-      observer: this.observer,
-      takeover: this.takeover,
-      kill: (id, reason) => this.kill(id, reason),
-      launch: (job) => this.launch(job),
-      busy: () => this.restoring || this.closing,
-      discover: () => this.discover(),
-    });
-    this.spawning = {
-      options,
-      recording: this.recording,
-      save: (job) => this.save(job),
-      follow: (job, run) => this.follow(job, run),
-      kill: (id, reason) => this.kill(id, reason),
-    };
-    this.finished = new FinishedJobs(this.jobs, {
+    const { jobs, life } = this;
+    this.records = new RecordWrites(options, (job) => jobs.get(job.id) === job && !job.elsewhere);
+    this.finished = new FinishedJobs(jobs, {
       persistence,
       clock,
       logger,
@@ -130,6 +92,14 @@ export class JobRegistry {
       maxBytes: persistence.maxBytes,
       transcriptChars: options.finishedTranscriptChars,
     });
+    const slots = options.slots ?? memorySlots(options.maxRunning);
+    this.queue = new JobQueue({ slots, clock, logger, life, elsewhere: () => this.shared });
+    const { queue, finished } = this;
+    this.takeover = new Takeover({ options, life, jobs, queue, finished });
+    this.approvals = new Approvals({ options, life });
+    this.observer = new Observer(jobs, { options, life, finished, approvals: this.approvals });
+    this.shared = new SharedQueue({ options, life, jobs, queue, observer: this.observer, takeover: this.takeover });
+    this.spawning = { options, life, recording: this.recording };
   }
 
   /**

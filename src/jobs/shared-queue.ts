@@ -11,7 +11,8 @@ import type { JobEntry } from "./entry.js";
 import type { Observer } from "./observed.js";
 import type { Elsewhere, JobQueue } from "./queue.js";
 import type { Takeover } from "./takeover.js";
-import { outsideKillReason, type JobRegistryOptions, type KillReason, type Slot } from "./types.js";
+import type { JobLife } from "./life.js";
+import { outsideKillReason, type JobRegistryOptions, type Slot } from "./types.js";
 
 export interface SharedQueueTarget {
   readonly options: Pick<JobRegistryOptions, "persistence" | "logger">;
@@ -19,13 +20,7 @@ export interface SharedQueueTarget {
   readonly queue: JobQueue;
   readonly observer: Observer;
   readonly takeover: Takeover;
-  kill(id: string, reason: KillReason): Promise<unknown>;
-  /** Starts a job of this server's that holds a slot. */
-  launch(job: JobEntry): void;
-  /** A takeover is under way (starts wait for its end), or shutdown began. */
-  busy(): boolean;
-  /** Looks up the job folders this server does not know: other servers' queued jobs among them. */
-  discover(): Promise<void>;
+  readonly life: Pick<JobLife, "kill" | "launch" | "busy" | "discover">;
 }
 
 export class SharedQueue implements Elsewhere {
@@ -71,11 +66,11 @@ export class SharedQueue implements Elsewhere {
     const successor = this.target.jobs.get(observed.id);
     if (!successor) return false;
     this.target.observer.handTo(observed.id, successor);
-    if (successor.status !== "queued" || this.target.busy()) return false;
+    if (successor.status !== "queued" || this.target.life.busy()) return false;
     this.target.queue.remove(successor);
     successor.slot = slot;
     this.target.options.logger.info(`job ${successor.id} taken from the queue of server ${record.owner.pid}`);
-    this.target.launch(successor);
+    this.target.life.launch(successor);
     return true;
   }
 
@@ -85,13 +80,13 @@ export class SharedQueue implements Elsewhere {
   poll(waiting: readonly JobEntry[]): void {
     const { store, owner } = this.target.options.persistence;
     const { logger } = this.target.options;
-    void this.target
+    void this.target.life
       .discover()
       .catch((error: unknown) => logger.error(`cannot read the state directory: ${String(error)}`));
     for (const job of [...waiting]) {
       const by = store.killRequested(job.id);
       if (by) {
-        void this.target
+        void this.target.life
           .kill(job.id, outsideKillReason(by))
           .catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
         continue;

@@ -6,16 +6,15 @@
 import type { AgentRun } from "../agent/types.js";
 import type { CancelTimer } from "../core/clock.js";
 import type { JobEntry } from "./entry.js";
-import { outsideKillReason, type JobRegistryOptions, type KillReason } from "./types.js";
+import type { JobLife } from "./life.js";
+import { outsideKillReason, type JobRegistryOptions } from "./types.js";
 
 /** What spawning needs of the registry whose job it starts. */
 export interface SpawnTarget {
   readonly options: Pick<JobRegistryOptions, "persistence" | "hosts" | "approvals" | "launch" | "clock" | "logger">;
   /** Identity reads and writes under way: a server leaving its jobs to the next one waits for them. */
   readonly recording: Set<Promise<void>>;
-  save(job: JobEntry): void;
-  follow(job: JobEntry, run: AgentRun): void;
-  kill(id: string, reason: KillReason): Promise<unknown>;
+  readonly life: Pick<JobLife, "save" | "follow" | "kill">;
 }
 
 /** Spawns the agent of a job whose "running" record is on disk, and follows it. */
@@ -43,12 +42,12 @@ export function spawnAgent(target: SpawnTarget, job: JobEntry): void {
   // The pid is known at once but for the first job, whose process layer is still loading: said when known.
   logger.info(`job ${job.id} started (${job.kind}${run.pid === undefined ? "" : `, pid ${run.pid}`}) in ${job.cwd}`);
   recordIdentity(target, job, run);
-  target.follow(job, run);
+  target.life.follow(job, run);
   // The command line writes its marker, then reads the record; here the record was written,
   // then the marker is read: one of the two sees the other.
   const killedBy = store.killRequested(job.id);
   if (killedBy) {
-    target
+    target.life
       .kill(job.id, outsideKillReason(killedBy))
       .catch((error: unknown) => logger.error(`kill of job ${job.id}: ${String(error)}`));
   }
@@ -64,7 +63,7 @@ function recordIdentity(target: SpawnTarget, job: JobEntry, run: AgentRun): void
   if (run.pid !== undefined) {
     cancelPidWrite = target.options.clock.setTimer(() => {
       cancelPidWrite = undefined;
-      if (job.status === "running") target.save(job);
+      if (job.status === "running") target.life.save(job);
     }, 0);
   }
   const recorded = run
@@ -74,14 +73,14 @@ function recordIdentity(target: SpawnTarget, job: JobEntry, run: AgentRun): void
       cancelPidWrite = undefined;
       if (job.status !== "running") return;
       if (pid === undefined) {
-        if (run.pid !== undefined) target.save(job);
+        if (run.pid !== undefined) target.life.save(job);
         return;
       }
       job.agent = { ...job.agent, pid };
       if (pgid !== undefined) job.agent.pgid = pgid;
       if (startTime !== undefined) job.agent.start_time = startTime;
       if (marker !== undefined) job.agent.tree_marker = marker;
-      target.save(job);
+      target.life.save(job);
     })
     .catch((error: unknown) =>
       target.options.logger.warn(`job ${job.id}: cannot record the agent's identity: ${String(error)}`),

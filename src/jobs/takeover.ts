@@ -9,9 +9,11 @@ import { DispatchError, describeThrown, toDispatchError } from "../core/errors.j
 import { isFinishedStatus, type AgentRecord, type JobRecord } from "../store/records.js";
 import type { JobEntry } from "./entry.js";
 import { entryFromRecord, specFromRecord } from "./job-record.js";
-import type { AgentOutcome, AgentRun } from "../agent/types.js";
 import { isSameProcess, type LocatedAgent } from "../agent/host.js";
-import { outsideKillReason, type JobHost, type JobRegistryOptions, type KillReason } from "./types.js";
+import type { FinishedJobs } from "./finished.js";
+import type { JobLife } from "./life.js";
+import type { JobQueue } from "./queue.js";
+import { isUnfinished, outsideKillReason, type JobHost, type JobRegistryOptions, type KillReason } from "./types.js";
 
 /** What a takeover needs of the registry it adds jobs to. */
 export interface TakeoverTarget {
@@ -19,28 +21,32 @@ export interface TakeoverTarget {
     JobRegistryOptions,
     "persistence" | "hosts" | "agents" | "admit" | "attach" | "ready" | "clock" | "logger"
   >;
-  /** Whether this registry knows the job already (in memory, or from the index). */
-  knows(id: string): boolean;
-  /** The agents of every other unfinished job it knows, this server's and those it serves from their files. */
-  agentsOfOthers(id: string): AgentRecord[];
-  restoreFinished(record: JobRecord): void;
-  /** Makes the job reachable. */
-  serve(job: JobEntry): void;
-  queuePosition(job: JobEntry): number | undefined;
-  /** Puts a job back in the queue, untouched until the takeover ends. */
-  requeue(job: JobEntry): void;
-  /** A running job taken over holds a slot: the one its dead server held for it, else any free one. */
-  holdSlot(job: JobEntry): void;
-  release(job: JobEntry): void;
-  follow(job: JobEntry, run: AgentRun): void;
-  finish(job: JobEntry, outcome: AgentOutcome): void;
-  save(job: JobEntry): void;
-  armTimeout(job: JobEntry, timeoutMs: number | undefined): void;
-  kill(id: string, reason: KillReason): Promise<unknown>;
+  readonly life: Pick<JobLife, "save" | "follow" | "finish" | "armTimeout" | "kill">;
+  /** The registry's jobs, by id: a job taken over is served here. */
+  readonly jobs: Map<string, JobEntry>;
+  /**
+   * A queued job taken over goes back in the queue (push), untouched until the takeover ends; a running one holds
+   * a slot (hold): the one its dead server held for it, else any free one.
+   */
+  readonly queue: Pick<JobQueue, "position" | "push" | "hold" | "release">;
+  /** Finished jobs, from the index or restored from their records. */
+  readonly finished: Pick<FinishedJobs, "isUnread" | "restore">;
 }
 
 export class Takeover {
   constructor(private readonly target: TakeoverTarget) {}
+
+  /** Whether the registry knows the job already (in memory, or from the index). */
+  private knows(id: string): boolean {
+    return this.target.jobs.has(id) || this.target.finished.isUnread(id);
+  }
+
+  /** The agents of every other unfinished job it knows, this server's and those it serves from their files. */
+  private agentsOfOthers(id: string): AgentRecord[] {
+    return [...this.target.jobs.values()].flatMap((job) =>
+      job.id !== id && isUnfinished(job) && job.agent ? [job.agent] : [],
+    );
+  }
 
   async takeOver(records: readonly JobRecord[]): Promise<void> {
     const { logger } = this.target.options;
@@ -48,11 +54,11 @@ export class Takeover {
     if (records.some((record) => !isFinishedStatus(record.status))) await this.target.options.ready?.();
     // Finished jobs first, in finish order, so that jobs ending during the
     // takeover come after them (reaping reads that order).
-    const finished = records.filter((record) => !this.target.knows(record.id) && isFinishedStatus(record.status));
+    const finished = records.filter((record) => !this.knows(record.id) && isFinishedStatus(record.status));
     finished.sort((a, b) => (a.finished_at ?? 0) - (b.finished_at ?? 0));
-    for (const record of finished) this.target.restoreFinished(record);
+    for (const record of finished) this.target.finished.restore(record);
     for (const loaded of records) {
-      if (this.target.knows(loaded.id) || isFinishedStatus(loaded.status)) continue;
+      if (this.knows(loaded.id) || isFinishedStatus(loaded.status)) continue;
       if (!runsHere(this.target.options, loaded)) {
         logger.warn(
           `job ${loaded.id} runs on ${loaded.runtime} at ${loaded.host}, which this server does not have; ` +
@@ -96,7 +102,7 @@ export class Takeover {
       return;
     }
     // This server's own tree, or another job's agent, is never adopted (§15.3).
-    const others = this.target.agentsOfOthers(record.id);
+    const others = this.agentsOfOthers(record.id);
     const host = this.target.options.hosts.get(record.host) as JobHost;
     const located = await host.locate({ jobId: record.id, agent: record.agent }, (named) =>
       others.some((known) => isSameProcess(known, named)),
@@ -107,7 +113,7 @@ export class Takeover {
   }
 
   private entryOf(record: JobRecord, spec: NamedSpec): JobEntry {
-    const job = entryFromRecord(record, spec, (entry) => this.target.queuePosition(entry));
+    const job = entryFromRecord(record, spec, (entry) => this.target.queue.position(entry));
     job.generation = record.generation + 1;
     job.agent = record.agent;
     job.killReason = record.kill_reason as KillReason | undefined;
@@ -139,16 +145,16 @@ export class Takeover {
       }
     }
     const remaining = this.remainingOf(record);
-    this.target.serve(job);
+    this.target.jobs.set(job.id, job);
     if (!spec) {
       // Starting it with no prompt would spend money on nothing.
-      this.target.finish(job, {
+      this.target.life.finish(job, {
         ok: false,
         code: "STATE_ERROR",
         detail: "its prompt.txt is missing from the state directory; it was not started",
       });
     } else if (refusal) {
-      this.target.finish(job, {
+      this.target.life.finish(job, {
         ok: false,
         code: refusal.code,
         detail: `not started after the restart: ${refusal.message}`,
@@ -156,13 +162,13 @@ export class Takeover {
     } else if (remaining === 0) {
       // Its time ran out while no server ran: it is not started only to be killed.
       job.killReason = "timeout";
-      this.target.finish(job, { ok: false, code: "TIMEOUT", detail: "" });
+      this.target.life.finish(job, { ok: false, code: "TIMEOUT", detail: "" });
     } else {
-      this.target.save(job);
+      this.target.life.save(job);
       logger.info(`job ${job.id} adopted: queued`);
-      this.target.armTimeout(job, remaining);
+      this.target.life.armTimeout(job, remaining);
       // Only queued here: restore starts the queue once every running job is counted.
-      this.target.requeue(job);
+      this.target.queue.push(job);
     }
   }
 
@@ -189,10 +195,10 @@ export class Takeover {
   }
 
   private finishLost(job: JobEntry, detail: string): void {
-    this.target.save(job);
-    this.target.serve(job);
-    this.target.release(job);
-    this.target.finish(job, { ok: false, code: "AGENT_LOST", detail });
+    this.target.life.save(job);
+    this.target.jobs.set(job.id, job);
+    this.target.queue.release(job);
+    this.target.life.finish(job, { ok: false, code: "AGENT_LOST", detail });
   }
 
   /** A running job whose agent is alive (followed) or gone (finished from its output file). */
@@ -206,7 +212,7 @@ export class Takeover {
       job.agent = { ...job.agent, pid: located.pid };
       if (located.startTime !== undefined) job.agent.start_time = located.startTime;
     }
-    this.target.save(job);
+    this.target.life.save(job);
     logger.info(
       `job ${job.id} adopted: ` +
         `${located.state === "alive" ? `following agent ${located.pid}` : "its agent is gone; reading its output"}`,
@@ -226,24 +232,24 @@ export class Takeover {
     // Served only once what the agent printed while no server ran has been read: its
     // transcript and turns are there at the first call.
     await run.ready;
-    this.target.serve(job);
-    this.target.follow(job, run);
+    this.target.jobs.set(job.id, job);
+    this.target.life.follow(job, run);
     // An agent already gone is finished from its output, result and all: no timeout applies to it.
     if (located.state !== "alive") return;
     // A kill under way when the last server stopped is carried out now.
     if (job.killReason !== undefined) {
-      this.target
+      this.target.life
         .kill(job.id, job.killReason)
         .catch((error: unknown) => logger.error(`kill of adopted job ${job.id}: ${String(error)}`));
       return;
     }
-    this.target.armTimeout(job, this.remainingOf(record));
+    this.target.life.armTimeout(job, this.remainingOf(record));
   }
 
   private runningEntry(record: JobRecord): JobEntry {
     const job = this.entryOf(record, specFromRecord(record));
     job.status = "running";
-    this.target.holdSlot(job);
+    this.target.queue.hold(job);
     const killedBy =
       job.killReason === undefined ? this.target.options.persistence.store.killRequested(job.id) : undefined;
     if (killedBy) job.killReason = outsideKillReason(killedBy);
