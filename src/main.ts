@@ -61,7 +61,7 @@ const loaders: Loaders = {
   processes: () => import("./hosts/local/index.js"),
   git: () => import("./hosts/local/git.js"),
   runtimes: () => import("./runtimes/all.js"),
-  sshHosts: () => import("./wiring/ssh-hosts.js"),
+  remoteHosts: () => import("./wiring/remote-hosts.js"),
 };
 
 /** The command line reads the kill grace like the server, but an invalid configuration must not stop a kill. */
@@ -163,7 +163,7 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
   const store = openState(config);
   const logger = createLogger(process.stderr, "warn");
   const [{ serveRemote }, { remoteSide }] = await Promise.all([
-    import("./hosts/ssh/remote.js"),
+    import("./hosts/remote/far-end.js"),
     import("./wiring/remote.js"),
   ]);
   // This machine only, anywhere: the roots are the ones each request names (§21.3).

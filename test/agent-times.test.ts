@@ -12,9 +12,9 @@ import { after, describe, test } from "node:test";
 
 import type { ChildExit } from "../src/agent/host.js";
 import { createProcessControl, type WindowsPlatform } from "../src/hosts/local/index.js";
-import { parseFrame, type RemoteFrame } from "../src/hosts/ssh/protocol.js";
-import { RemoteAgent, type RemoteHostLink } from "../src/hosts/ssh/remote-agent.js";
-import { serveRemote, type RemoteSide } from "../src/hosts/ssh/remote.js";
+import { parseFrame, type RemoteFrame } from "../src/hosts/remote/protocol.js";
+import { RemoteAgent, type RemoteHostLink } from "../src/hosts/remote/remote-agent.js";
+import { serveRemote, type RemoteSide } from "../src/hosts/remote/far-end.js";
 import { createClaudeAgents, FakeClock, finishedChild, RecordingLogger } from "./helpers.js";
 import { agentRecorded, isAlive, readPids, waitFor } from "./processes.js";
 import { ServerProcess } from "./server-process.js";
@@ -229,6 +229,7 @@ describe("an agent on another machine that ended while nothing followed it (§21
       },
       kill: async () => ({ signalled: 0, survivors: [] }),
       answer: async () => true,
+      describe: () => "ended",
     };
     const exit = await new RemoteAgent(link, { kind: "follow", jobId: JOB }, output, () => undefined).exited;
     assert.equal(exit.unobserved, true);

@@ -23,8 +23,8 @@ import { after, before, describe, test } from "node:test";
 
 import { sshArguments } from "../src/hosts/ssh/command.js";
 import type { SshHostConfig } from "../src/hosts/ssh/config.js";
-import { parseRequest } from "../src/hosts/ssh/protocol.js";
-import { openSession } from "../src/hosts/ssh/session.js";
+import { parseRequest } from "../src/hosts/remote/protocol.js";
+import { openSession } from "../src/hosts/remote/session.js";
 import { FakeClock, RecordingLogger } from "./helpers.js";
 import { isAlive, readPids, waitFor } from "./processes.js";
 import { FAKE_CLAUDE, SERVER_MAIN, ServerProcess, type RpcResponse } from "./server-process.js";
@@ -112,7 +112,8 @@ describe("the pieces that bound a session, without ssh", () => {
       const session = (program: string) =>
         openSession(
           {
-            sshBin: process.execPath,
+            label: "ssh",
+            program: process.execPath,
             argv: ["-e", program],
             env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
             logger: new RecordingLogger(),

@@ -10,14 +10,15 @@ import { describe, test } from "node:test";
 import { checkRemoteDirectory } from "../src/agent/policy.js";
 import { remoteCommandLine, shellQuote, sshArguments } from "../src/hosts/ssh/command.js";
 import type { SshHostConfig } from "../src/hosts/ssh/config.js";
+import { farEndCommand } from "../src/hosts/remote/entry.js";
 import {
   OUTPUT_CHUNK_BYTES,
   parseFrame,
   parseRequest,
   type RemoteFrame,
   type StartRequest,
-} from "../src/hosts/ssh/protocol.js";
-import { serveRemote, type RemoteJobView, type RemoteSide } from "../src/hosts/ssh/remote.js";
+} from "../src/hosts/remote/protocol.js";
+import { serveRemote, type RemoteJobView, type RemoteSide } from "../src/hosts/remote/far-end.js";
 import type { Approval } from "../src/store/approvals.js";
 import { FakeClock, settle } from "./helpers.js";
 
@@ -67,7 +68,7 @@ describe("the remote command line", { skip: process.platform === "win32" ? "no P
   });
 
   test("it is the configured command, remote, and the state directory: nothing else", async () => {
-    const line = remoteCommandLine(HOST);
+    const line = remoteCommandLine(farEndCommand(HOST));
     const printed = await sh(`printf '%s\\n' ${line}`);
     assert.deepEqual(printed.split("\n").slice(0, -1), [
       "/opt/node dir/bin/node",

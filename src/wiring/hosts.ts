@@ -64,9 +64,9 @@ export interface HostParts {
 export async function createHosts(parts: HostParts): Promise<HostSet> {
   const home = localHost(parts);
   if (!parts.config.hosts) return new HostSet(home);
-  const { createSshHosts } = await parts.loaders.sshHosts();
+  const { createRemoteHosts } = await parts.loaders.remoteHosts();
   const { config, machine, uid, logger, shareConnections = true, store } = parts;
-  return new HostSet(home, createSshHosts(config, machine, uid, logger, shareConnections, store));
+  return new HostSet(home, createRemoteHosts(config, machine, uid, logger, shareConnections, store));
 }
 
 /** This machine: agents, liveness and tree kills through the process layer, loaded at the first use. */

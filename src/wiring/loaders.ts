@@ -11,5 +11,5 @@ export interface Loaders {
   /** The runtimes' readers and outcomes, once an agent is started or followed. */
   runtimes(): Promise<typeof import("../runtimes/all.js")>;
   /** The hosts of CLAUDE_DISPATCH_HOSTS, only when some are configured. */
-  sshHosts(): Promise<typeof import("./ssh-hosts.js")>;
+  remoteHosts(): Promise<typeof import("./remote-hosts.js")>;
 }

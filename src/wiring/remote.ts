@@ -10,8 +10,8 @@ import type { WorktreeRecord, Worktrees } from "../agent/worktree.js";
 
 import { checkDirectory, resolveRoots } from "../hosts/local/directory.js";
 import { findProgram } from "../hosts/local/find-program.js";
-import type { RemoteJobView, RemoteSide } from "../hosts/ssh/remote.js";
-import type { StartRequest } from "../hosts/ssh/protocol.js";
+import type { RemoteJobView, RemoteSide } from "../hosts/remote/far-end.js";
+import type { StartRequest } from "../hosts/remote/protocol.js";
 import type { Job, JobRegistry } from "../jobs/registry.js";
 import { isAgentName } from "../runtimes/index.js";
 import { readFileRange } from "../store/atomic.js";

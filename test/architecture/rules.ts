@@ -26,7 +26,8 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "runtimes/*/": ["core/", "agent/", "runtimes/*/"],
   "runtimes/index.ts": ["core/", "agent/", "runtimes/"],
   "runtimes/all.ts": ["core/", "agent/", "runtimes/"],
-  "hosts/*/": ["core/", "agent/", "store/", "hosts/*/"],
+  // A kind of remote host builds on the one protocol (hosts/remote/), and no other kind.
+  "hosts/*/": ["core/", "agent/", "store/", "hosts/*/", "hosts/remote/"],
   "hosts/kinds.ts": ["core/", "agent/", "hosts/"],
   "worktrees/": ["core/", "agent/", "worktrees/"],
   "approver/": ["core/", "agent/", "store/", "runtimes/", "server/eras.ts", "server/jsonrpc.ts", "approver/"],

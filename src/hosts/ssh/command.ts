@@ -13,9 +13,8 @@ export function shellQuote(word: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
-/** What the remote shell runs: the configured claude-dispatch in its remote mode. */
-export function remoteCommandLine(host: Pick<SshHostConfig, "command" | "stateDir">): string {
-  const words = [...host.command, "remote", ...(host.stateDir ? [`--state-dir=${host.stateDir}`] : [])];
+/** The one line the remote user's shell reads: the far end's command, each word quoted. */
+export function remoteCommandLine(words: readonly string[]): string {
   return words.map(shellQuote).join(" ");
 }
 

@@ -1,6 +1,7 @@
 /**
- * The hosts of CLAUDE_DISPATCH_HOSTS as this server reaches them (§21), and the private folder their shared
- * connections' sockets live in (§21.4): a socket there lets anyone who can reach it use our login on that machine.
+ * The hosts of CLAUDE_DISPATCH_HOSTS as this server reaches them (§21): each a remote host over its kind's transport,
+ * and the private folder ssh's shared connections' sockets live in (§21.4): a socket there lets anyone who can reach
+ * it use our login on that machine.
  */
 import { chmodSync, lstatSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,8 +10,11 @@ import path from "node:path";
 import { systemClock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import type { Config } from "../config.js";
-import type { LocalApprovals } from "../hosts/ssh/remote-agent.js";
-import { SshHost } from "../hosts/ssh/ssh-host.js";
+import type { HostEntry } from "../hosts/kinds.js";
+import type { LocalApprovals } from "../hosts/remote/remote-agent.js";
+import { RemoteHost } from "../hosts/remote/remote-host.js";
+import type { Transport } from "../hosts/remote/transport.js";
+import { SshTransport } from "../hosts/ssh/transport.js";
 import { fileRequestAs } from "../store/approvals.js";
 import type { StateStore } from "../store/state-store.js";
 import type { Machine } from "./machine.js";
@@ -19,25 +23,38 @@ import type { Machine } from "./machine.js";
 const SOCKET_FOLDER_MAX = 104 - 58;
 
 /** share: a long-lived server shares one connection per host; a command that makes one call does not. */
-export function createSshHosts(
+export function createRemoteHosts(
   config: Config,
   machine: Machine,
   uid: number | undefined,
   logger: Logger,
   share = true,
   store?: StateStore,
-): Map<string, SshHost> {
-  const hosts = new Map<string, SshHost>();
+): Map<string, RemoteHost> {
+  const hosts = new Map<string, RemoteHost>();
   if (!config.hosts) return hosts;
-  const controlDir = share ? socketFolder(config.stateDir, uid, logger) : undefined;
-  for (const host of config.hosts) {
+  // Made once, when the first ssh host needs it.
+  let controlDir: { path: string | undefined } | undefined;
+  const sshControlDir = (): string | undefined =>
+    (controlDir ??= { path: share ? socketFolder(config.stateDir, uid, logger) : undefined }).path;
+  const transportOf = (entry: HostEntry): Transport => {
+    switch (entry.kind) {
+      case "ssh":
+        return new SshTransport({
+          config: entry,
+          sshBin: config.sshBin,
+          controlDir: sshControlDir(),
+          env: sshEnvironment(machine.env),
+          timeoutMs: config.sshTimeoutMs,
+        });
+    }
+  };
+  for (const entry of config.hosts) {
     hosts.set(
-      host.name,
-      new SshHost({
-        config: host,
-        sshBin: config.sshBin,
-        controlDir,
-        env: sshEnvironment(machine.env),
+      entry.name,
+      new RemoteHost({
+        config: entry,
+        transport: transportOf(entry),
         timeoutMs: config.sshTimeoutMs,
         clock: systemClock,
         logger,

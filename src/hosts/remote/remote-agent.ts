@@ -12,7 +12,7 @@ import type { Approval, ApprovalAnswer, ApprovalRequest } from "../../store/appr
 import { writeTextFile } from "../../store/atomic.js";
 import { openForUpdating, openForWriting, readRegularTextFile } from "../../store/files.js";
 import type { EndFrame, RemoteFrame, RemoteRequest, StartRequest } from "./protocol.js";
-import { lastLine, type Session, type SessionEnd } from "./session.js";
+import type { Session, SessionEnd } from "./session.js";
 
 /** What a remote agent needs of its host. */
 export interface RemoteHostLink {
@@ -24,6 +24,8 @@ export interface RemoteHostLink {
   kill(jobId: string): Promise<KillReport>;
   /** Sends an answer there; false when the host could not be reached (it is sent again later). */
   answer(jobId: string, requestId: string, answer: ApprovalAnswer): Promise<boolean>;
+  /** Why a session ended, in a phrase. */
+  describe(closed: SessionEnd): string;
 }
 
 /**
@@ -197,8 +199,9 @@ export class RemoteAgent implements ChildHandle {
       // Killed there: a claude_kill is not held up by a connection that cannot bring the end (§5.4).
       if (this.killedThere) return this.killedUnread(closed);
       if (this.offset > before) wait = backoffMs.first;
+      const why = this.host.describe(closed);
       logger.warn(
-        `job ${this.jobId} on host ${name}: the connection ended (${describe(closed)}); following again in ${wait} ` +
+        `job ${this.jobId} on host ${name}: the connection ended (${why}); following again in ${wait} ` +
           `ms from byte ${this.offset}`,
       );
       await this.pause(wait);
@@ -253,18 +256,19 @@ export class RemoteAgent implements ChildHandle {
   }
 
   private killedUnread(closed: SessionEnd): ChildExit {
-    const detail = `killed on host ${this.host.name}; its end could not be read (${describe(closed)})`;
+    const detail = `killed on host ${this.host.name}; its end could not be read (${this.host.describe(closed)})`;
     return { exitCode: null, signal: null, stderrTail: "", unobserved: true, failure: { code: "KILLED", detail } };
   }
 
-  /** The job never reached the other machine: ssh could not connect or log in, or claude-dispatch did not run there. */
+  /** The job never reached the other end: its transport could not reach it, or claude-dispatch did not run there. */
   private unreachable(closed: SessionEnd): ChildExit {
+    const detail = `cannot start it on host ${this.host.name}: ${this.host.describe(closed)}`;
     return {
       exitCode: null,
       signal: null,
       stderrTail: closed.stderr,
       unobserved: true,
-      failure: { code: "HOST_FAILED", detail: `cannot start it on host ${this.host.name}: ${describe(closed)}` },
+      failure: { code: "HOST_FAILED", detail },
     };
   }
 
@@ -278,21 +282,6 @@ export class RemoteAgent implements ChildHandle {
       this.wake = undefined;
     });
   }
-}
-
-/** Why a session ended, in a phrase. */
-export function describe(closed: SessionEnd): string {
-  if (closed.spawnError !== undefined) return `ssh could not be run: ${closed.spawnError}`;
-  if (closed.silentMs !== undefined)
-    return `no answer within ${closed.silentMs / 1000} s (CLAUDE_DISPATCH_SSH_TIMEOUT_MS)`;
-  const said = lastLine(closed.stderr);
-  const how =
-    closed.exitCode === 255
-      ? "ssh failed"
-      : closed.signal
-        ? `ssh ended by ${closed.signal}`
-        : `the remote command exited ${closed.exitCode}`;
-  return said ? `${how}: ${said.slice(0, 300)}` : how;
 }
 
 /** The prompt, as the agent would read it from stdin. */

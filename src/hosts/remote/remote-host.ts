@@ -1,7 +1,8 @@
 /**
- * A host reached with OpenSSH (PROTOCOL.md §21): agents run on another machine under the claude-dispatch installed
- * there, in its remote mode, which does what this machine's host does locally (tree kill, start times and markers,
- * output files) and keeps the job in its own state directory. This side starts, follows and kills over ssh.
+ * A host reached through `claude-dispatch remote` (PROTOCOL.md §21): agents run on another machine, in a container or
+ * in a pod, under the claude-dispatch installed there, in its remote mode, which does what this machine's host does
+ * locally (tree kill, start times and markers, output files) and keeps the job in its own state directory. This side
+ * starts, follows and kills over a transport's channel: ssh, a container engine's `exec -i`, `kubectl exec -i`.
  */
 import path from "node:path";
 
@@ -20,21 +21,17 @@ import type { ApprovalAnswer } from "../../store/approvals.js";
 import type { Clock } from "../../core/clock.js";
 import { DispatchError } from "../../core/errors.js";
 import type { Logger } from "../../core/log.js";
-import { remoteCommandLine, sshArguments } from "./command.js";
-import type { SshHostConfig } from "./config.js";
+import { farEndCommand, type RemoteEntry } from "./entry.js";
 import type { RemoteFrame, RemoteRequest, WorktreeRequest } from "./protocol.js";
-import { describe, promptOf, RemoteAgent, type LocalApprovals, type RemoteHostLink } from "./remote-agent.js";
+import { promptOf, RemoteAgent, type LocalApprovals, type RemoteHostLink } from "./remote-agent.js";
 import { RemoteWorktrees } from "./remote-worktrees.js";
-import { openSession, type Session, type SessionEnd, type SessionOptions } from "./session.js";
+import { describeEnd, openSession, type Session, type SessionEnd, type SessionOptions } from "./session.js";
+import type { Transport } from "./transport.js";
 
-export interface SshHostOptions {
-  config: SshHostConfig;
-  /** ssh's program: a path, or a name on PATH. */
-  sshBin: string;
-  /** A private folder for the shared connection's socket; undefined: no sharing. */
-  controlDir: string | undefined;
-  /** ssh's own environment (this machine's): its agent socket, HOME, PATH. None of it reaches the agent. */
-  env: Readonly<Record<string, string | undefined>>;
+export interface RemoteHostOptions {
+  config: RemoteEntry;
+  /** What carries the channel there. */
+  transport: Transport;
   /** How long the host may keep silent (CLAUDE_DISPATCH_SSH_TIMEOUT_MS, §21.2). */
   timeoutMs: number;
   clock: Clock;
@@ -46,7 +43,7 @@ export interface SshHostOptions {
 
 export type { HostCheck };
 
-export class SshHost implements Host, RemoteHostLink {
+export class RemoteHost implements Host, RemoteHostLink {
   readonly name: string;
   /** Its agents' sessions and worktrees are on that machine: it answers for them (§21.3). */
   readonly sharesFiles = false;
@@ -56,11 +53,10 @@ export class SshHost implements Host, RemoteHostLink {
   readonly timeoutMs: number;
   private readonly sessions = new Set<Session>();
   private readonly agents = new Set<RemoteAgent>();
-  private used = false;
   /** Its worktrees, made and worked on there (§19). */
   readonly worktrees: RemoteWorktrees;
 
-  constructor(private readonly options: SshHostOptions) {
+  constructor(private readonly options: RemoteHostOptions) {
     this.worktrees = new RemoteWorktrees({ roots: options.config.roots, call: (request) => this.call(request) });
     this.name = options.config.name;
     this.clock = options.clock;
@@ -69,7 +65,7 @@ export class SshHost implements Host, RemoteHostLink {
     this.timeoutMs = options.timeoutMs;
   }
 
-  get config(): SshHostConfig {
+  get config(): RemoteEntry {
     return this.options.config;
   }
 
@@ -162,9 +158,7 @@ export class SshHost implements Host, RemoteHostLink {
    * A session: its first frame within the host's silence bound, and the whole of it within wholeMs when given (§21.2).
    */
   open(request: RemoteRequest, onFrame: (frame: RemoteFrame) => boolean | void, wholeMs?: number): Session {
-    this.used = true;
-    const { config, controlDir } = this.options;
-    const argv = sshArguments(config, controlDir, remoteCommandLine(config), this.timeoutMs);
+    const argv = this.options.transport.sessionArgs(farEndCommand(this.options.config));
     const session = openSession(
       { ...this.sessionOptions(argv), ...(wholeMs !== undefined ? { wholeMs } : {}) },
       request,
@@ -194,7 +188,7 @@ export class SshHost implements Host, RemoteHostLink {
     const why =
       refused !== undefined
         ? `host ${this.name} refused the kill: ${refused}`
-        : `host ${this.name} could not be reached (${describe(closed)})`;
+        : `host ${this.name} could not be reached (${this.describe(closed)})`;
     return { signalled: 0, survivors: [], undetermined: true, why };
   }
 
@@ -233,7 +227,7 @@ export class SshHost implements Host, RemoteHostLink {
     if (!settled)
       this.logger.warn(
         `job ${jobId} on host ${this.name}: the answer to request ${requestId} could not be sent ` +
-          `(${describe(closed)}); it is sent again`,
+          `(${this.describe(closed)}); it is sent again`,
       );
     return settled;
   }
@@ -253,7 +247,7 @@ export class SshHost implements Host, RemoteHostLink {
     const closed = await session.ended;
     if (result) return result.value;
     if (refused) throw new DispatchError(refused.code, `on host ${this.name}: ${refused.message}`);
-    throw new DispatchError("HOST_FAILED", `host ${this.name} could not be reached (${describe(closed)})`);
+    throw new DispatchError("HOST_FAILED", `host ${this.name} could not be reached (${this.describe(closed)})`);
   }
 
   /** Reachable in BatchMode, claude-dispatch there, its state directory usable, the agents' programs found. */
@@ -276,28 +270,36 @@ export class SshHost implements Host, RemoteHostLink {
         programs: answer.programs,
         ms: this.clock.now() - started,
       };
-    return { ok: false, problem: refused ?? describe(closed) };
+    return { ok: false, problem: refused ?? this.describe(closed) };
   }
 
-  /** This server is leaving: followers stop (the agents run on), and the shared connection is closed. */
+  /** Why a session ended, in a phrase: the transport's own failure, or the far end's exit. */
+  describe(closed: SessionEnd): string {
+    return describeEnd(closed, this.options.transport);
+  }
+
+  /** This server is leaving: followers stop (the agents run on), and what the transport keeps is closed. */
   async close(): Promise<void> {
     for (const agent of this.agents) agent.stop();
     for (const session of this.sessions) session.stop();
     await Promise.all([...this.sessions].map((session) => session.ended));
-    if (!this.used || !this.options.controlDir) return;
-    const argv = sshArguments(this.options.config, this.options.controlDir, undefined, this.timeoutMs);
-    // `-O exit` goes before the destination: ssh reads no options after it.
-    const exit = openSession(
-      this.sessionOptions(["-O", "exit", ...argv]),
-      { op: "check", agents: [], programs: {} },
-      () => false,
-    );
+    const argv = this.options.transport.closingArgs?.();
+    if (argv === undefined) return;
+    const exit = openSession(this.sessionOptions(argv), { op: "check", agents: [], programs: {} }, () => false);
     await exit.ended;
   }
 
   private sessionOptions(argv: string[]): SessionOptions {
-    const { sshBin, env } = this.options;
-    return { sshBin, argv, env, logger: this.logger, clock: this.clock, firstFrameMs: this.timeoutMs };
+    const { transport } = this.options;
+    return {
+      label: `${transport.label} (host ${this.name})`,
+      program: transport.program,
+      argv,
+      env: transport.env,
+      logger: this.logger,
+      clock: this.clock,
+      firstFrameMs: this.timeoutMs,
+    };
   }
 
   private track(agent: RemoteAgent): RemoteAgent {

@@ -1,7 +1,8 @@
 /**
- * One ssh session (PROTOCOL.md §21.3): ssh is started with argv (never a shell here), the request goes down the
- * channel as one line, and frames come back until the remote end finishes, the connection drops, or we stop it.
- * stdin stays open the whole time: the remote end takes its closing to mean this server has gone.
+ * One session with `claude-dispatch remote` (PROTOCOL.md §21.3): the transport's program (ssh, a container engine,
+ * kubectl) is started with argv (never a shell here), the request goes down the channel as one line, and frames come
+ * back until the far end finishes, the channel drops, or we stop it. stdin stays open the whole time: the far end
+ * takes its closing to mean this server has gone.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 
@@ -9,18 +10,19 @@ import type { CancelTimer, Clock } from "../../core/clock.js";
 import { LineReader } from "../../core/lines.js";
 import type { Logger } from "../../core/log.js";
 import { MAX_FRAME_BYTES, parseFrame, type RemoteFrame, type RemoteRequest } from "./protocol.js";
+import type { Transport } from "./transport.js";
 
 const STDERR_TAIL_CHARS = 4000;
 
 export interface SessionEnd {
-  /** ssh's exit: 255 is ssh's own failure (no connection, a refused key), anything else the remote command's. */
+  /** The transport's exit: its own failure (ssh's 255) or the far end's exit status. */
   exitCode: number | null;
   signal: string | null;
-  /** What ssh and the remote command said on stderr, its end. */
+  /** What the transport and the far end said on stderr, its end. */
   stderr: string;
-  /** The session was started: ssh ran (a missing ssh is a spawn error instead). */
+  /** The transport's program could not be started (a missing ssh). */
   spawnError?: string;
-  /** ssh was killed here: the host said nothing for this long (§21.2). */
+  /** The transport was killed here: the host said nothing for this long (§21.2). */
   silentMs?: number;
 }
 
@@ -31,14 +33,16 @@ export interface Session {
 }
 
 export interface SessionOptions {
-  sshBin: string;
+  /** The transport's name in messages: "ssh". */
+  label: string;
+  program: string;
   argv: readonly string[];
   env: Readonly<Record<string, string | undefined>>;
   logger: Logger;
   clock: Clock;
-  /** ssh is killed if no frame came within this (§21.2): a host can accept a connection, or log in, and say nothing. */
+  /** Killed if no frame came within this (§21.2): a host can accept a connection, or log in, and say nothing. */
   firstFrameMs: number;
-  /** ssh is killed if the session has not ended within this: for a request answered once, not a follow. */
+  /** Killed if the session has not ended within this: for a request answered once, not a follow. */
   wholeMs?: number;
 }
 
@@ -68,7 +72,7 @@ export function openSession(
   const ended = new Promise<SessionEnd>((resolve) => {
     let ssh: ChildProcess;
     try {
-      ssh = child = spawn(options.sshBin, options.argv, {
+      ssh = child = spawn(options.program, options.argv, {
         env: options.env,
         stdio: ["pipe", "pipe", "pipe"],
         windowsHide: true,
@@ -88,7 +92,7 @@ export function openSession(
         const frame = parseFrame(line);
         if (!frame) {
           options.logger.warn(
-            `ssh ${options.argv.at(-2) ?? ""}: skipped a line that is not a frame: ${line.slice(0, 200)}`,
+            `${options.label}: skipped a line that is not a frame: ${line.slice(0, 200)}`,
           );
           return;
         }
@@ -96,7 +100,7 @@ export function openSession(
         // The answer is in: the remote end exits by itself, and ssh with it.
         if (onFrame(frame) === false) ssh.stdin?.end();
       },
-      () => options.logger.warn("ssh: skipped a frame longer than the limit"),
+      () => options.logger.warn(`${options.label}: skipped a frame longer than the limit`),
     );
     ssh.stdout?.on("data", (chunk: Buffer) => lines.push(chunk));
     ssh.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS)));
@@ -127,8 +131,21 @@ export function openSession(
   return { ended, stop };
 }
 
-/** The line of ssh's stderr that says what went wrong, for a message. */
-export function lastLine(text: string): string {
+/** Why a session ended, in a phrase: the transport's own failure, a silence, or the far end's exit. */
+export function describeEnd(closed: SessionEnd, transport: Pick<Transport, "label" | "failure">): string {
+  const { label } = transport;
+  if (closed.spawnError !== undefined) return `${label} could not be run: ${closed.spawnError}`;
+  if (closed.silentMs !== undefined)
+    return `no answer within ${closed.silentMs / 1000} s (CLAUDE_DISPATCH_SSH_TIMEOUT_MS)`;
+  const said = lastLine(closed.stderr);
+  const how =
+    transport.failure(closed.exitCode) ??
+    (closed.signal ? `${label} ended by ${closed.signal}` : `the remote command exited ${closed.exitCode}`);
+  return said ? `${how}: ${said.slice(0, 300)}` : how;
+}
+
+/** The line of the transport's stderr that says what went wrong, for a message. */
+function lastLine(text: string): string {
   const lines = text
     .split("\n")
     .map((line) => line.trim())
