@@ -13,8 +13,7 @@ type Runtimes = readonly RuntimeTraits[];
 type Env = Readonly<Record<string, string | undefined>>;
 const loadConfig = (env: Env, facts: Partial<MachineFacts> = {}, runtimes?: Runtimes) =>
   configuration.loadConfig(env, machineOf(facts), runtimes);
-const checkConfig = (env: Env, facts: Partial<MachineFacts> = {}) =>
-  configuration.checkConfig(env, machineOf(facts));
+const checkConfig = (env: Env, facts: Partial<MachineFacts> = {}) => configuration.checkConfig(env, machineOf(facts));
 
 const DEFAULT_PERMISSION_MODES = ["default", "acceptEdits", "plan", "auto", "dontAsk"];
 
@@ -264,7 +263,8 @@ test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, 
     { readTextFile: (file) => (read.push(file), JSON.stringify({ box })) },
   );
   assert.deepEqual(read, ["/etc/dispatch-hosts.json"]);
-  assert.equal(fromFile.hosts?.[0]?.destination, "me@build-box");
+  const [first] = fromFile.hosts ?? [];
+  assert.equal(first?.kind === "ssh" ? first.destination : undefined, "me@build-box");
   const refused = (hosts: unknown, pattern: RegExp): void =>
     assert.throws(
       () => loadConfig({ CLAUDE_DISPATCH_HOSTS: typeof hosts === "string" ? hosts : JSON.stringify(hosts) }),
@@ -295,6 +295,74 @@ test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, 
   refused({ box: { ...box, programs: { claude: "" } } }, /unusable program for "claude"/);
   refused({ box: { ...box, state_dir: "state" } }, /state_dir that is not an absolute path/);
   refused({ box: { ...box, colour: "blue" } }, /unknown setting "colour"/);
+  refused({ box: { ...box, container: "dev" } }, /unknown setting "container"/);
+  refused({ box: { roots: ["/srv"] } }, /needs one of "ssh", "pod", "container": how it is reached/);
+});
+
+test("CLAUDE_DISPATCH_HOSTS: a running container, reached with the engine's exec", () => {
+  const dev = { container: "dev-box_1", roots: ["/workspace/"], command: ["node", "/opt/cd/dist/main.js"] };
+  const [host] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ dev }) }).hosts ?? [];
+  assert.deepEqual(host, {
+    kind: "container",
+    name: "dev",
+    container: "dev-box_1",
+    engine: "podman",
+    engineBin: undefined,
+    user: undefined,
+    roots: ["/workspace"],
+    command: ["node", "/opt/cd/dist/main.js"],
+    stateDir: undefined,
+    agents: ["claude"],
+    programs: {},
+  });
+  const docker = { ...dev, engine: "docker", engine_bin: "/usr/local/bin/docker", user: "1000:1000" };
+  const [other] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ docker }) }).hosts ?? [];
+  assert.deepEqual(other?.kind === "container" ? [other.engine, other.engineBin, other.user] : [], [
+    "docker",
+    "/usr/local/bin/docker",
+    "1000:1000",
+  ]);
+  const refused = (entry: unknown, pattern: RegExp): void =>
+    assert.throws(
+      () => loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ dev: entry }) }),
+      (error: Error) => error instanceof ConfigError && pattern.test(error.message),
+    );
+  refused({ ...dev, container: "--privileged" }, /needs "container"/);
+  refused({ ...dev, container: "a b" }, /needs "container"/);
+  refused({ ...dev, engine: "lxc" }, /"engine" that is not one of podman, docker/);
+  refused({ ...dev, engine_bin: "podman" }, /engine_bin that is not an absolute path/);
+  refused({ ...dev, user: "--root" }, /"user" that is not a user name or uid/);
+  refused({ ...dev, ssh_config: "/etc/ssh" }, /unknown setting "ssh_config"/);
+  refused({ ...dev, roots: [] }, /needs "roots"/);
+});
+
+test("CLAUDE_DISPATCH_HOSTS: a pod on a cluster, reached with kubectl exec", () => {
+  const agents = { pod: "agents-0", namespace: "ci", container: "agent", context: "prod ctx", roots: ["/work"] };
+  const [host] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ agents }) }).hosts ?? [];
+  assert.deepEqual(host, {
+    kind: "pod",
+    name: "agents",
+    pod: "agents-0",
+    namespace: "ci",
+    container: "agent",
+    context: "prod ctx",
+    kubectlBin: undefined,
+    roots: ["/work"],
+    command: ["claude-dispatch"],
+    stateDir: undefined,
+    agents: ["claude"],
+    programs: {},
+  });
+  const refused = (entry: unknown, pattern: RegExp): void =>
+    assert.throws(
+      () => loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ agents: entry }) }),
+      (error: Error) => error instanceof ConfigError && pattern.test(error.message),
+    );
+  refused({ ...agents, pod: "Agents" }, /needs "pod"/);
+  refused({ ...agents, namespace: "-n" }, /"namespace" that is not a namespace's name/);
+  refused({ ...agents, container: "a_b" }, /"container" that is not a container's name/);
+  refused({ ...agents, context: "--kubeconfig=/x" }, /"context" that is not a context's name/);
+  refused({ ...agents, kubectl_bin: "kubectl" }, /kubectl_bin that is not an absolute path/);
 });
 
 test("every invalid setting is named, with its value cut as echoes are (§10), and the valid ones are kept", () => {

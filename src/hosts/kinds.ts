@@ -4,23 +4,29 @@
  */
 import path from "node:path";
 
+import { parseContainerEntry, type ContainerHostConfig } from "./container/config.js";
+import { parsePodEntry, type PodHostConfig } from "./pod/config.js";
 import { parseSshEntry, type SshHostConfig } from "./ssh/config.js";
+import type { EntryParser } from "./remote/entry.js";
 
 /** A host as the setting names it: its kind, its name, and its kind's settings. */
-export type HostEntry = SshHostConfig;
+export type HostEntry = SshHostConfig | ContainerHostConfig | PodHostConfig;
 
 /** CLAUDE_DISPATCH_SSH_TIMEOUT_MS unset: how long a host may keep silent (§21.2). */
 export { DEFAULT_SSH_TIMEOUT_MS } from "./ssh/config.js";
 
-type Fail = (problem: string) => never;
-
 interface HostKind {
   /** The key an entry of this kind holds. */
   key: string;
-  parse(name: string, entry: Readonly<Record<string, unknown>>, agentNames: readonly string[], fail: Fail): HostEntry;
+  parse: EntryParser<HostEntry>;
 }
 
-const KINDS: readonly [HostKind, ...HostKind[]] = [{ key: "ssh", parse: parseSshEntry }];
+/** A pod's entry may name one of its containers: "pod" is looked for before "container". */
+const KINDS: readonly HostKind[] = [
+  { key: "ssh", parse: parseSshEntry },
+  { key: "pod", parse: parsePodEntry },
+  { key: "container", parse: parseContainerEntry },
+];
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const MAX_HOSTS = 64;
@@ -61,9 +67,16 @@ export function parseHostsSetting(
   return hosts;
 }
 
-/** Where a host is, in a person's words: for ssh, its destination. */
+/** Where a host is, in a person's words. */
 export function whereIs(entry: HostEntry): string {
-  return entry.destination;
+  switch (entry.kind) {
+    case "ssh":
+      return entry.destination;
+    case "container":
+      return `${entry.engine} container ${entry.container}`;
+    case "pod":
+      return `pod ${entry.pod}${entry.namespace ? ` in ${entry.namespace}` : ""}`;
+  }
 }
 
 function parseEntry(name: string, entry: unknown, agentNames: readonly string[]): HostEntry {
@@ -74,8 +87,9 @@ function parseEntry(name: string, entry: unknown, agentNames: readonly string[])
   if (!NAME.test(name) || name === "local")
     fail('is not a usable name (letters, digits, . _ -, at most 64, not "local")');
   if (!isObject(entry)) return fail("must be an object");
-  // An entry holding no kind's key is read as the first kind, whose parser says what it needs.
-  const kind = KINDS.find((each) => Object.hasOwn(entry, each.key)) ?? KINDS[0];
+  // The first kind whose key it holds; another kind's key is then an unknown setting of that one.
+  const kind = KINDS.find((each) => Object.hasOwn(entry, each.key));
+  if (!kind) return fail(`needs one of ${KINDS.map((each) => `"${each.key}"`).join(", ")}: how it is reached`);
   return kind.parse(name, entry, agentNames, fail);
 }
 

@@ -15,6 +15,8 @@ import type { LocalApprovals } from "../hosts/remote/remote-agent.js";
 import { RemoteHost } from "../hosts/remote/remote-host.js";
 import type { Transport } from "../hosts/remote/transport.js";
 import { SshTransport } from "../hosts/ssh/transport.js";
+import { ContainerTransport } from "../hosts/container/transport.js";
+import { PodTransport } from "../hosts/pod/transport.js";
 import { fileRequestAs } from "../store/approvals.js";
 import type { StateStore } from "../store/state-store.js";
 import type { Machine } from "./machine.js";
@@ -47,6 +49,10 @@ export function createRemoteHosts(
           env: sshEnvironment(machine.env),
           timeoutMs: config.sshTimeoutMs,
         });
+      case "container":
+        return new ContainerTransport(entry, machine.env);
+      case "pod":
+        return new PodTransport(entry, machine.env);
     }
   };
   for (const entry of config.hosts) {

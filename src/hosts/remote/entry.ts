@@ -21,6 +21,14 @@ export interface RemoteEntry {
 
 export type Fail = (problem: string) => never;
 
+/** A kind's parser of its entry: agentNames are this build's agents, the home agent first; fail throws the reason. */
+export type EntryParser<Entry> = (
+  name: string,
+  entry: Readonly<Record<string, unknown>>,
+  agentNames: readonly string[],
+  fail: Fail,
+) => Entry;
+
 /** What the channel runs there: the configured claude-dispatch in its remote mode, on its state directory. */
 export function farEndCommand(entry: Pick<RemoteEntry, "command" | "stateDir">): string[] {
   return [...entry.command, "remote", ...(entry.stateDir ? [`--state-dir=${entry.stateDir}`] : [])];
@@ -89,11 +97,7 @@ function parseAgents(value: unknown, agentNames: readonly string[], fail: Fail):
     : fail(`has "agents" that is not a list of agents among ${agentNames.join(", ")}`);
 }
 
-function parsePrograms(
-  value: unknown,
-  agentNames: readonly string[],
-  fail: Fail,
-): Record<string, string> {
+function parsePrograms(value: unknown, agentNames: readonly string[], fail: Fail): Record<string, string> {
   if (value === undefined) return {};
   if (!isObject(value))
     return fail('has "programs" that is not an object (such as {"claude": "/usr/local/bin/claude"})');
@@ -122,4 +126,24 @@ export function hasControl(text: string): boolean {
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** An absolute path on this machine (a config file, a program), or unset. */
+export function optionalPath(value: unknown, key: string, fail: Fail): string | undefined {
+  if (value === undefined) return undefined;
+  return typeof value === "string" && path.isAbsolute(value) && !hasControl(value)
+    ? value
+    : fail(`has a ${key} that is not an absolute path`);
+}
+
+/** A word an operator gives a transport (a container's name, a namespace): matching `pattern`, or unset. */
+export function optionalWord(
+  value: unknown,
+  key: string,
+  pattern: RegExp,
+  what: string,
+  fail: Fail,
+): string | undefined {
+  if (value === undefined) return undefined;
+  return typeof value === "string" && pattern.test(value) ? value : fail(`has a "${key}" that is not ${what}`);
 }

@@ -139,7 +139,7 @@ export function describeEnd(closed: SessionEnd, transport: Pick<Transport, "labe
     return `no answer within ${closed.silentMs / 1000} s (CLAUDE_DISPATCH_SSH_TIMEOUT_MS)`;
   const said = lastLine(closed.stderr);
   const how =
-    transport.failure(closed.exitCode) ??
+    transport.failure(closed.exitCode, closed.stderr) ??
     (closed.signal ? `${label} ended by ${closed.signal}` : `the remote command exited ${closed.exitCode}`);
   return said ? `${how}: ${said.slice(0, 300)}` : how;
 }

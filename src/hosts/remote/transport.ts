@@ -15,10 +15,10 @@ export interface Transport {
   /** The arguments of one session, the program aside: `remote` is the far end's command line, word by word. */
   sessionArgs(remote: readonly string[]): string[];
   /**
-   * How an ended session failed, when the transport itself did (ssh's 255, an engine's 125): a phrase; undefined when
-   * the exit was the far end's own.
+   * How an ended session failed, when the transport itself did (ssh's 255, an engine's 125, what kubectl printed): a
+   * phrase; undefined when the exit was the far end's own.
    */
-  failure(exitCode: number | null): string | undefined;
+  failure(exitCode: number | null, stderr: string): string | undefined;
   /** The arguments of a last command closing what the transport keeps between sessions (ssh's shared connection). */
   closingArgs?(): string[] | undefined;
 }

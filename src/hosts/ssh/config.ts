@@ -2,9 +2,16 @@
  * A host of CLAUDE_DISPATCH_HOSTS (PROTOCOL.md §21.1) reached with `ssh`. Every value
  * here goes to ssh's argv or, quoted, into the one remote command line; a caller's values never do.
  */
-import path from "node:path";
-
-import { checkKeys, hasControl, isObject, parseRemoteEntry, type Fail, type RemoteEntry } from "../remote/entry.js";
+import {
+  checkKeys,
+  hasControl,
+  isObject,
+  optionalPath,
+  parseRemoteEntry,
+  type EntryParser,
+  type Fail,
+  type RemoteEntry,
+} from "../remote/entry.js";
 
 export interface SshHostConfig extends RemoteEntry {
   kind: "ssh";
@@ -37,12 +44,7 @@ const KEYS = ["ssh", "ssh_config", "options"];
  * One host of the setting that holds "ssh" (hosts/kinds.ts reads the rest); fail throws with the reason.
  * agentNames: the agents this build has, the home agent first (what a host offers when it says nothing).
  */
-export function parseSshEntry(
-  name: string,
-  entry: Readonly<Record<string, unknown>>,
-  agentNames: readonly string[],
-  fail: Fail,
-): SshHostConfig {
+export const parseSshEntry: EntryParser<SshHostConfig> = (name, entry, agentNames, fail) => {
   checkKeys(entry, KEYS, fail);
   const destination = entry.ssh;
   if (typeof destination !== "string" || !/^[^\s\-][^\s]{0,254}$/.test(destination) || hasControl(destination)) {
@@ -55,7 +57,7 @@ export function parseSshEntry(
     sshConfig: optionalPath(entry.ssh_config, "ssh_config", fail),
     options: parseOptions(entry.options, fail),
   };
-}
+};
 
 function parseOptions(value: unknown, fail: Fail): Record<string, string> {
   if (value === undefined) return {};
@@ -70,11 +72,3 @@ function parseOptions(value: unknown, fail: Fail): Record<string, string> {
   }
   return options;
 }
-
-function optionalPath(value: unknown, key: string, fail: Fail): string | undefined {
-  if (value === undefined) return undefined;
-  return typeof value === "string" && path.isAbsolute(value) && !hasControl(value)
-    ? value
-    : fail(`has a ${key} that is not an absolute path`);
-}
-
