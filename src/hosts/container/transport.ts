@@ -2,7 +2,7 @@
  * A container engine's `exec -i` as a transport (PROTOCOL.md §21.2): the engine's stdin and stdout are those of
  * claude-dispatch in its remote mode inside a running container. The engine keeps nothing between sessions.
  */
-import type { Transport } from "../remote/transport.js";
+import { environmentOf, type Transport } from "../remote/transport.js";
 import type { ContainerHostConfig } from "./config.js";
 
 /** What podman and docker need of this machine's environment to reach their engine; nothing else goes to them. */
@@ -40,9 +40,7 @@ export class ContainerTransport implements Transport {
   ) {
     this.label = config.engine;
     this.program = config.engineBin ?? config.engine;
-    this.env = Object.fromEntries(
-      ENGINE_ENVIRONMENT.filter((name) => env[name] !== undefined).map((name) => [name, env[name]]),
-    );
+    this.env = environmentOf(env, ENGINE_ENVIRONMENT);
   }
 
   sessionArgs(remote: readonly string[]): string[] {

@@ -2,7 +2,7 @@
  * `kubectl exec -i` as a transport (PROTOCOL.md §21.2): kubectl's stdin and stdout are those of claude-dispatch in
  * its remote mode in a pod's container. kubectl keeps nothing between sessions.
  */
-import type { Transport } from "../remote/transport.js";
+import { environmentOf, type Transport } from "../remote/transport.js";
 import type { PodHostConfig } from "./config.js";
 
 /** What kubectl needs of this machine's environment to reach the cluster; nothing else goes to it. */
@@ -18,9 +18,7 @@ export class PodTransport implements Transport {
     env: Readonly<Record<string, string | undefined>>,
   ) {
     this.program = config.kubectlBin ?? "kubectl";
-    this.env = Object.fromEntries(
-      KUBECTL_ENVIRONMENT.filter((name) => env[name] !== undefined).map((name) => [name, env[name]]),
-    );
+    this.env = environmentOf(env, KUBECTL_ENVIRONMENT);
   }
 
   sessionArgs(remote: readonly string[]): string[] {

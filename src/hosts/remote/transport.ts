@@ -22,3 +22,10 @@ export interface Transport {
   /** The arguments of a last command closing what the transport keeps between sessions (ssh's shared connection). */
   closingArgs?(): string[] | undefined;
 }
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The variables of this machine's environment a transport's program needs, by name; nothing else goes to it. */
+export function environmentOf(env: Env, names: readonly string[]): Env {
+  return Object.fromEntries(names.filter((name) => env[name] !== undefined).map((name) => [name, env[name]]));
+}
