@@ -81,3 +81,12 @@ export async function agentRecorded(stateDir: string, id: string): Promise<void>
     "the agent's start time in the record",
   );
 }
+
+/** Where `name` is on PATH (this process's unless given), or undefined. */
+export function onPath(name: string, pathVariable = process.env.PATH ?? "/usr/bin:/bin"): string | undefined {
+  for (const dir of pathVariable.split(path.delimiter).filter(Boolean)) {
+    const candidate = path.join(dir, name);
+    if (existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}

@@ -2,7 +2,7 @@
  * Runs the built server (dist/main.js) as a host would: a child process
  * spoken to in raw JSON lines on stdin/stdout.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -178,4 +178,18 @@ export class ServerProcess {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
     if (this.ownsStateDir) rmSync(this.stateDir, { recursive: true, force: true });
   }
+}
+
+/** A program run to its end with minimalEnvironment(env), within `timeoutMs`: its exit code and output. */
+export function runProgram(
+  file: string,
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { env: minimalEnvironment(env), timeout: timeoutMs }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr });
+    });
+  });
 }

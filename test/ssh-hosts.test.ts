@@ -4,7 +4,7 @@
  * running the fake agent. "Remote" is this machine, so pids and files there can be checked directly.
  */
 import assert from "node:assert/strict";
-import { execFile, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -20,7 +20,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { commandLine, isAlive, readPids, readRecordFile, waitFor } from "./processes.js";
-import { FAKE_CLAUDE, minimalEnvironment, SERVER_MAIN, ServerProcess } from "./server-process.js";
+import { FAKE_CLAUDE, minimalEnvironment, runProgram, SERVER_MAIN, ServerProcess } from "./server-process.js";
 import { sshSkipReason, startSshd, type Sshd } from "./sshd.js";
 
 const skip = sshSkipReason("ssh hosts");
@@ -520,16 +520,4 @@ function sshPath(): string {
     .map((dir) => path.join(dir, "ssh"))
     .find((file) => existsSync(file));
   return found ?? "/usr/bin/ssh";
-}
-
-function runProgram(
-  file: string,
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(file, args, { env: minimalEnvironment(env), timeout: 30_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr });
-    });
-  });
 }

@@ -27,6 +27,7 @@ import net from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { onPath } from "./processes.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -66,16 +67,6 @@ const START_TIMEOUT_MS = 10_000;
 const POLL_MS = 20;
 /** How long a SIGKILLed or SIGTERMed process may take to go. */
 const EXIT_TIMEOUT_MS = 5_000;
-
-/** Where `name` is on PATH, or undefined. */
-function onPath(name: string): string | undefined {
-  const dirs = (process.env.PATH ?? "/usr/bin:/bin").split(path.delimiter).filter(Boolean);
-  for (const dir of dirs) {
-    const candidate = path.join(dir, name);
-    if (existsSync(candidate)) return candidate;
-  }
-  return undefined;
-}
 
 /**
  * undefined when sshd, ssh and ssh-keygen are all there; else why not (e.g.
