@@ -3,11 +3,11 @@
  * is set but invalid is a startup error, never a silent fallback; every
  * invalid one is named, and doctor (§17) checks the rest with the valid ones.
  */
-import type { AgentOffer } from "./agent/options.js";
+import type { AgentOffer, HostOffer } from "./agent/options.js";
 import type { RuntimeTraits } from "./agent/runtime.js";
 import { HOME_AGENT, RUNTIMES, traitsOf } from "./runtimes/index.js";
 import type { ThisMachine } from "./agent/machine.js";
-import { DEFAULT_SSH_TIMEOUT_MS, parseHostsSetting, type HostEntry } from "./hosts/kinds.js";
+import { DEFAULT_SSH_TIMEOUT_MS, parseHostsSetting, type HostEntry, type KnownAgents } from "./hosts/kinds.js";
 import { programNotFound } from "./agent/ending.js";
 import { ConfigError, Settings, type ConfigProblem } from "./core/settings.js";
 import { clip } from "./core/text.js";
@@ -186,7 +186,10 @@ export function checkConfig(env: Env, machine: ThisMachine, runtimes: Runtimes =
     approvalTimeoutMs: settings.integer("CLAUDE_DISPATCH_APPROVAL_TIMEOUT_MS", 600_000, 1000, DAY_MS),
     worktree: settings.oneOf("CLAUDE_DISPATCH_WORKTREE", WORKTREE_POLICIES, "off"),
     worktreeDir: loadWorktreeDir(settings),
-    hosts: loadHosts(settings, readTextFile, names),
+    hosts: loadHosts(settings, readTextFile, {
+      names,
+      modesOf: (agent) => traitsOf(agent, runtimes)?.permissionModes ?? [],
+    }),
     sshBin: settings.optional("CLAUDE_DISPATCH_SSH_BIN") ?? "ssh",
     sshTimeoutMs: settings.integer("CLAUDE_DISPATCH_SSH_TIMEOUT_MS", DEFAULT_SSH_TIMEOUT_MS, 1000, 600_000),
     policy: loadPolicy(settings),
@@ -219,7 +222,7 @@ function loadWorktreeDir(settings: Settings): string | undefined {
 
 type HostsRead = HostEntry[] | undefined;
 
-function loadHosts(settings: Settings, readFile: ThisMachine["readTextFile"], agents: readonly string[]): HostsRead {
+function loadHosts(settings: Settings, readFile: ThisMachine["readTextFile"], agents: KnownAgents): HostsRead {
   const name = "CLAUDE_DISPATCH_HOSTS";
   const raw = settings.optional(name);
   if (raw === undefined) return undefined;
@@ -304,6 +307,16 @@ export function offeredAgents(config: Config, env: Env, here: ProgramFinder, run
     const missing = (): string | undefined => missingProgram(config, name, env, here, runtimes);
     return runtime && agent ? [offerOf(runtime, agent, missing)] : [];
   });
+}
+
+/** The hosts of CLAUDE_DISPATCH_HOSTS as the tools offer them (§21.1). */
+export function hostOffers(config: Config): HostOffer[] {
+  return (config.hosts ?? []).map(({ name, roots, agents, permissionModes }) => ({
+    name,
+    roots,
+    agents,
+    ...(permissionModes ? { allowedModes: permissionModes } : {}),
+  }));
 }
 
 /** What a call may ask of one agent, from what its runtime declares and what the operator set. */

@@ -11,7 +11,7 @@ import path from "node:path";
 
 import { ownLinuxStartTime } from "./hosts/local/self.js";
 import { systemClock } from "./core/clock.js";
-import { agentsAtStart, checkConfig, loadConfig, offeredAgents, programOf, type Config } from "./config.js";
+import { agentsAtStart, checkConfig, hostOffers, loadConfig, offeredAgents, programOf, type Config } from "./config.js";
 import { thisMachine } from "./hosts/local/machine.js";
 import type { ThisMachine } from "./agent/machine.js";
 import { createRequestHandler } from "./server/handler.js";
@@ -313,7 +313,7 @@ async function readConfig(
 
 /** What a server and the carrier both run: the job registry on the state directory, and everything it needs. */
 async function startJobs(config: Config, roots: string[] | undefined, env: NodeJS.ProcessEnv, restore = true) {
-  const offers = (config.hosts ?? []).map((host) => ({ name: host.name, roots: host.roots, agents: host.agents }));
+  const offers = hostOffers(config);
   const policy = {
     ...config.policy,
     roots,

@@ -256,6 +256,7 @@ test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, 
     stateDir: undefined,
     agents: ["claude"],
     programs: { claude: "/opt/bin/claude" },
+    permissionModes: undefined,
   });
   const read: string[] = [];
   const fromFile = loadConfig(
@@ -314,6 +315,7 @@ test("CLAUDE_DISPATCH_HOSTS: a running container, reached with the engine's exec
     stateDir: undefined,
     agents: ["claude"],
     programs: {},
+    permissionModes: undefined,
   });
   const docker = { ...dev, engine: "docker", engine_bin: "/usr/local/bin/docker", user: "1000:1000" };
   const [other] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ docker }) }).hosts ?? [];
@@ -336,6 +338,25 @@ test("CLAUDE_DISPATCH_HOSTS: a running container, reached with the engine's exec
   refused({ ...dev, roots: [] }, /needs "roots"/);
 });
 
+test("CLAUDE_DISPATCH_HOSTS: a host's own permission modes, each among its agent's", () => {
+  const dev = {
+    container: "dev",
+    roots: ["/work"],
+    permission_modes: { claude: ["bypassPermissions", "default", "default"], codex: ["danger-full-access"] },
+  };
+  const [host] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ dev }) }).hosts ?? [];
+  assert.deepEqual(host?.permissionModes, { claude: ["bypassPermissions", "default"], codex: ["danger-full-access"] });
+  const refused = (modes: unknown, pattern: RegExp): void =>
+    assert.throws(
+      () => loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ dev: { ...dev, permission_modes: modes } }) }),
+      (error: Error) => error instanceof ConfigError && pattern.test(error.message),
+    );
+  refused(["bypassPermissions"], /"permission_modes" that is not an object/);
+  refused({ cursor: ["default"] }, /"permission_modes" for "cursor", not an agent/);
+  refused({ claude: ["yolo"] }, /"permission_modes" for claude that are not 1 or more of default, acceptEdits/);
+  refused({ claude: [] }, /"permission_modes" for claude that are not 1 or more/);
+});
+
 test("CLAUDE_DISPATCH_HOSTS: a pod on a cluster, reached with kubectl exec", () => {
   const agents = { pod: "agents-0", namespace: "ci", container: "agent", context: "prod ctx", roots: ["/work"] };
   const [host] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ agents }) }).hosts ?? [];
@@ -352,6 +373,7 @@ test("CLAUDE_DISPATCH_HOSTS: a pod on a cluster, reached with kubectl exec", () 
     stateDir: undefined,
     agents: ["claude"],
     programs: {},
+    permissionModes: undefined,
   });
   const refused = (entry: unknown, pattern: RegExp): void =>
     assert.throws(

@@ -71,7 +71,14 @@ describe("jobs in a container and in a pod", { skip }, () => {
 
   function server(env: Record<string, string> = {}): ServerProcess {
     const hosts = {
-      dev: { container: container.name, engine: "podman", engine_bin: podman, ...farEnd() },
+      dev: {
+        container: container.name,
+        engine: "podman",
+        engine_bin: podman,
+        ...farEnd(),
+        // The container is the boundary: there, and only there, Claude Code may skip its prompts.
+        permission_modes: { claude: ["bypassPermissions", "default"] },
+      },
     };
     // The engine's variables reach podman; the server passes podman nothing else of its own.
     const started = new ServerProcess({ ...engine.env, CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts), ...env });
@@ -115,6 +122,29 @@ describe("jobs in a container and in a pod", { skip }, () => {
     assert.equal(response.result.isError, true);
     assert.match(response.result.content[0].text, /^POLICY_DENIED: /);
     assert.deepEqual(await agentsInside(), []);
+    await s.shutdown();
+  });
+
+  test("bypassPermissions: refused here, run in the container, whose entry allows it, and only its modes", async () => {
+    const s = server();
+    await s.initialize();
+    const here = await s.callTool("claude_run", { prompt: "x", cwd: work, permission_mode: "bypassPermissions" });
+    assert.equal(here.result.isError, true);
+    assert.match(
+      here.result.content[0].text,
+      /^POLICY_DENIED: permission_mode "bypassPermissions" is not allowed here/,
+    );
+    const recordFile = path.join(work, "bypass.json");
+    const there = await s.callTool("claude_run", {
+      prompt: `@record ${recordFile}`,
+      cwd: work,
+      host: "dev",
+      permission_mode: "bypassPermissions",
+    });
+    assert.equal(there.result.structuredContent.status, "completed", JSON.stringify(there.result));
+    assert.ok(JSON.parse(readFileSync(recordFile, "utf8")).argv.includes("--permission-mode=bypassPermissions"));
+    const plan = await s.callTool("claude_run", { prompt: "x", cwd: work, host: "dev", permission_mode: "plan" });
+    assert.match(plan.result.content[0].text, /^POLICY_DENIED: permission_mode "plan" is not allowed on host dev/);
     await s.shutdown();
   });
 
@@ -191,15 +221,26 @@ describe("jobs in a container and in a pod", { skip }, () => {
   });
 
   test("doctor reaches the container host and names it as the engine's container", async () => {
-    const hosts = { dev: { container: container.name, engine_bin: podman, ...farEnd() } };
+    const hosts = {
+      dev: {
+        container: container.name,
+        engine_bin: podman,
+        ...farEnd(),
+        permission_modes: { claude: ["bypassPermissions"] },
+      },
+    };
     const env = {
       ...engine.env,
       CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts),
       CLAUDE_DISPATCH_STATE_DIR: mkdtempSync(path.join(scratch, "doctor-")),
     };
     const doctor = await runProgram(process.execPath, [SERVER_MAIN, "doctor"], env, 60_000);
-    const line = doctor.stdout.split("\n").find((each) => each.includes("host dev")) ?? doctor.stdout;
+    const line = doctor.stdout.split("\n").find((each) => each.includes("host dev:")) ?? doctor.stdout;
     assert.match(line, new RegExp(`^ok +host dev: podman container ${container.name}: claude-dispatch `));
+    assert.match(
+      doctor.stdout,
+      /^warn +host dev modes: claude bypassPermissions \(bypassPermissions lets an agent$/m,
+    );
   });
 
   describe("a pod, through the stand-in kubectl", () => {

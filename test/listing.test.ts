@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { loadConfig, offeredAgents } from "../src/config.js";
+import { hostOffers, loadConfig, offeredAgents } from "../src/config.js";
 import { machineOf } from "./host-fakes.js";
 import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
 import { handlerHarness, settle, type HandlerHarness } from "./helpers.js";
@@ -245,17 +245,25 @@ test(
   async () => {
     const hosts = {
       box: { ssh: "me@build-box", roots: ["/srv/repos", "/home/me/src"], agents: ["claude", "codex"] },
-      gpu: { ssh: "gpu.example.org", roots: ["/data/work"], agents: ["claude", "codex", "gemini"] },
+      gpu: {
+        ssh: "gpu.example.org",
+        roots: ["/data/work"],
+        agents: ["claude", "codex", "gemini"],
+        permission_modes: { claude: ["bypassPermissions", "acceptEdits"] },
+      },
     };
-    const config = loadConfig({
-      CLAUDE_DISPATCH_AGENTS: "claude,codex,gemini",
-      CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts),
-    }, machineOf());
+    const config = loadConfig(
+      {
+        CLAUDE_DISPATCH_AGENTS: "claude,codex,gemini",
+        CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts),
+      },
+      machineOf(),
+    );
     const policy = {
       ...config.policy,
       roots: undefined,
       agents: offeredAgents(config, {}, machineOf()),
-      hosts: (config.hosts ?? []).map((host) => ({ name: host.name, roots: host.roots, agents: host.agents })),
+      hosts: hostOffers(config),
     };
     const h = handlerHarness({ policy });
     const params = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } };
@@ -272,6 +280,10 @@ test(
     >;
     assert.deepEqual(run.agent?.enum, ["claude", "codex", "gemini"], "every agent is offered");
     assert.deepEqual(run.host?.enum, ["box", "gpu"], "both hosts are offered");
+    // The mode only gpu allows is offered, and said to be gpu's.
+    const mode = run.permission_mode as { enum?: string[]; description?: string };
+    assert.ok(mode.enum?.includes("bypassPermissions"), "a host's own mode is in the enum");
+    assert.match(mode.description ?? "", /claude on gpu: bypassPermissions, acceptEdits\./);
     const bytes = (text: string): number => new TextEncoder().encode(text).length;
     const perTool = tools.map(({ name, description, inputSchema }) =>
       bytes(JSON.stringify({ name, description, inputSchema })),

@@ -120,6 +120,37 @@ test("an operator may allow bypassPermissions", () => {
   assert.equal(result.permissionMode, "bypassPermissions");
 });
 
+test("a host's own modes replace the operator's there, and only there (§21.1)", () => {
+  const sandboxed = policy({
+    hosts: [{ name: "box", roots: ["/work"], agents: ["claude"], allowedModes: { claude: ["bypassPermissions"] } }],
+  });
+  assert.equal(
+    applyPolicy({ permissionMode: "bypassPermissions" }, sandboxed, "claude", "box").permissionMode,
+    "bypassPermissions",
+  );
+  assert.equal(
+    denial({ permissionMode: "bypassPermissions" }, sandboxed),
+    `permission_mode "bypassPermissions" is not allowed here (an operator can allow it with ` +
+      `CLAUDE_DISPATCH_PERMISSION_MODES); allowed: ${DEFAULT_PERMISSION_MODES.join(", ")}`,
+  );
+  // There the host's list is the whole list: a mode the operator allows everywhere else is refused.
+  let caught: unknown;
+  try {
+    applyPolicy({ permissionMode: "plan" }, sandboxed, "claude", "box");
+  } catch (error) {
+    caught = error;
+  }
+  assert.ok(caught instanceof DispatchError && caught.code === "POLICY_DENIED");
+  assert.equal(
+    caught.message,
+    'permission_mode "plan" is not allowed on host box (an operator can allow it with "permission_modes" of host ' +
+      "box); allowed: bypassPermissions",
+  );
+  // A host that names no modes for the agent leaves the operator's.
+  const plain = policy({ hosts: [{ name: "box", roots: ["/work"], agents: ["claude"] }] });
+  assert.equal(applyPolicy({ permissionMode: "plan" }, plain, "claude", "box").permissionMode, "plan");
+});
+
 test("every allowed mode is accepted", () => {
   for (const mode of DEFAULT_PERMISSION_MODES) {
     assert.equal(applyPolicy({ permissionMode: mode }, DEFAULT_POLICY).permissionMode, mode);

@@ -49,6 +49,7 @@ describe("the pieces that bound a session, without ssh", () => {
     stateDir: undefined,
     agents: ["claude"],
     programs: {},
+    permissionModes: undefined,
   };
 
   test(

@@ -35,6 +35,7 @@ const HOST: SshHostConfig = {
   stateDir: "/var/lib/cd state",
   agents: ["claude"],
   programs: {},
+  permissionModes: undefined,
 };
 
 function sh(script: string): Promise<string> {

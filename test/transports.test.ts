@@ -19,6 +19,7 @@ const REMOTE = {
   stateDir: "/state dir",
   agents: ["claude"],
   programs: {},
+  permissionModes: undefined,
 };
 const CONTAINER: ContainerHostConfig = {
   kind: "container",

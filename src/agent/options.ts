@@ -50,6 +50,8 @@ export interface HostOffer {
   /** Absolute paths on that machine. */
   roots: readonly string[];
   agents: readonly string[];
+  /** The modes each agent named may be asked for there, instead of those the operator allows it (§21.1). */
+  allowedModes?: Readonly<Record<string, readonly string[]>> | undefined;
 }
 
 /** The option names callers use, for messages. */

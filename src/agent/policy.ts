@@ -60,16 +60,20 @@ function denied(detail: string): DispatchError {
  * One path for every agent: its options and mode checked against what it offers, the caps applied to the options
  * it has, and the operator's defaults for it filled in where the call names none.
  */
-export function applyPolicy(requested: AgentOptions, policy: Policy, agent: string = policy.homeAgent): AgentOptions {
-  const offer = policy.agents.find((candidate) => candidate.name === agent);
-  if (!offer) throw denied(`agent "${agent}" is not offered here`);
+export function applyPolicy(
+  requested: AgentOptions,
+  policy: Policy,
+  agent: string = policy.homeAgent,
+  host?: string,
+): AgentOptions {
+  const offer = offerOn(policy, agent, host);
   const options: AgentOptions = { ...requested };
   for (const key of Object.keys(options) as (keyof AgentOptions)[]) {
     if (offer.supportedOptions.includes(key)) continue;
     throw denied(`${OPTION_ARGUMENTS[key]} is not an option of agent "${agent}"`);
   }
   if (options.permissionMode !== undefined && !offer.allowedModes.includes(options.permissionMode)) {
-    throw denied(modeRefusal(offer, options.permissionMode, policy.homeAgent));
+    throw denied(modeRefusal(offer, options.permissionMode, policy.homeAgent, host));
   }
   if (options.maxTurns !== undefined && policy.maxTurns !== undefined && options.maxTurns > policy.maxTurns) {
     throw denied(`max_turns ${options.maxTurns} is above the operator's cap of ${policy.maxTurns}`);
@@ -90,15 +94,26 @@ export function applyPolicy(requested: AgentOptions, policy: Policy, agent: stri
   return options;
 }
 
+/** The agent as offered where the job runs: a host's own modes for it replace the operator's (§21.1). */
+function offerOn(policy: Policy, agent: string, host: string | undefined): AgentOffer {
+  const offer = policy.agents.find((candidate) => candidate.name === agent);
+  if (!offer) throw denied(`agent "${agent}" is not offered here`);
+  const modes =
+    host === undefined ? undefined : policy.hosts?.find((each) => each.name === host)?.allowedModes?.[agent];
+  return modes ? { ...offer, allowedModes: modes } : offer;
+}
+
 /**
  * A mode the operator does not allow. The default agent's is refused "here", naming the setting only for a mode
- * that drops its safety checks; another agent's names itself and the setting (§5.6, §7.5).
+ * that drops its safety checks; another agent's names itself and the setting (§5.6, §7.5); on a host, the host.
  */
-function modeRefusal(offer: AgentOffer, mode: string, homeAgent: string): string {
+function modeRefusal(offer: AgentOffer, mode: string, homeAgent: string, host: string | undefined): string {
   const named = offer.name !== homeAgent;
-  const allowIt = ` (an operator can allow it with ${offer.modesSetting})`;
-  const hint = named || offer.dangerousModes.includes(mode) ? allowIt : "";
-  const where = named ? `for agent "${offer.name}"` : "here";
+  const setting = host === undefined ? offer.modesSetting : `"permission_modes" of host ${host}`;
+  const allowIt = ` (an operator can allow it with ${setting})`;
+  const hint = named || host !== undefined || offer.dangerousModes.includes(mode) ? allowIt : "";
+  const agent = named ? `for agent "${offer.name}"` : "";
+  const where = [agent, host === undefined ? "" : `on host ${host}`].filter(Boolean).join(" ") || "here";
   const allowed = offer.allowedModes.join(", ") || "none";
   return `permission_mode "${mode}" is not allowed ${where}${hint}; allowed: ${allowed}`;
 }
@@ -115,13 +130,14 @@ export async function admitAgent(
   policy: Policy,
   checkDirectory: (dir: string) => Promise<DirectoryCheck>,
   agent: string = policy.homeAgent,
+  host?: string,
 ): Promise<{ cwd: string; options: AgentOptions }> {
   const require = async (dir: string, label: string): Promise<string> => {
     const check = await checkDirectory(dir);
     if (!check.ok) throw new DispatchError(check.code, `"${label}" ${check.problem}`);
     return check.path;
   };
-  const options = applyPolicy(requested, policy, agent);
+  const options = applyPolicy(requested, policy, agent, host);
   const resolvedCwd = await require(cwd, "cwd");
   if (options.addDirs) {
     const resolved: string[] = [];

@@ -98,6 +98,30 @@ export function permissionCheck(config: Config, runtimes: readonly RuntimeTraits
   };
 }
 
+/**
+ * The hosts that allow their own modes (§21.1), one line each: a warning where one lets an agent do anything without
+ * asking, which may be just what a container is for.
+ */
+export function hostModesChecks(config: Config, runtimes: readonly RuntimeTraits[] = RUNTIMES): Check[] {
+  return (config.hosts ?? []).flatMap(({ name, permissionModes }) => {
+    if (!permissionModes) return [];
+    const entries = Object.entries(permissionModes);
+    const dangerous = entries.flatMap(([agent, modes]) =>
+      modes.filter((mode) => traitsOf(agent, runtimes)?.dangerousModes.includes(mode)),
+    );
+    const listed = entries.map(([agent, modes]) => `${agent} ${modes.join(", ")}`).join("; ");
+    const lets = dangerous.length === 1 ? "lets" : "let";
+    const warning = dangerous.length > 0 ? ` (${andList(dangerous)} ${lets} an agent do anything without asking)` : "";
+    return [
+      {
+        name: `host ${name} modes`,
+        status: dangerous.length > 0 ? "warn" : "ok",
+        detail: `${listed}${warning}, there instead of the operator's`,
+      },
+    ];
+  });
+}
+
 /** The operator's defaults and caps for what a call leaves out (§5.6, §11). */
 export function agentDefaultsCheck(config: Config, runtimes: readonly RuntimeTraits[] = RUNTIMES): Check {
   const { policy } = config;

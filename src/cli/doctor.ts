@@ -14,7 +14,14 @@ import { filesHere, loadProcessControl, toJson, type CliIo } from "./context.js"
 import { formatAge, formatBytes, indent, printable, wrap } from "./format.js";
 import { claudeMcpAddLine, claudeMcpAddLines, mcpServersEntry, type Install } from "./host-config.js";
 import { keptWorktrees } from "../worktrees/retire.js";
-import { agentChecks, agentDefaultsCheck, andList, permissionCheck, type Check } from "./doctor-agents.js";
+import {
+  agentChecks,
+  agentDefaultsCheck,
+  andList,
+  hostModesChecks,
+  permissionCheck,
+  type Check,
+} from "./doctor-agents.js";
 
 /** What doctor prints fits a terminal of this many columns (§17); a check's detail wraps under its name. */
 const WIDTH = 80;
@@ -55,7 +62,11 @@ function plan(io: CliIo, config: Config): Planned[] {
     { label: "roots", needs: setting("ROOTS"), run: async () => [await rootsCheck(io, config)] },
     { label: "depth", needs: setting("DEPTH", "MAX_DEPTH"), run: one(depthCheck) },
     { label: "on exit", needs: setting("ON_EXIT", "JOB_RETENTION_MS", "STATE_MAX_BYTES"), run: one(onExitCheck) },
-    { label: "hosts", needs: setting("HOSTS"), run: () => (config.hosts ? hostChecks(io, config) : []) },
+    {
+      label: "hosts",
+      needs: setting("HOSTS"),
+      run: async () => (config.hosts ? [...hostModesChecks(config), ...(await hostChecks(io, config))] : []),
+    },
   ];
 }
 

@@ -7,7 +7,9 @@ import path from "node:path";
 import { parseContainerEntry, type ContainerHostConfig } from "./container/config.js";
 import { parsePodEntry, type PodHostConfig } from "./pod/config.js";
 import { parseSshEntry, type SshHostConfig } from "./ssh/config.js";
-import type { EntryParser } from "./remote/entry.js";
+import type { EntryParser, KnownAgents } from "./remote/entry.js";
+
+export type { KnownAgents };
 
 /** A host as the setting names it: its kind, its name, and its kind's settings. */
 export type HostEntry = SshHostConfig | ContainerHostConfig | PodHostConfig;
@@ -31,15 +33,8 @@ const KINDS: readonly HostKind[] = [
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const MAX_HOSTS = 64;
 
-/**
- * The hosts named by the setting: a JSON object, or the path of a file holding one. Throws Error with the reason.
- * agentNames: the agents this build has, the home agent first.
- */
-export function parseHostsSetting(
-  raw: string,
-  readFile: (file: string) => string,
-  agentNames: readonly string[],
-): HostEntry[] {
+/** The hosts named by the setting: a JSON object, or the path of a file holding one. Throws Error with the reason. */
+export function parseHostsSetting(raw: string, readFile: (file: string) => string, agents: KnownAgents): HostEntry[] {
   const text = raw.trim();
   let json = text;
   if (!text.startsWith("{") && !text.startsWith("[")) {
@@ -62,7 +57,7 @@ export function parseHostsSetting(
   }
   if (!isObject(value))
     throw new Error("CLAUDE_DISPATCH_HOSTS must be a JSON object mapping host names to their settings");
-  const hosts = Object.entries(value).map(([name, entry]) => parseEntry(name, entry, agentNames));
+  const hosts = Object.entries(value).map(([name, entry]) => parseEntry(name, entry, agents));
   if (hosts.length > MAX_HOSTS) throw new Error(`CLAUDE_DISPATCH_HOSTS names more than ${MAX_HOSTS} hosts`);
   return hosts;
 }
@@ -79,7 +74,7 @@ export function whereIs(entry: HostEntry): string {
   }
 }
 
-function parseEntry(name: string, entry: unknown, agentNames: readonly string[]): HostEntry {
+function parseEntry(name: string, entry: unknown, agents: KnownAgents): HostEntry {
   const fail = (problem: string): never => {
     throw new Error(`CLAUDE_DISPATCH_HOSTS: host ${JSON.stringify(name.slice(0, 64))} ${problem}`);
   };
@@ -90,7 +85,7 @@ function parseEntry(name: string, entry: unknown, agentNames: readonly string[])
   // The first kind whose key it holds; another kind's key is then an unknown setting of that one.
   const kind = KINDS.find((each) => Object.hasOwn(entry, each.key));
   if (!kind) return fail(`needs one of ${KINDS.map((each) => `"${each.key}"`).join(", ")}: how it is reached`);
-  return kind.parse(name, entry, agentNames, fail);
+  return kind.parse(name, entry, agents, fail);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

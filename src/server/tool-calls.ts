@@ -354,7 +354,7 @@ export class ToolCalls {
     if (host !== undefined && !there)
       throw new DispatchError("INVALID_ARGUMENT", `"host" ${quoted(host)} is not configured on this server`);
     const check = there ? (dir: string) => there.checkDirectory(dir) : this.deps.checkDirectory;
-    const admitted = await admitAgent(cwd, requested, this.deps.policy, check, agent);
+    const admitted = await admitAgent(cwd, requested, this.deps.policy, check, agent, host);
     // Its program missing here, the job could only fail: say so now, with the fix, and make none (§7.5).
     const offer = there ? undefined : this.deps.policy.agents?.find((candidate) => candidate.name === agent);
     const missing = offer?.missingProgram?.();

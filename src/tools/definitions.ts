@@ -50,13 +50,21 @@ const JOB_ID = STRING;
 function agentArguments(settings: ToolSettings, described: boolean): Record<string, unknown> {
   const agents = settings.agents;
   const others = agents.filter((agent) => agent.name !== settings.homeAgent);
-  const modes = [...new Set(agents.flatMap((agent) => agent.allowedModes))];
+  // A mode one host allows is offered too: the policy refuses it elsewhere (§21.1).
+  const hostModes = (settings.hosts ?? []).flatMap((host) => Object.values(host.allowedModes ?? {}).flat());
+  const modes = [...new Set([...agents.flatMap((agent) => agent.allowedModes), ...hostModes])];
   const hosts = settings.hosts ?? [];
   const about = (description: string): { description?: string } => (described ? { description } : {});
   const names = { agent: agents.map((agent) => agent.name), host: hosts.map((host) => host.name) };
   const roots = hosts.map((host) => `${host.name}: ${host.roots.join(", ")}`).join("; ");
-  // The default agent's modes need no words; the others' are named, as one enum holds them all.
-  const othersModes = others.map((agent) => `${agent.name}: ${agent.allowedModes.join(", ")}.`).join(" ");
+  // The default agent's modes need no words; the others', and a host's own, are named, as one enum holds them all.
+  const othersModes = others.map((agent) => `${agent.name}: ${agent.allowedModes.join(", ")}.`);
+  const hostsModes = hosts.flatMap((host) =>
+    Object.entries(host.allowedModes ?? {}).map(
+      ([agent, allowed]) => `${agent} on ${host.name}: ${allowed.join(", ")}.`,
+    ),
+  );
+  const modesText = [...othersModes, ...hostsModes].join(" ");
   return {
     ...(others.length > 0
       ? {
@@ -71,7 +79,7 @@ function agentArguments(settings: ToolSettings, described: boolean): Record<stri
       ? { host: { ...STRING, enum: names.host, ...about(`Run there, cwd a path inside ${roots}.`) } }
       : {}),
     model: STRING,
-    permission_mode: { ...STRING, enum: modes, ...(others.length > 0 ? about(othersModes) : {}) },
+    permission_mode: { ...STRING, enum: modes, ...(modesText ? about(modesText) : {}) },
     allowed_tools: { ...STRINGS, ...about('Tool rules such as "Edit" or "Bash(git log:*)".') },
     disallowed_tools: STRINGS,
     max_turns: { type: "integer", minimum: 1 },

@@ -200,6 +200,7 @@ async function admit(parts: JobsParts, spec: AgentSpec): Promise<AgentSpec> {
     parts.policy,
     (dir) => host.checkDirectory(dir),
     spec.agent,
+    spec.host,
   );
   return { ...spec, ...admitted, cwd: spec.worktree ? spec.cwd : admitted.cwd };
 }

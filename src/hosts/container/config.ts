@@ -32,7 +32,7 @@ const CONTAINER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const USER = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$/;
 
 /** One host of the setting that holds "container" (hosts/kinds.ts reads the rest). */
-export const parseContainerEntry: EntryParser<ContainerHostConfig> = (name, entry, agentNames, fail) => {
+export const parseContainerEntry: EntryParser<ContainerHostConfig> = (name, entry, agents, fail) => {
   checkKeys(entry, KEYS, fail);
   const container = entry.container;
   if (typeof container !== "string" || !CONTAINER_NAME.test(container))
@@ -41,7 +41,7 @@ export const parseContainerEntry: EntryParser<ContainerHostConfig> = (name, entr
   if (!ENGINES.includes(engine as Engine)) fail(`has an "engine" that is not one of ${ENGINES.join(", ")}`);
   return {
     kind: "container",
-    ...parseRemoteEntry(name, entry, agentNames, fail),
+    ...parseRemoteEntry(name, entry, agents, fail),
     container: container as string,
     engine: engine as Engine,
     engineBin: optionalPath(entry.engine_bin, "engine_bin", fail),

@@ -33,14 +33,14 @@ const LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const CONTEXT = /^[^\s\-\u0000-\u001f\u007f][^\u0000-\u001f\u007f]{0,252}$/;
 
 /** One host of the setting that holds "pod" (hosts/kinds.ts reads the rest). */
-export const parsePodEntry: EntryParser<PodHostConfig> = (name, entry, agentNames, fail) => {
+export const parsePodEntry: EntryParser<PodHostConfig> = (name, entry, agents, fail) => {
   checkKeys(entry, KEYS, fail);
   const pod = entry.pod;
   if (typeof pod !== "string" || !POD_NAME.test(pod))
     fail('needs "pod": the name of a running pod (lower-case letters, digits, - and ., at most 253)');
   return {
     kind: "pod",
-    ...parseRemoteEntry(name, entry, agentNames, fail),
+    ...parseRemoteEntry(name, entry, agents, fail),
     pod: pod as string,
     namespace: optionalWord(entry.namespace, "namespace", LABEL, "a namespace's name", fail),
     container: optionalWord(entry.container, "container", LABEL, "a container's name", fail),

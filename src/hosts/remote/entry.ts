@@ -17,15 +17,23 @@ export interface RemoteEntry {
   /** The agents offered there, and each one's program as the operator names it; none: that end's setting or PATH. */
   agents: string[];
   programs: Readonly<Record<string, string>>;
+  /** The modes each agent may be asked for there, instead of the operator's (§21.1); none: the operator's. */
+  permissionModes: Readonly<Record<string, readonly string[]>> | undefined;
 }
 
 export type Fail = (problem: string) => never;
 
-/** A kind's parser of its entry: agentNames are this build's agents, the home agent first; fail throws the reason. */
+/** This build's agents, the home agent first, and each one's permission modes in its CLI's words. */
+export interface KnownAgents {
+  names: readonly string[];
+  modesOf(agent: string): readonly string[];
+}
+
+/** A kind's parser of its entry; fail throws the reason. */
 export type EntryParser<Entry> = (
   name: string,
   entry: Readonly<Record<string, unknown>>,
-  agentNames: readonly string[],
+  agents: KnownAgents,
   fail: Fail,
 ) => Entry;
 
@@ -34,7 +42,7 @@ export function farEndCommand(entry: Pick<RemoteEntry, "command" | "stateDir">):
   return [...entry.command, "remote", ...(entry.stateDir ? [`--state-dir=${entry.stateDir}`] : [])];
 }
 
-const REMOTE_KEYS = ["roots", "command", "state_dir", "agents", "programs"];
+const REMOTE_KEYS = ["roots", "command", "state_dir", "agents", "programs", "permission_modes"];
 
 /** Fails on a key that is neither the kind's own nor one every remote host has. */
 export function checkKeys(entry: Readonly<Record<string, unknown>>, ownKeys: readonly string[], fail: Fail): void {
@@ -43,11 +51,11 @@ export function checkKeys(entry: Readonly<Record<string, unknown>>, ownKeys: rea
   if (unknown !== undefined) fail(`has an unknown setting ${JSON.stringify(unknown)} (known: ${known.join(", ")})`);
 }
 
-/** The keys every remote host has. agentNames: this build's agents, the home agent first (offered when unsaid). */
+/** The keys every remote host has; the home agent is offered there when it says none. */
 export function parseRemoteEntry(
   name: string,
   entry: Readonly<Record<string, unknown>>,
-  agentNames: readonly string[],
+  agents: KnownAgents,
   fail: Fail,
 ): RemoteEntry {
   const roots = entry.roots;
@@ -69,8 +77,9 @@ export function parseRemoteEntry(
         : isAbsolutePosix(entry.state_dir)
           ? entry.state_dir
           : fail("has a state_dir that is not an absolute path"),
-    agents: parseAgents(entry.agents, agentNames, fail),
-    programs: parsePrograms(entry.programs, agentNames, fail),
+    agents: parseAgents(entry.agents, agents.names, fail),
+    programs: parsePrograms(entry.programs, agents.names, fail),
+    permissionModes: parseModes(entry.permission_modes, agents, fail),
   };
 }
 
@@ -146,4 +155,23 @@ export function optionalWord(
 ): string | undefined {
   if (value === undefined) return undefined;
   return typeof value === "string" && pattern.test(value) ? value : fail(`has a "${key}" that is not ${what}`);
+}
+
+/** {"claude": ["bypassPermissions"]}: for each agent named, 1 to 16 of its own modes. */
+function parseModes(value: unknown, agents: KnownAgents, fail: Fail): Record<string, string[]> | undefined {
+  if (value === undefined) return undefined;
+  if (!isObject(value)) return fail('has "permission_modes" that is not an object (such as {"claude": ["default"]})');
+  const modes: Record<string, string[]> = {};
+  for (const [agent, listed] of Object.entries(value)) {
+    if (!agents.names.includes(agent)) fail(`has "permission_modes" for ${JSON.stringify(agent)}, not an agent`);
+    const known = agents.modesOf(agent);
+    const valid =
+      Array.isArray(listed) &&
+      listed.length >= 1 &&
+      listed.length <= 16 &&
+      listed.every((mode) => typeof mode === "string" && known.includes(mode));
+    if (!valid) fail(`has "permission_modes" for ${agent} that are not 1 or more of ${known.join(", ")}`);
+    modes[agent] = [...new Set(listed as string[])];
+  }
+  return modes;
 }

@@ -44,7 +44,7 @@ const KEYS = ["ssh", "ssh_config", "options"];
  * One host of the setting that holds "ssh" (hosts/kinds.ts reads the rest); fail throws with the reason.
  * agentNames: the agents this build has, the home agent first (what a host offers when it says nothing).
  */
-export const parseSshEntry: EntryParser<SshHostConfig> = (name, entry, agentNames, fail) => {
+export const parseSshEntry: EntryParser<SshHostConfig> = (name, entry, agents, fail) => {
   checkKeys(entry, KEYS, fail);
   const destination = entry.ssh;
   if (typeof destination !== "string" || !/^[^\s\-][^\s]{0,254}$/.test(destination) || hasControl(destination)) {
@@ -52,7 +52,7 @@ export const parseSshEntry: EntryParser<SshHostConfig> = (name, entry, agentName
   }
   return {
     kind: "ssh",
-    ...parseRemoteEntry(name, entry, agentNames, fail),
+    ...parseRemoteEntry(name, entry, agents, fail),
     destination: destination as string,
     sshConfig: optionalPath(entry.ssh_config, "ssh_config", fail),
     options: parseOptions(entry.options, fail),
