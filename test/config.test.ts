@@ -297,7 +297,7 @@ test("CLAUDE_DISPATCH_HOSTS: a JSON object or a file of one; each host checked, 
   refused({ box: { ...box, state_dir: "state" } }, /state_dir that is not an absolute path/);
   refused({ box: { ...box, colour: "blue" } }, /unknown setting "colour"/);
   refused({ box: { ...box, container: "dev" } }, /unknown setting "container"/);
-  refused({ box: { roots: ["/srv"] } }, /needs one of "ssh", "pod", "container": how it is reached/);
+  refused({ box: { roots: ["/srv"] } }, /needs one of "ssh", "pod", "container", "image": how it is reached/);
 });
 
 test("CLAUDE_DISPATCH_HOSTS: a running container, reached with the engine's exec", () => {
@@ -336,6 +336,55 @@ test("CLAUDE_DISPATCH_HOSTS: a running container, reached with the engine's exec
   refused({ ...dev, user: "--root" }, /"user" that is not a user name or uid/);
   refused({ ...dev, ssh_config: "/etc/ssh" }, /unknown setting "ssh_config"/);
   refused({ ...dev, roots: [] }, /needs "roots"/);
+});
+
+test("CLAUDE_DISPATCH_HOSTS: a fresh container per job from an image, given only what the entry lists", () => {
+  const sandbox = { image: "localhost/agents:1", roots: ["/home/me/src"] };
+  const [host] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ sandbox }) }).hosts ?? [];
+  assert.deepEqual(host, {
+    kind: "sandbox",
+    name: "sandbox",
+    image: "localhost/agents:1",
+    engine: "podman",
+    engineBin: undefined,
+    env: [],
+    mounts: [],
+    network: "none",
+    roots: ["/home/me/src"],
+    command: ["claude-dispatch"],
+    stateDir: undefined,
+    agents: ["claude"],
+    programs: {},
+    permissionModes: undefined,
+  });
+  const full = {
+    ...sandbox,
+    engine: "docker",
+    env: ["ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"],
+    mounts: [{ source: "/opt/cache" }, { source: "/srv/out", target: "/out", writable: true }],
+    network: "host",
+  };
+  const [other] = loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ full }) }).hosts ?? [];
+  assert.deepEqual(other?.kind === "sandbox" ? [other.env, other.mounts, other.network] : [], [
+    ["ANTHROPIC_API_KEY"],
+    [
+      { source: "/opt/cache", target: "/opt/cache", writable: false },
+      { source: "/srv/out", target: "/out", writable: true },
+    ],
+    "host",
+  ]);
+  const refused = (entry: unknown, pattern: RegExp): void =>
+    assert.throws(
+      () => loadConfig({ CLAUDE_DISPATCH_HOSTS: JSON.stringify({ sandbox: entry }) }),
+      (error: Error) => error instanceof ConfigError && pattern.test(error.message),
+    );
+  refused({ ...sandbox, image: "--privileged" }, /needs "image"/);
+  refused({ ...sandbox, env: ["NOT-A-NAME"] }, /"env" that is not a list of variable names/);
+  refused({ ...sandbox, mounts: [{ source: "relative" }] }, /a mount \(1\) that is not/);
+  refused({ ...sandbox, mounts: [{ source: "/a,b" }] }, /a mount \(1\) that is not/);
+  refused({ ...sandbox, mounts: [{ source: "/a", readonly: true }] }, /a mount \(1\) that is not/);
+  refused({ ...sandbox, network: "--net=host" }, /"network" that is not a network's name/);
+  refused({ ...sandbox, container: "dev" }, /unknown setting "image"/);
 });
 
 test("CLAUDE_DISPATCH_HOSTS: a host's own permission modes, each among its agent's", () => {

@@ -255,8 +255,11 @@ export interface Host {
   joinPath(repo: string, subdir: string): string;
   /** Its worktrees, made and worked on where its agents run (§19, §21.3). */
   readonly worktrees: Worktrees;
-  /** The approver its agents run for a job whose requests are forwarded (§18, §21.3). */
-  approver(jobId: string, waitMs: number): ApproverLaunch;
+  /**
+   * The approver its agents run for a job whose requests are forwarded (§18, §21.3); undefined: they are not, and
+   * what would prompt is refused (a sandbox, §21.1).
+   */
+  approver(jobId: string, waitMs: number): ApproverLaunch | undefined;
   /** What doctor says of it (§17, §21.5). */
   check(): Promise<HostCheck>;
   /** This process is leaving: followers stop (agents run on), connections close, the process layer settles. */

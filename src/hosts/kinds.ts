@@ -6,13 +6,14 @@ import path from "node:path";
 
 import { parseContainerEntry, type ContainerHostConfig } from "./container/config.js";
 import { parsePodEntry, type PodHostConfig } from "./pod/config.js";
+import { parseSandboxEntry, type SandboxHostConfig } from "./sandbox/config.js";
 import { parseSshEntry, type SshHostConfig } from "./ssh/config.js";
 import type { EntryParser, KnownAgents } from "./remote/entry.js";
 
 export type { KnownAgents };
 
 /** A host as the setting names it: its kind, its name, and its kind's settings. */
-export type HostEntry = SshHostConfig | ContainerHostConfig | PodHostConfig;
+export type HostEntry = SshHostConfig | ContainerHostConfig | PodHostConfig | SandboxHostConfig;
 
 /** CLAUDE_DISPATCH_SSH_TIMEOUT_MS unset: how long a host may keep silent (§21.2). */
 export { DEFAULT_SSH_TIMEOUT_MS } from "./ssh/config.js";
@@ -28,6 +29,7 @@ const KINDS: readonly HostKind[] = [
   { key: "ssh", parse: parseSshEntry },
   { key: "pod", parse: parsePodEntry },
   { key: "container", parse: parseContainerEntry },
+  { key: "image", parse: parseSandboxEntry },
 ];
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -71,6 +73,8 @@ export function whereIs(entry: HostEntry): string {
       return `${entry.engine} container ${entry.container}`;
     case "pod":
       return `pod ${entry.pod}${entry.namespace ? ` in ${entry.namespace}` : ""}`;
+    case "sandbox":
+      return `${entry.engine} sandboxes of ${entry.image}`;
   }
 }
 

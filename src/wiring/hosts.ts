@@ -66,7 +66,7 @@ export async function createHosts(parts: HostParts): Promise<HostSet> {
   if (!parts.config.hosts) return new HostSet(home);
   const { createRemoteHosts } = await parts.loaders.remoteHosts();
   const { config, machine, uid, logger, shareConnections = true, store } = parts;
-  return new HostSet(home, createRemoteHosts(config, machine, uid, logger, shareConnections, store));
+  return new HostSet(home, createRemoteHosts(config, machine, uid, logger, shareConnections, store, home.worktrees));
 }
 
 /** This machine: agents, liveness and tree kills through the process layer, loaded at the first use. */

@@ -11,6 +11,10 @@ import type { Transport } from "../hosts/remote/transport.js";
 import { socketFolder, SshTransport } from "../hosts/ssh/transport.js";
 import { ContainerTransport } from "../hosts/container/transport.js";
 import { PodTransport } from "../hosts/pod/transport.js";
+import { SandboxHost } from "../hosts/sandbox/sandbox-host.js";
+import { checkDirectory, resolveRoots } from "../hosts/local/directory.js";
+import type { Host } from "../agent/host.js";
+import type { Worktrees } from "../agent/worktree.js";
 import { fileRequestAs } from "../store/approvals.js";
 import type { StateStore } from "../store/state-store.js";
 import type { Machine } from "./machine.js";
@@ -23,14 +27,15 @@ export function createRemoteHosts(
   logger: Logger,
   share = true,
   store?: StateStore,
-): Map<string, RemoteHost> {
-  const hosts = new Map<string, RemoteHost>();
+  localWorktrees?: Worktrees,
+): Map<string, Host> {
+  const hosts = new Map<string, Host>();
   if (!config.hosts) return hosts;
   // Made once, when the first ssh host needs it.
   let controlDir: { path: string | undefined } | undefined;
   const sshControlDir = (): string | undefined =>
     (controlDir ??= { path: share ? socketFolder(config.stateDir, uid, logger) : undefined }).path;
-  const transportOf = (entry: HostEntry): Transport => {
+  const transportOf = (entry: Exclude<HostEntry, { kind: "sandbox" }>): Transport => {
     switch (entry.kind) {
       case "ssh":
         return new SshTransport({
@@ -47,6 +52,11 @@ export function createRemoteHosts(
     }
   };
   for (const entry of config.hosts) {
+    if (entry.kind === "sandbox") {
+      if (!localWorktrees) throw new Error("a sandbox host needs this machine's worktrees");
+      hosts.set(entry.name, sandboxHost(entry, config, machine, logger, localWorktrees));
+      continue;
+    }
     hosts.set(
       entry.name,
       new RemoteHost({
@@ -62,6 +72,36 @@ export function createRemoteHosts(
     );
   }
   return hosts;
+}
+
+/** A fresh container per job, of this machine's directories: checked here against the entry's roots, resolved. */
+function sandboxHost(
+  entry: Extract<HostEntry, { kind: "sandbox" }>,
+  config: Config,
+  machine: Machine,
+  logger: Logger,
+  worktrees: Worktrees,
+): SandboxHost {
+  let roots: Promise<string[] | undefined> | undefined;
+  return new SandboxHost({
+    config: entry,
+    env: machine.env,
+    timeoutMs: config.sshTimeoutMs,
+    clock: systemClock,
+    logger,
+    worktrees,
+    stateDir: config.stateDir,
+    checkDirectory: async (dir) => {
+      roots ??= resolveRoots(entry.roots).catch((error: unknown) => {
+        logger.warn(`host ${entry.name}: ${(error as Error).message}`);
+        return undefined;
+      });
+      const resolved = await roots;
+      if (!resolved)
+        return { ok: false, code: "POLICY_DENIED", problem: `is not usable: host ${entry.name}'s roots are not` };
+      return checkDirectory(dir, resolved);
+    },
+  });
 }
 
 /** A job's approval files in this state directory, where another machine's requests are mirrored (§21.3). */

@@ -28,6 +28,8 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   "runtimes/all.ts": ["core/", "agent/", "runtimes/"],
   // A kind of remote host builds on the one protocol (hosts/remote/), and no other kind.
   "hosts/*/": ["core/", "agent/", "store/", "hosts/*/", "hosts/remote/"],
+  // A sandbox is a container made per job: it execs into it as a container host does.
+  "hosts/sandbox/": ["core/", "agent/", "store/", "hosts/sandbox/", "hosts/remote/", "hosts/container/"],
   "hosts/kinds.ts": ["core/", "agent/", "hosts/"],
   "worktrees/": ["core/", "agent/", "worktrees/"],
   "approver/": ["core/", "agent/", "store/", "runtimes/", "server/eras.ts", "server/jsonrpc.ts", "approver/"],

@@ -8,6 +8,7 @@ import {
   optionalWord,
   parseRemoteEntry,
   type EntryParser,
+  type Fail,
   type RemoteEntry,
 } from "../remote/entry.js";
 
@@ -31,20 +32,27 @@ const CONTAINER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 /** A user name or uid, with a group or gid after a colon. */
 const USER = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$/;
 
+/** "engine" (podman unless said) and "engine_bin", as a container host and a sandbox name them. */
+export function parseEngine(
+  entry: Readonly<Record<string, unknown>>,
+  fail: Fail,
+): { engine: Engine; engineBin: string | undefined } {
+  const engine = entry.engine ?? "podman";
+  if (!ENGINES.includes(engine as Engine)) fail(`has an "engine" that is not one of ${ENGINES.join(", ")}`);
+  return { engine: engine as Engine, engineBin: optionalPath(entry.engine_bin, "engine_bin", fail) };
+}
+
 /** One host of the setting that holds "container" (hosts/kinds.ts reads the rest). */
 export const parseContainerEntry: EntryParser<ContainerHostConfig> = (name, entry, agents, fail) => {
   checkKeys(entry, KEYS, fail);
   const container = entry.container;
   if (typeof container !== "string" || !CONTAINER_NAME.test(container))
     fail('needs "container": the name or id of a running container (letters, digits, _ . -, at most 128)');
-  const engine = entry.engine ?? "podman";
-  if (!ENGINES.includes(engine as Engine)) fail(`has an "engine" that is not one of ${ENGINES.join(", ")}`);
   return {
     kind: "container",
     ...parseRemoteEntry(name, entry, agents, fail),
     container: container as string,
-    engine: engine as Engine,
-    engineBin: optionalPath(entry.engine_bin, "engine_bin", fail),
+    ...parseEngine(entry, fail),
     user: optionalWord(entry.user, "user", USER, "a user name or uid (user[:group])", fail),
   };
 };

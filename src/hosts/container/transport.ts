@@ -6,7 +6,7 @@ import { environmentOf, type Transport } from "../remote/transport.js";
 import type { ContainerHostConfig } from "./config.js";
 
 /** What podman and docker need of this machine's environment to reach their engine; nothing else goes to them. */
-const ENGINE_ENVIRONMENT = [
+export const ENGINE_ENVIRONMENT = [
   "PATH",
   "HOME",
   "USER",
