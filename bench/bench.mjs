@@ -55,6 +55,8 @@
  *              ratio (about 4 if each request costs the same, 16 if quadratic)
  *   o carrier  with no server (its host closed stdin): agent exit -> final record, p99;
  *              last record -> the headless carrier's exit
+ *   p containers  claude_run "hi" here, in a running container and in a fresh
+ *              sandbox per job, on a private podman (test/podman-serve.ts)
  *
  * Every process it starts carries BENCH_RUN_ID=<uuid> in its environment (the
  * server passes its environment on to agents), so leftovers are found by that
@@ -94,6 +96,7 @@ import { benchWorktrees } from "./sections/worktrees.mjs";
 import { benchSsh } from "./sections/ssh.mjs";
 import { benchStartupWithJobs } from "./sections/startup.mjs";
 import { benchCarrier } from "./sections/carrier.mjs";
+import { benchContainers } from "./sections/containers.mjs";
 import { SECTION_LIST } from "./sections/list.mjs";
 import { DOCUMENT, writeTable } from "./table.mjs";
 import {
@@ -136,6 +139,7 @@ const RUNS = {
   ssh: benchSsh,
   approvalscale: benchApprovalScale,
   carrier: benchCarrier,
+  containers: benchContainers,
 };
 const SECTIONS = SECTION_LIST.map((section) => ({ ...section, run: RUNS[section.name] }));
 

@@ -65,6 +65,8 @@ export const SIZES = {
   /** (o): jobs per round left to the carrier, at most this many running at once. */
   carrierJobs: 12,
   carrierMaxJobs: 4,
+  /** (p): claude_run "hi" per round here, in a running container and in a fresh sandbox (each). */
+  containerSamples: 5,
 };
 
 
@@ -256,4 +258,54 @@ export function printTable(rows) {
     if (l.detail) out.push(`${" ".repeat(4)}${l.detail}`);
   }
   process.stdout.write(`${out.join("\n")}\n`);
+}
+
+export const TSX_CLI = path.join(ROOT, "node_modules", ".bin", "tsx");
+
+/**
+ * A test/*-serve.ts helper (test/sshd-serve.ts, test/podman-serve.ts) started through tsx and its one JSON line read:
+ * { info, pid, stop }. info is what it serves, or {missing: reason} when what it needs is not there (the script has
+ * exited then). stop() closes its stdin, which makes it stop everything it started, and waits for its exit (then
+ * SIGTERM, which does the same, then SIGKILL).
+ */
+export async function startServing(script, what) {
+  const file = path.join(ROOT, "test", script);
+  const options = { cwd: ROOT, env: baseEnv(), stdio: ["pipe", "pipe", "pipe"] };
+  const child = track(spawn(process.execPath, [TSX_CLI, file], options));
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (text) => {
+    stderr = (stderr + text).slice(-4096);
+  });
+  child.stdin.on("error", () => undefined);
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  const stop = async () => {
+    child.stdin.end();
+    // SIGTERM stops what it serves too; SIGKILL would leave it running.
+    for (const [signal, ms] of [["SIGTERM", 20_000], ["SIGKILL", 5_000]]) {
+      try {
+        return await withTimeout(exited, ms, `test/${script} stopping`);
+      } catch {
+        child.kill(signal);
+      }
+    }
+    return exited;
+  };
+  let buffered = "";
+  const line = new Promise((resolve, reject) => {
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (text) => {
+      buffered += text;
+      if (buffered.includes("\n")) resolve(buffered.slice(0, buffered.indexOf("\n")));
+    });
+    exited.then(({ code, signal }) => reject(new Error(`test/${script} exited (code ${code}, signal ${signal}) ` +
+      `before its line; stderr:\n${stderr}`)));
+  });
+  try {
+    const info = JSON.parse(await withTimeout(line, 120_000, `test/${script} starting ${what}`));
+    return { info, pid: child.pid, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
 }

@@ -19,4 +19,5 @@ export const SECTION_LIST = [
   { key: "m", name: "ssh" },
   { key: "n", name: "approvalscale" },
   { key: "o", name: "carrier" },
+  { key: "p", name: "containers" },
 ];

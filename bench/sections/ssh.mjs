@@ -23,55 +23,10 @@ import {
   killedLeftovers,
   reapLeftovers,
   track,
+  TSX_CLI,
+  startServing,
 } from "../shared.mjs";
 
-const TSX_CLI = path.join(ROOT, "node_modules", ".bin", "tsx");
-const SSHD_SERVE = path.join(ROOT, "test", "sshd-serve.ts");
-
-/**
- * test/sshd-serve.ts started and its one line read: { info, pid, stop }. info is {alias, clientConfig, refusedAlias},
- * or {missing: reason} when sshd, ssh or ssh-keygen is not there (the script has exited then). stop() closes its
- * stdin, which makes it stop sshd (the listener and every connection), and waits for its exit (then SIGTERM, which
- * does the same, then SIGKILL).
- */
-async function startSshdServe() {
-  const child = track(spawn(process.execPath, [TSX_CLI, SSHD_SERVE], { cwd: ROOT, env: baseEnv(), stdio: ["pipe", "pipe", "pipe"] }));
-  let stderr = "";
-  child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (text) => {
-    stderr = (stderr + text).slice(-4096);
-  });
-  child.stdin.on("error", () => undefined);
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
-  const stop = async () => {
-    child.stdin.end();
-    // SIGTERM stops sshd too; SIGKILL would leave its listener running.
-    for (const [signal, ms] of [["SIGTERM", 20_000], ["SIGKILL", 5_000]]) {
-      try {
-        return await withTimeout(exited, ms, "test/sshd-serve.ts stopping");
-      } catch {
-        child.kill(signal);
-      }
-    }
-    return exited;
-  };
-  let buffered = "";
-  const line = new Promise((resolve, reject) => {
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (text) => {
-      buffered += text;
-      if (buffered.includes("\n")) resolve(buffered.slice(0, buffered.indexOf("\n")));
-    });
-    exited.then(({ code, signal }) => reject(new Error(`test/sshd-serve.ts exited (code ${code}, signal ${signal}) ` +
-      `before its line; stderr:\n${stderr}`)));
-  });
-  try {
-    return { info: JSON.parse(await withTimeout(line, 30_000, "test/sshd-serve.ts starting sshd")), pid: child.pid, stop };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
-}
 
 /** The parent pid of a process, from /proc/<pid>/stat, or undefined when it is gone. */
 function procParent(pid) {
@@ -152,7 +107,7 @@ export async function benchSsh(rounds) {
   });
   if (!fs.existsSync(TSX_CLI)) return skipped(`${path.relative(ROOT, TSX_CLI)} is missing (npm install): ` +
     `test/sshd-serve.ts cannot run`);
-  const sshd = await startSshdServe();
+  const sshd = await startServing("sshd-serve.ts", "sshd");
   if (sshd.info.missing !== undefined) {
     await sshd.stop();
     return skipped(`no sshd for the bench: ${sshd.info.missing}`);

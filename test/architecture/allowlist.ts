@@ -46,7 +46,7 @@ export const LONG_LINES: Readonly<Record<string, number>> = {
   "bench/sections/jobcost.mjs": 10,
   "bench/sections/jobs.mjs": 6,
   "bench/sections/latency.mjs": 4,
-  "bench/sections/ssh.mjs": 13,
+  "bench/sections/ssh.mjs": 11,
   "bench/sections/startup.mjs": 5,
   "bench/sections/wait.mjs": 3,
   "bench/sections/worktrees.mjs": 2,
