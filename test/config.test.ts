@@ -350,6 +350,7 @@ test("CLAUDE_DISPATCH_HOSTS: a fresh container per job from an image, given only
     env: [],
     mounts: [],
     network: "none",
+    user: undefined,
     roots: ["/home/me/src"],
     command: ["claude-dispatch"],
     stateDir: undefined,

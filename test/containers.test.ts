@@ -125,7 +125,10 @@ describe("a private podman engine (test/containers.ts)", { skip, timeout: 120_00
   test("the shell and the tools run: sh, sleep, cat, ls, git", async () => {
     const script = "sleep 0 && cat /etc/passwd && ls -d /tmp /root && git --version";
     const result = ok(await podman().execIn(container(), ["/bin/sh", "-c", script]), "sh -c");
-    assert.match(result.stdout, /^root:x:0:0:root:\/root:\/bin\/sh\n\/root\n\/tmp\ngit version /);
+    assert.match(
+      result.stdout,
+      /^root:x:0:0:root:\/root:\/bin\/sh\nagent:x:1000:1000::\/home\/agent:\/bin\/sh\n\/root\n\/tmp\ngit version /,
+    );
   });
 
   test("the container's variables reach an exec'd process, with HOME=/root", async () => {

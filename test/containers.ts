@@ -124,9 +124,24 @@ const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
 /**
  * The programs copied into the image's /usr/bin (with /bin a link to it), each
  * with the libraries `ldd` lists; node is the one running this process. The
- * fake agent spawns node and git (@commit); tests' shell commands use the rest.
+ * fake agent spawns node and git (@commit); Claude Code's Bash tool needs
+ * bash; tests' shell commands use the rest.
  */
-const IMAGE_PROGRAMS = ["sh", "env", "sleep", "cat", "echo", "true", "false", "ls", "mkdir", "rm", "touch", "git"];
+const IMAGE_PROGRAMS = [
+  "sh",
+  "bash",
+  "env",
+  "sleep",
+  "cat",
+  "echo",
+  "true",
+  "false",
+  "ls",
+  "mkdir",
+  "rm",
+  "touch",
+  "git",
+];
 
 // ---------------------------------------------------------------------------
 // Whether it can run here
@@ -322,8 +337,15 @@ async function makeRootfs(root: string, env: Record<string, string>): Promise<vo
   chmodSync(path.join(root, IMAGE_FAKE_CLAUDE), 0o755);
   symlinkSync(`.${IMAGE_DISPATCH_DIR}/dist`, path.join(root, "dist"));
 
-  writeFileSync(path.join(root, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n");
-  writeFileSync(path.join(root, "etc/group"), "root:x:0:\n");
+  // An unprivileged user too, as an image for agents should have (Claude Code refuses to skip its checks as root).
+  writeFileSync(
+    path.join(root, "etc/passwd"),
+    "root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000::/home/agent:/bin/sh\n",
+  );
+  writeFileSync(path.join(root, "etc/group"), "root:x:0:\nagent:x:1000:\n");
+  // tar gives every file to root: the user's home is open to it by its mode.
+  mkdirSync(path.join(root, "home/agent"), { recursive: true });
+  chmodSync(path.join(root, "home/agent"), 0o1777);
   mkdirSync(path.join(root, "tmp"));
   chmodSync(path.join(root, "tmp"), 0o1777);
   mkdirSync(path.join(root, "root"), { mode: 0o700 });

@@ -5,16 +5,20 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import { cliPath, realCliVersion } from "./claude-cli.js";
 import { containerSkipReason, IMAGE_FAKE_CLAUDE, IMAGE_MAIN, startEngine, type Engine } from "./containers.js";
+// @ts-expect-error: a plain ESM fixture, without types
+import { startMockAnthropic } from "./fixtures/mock-anthropic.mjs";
 import { onPath, readPids, waitFor } from "./processes.js";
 import { minimalEnvironment, runProgram, SERVER_MAIN, ServerProcess } from "./server-process.js";
 
 const skip = containerSkipReason("sandbox hosts");
+const version = skip ? undefined : realCliVersion("sandbox hosts");
 
 describe("a fresh sandbox per job", { skip }, () => {
   let engine: Engine;
@@ -255,4 +259,75 @@ describe("a fresh sandbox per job", { skip }, () => {
     assert.equal(readFileSync(path.join(repo, "feature.txt"), "utf8"), "made in a sandboxed worktree\n");
     await s.shutdown();
   });
+
+  describe(
+    `the real Claude Code CLI (${version ?? "missing"}) in a sandbox, against a mock API here`,
+    { skip: !version },
+    () => {
+      let mock: { url: string; close(): Promise<void> };
+
+      before(async () => {
+        mock = await startMockAnthropic();
+      });
+
+      after(async () => {
+        await mock?.close();
+      });
+
+      test("bypassPermissions in the box: its Bash tool writes the job's folder; the answer comes back", async () => {
+        const cwd = path.join(root, "real");
+        mkdirSync(cwd, { recursive: true });
+        // The image's unprivileged user writes there.
+        chownSync(cwd, 1000, 1000);
+        // The pinned CLI is one native program: mounted read-only with the one library the image lacks.
+        const program = path.resolve(cliPath);
+        const librt = "/lib/x86_64-linux-gnu/librt.so.1";
+        const hosts = {
+          real: {
+            image,
+            engine_bin: podman,
+            roots: [root],
+            command: ["/usr/bin/node", IMAGE_MAIN],
+            programs: { claude: "/opt/claude/claude" },
+            mounts: [
+              { source: program, target: "/opt/claude/claude" },
+              ...(existsSync(librt) ? [{ source: librt, target: librt }] : []),
+            ],
+            // The mock listens on this machine's loopback.
+            network: "host",
+            user: "agent",
+            env: ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER"],
+            permission_modes: { claude: ["bypassPermissions"] },
+          },
+        };
+        const s = new ServerProcess({
+          ...engine.env,
+          ANTHROPIC_BASE_URL: mock.url,
+          ANTHROPIC_API_KEY: "dummy",
+          DISABLE_TELEMETRY: "1",
+          DISABLE_AUTOUPDATER: "1",
+          CLAUDE_DISPATCH_HOSTS: JSON.stringify(hosts),
+        });
+        servers.push(s);
+        await s.initialize();
+        const response = await s.callTool("claude_run", {
+          prompt: "MOCK:BASH echo from-the-box > proof.txt",
+          cwd,
+          host: "real",
+          permission_mode: "bypassPermissions",
+        });
+        const result = response.result.structuredContent;
+        assert.equal(result.status, "completed", JSON.stringify(response.result));
+        assert.match(result.result, /^MOCK-DONE/);
+        const transcript = await s.callTool("claude_output", { job_id: result.job_id, view: "transcript" });
+        assert.equal(
+          existsSync(path.join(cwd, "proof.txt")) && readFileSync(path.join(cwd, "proof.txt"), "utf8"),
+          "from-the-box\n",
+          `${JSON.stringify(result)}\n${transcript.result.structuredContent.text}`,
+        );
+        assert.equal(await containerOf(result.job_id), false);
+        await s.shutdown();
+      });
+    },
+  );
 });

@@ -30,7 +30,7 @@ const KEYS = ["container", "engine", "engine_bin", "user"];
 /** podman's and docker's names: a letter or digit first, then letters, digits, _ . - */
 const CONTAINER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 /** A user name or uid, with a group or gid after a colon. */
-const USER = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$/;
+export const USER = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$/;
 
 /** "engine" (podman unless said) and "engine_bin", as a container host and a sandbox name them. */
 export function parseEngine(

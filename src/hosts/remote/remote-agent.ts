@@ -15,6 +15,9 @@ import type { EndFrame, RemoteFrame, RemoteRequest, StartRequest } from "./proto
 import type { Session, SessionEnd } from "./session.js";
 
 /** What a remote agent needs of its host. */
+/** How often a start whose channel was cut before its acceptance came back is sent again. */
+const START_RETRIES = 2;
+
 export interface RemoteHostLink {
   readonly name: string;
   readonly clock: Clock;
@@ -175,6 +178,7 @@ export class RemoteAgent implements ChildHandle {
     const { backoffMs, logger, name } = this.host;
     let wait = backoffMs.first;
     let accepted = this.following.kind === "follow";
+    let startsAgain = START_RETRIES;
     for (;;) {
       if (this.stopped) return new Promise<ChildExit>(() => undefined);
       const before = this.offset;
@@ -194,7 +198,18 @@ export class RemoteAgent implements ChildHandle {
       this.session = undefined;
       if (end && end.size <= this.offset) return this.ended(end);
       if (refused) return this.refusedExit(refused.code, refused.message);
-      if (!accepted) return this.unreachable(closed);
+      if (!accepted) {
+        // Its channel killed before the acceptance came back, the start may have reached the far end: sent again, it
+        // follows the job it made there, or starts it (§21.3). A host that refused, or kept silent, is answered now.
+        const cutShort = closed.signal !== null && closed.silentMs === undefined && closed.spawnError === undefined;
+        if (!cutShort || startsAgain === 0 || this.stopped) return this.unreachable(closed);
+        startsAgain -= 1;
+        logger.warn(
+          `job ${this.jobId} on host ${name}: the start's channel ended (${this.host.describe(closed)}); sent again`,
+        );
+        await this.pause(wait);
+        continue;
+      }
       if (this.stopped) continue;
       // Killed there: a claude_kill is not held up by a connection that cannot bring the end (§5.4).
       if (this.killedThere) return this.killedUnread(closed);

@@ -3,12 +3,13 @@
  * job's directory (or its worktree) mounted read-write at the same path, the variables listed passed by name, the
  * extra mounts read-only unless marked writable, and nothing else of this machine.
  */
-import { parseEngine, type Engine } from "../container/config.js";
+import { parseEngine, USER, type Engine } from "../container/config.js";
 import {
   checkKeys,
   hasControl,
   isAbsolutePosix,
   isObject,
+  optionalWord,
   parseRemoteEntry,
   type EntryParser,
   type Fail,
@@ -32,9 +33,11 @@ export interface SandboxHostConfig extends RemoteEntry {
   mounts: readonly SandboxMount[];
   /** The engine's network for the container: "none" unless the entry names one. */
   network: string;
+  /** Who the container's processes run as (`run --user`); unset: the image's user. */
+  user: string | undefined;
 }
 
-const KEYS = ["image", "engine", "engine_bin", "env", "mounts", "network"];
+const KEYS = ["image", "engine", "engine_bin", "env", "mounts", "network", "user"];
 /** An image reference: registry/name:tag or @digest, no spaces, not an option. */
 const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@]{0,254}$/;
 const VARIABLE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -59,6 +62,7 @@ export const parseSandboxEntry: EntryParser<SandboxHostConfig> = (name, entry, a
     env: parseVariables(entry.env, fail),
     mounts: parseMounts(entry.mounts, fail),
     network: network as string,
+    user: optionalWord(entry.user, "user", USER, "a user name or uid (user[:group])", fail),
   };
 };
 

@@ -174,7 +174,7 @@ export class SandboxHost implements Host {
 
   /** `run -d`: a container that only waits, for the job's sessions to exec into. */
   private runArgs(jobId: string, mount: string): string[] {
-    const { image, network, env, mounts } = this.options.config;
+    const { image, network, env, mounts, user } = this.options.config;
     const bind = (source: string, target: string, writable: boolean): string[] => [
       "--mount",
       `type=bind,source=${source},target=${target}${writable ? "" : ",readonly=true"}`,
@@ -192,6 +192,8 @@ export class SandboxHost implements Host {
       network,
       "--security-opt",
       "no-new-privileges",
+      // Every exec into it runs as this user too.
+      ...(user ? ["--user", user] : []),
       ...bind(mount, mount, true),
       ...mounts.flatMap((extra) => bind(extra.source, extra.target, extra.writable)),
       // By name: the engine reads each value from its own environment, which holds them.
