@@ -5,7 +5,16 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -214,6 +223,26 @@ describe("a fresh sandbox per job", { skip }, () => {
     assert.match(missing.stdout, /^fail +host sandbox: podman sandboxes of localhost\/none:1: podman has no image/m);
   });
 
+  test("a cwd outside the sandbox's roots, or led out of them by a link, is refused before any container", async () => {
+    const s = server();
+    await s.initialize();
+    const outside = await s.callTool("claude_run", { prompt: "x", cwd: path.join(scratch, "home"), host: "sandbox" });
+    assert.match(outside.result.content[0].text, /^POLICY_DENIED: "cwd" /);
+    symlinkSync(path.join(scratch, "home"), path.join(root, "home-link"));
+    const linked = await s.callTool("claude_run", { prompt: "x", cwd: path.join(root, "home-link"), host: "sandbox" });
+    assert.match(linked.result.content[0].text, /^POLICY_DENIED: "cwd" /);
+    const made = await engine.podman([
+      "ps",
+      "--all",
+      "--filter",
+      "label=io.claude-dispatch.job",
+      "--format",
+      "{{.Names}}",
+    ]);
+    assert.equal(made.stdout.trim(), "", "no container was made");
+    await s.shutdown();
+  });
+
   test("a directory holding the state directory never goes into a sandbox", async () => {
     const state = path.join(root, "app", "state");
     const s = server({ CLAUDE_DISPATCH_STATE_DIR: state });
@@ -254,6 +283,8 @@ describe("a fresh sandbox per job", { skip }, () => {
     const result = run.result.structuredContent;
     assert.equal(result.status, "completed", JSON.stringify(run.result));
     assert.equal(existsSync(path.join(repo, "feature.txt")), false, "not in the checkout before the merge");
+    const diff = await s.callTool("claude_worktree", { job_id: result.job_id, action: "diff" });
+    assert.match(diff.result.content[0].text, /\+made in a sandboxed worktree/);
     const merged = await s.callTool("claude_worktree", { job_id: result.job_id, action: "merge" });
     assert.equal(merged.result.structuredContent.worktree?.state, "merged", JSON.stringify(merged.result));
     assert.equal(readFileSync(path.join(repo, "feature.txt"), "utf8"), "made in a sandboxed worktree\n");
