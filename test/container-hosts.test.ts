@@ -220,6 +220,20 @@ describe("jobs in a container and in a pod", { skip }, () => {
     await s.shutdown();
   });
 
+  test("the container restarted mid-job: its agent is gone with it, and the job ends lost, not running for ever", async () => {
+    const s = server();
+    await s.initialize();
+    const started = await s.callTool("claude_start", { prompt: "@sleep 60000", cwd: work, host: "dev" });
+    const id = started.result.structuredContent.job_id;
+    await waitFor(() => (readRecordFile(remoteState, id).status ?? "") === "running", "the job running there");
+    const restarted = await engine.podman(["restart", "--time", "0", container.name]);
+    assert.equal(restarted.code, 0, restarted.stderr);
+    const report = await s.waitForJob(id);
+    assert.equal(report.status, "lost", JSON.stringify(report));
+    assert.equal(report.error?.code, "AGENT_LOST");
+    await s.shutdown();
+  });
+
   test("doctor reaches the container host and names it as the engine's container", async () => {
     const hosts = {
       dev: {
