@@ -220,7 +220,7 @@ describe("jobs in a container and in a pod", { skip }, () => {
     await s.shutdown();
   });
 
-  test("the container restarted mid-job: its agent is gone with it, and the job ends lost, not running for ever", async () => {
+  test("the container restarted mid-job: its agent goes with it: the job ends lost, not running for ever", async () => {
     const s = server();
     await s.initialize();
     const started = await s.callTool("claude_start", { prompt: "@sleep 60000", cwd: work, host: "dev" });
