@@ -8,7 +8,14 @@ import { PassThrough, Writable } from "node:stream";
 import { test } from "node:test";
 
 import type { RequestHandler } from "../src/server/handler.js";
-import { fail, isRecord, respond, type OutgoingMessage, type RequestId } from "../src/server/jsonrpc.js";
+import {
+  fail,
+  isRecord,
+  respond,
+  serializedOnce,
+  type OutgoingMessage,
+  type RequestId,
+} from "../src/server/jsonrpc.js";
 import { LineReader } from "../src/core/lines.js";
 import { createMessageWriter, serveStdio } from "../src/server/stdio.js";
 import { RecordingLogger, settle, track } from "./helpers.js";
@@ -451,6 +458,31 @@ test("createMessageWriter keeps order under backpressure", async () => {
     maxOtherBytesBuffered,
     0,
     "the writer waits for drain: never more than one frame in the stream's buffer",
+  );
+});
+
+test("createMessageWriter writes a result serialized once as the same bytes for every id", async () => {
+  const received: Buffer[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      received.push(Buffer.from(chunk));
+      callback();
+    },
+  });
+  const writer = createMessageWriter(sink, new RecordingLogger());
+  // Several bytes per character, and a string id, as a listing and a host may have.
+  const tools = () => ({ tools: [{ name: "claude_run", title: "Run · “agent” ✓ 🚀" }] });
+  const listing = serializedOnce(tools());
+  await writer.write(respond(1, listing));
+  await writer.write(respond("req-2", listing));
+  await writer.write(respond(3, { plain: "é" }));
+  assert.deepEqual(
+    received.map((chunk) => chunk.toString("utf8")),
+    [
+      `${JSON.stringify(respond(1, tools()))}\n`,
+      `${JSON.stringify(respond("req-2", tools()))}\n`,
+      `${JSON.stringify(respond(3, { plain: "é" }))}\n`,
+    ],
   );
 });
 

@@ -36,13 +36,17 @@ export interface MessageWriter {
 export function createMessageWriter(stream: Writable, logger: Logger): MessageWriter {
   let tail: Promise<void> = Promise.resolve();
   let broken = false;
+  // A result serialized once (tools/list's, some 33 KB) is encoded once too: each frame then copies its bytes
+  // instead of encoding the text again (BENCHMARKS.md (c)).
+  const encoded = new WeakMap<object, Buffer>();
+  const CLOSE = Buffer.from("}\n");
 
   stream.on("error", (error: NodeJS.ErrnoException) => {
     if (!broken) logger.warn(`stdout closed (${error.code ?? error.message}); dropping further output`);
     broken = true;
   });
 
-  function writeLine(line: string): Promise<void> {
+  function writeLine(line: string | Buffer): Promise<void> {
     if (broken || stream.destroyed) return Promise.resolve();
     return new Promise((resolve) => {
       if (stream.write(line)) return resolve();
@@ -59,16 +63,18 @@ export function createMessageWriter(stream: Writable, logger: Logger): MessageWr
   }
 
   function write(message: OutgoingMessage): Promise<void> {
-    let line: string;
+    let line: string | Buffer;
     try {
-      const cached =
-        "result" in message && isRecord(message.result)
-          ? (message.result as { [SERIALIZED]?: string })[SERIALIZED]
-          : undefined;
-      line =
-        cached !== undefined && "id" in message
-          ? `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":${cached}}\n`
-          : `${JSON.stringify(message)}\n`;
+      const result = "result" in message && isRecord(message.result) ? message.result : undefined;
+      const cached = result ? (result as { [SERIALIZED]?: string })[SERIALIZED] : undefined;
+      if (result && cached !== undefined && "id" in message) {
+        let bytes = encoded.get(result);
+        if (!bytes) encoded.set(result, (bytes = Buffer.from(cached)));
+        const head = Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":`);
+        line = Buffer.concat([head, bytes, CLOSE]);
+      } else {
+        line = `${JSON.stringify(message)}\n`;
+      }
     } catch (error) {
       // Only our own values are serialized; if one cannot be, answer the request with an error rather than nothing.
       logger.error(`cannot serialize an outgoing frame: ${(error as Error).message}`);
