@@ -42,7 +42,7 @@ describe("jobs on another host over ssh", { skip }, () => {
   });
 
   after(async () => {
-    for (const server of servers) if (server.child.exitCode === null) server.child.kill("SIGKILL");
+    for (const server of servers) server.dispose();
     for (const pid of agentPids) if (isAlive(pid)) process.kill(pid, "SIGKILL");
     await sshd?.stop();
     rmSync(scratch, { recursive: true, force: true });
@@ -509,7 +509,8 @@ describe("jobs on another host over ssh", { skip }, () => {
     });
     assert.equal(there.code, 0, there.stderr);
     await waitFor(() => !readPids(pidFile).some(isAlive), "the agent killed there");
-    s.child.kill("SIGKILL");
+    // Killed with its state directory removed: a server left behind leaves its folder in the temporary folder.
+    s.dispose();
   });
 });
 
