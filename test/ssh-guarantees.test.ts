@@ -129,7 +129,8 @@ describe("the pieces that bound a session, without ssh", () => {
       const ended = await silentSsh.ended;
       assert.equal(ended.silentMs, 2000);
       assert.equal(ended.signal, "SIGKILL");
-      const ready = path.join(mkdtempSync(path.join(tmpdir(), "cd-stubborn-")), "ready");
+      const folder = mkdtempSync(path.join(tmpdir(), "cd-stubborn-"));
+      const ready = path.join(folder, "ready");
       const stubborn = session(
         `process.on('SIGTERM', () => {}); require('node:fs').writeFileSync(${JSON.stringify(ready)}, ''); ` +
           `setInterval(() => {}, 1000)`,
@@ -142,6 +143,7 @@ describe("the pieces that bound a session, without ssh", () => {
       await clock.advance(1);
       assert.equal((await stubborn.ended).signal, "SIGKILL");
       assert.equal(clock.pendingTimers, 0, "every timer cleared");
+      rmSync(folder, { recursive: true, force: true });
     },
   );
 });
