@@ -145,7 +145,7 @@ export function describeEnd(closed: SessionEnd, transport: Pick<Transport, "labe
 }
 
 /** The line of the transport's stderr that says what went wrong, for a message. */
-function lastLine(text: string): string {
+export function lastLine(text: string): string {
   const lines = text
     .split("\n")
     .map((line) => line.trim())

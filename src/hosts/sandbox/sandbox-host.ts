@@ -27,6 +27,7 @@ import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/log.js";
 import { ContainerTransport, ENGINE_ENVIRONMENT } from "../container/transport.js";
 import { RemoteHost } from "../remote/remote-host.js";
+import { lastLine } from "../remote/session.js";
 import { environmentOf, type Transport } from "../remote/transport.js";
 import type { SandboxHostConfig } from "./config.js";
 
@@ -129,12 +130,11 @@ export class SandboxHost implements Host {
     const { image } = this.options.config;
     const found = await this.engine(["image", "inspect", "--format", "{{.Id}}", image]);
     if (found.code !== 0)
-      return { ok: false, problem: `${this.transportLabel()} has no image ${image}: ${lastLine(found.stderr)}` };
+      return { ok: false, problem: `${this.options.config.engine} has no image ${image}: ${lastLine(found.stderr)}` };
     // A container made for the check alone, without the network or any mount, gone with its session.
-    const once = new RemoteHost({
-      ...this.remoteOptions(),
-      transport: this.transport(["run", "--rm", "-i", "--network", "none", image], `a new one of ${image}`),
-    });
+    const once = new RemoteHost(
+      this.remoteOptions(this.transport(["run", "--rm", "-i", "--network", "none", image], `a new one of ${image}`)),
+    );
     try {
       return await once.check();
     } finally {
@@ -208,11 +208,8 @@ export class SandboxHost implements Host {
   jobHost(jobId: string, roots: string[]): RemoteHost {
     let host = this.jobs.get(jobId);
     if (!host) {
-      host = new RemoteHost({
-        ...this.remoteOptions(),
-        config: { ...this.remoteOptions().config, roots },
-        transport: this.transport(["exec", "-i", containerOf(jobId)], containerOf(jobId)),
-      });
+      const name = containerOf(jobId);
+      host = new RemoteHost(this.remoteOptions(this.transport(["exec", "-i", name], name), roots));
       this.jobs.set(jobId, host);
     }
     return host;
@@ -228,22 +225,25 @@ export class SandboxHost implements Host {
     if (removed.code === 0) return "removed";
     if (/no such container|no container with name/i.test(removed.stderr)) return "gone";
     const why = lastLine(removed.stderr) || `exit ${removed.code}`;
-    return `${this.transportLabel()} could not remove its container: ${why}`;
+    return `${this.options.config.engine} could not remove its container: ${why}`;
   }
 
-  private remoteOptions(): ConstructorParameters<typeof RemoteHost>[0] {
+  /** The far end over this transport; its roots, for a start, the job's mounted folder (§21.3). */
+  private remoteOptions(transport: Transport, roots?: string[]): ConstructorParameters<typeof RemoteHost>[0] {
     const { config, timeoutMs, clock, logger } = this.options;
     return {
-      config: { ...config, permissionModes: undefined },
-      transport: this.transport([], "none"),
+      config: { ...config, roots: roots ?? config.roots, permissionModes: undefined },
+      transport,
       timeoutMs,
       clock,
       logger,
     };
   }
 
-  /** The engine, its first arguments given: an exec into a job's container, or a container for one session. */
-  /** `container` names it in messages. */
+  /**
+   * The engine, its first arguments given: an exec into a job's container, or a container for one session;
+   * `container` names it in messages.
+   */
   private transport(first: string[], container: string): Transport {
     const { engine, engineBin } = this.options.config;
     const exec = new ContainerTransport(
@@ -257,10 +257,6 @@ export class SandboxHost implements Host {
       sessionArgs: (remote) => [...first, ...remote],
       failure: (code) => exec.failure(code),
     };
-  }
-
-  private transportLabel(): string {
-    return this.options.config.engine;
   }
 
   /** What the engine needs to make the container, and the variables the entry passes into it. */
@@ -358,14 +354,4 @@ function idOf(request: { jobId?: string | undefined }): string {
 
 function containerOf(jobId: string): string {
   return `${CONTAINER_PREFIX}${jobId}`;
-}
-
-function lastLine(text: string): string {
-  return (
-    text
-      .split("\n")
-      .map((line) => line.trim())
-      .filter(Boolean)
-      .at(-1) ?? ""
-  );
 }
