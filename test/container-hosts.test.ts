@@ -7,7 +7,7 @@
  * mounted at the same paths, so their files are checked from here.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -207,7 +207,9 @@ describe("jobs in a container and in a pod", { skip }, () => {
       host: "dev",
     });
     const id = started.result.structuredContent.job_id;
-    await waitFor(() => (readRecordFile(remoteState, id).status ?? "") === "running", "the job running there");
+    // Mid-job: its output is coming in here, so the start was accepted (a start cut short is another test's).
+    const output = path.join(s.stateDir, "jobs", id, "stdout.jsonl");
+    await waitFor(() => existsSync(output) && readFileSync(output, "utf8").includes("tool_use"), "a turn here");
     // The podman exec that carries this job's channel: killing it drops the pipe, not the agent inside.
     const execs = processesNaming(container.name).filter((pid) => commandOf(pid).includes(`${IMAGE_MAIN}\0remote`));
     assert.ok(execs.length > 0, "a podman exec of the far end");
