@@ -9,11 +9,13 @@
  *   node bench/bench.mjs [--rounds N] [--only a,b,...] [--out FILE] [--table]
  *
  * Sections (each figure is the median over --rounds rounds, default 5):
- *   a cold     spawn -> initialize result, next to `node -e ""` spawn -> exit
- *              (each round: the median of 5 of each)
+ *   a cold     spawn -> initialize result, next to a bare JSON-RPC server's
+ *              (bench/fixtures/bare-server.mjs; each round: the median of 5 of each)
  *   b latency  sequential ping and tools/list, p50/p99 over 2000 each
- *   c pipeline 20000 tools/list written at once; requests per second
- *   d rss      VmRSS of a fresh server after initialize
+ *   c pipeline 20000 tools/list written at once, with every agent and two hosts
+ *              offered; requests per second, and with BENCH_REFERENCE_SERVER the
+ *              earlier JavaScript server's in the same rounds
+ *   d rss      VmRSS of a fresh server after initialize, next to the bare server's
  *   e jobs     100 concurrent claude_start of `@sleep 1000`, then claude_wait
  *              on all; wall time, next to 100 bare fake agents run directly
  *              (CLAUDE_DISPATCH_MAX_JOBS=100, so none of them queues)

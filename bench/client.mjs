@@ -6,6 +6,7 @@ import { ROOT, SERVER_MAIN, FAKE_CLAUDE, SERVER_NODE_ARGS, now, withTimeout, bas
 const HEAD_BYTES = 64;
 /** Responses are JSON.stringify of {jsonrpc, id, ...}: the id is found in the first bytes. */
 const ID_AT_HEAD = /^\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*")[,}]/;
+const ID_AT_TAIL = /"id":(-?\d+)\}$/;
 
 export class Server {
   /** env is laid over the defaults: the fake agent, default log level. */
@@ -85,6 +86,12 @@ export class Server {
 
   endLine(at) {
     if (!this.classified) this.classify();
+    // A server that does not put the id first (the earlier server's SDK writes it last): found in the tail.
+    if (this.lineKey === undefined && this.parts.length > 0) {
+      const last = this.parts[this.parts.length - 1];
+      const key = ID_AT_TAIL.exec(last.subarray(Math.max(0, last.length - HEAD_BYTES)).toString("latin1"))?.[1];
+      if (key !== undefined && this.pending.get(key)?.raw) this.lineKey = key;
+    }
     const { lineKey: key, lineBytes: bytes, parts } = this;
     this.resetLine();
     if (bytes === 0) return;
@@ -100,7 +107,11 @@ export class Server {
       return;
     }
     // A server that does not put the id first (the reference server's SDK writes it last).
-    const late = waiter ? undefined : message.id === undefined ? undefined : this.pending.get(JSON.stringify(message.id));
+    const late = waiter
+      ? undefined
+      : message.id === undefined
+        ? undefined
+        : this.pending.get(JSON.stringify(message.id));
     if (late) this.pending.delete(JSON.stringify(message.id));
     if (waiter ?? late) (waiter ?? late).resolve({ at, bytes, message });
     else if (typeof message.method === "string") this.notifications += 1;

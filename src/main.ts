@@ -9,24 +9,23 @@ import { readFileSync, realpathSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import path from "node:path";
 
-import { ownLinuxStartTime } from "./hosts/local/self.js";
 import { systemClock } from "./core/clock.js";
 import { agentsAtStart, checkConfig, hostOffers, loadConfig, offeredAgents, programOf, type Config } from "./config.js";
 import { thisMachine } from "./hosts/local/machine.js";
 import type { ThisMachine } from "./agent/machine.js";
-import { createRequestHandler } from "./server/handler.js";
 import type { JobRegistry } from "./jobs/registry.js";
 import { createLogger, type Logger } from "./core/log.js";
-import { StateStore } from "./store/state-store.js";
+import type { StateStore } from "./store/state-store.js";
 import { StateError } from "./store/records.js";
+import { openFolders, stateFolders } from "./store/ownership.js";
 import { createMessageWriter, serveStdio } from "./server/stdio.js";
 import { SERVER_NAME, SERVER_VERSION } from "./core/version.js";
-import { createJobs, lazyRuntimes, worktreeHolds } from "./wiring/jobs.js";
-import { createHosts, HostSet, loadProcessControl, localHost, ownIdentity } from "./wiring/hosts.js";
+import type { HostSet } from "./wiring/hosts.js";
 import type { Loaders } from "./wiring/loaders.js";
 import type { Machine } from "./wiring/machine.js";
-import { Carrying } from "./wiring/carrying.js";
-import { CarrierSlot, PresenceFiles, settingsOf } from "./store/presence.js";
+import type { Carrying } from "./wiring/carrying.js";
+import type { Policy } from "./agent/policy.js";
+import { frontDoor, type OpeningFacts } from "./server/opening.js";
 
 /** After the kill grace, this long for responses to be written before we exit anyway. */
 const SHUTDOWN_SLACK_MS = 2000;
@@ -56,6 +55,10 @@ function machine(): Machine {
   };
 }
 
+/** Everything past the opening: loaded while the front door answers `initialize` (BENCHMARKS.md (a)). */
+const serving = () => import("./wiring/serving.js");
+type Serving = Awaited<ReturnType<typeof serving>>;
+
 /** The modules loaded on first use: the one place that imports them dynamically (BENCHMARKS.md (a)). */
 const loaders: Loaders = {
   processes: () => import("./hosts/local/index.js"),
@@ -84,16 +87,22 @@ function here(): ThisMachine {
   });
 }
 
-function openState(config: Config): StateStore {
-  const store = new StateStore(config.stateDir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
+/** Makes the state directory's folders, or checks that they are ours (§15.1); if it cannot, says why and exits 2. */
+function openStateFolders(stateDir: string): void {
   try {
-    store.open();
+    openFolders(stateDir, stateFolders(stateDir), process.getuid?.());
   } catch (error) {
     if (!(error instanceof StateError)) throw error;
     process.stderr.write(`claude-dispatch: ${error.message}\n`);
     process.exit(2);
   }
-  return store;
+}
+
+/** The state directory's store, its folders opened first; the module loads only here, after the opening. */
+async function openState(stateDir: string): Promise<StateStore> {
+  openStateFolders(stateDir);
+  const { StateStore } = await import("./store/state-store.js");
+  return new StateStore(stateDir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
 }
 
 /**
@@ -113,6 +122,7 @@ async function serveApprover(args: string[]): Promise<void> {
   const { jobId } = parsed;
   const logger = createLogger(process.stderr, "warn");
   const stateDir = parsed.stateDir ?? here().stateDirectory(process.env);
+  const { StateStore } = await import("./store/state-store.js");
   const store = new StateStore(stateDir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
   const handle = createApprover({
     jobId,
@@ -160,11 +170,12 @@ async function serveRemoteEnd(args: string[]): Promise<void> {
     process.stdout.write(`${JSON.stringify({ type: "error", code: "HOST_FAILED", message })}\n`);
     process.exit(2);
   }
-  const store = openState(config);
+  const store = await openState(config.stateDir);
   const logger = createLogger(process.stderr, "warn");
-  const [{ serveRemote }, { remoteSide }] = await Promise.all([
+  const [{ serveRemote }, { remoteSide }, { HostSet, localHost, lazyRuntimes, createJobs }] = await Promise.all([
     import("./hosts/remote/far-end.js"),
     import("./wiring/remote.js"),
+    serving(),
   ]);
   // This machine only, anywhere: the roots are the ones each request names (§21.3).
   const hosts = new HostSet(localHost({ machine: machine(), config, roots: undefined, loaders, logger }));
@@ -216,7 +227,10 @@ async function main(): Promise<void> {
   if (args[0] === "remote") return serveRemoteEnd(args.slice(1));
   if (args[0] === "carrier") return serveCarrier(args.slice(1));
   if (args.length > 0) {
-    const { runCli } = await import("./cli/index.js");
+    const [{ runCli }, { loadProcessControl, createHosts, ownLinuxStartTime }] = await Promise.all([
+      import("./cli/index.js"),
+      serving(),
+    ]);
     // A reader gone (`| head`) ends the command at once and quietly, as SIGPIPE ends other tools: 141 (§17).
     for (const stream of [process.stdout, process.stderr]) {
       stream.on("error", (error: NodeJS.ErrnoException) => process.exit(error.code === "EPIPE" ? 141 : 1));
@@ -260,7 +274,11 @@ async function main(): Promise<void> {
         // The valid settings, as doctor checks them: another invalid one must not hide the hosts (§21.5).
         const { config } = checkConfig(process.env, here());
         const logger = createLogger(process.stderr, "warn");
-        const roots = config.roots ? await here().resolveRoots(config.roots).catch(() => undefined) : undefined;
+        const roots = config.roots
+          ? await here()
+              .resolveRoots(config.roots)
+              .catch(() => undefined)
+          : undefined;
         return createHosts({
           machine: machine(),
           config,
@@ -311,10 +329,10 @@ async function readConfig(
   }
 }
 
-/** What a server and the carrier both run: the job registry on the state directory, and everything it needs. */
-async function startJobs(config: Config, roots: string[] | undefined, env: NodeJS.ProcessEnv, restore = true) {
+/** What a server and the carrier open before anything else loads: the policy, the state directory, the log. */
+function openServer(config: Config, roots: string[] | undefined, env: NodeJS.ProcessEnv) {
   const offers = hostOffers(config);
-  const policy = {
+  const policy: Policy = {
     ...config.policy,
     roots,
     agents: offeredAgents(config, env, here()),
@@ -323,9 +341,17 @@ async function startJobs(config: Config, roots: string[] | undefined, env: NodeJ
   // At or above the depth limit no tool runs (§7.4), so the state directory is not touched at all: a copy of
   // this server inside a dispatched agent must never restore, adopt, claim or write its parent's jobs.
   const gated = config.depth >= config.maxDepth;
-  const store = gated ? undefined : openState(config);
+  if (!gated) openStateFolders(config.stateDir);
   const logger = createLogger(process.stderr, config.logLevel);
-  const hosts = await createHosts({
+  return { config, roots, policy, gated, logger };
+}
+type Opened = ReturnType<typeof openServer>;
+
+/** What a server and the carrier both run: the job registry on the state directory, and everything it needs. */
+async function startJobs(parts: Serving, opened: Opened, restore = true) {
+  const { config, roots, policy, gated, logger } = opened;
+  const store = gated ? undefined : await openState(config.stateDir);
+  const hosts = await parts.createHosts({
     machine: machine(),
     config,
     roots,
@@ -334,14 +360,15 @@ async function startJobs(config: Config, roots: string[] | undefined, env: NodeJ
     store,
     uid: process.getuid?.(),
   });
-  const runtimes = lazyRuntimes(loaders);
-  const jobs = await createJobs({ machine: machine(), config, policy, store, hosts, logger, runtimes });
+  const runtimes = parts.lazyRuntimes(loaders);
+  const jobs = await parts.createJobs({ machine: machine(), config, policy, store, hosts, logger, runtimes });
   if (store && restore) await restoreJobs(store, jobs, logger);
-  return { policy, gated, store, logger, hosts, runtimes, jobs };
+  return { store, hosts, runtimes, jobs };
 }
 
 /** This process's part in carrying the state directory's work (§15.8). */
 async function carryingOf(
+  parts: Serving,
   store: StateStore,
   jobs: JobRegistry,
   hosts: HostSet,
@@ -349,22 +376,26 @@ async function carryingOf(
   logger: Logger,
 ): Promise<Carrying> {
   const processes = () => hosts.home.processes();
-  return new Carrying({
-    presence: new PresenceFiles(store.root, () => crypto.randomUUID()),
+  return new parts.Carrying({
+    presence: new parts.PresenceFiles(store.root, () => crypto.randomUUID()),
     jobs,
-    self: await ownIdentity(machine(), processes),
-    settings: settingsOf(env),
+    self: await parts.ownIdentity(machine(), processes),
+    settings: parts.settingsOf(env),
     isAlive: async (named) => (await processes()).isAlive(named.pid, named.start_time),
     clock: systemClock,
     logger,
   });
 }
 
-async function serve(): Promise<void> {
-  const { config, roots } = await readConfig();
-  const { policy, gated, store, logger, hosts, runtimes, jobs } = await startJobs(config, roots, process.env);
-  const carrying = store ? await carryingOf(store, jobs, hosts, process.env, logger) : undefined;
-  const writer = createMessageWriter(process.stdout, logger);
+/**
+ * The server past its opening: the job layer takes over the state directory's jobs and the whole handler is made.
+ * Requests other than the first `initialize` wait for it, so claude_wait on an old job id finds it (§15.3).
+ */
+async function serveJobs(opened: Opened, writer: ReturnType<typeof createMessageWriter>) {
+  const { config, policy, logger } = opened;
+  const [parts, { createRequestHandler }] = await Promise.all([serving(), import("./server/handler.js")]);
+  const { store, hosts, runtimes, jobs } = await startJobs(parts, opened);
+  const carrying = store ? await carryingOf(parts, store, jobs, hosts, process.env, logger) : undefined;
   const handle = createRequestHandler({
     jobs,
     checkDirectory: (dir) => hosts.home.checkDirectory(dir),
@@ -382,7 +413,7 @@ async function serve(): Promise<void> {
       ? {
           worktrees: {
             policy: config.worktree,
-            hold: worktreeHolds(store, machine(), hosts),
+            hold: parts.worktreeHolds(store, machine(), hosts),
             readPrompt: (id: string) => store.readPrompt(id),
           },
         }
@@ -392,13 +423,31 @@ async function serve(): Promise<void> {
       (await loaders.runtimes()).listSessions(process.env, homedir(), cwd, limit),
     ready: runtimes.load,
   });
+  // Present before any request but the first initialize is answered: a server leaving now leaves its work to us.
+  carrying?.join("server");
+  return { handle, store, jobs, hosts, carrying };
+}
+
+async function serve(): Promise<void> {
+  const { config, roots } = await readConfig();
+  const opened = openServer(config, roots, process.env);
+  const { policy, gated, logger } = opened;
+  const writer = createMessageWriter(process.stdout, logger);
+  const facts: OpeningFacts = {
+    server: { name: SERVER_NAME, version: SERVER_VERSION },
+    depth: { current: config.depth, max: config.maxDepth },
+  };
+  const whole = serveJobs(opened, writer);
+  const handle = frontDoor(
+    facts,
+    whole.then((served) => served.handle),
+  );
   const server = serveStdio({ input: process.stdin, writer, handle, logger, maxLineBytes: config.maxLineBytes });
-  // Present once the first request can be read: `initialize` does not wait for the files it writes (§15.8).
-  setImmediate(() => carrying?.join("server"));
   if (gated)
     logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
   const agents = agentsAtStart(policy.agents, config);
   logger[agents.level](`${SERVER_NAME} ${SERVER_VERSION} ready (${agents.text})`);
+  const { store, jobs, hosts, carrying } = await whole;
   installShutdown({ config, jobs, hosts, server, writer, logger, carrying, stateDir: store?.root });
 }
 
@@ -420,16 +469,19 @@ async function serveCarrier(args: string[]): Promise<void> {
   const { config, roots } = await readConfig(env);
   if (config.depth >= config.maxDepth) process.exit(0);
   const early = createLogger(process.stderr, config.logLevel);
-  const here = localHost({ machine: machine(), config, roots, loaders, logger: early });
+  const parts = await serving();
+  const here = parts.localHost({ machine: machine(), config, roots, loaders, logger: early });
   const processes = () => here.processes();
-  const slot = new CarrierSlot(config.stateDir, await ownIdentity(machine(), processes));
+  const slot = new parts.CarrierSlot(config.stateDir, await parts.ownIdentity(machine(), processes));
   if (!(await slot.take(async (named) => (await processes()).isAlive(named.pid, named.start_time)))) {
     early.info("another carrier carries this state directory; exiting");
     process.exit(0);
   }
-  const { store, logger, jobs, hosts } = await startJobs(config, roots, env, false);
+  const opened = openServer(config, roots, env);
+  const { logger } = opened;
+  const { store, jobs, hosts } = await startJobs(parts, opened, false);
   if (!store) process.exit(0);
-  const carrying = await carryingOf(store, jobs, hosts, env, logger);
+  const carrying = await carryingOf(parts, store, jobs, hosts, env, logger);
   // Present before it takes anything over: killed at any point after this, it is replaced (§15.8).
   const present = carrying.present("carrier");
   let leaving = false;

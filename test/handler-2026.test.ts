@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { SERVER_INFO_KEY, TASKS_EXTENSION } from "../src/server/eras.js";
-import { LISTING_TTL_MS, SERVER_INSTRUCTIONS } from "../src/server/handler.js";
+import { LISTING_TTL_MS } from "../src/server/handler.js";
+import { SERVER_INSTRUCTIONS } from "../src/server/opening.js";
 import type { JsonRpcResponse } from "../src/server/jsonrpc.js";
 import { SYNCHRONOUS_RUN_MAX_TIMEOUT_MS } from "../src/server/tasks-extension.js";
 import { TOOL_NAMES } from "../src/tools/definitions.js";

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { ERROR_CODES } from "../src/core/errors.js";
-import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS } from "../src/server/handler.js";
+import { LATEST_PROTOCOL_VERSION, SERVER_INSTRUCTIONS, SUPPORTED_PROTOCOL_VERSIONS } from "../src/server/opening.js";
 import type { JsonRpcResponse, RequestId } from "../src/server/jsonrpc.js";
 import {
   JOB_REPORT_SCHEMA,

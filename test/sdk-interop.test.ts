@@ -13,7 +13,7 @@ import { after, describe, test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-import { SERVER_INSTRUCTIONS } from "../src/server/handler.js";
+import { SERVER_INSTRUCTIONS } from "../src/server/opening.js";
 import { isAlive, readPids, waitFor } from "./processes.js";
 import { FAKE_CLAUDE, minimalEnvironment, SERVER_MAIN } from "./server-process.js";
 

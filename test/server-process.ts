@@ -139,6 +139,9 @@ export class ServerProcess {
       clientInfo: { name: "test-host", version: "1" },
     });
     this.send({ method: "notifications/initialized" });
+    // initialize is answered while the rest of the server loads; any other request waits until it has taken the
+    // state directory over and is present in it, so a ping's answer says the server is wholly up.
+    await this.request("ping", {});
     return response;
   }
 

@@ -108,6 +108,10 @@ function tmpfsRoot() {
  * be, which is the headline; then on a tmpfs (/dev/shm) where there is one, where file creation and fsync
  * cost next to nothing, so what is left over the floor is the server's own work.
  */
+/** Issue 29: the 100 jobs within 1.10x the agents alone (and below the earlier server's ratio), 2 ms of CPU a job. */
+const RATIO_TARGET = 1.1;
+const CPU_PER_JOB_TARGET_MS = 2;
+
 export async function benchJobCost(rounds) {
   const onDisk = await jobCostIn(os.tmpdir(), rounds);
   const shm = tmpfsRoot();
@@ -140,8 +144,8 @@ function jobCostRows(figures, where, headline) {
     {
       metric: `i  ${count} concurrent 1 s shell-agent jobs, ${where}: first start -> last wait answer`,
       value: `${serverS.toFixed(2)} s, ${ratio.toFixed(2)}x floor`,
-      target: headline ? "<= 1.15 x floor" : "(info)",
-      pass: headline ? ratio <= 1.15 && bad === 0 : bad === 0 ? undefined : false,
+      target: headline ? `<= ${RATIO_TARGET} x floor` : "(info)",
+      pass: headline ? ratio <= RATIO_TARGET && bad === 0 : bad === 0 ? undefined : false,
       detail:
         `floor (the same ${count} shell agents spawned and awaited by the bench, same rounds): ` +
           `${floorS.toFixed(2)} s; ` +
@@ -156,8 +160,8 @@ function jobCostRows(figures, where, headline) {
       metric: `i  server CPU time per job, ${where.split(":")[0]} (utime + stime, first start -> last ` +
         `answer, / ${count})`,
       value: `${cpuPerJobMs.toFixed(2)} ms`,
-      target: "(issue 12: reference server about 2 ms)",
-      pass: undefined,
+      target: headline ? `<= ${CPU_PER_JOB_TARGET_MS} ms` : "(info)",
+      pass: headline ? cpuPerJobMs <= CPU_PER_JOB_TARGET_MS : undefined,
       detail: `per round: ${perRound.cpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms (clock tick ` +
         `${(1000 / CLOCK_TICKS).toFixed(0)} ms, so ±${(1000 / CLOCK_TICKS / count).toFixed(2)} ms a job)`,
     },

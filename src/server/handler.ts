@@ -5,7 +5,6 @@
  * module; processes, files and time come in through deps.
  */
 import {
-  LEGACY_PROTOCOL_VERSIONS,
   MODERN_PROTOCOL_VERSIONS,
   PROTOCOL_VERSION_KEY,
   TASKS_EXTENSION,
@@ -41,34 +40,13 @@ export type { HandlerDeps } from "./deps.js";
 import { becomesTask, createTaskExtension, type TaskExtensionMethod } from "./tasks-extension.js";
 import { renderFailure, renderJob, type CallToolResult } from "../tools/results.js";
 import { isToolName, toolDefinitions, type ToolSettings } from "../tools/definitions.js";
-
-/**
- * The versions initialize negotiates, newest first; the first is what we answer
- * when a client asks for a version we do not know (§2).
- */
-export const SUPPORTED_PROTOCOL_VERSIONS = LEGACY_PROTOCOL_VERSIONS;
-export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
-
-/**
- * For the model, in initialize and server/discover alike: how the tools fit together, which no description says (§5).
- */
-export const SERVER_INSTRUCTIONS =
-  "claude-dispatch runs coding agents headless as jobs. claude_run waits for a short task; for longer work, " +
-  "claude_start, then claude_wait until the job is neither queued nor running. Pass a result's session_id back to " +
-  "continue its conversation (claude_sessions finds older ones). claude_kill stops a job, claude_list finds jobs, " +
-  "claude_output pages a long result or a transcript. A job input_required asks permission: ask the user, then " +
-  "claude_respond. worktree: true gives a job its own git worktree for claude_worktree to diff, merge or discard.";
+import { gateReason, initializeAnswer, instructionsOf, isGated, type OpeningFacts } from "./opening.js";
 
 /**
  * server/discover and tools/list never change while the process lives; an hour
  * bounds trust across a reconfigured restart (§16.2).
  */
 export const LISTING_TTL_MS = 3_600_000;
-
-/** Echo a version we support; otherwise offer our latest and let the client decide (§2). */
-export function negotiateVersion(requested: string): string {
-  return (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
-}
 
 /** How long a 2026-07-28 client may keep a listing (§16.2). */
 const CACHEABLE = { ttlMs: LISTING_TTL_MS, cacheScope: "public" } as const;
@@ -92,6 +70,7 @@ export function createRequestHandler(deps: HandlerDeps): RequestHandler {
 
 /** The MCP surface (§1–§5, §14, §16): one instance per connection; its state is the requests in flight. */
 class Handler {
+  private readonly opening: OpeningFacts;
   private readonly gated: boolean;
   private readonly instructions: string;
   private readonly settings: ToolSettings;
@@ -115,10 +94,9 @@ class Handler {
       homeAgent: deps.policy.homeAgent,
       ...(deps.policy.hosts ? { hosts: deps.policy.hosts } : {}),
     };
-    this.gated = deps.depth.current >= deps.depth.max;
-    this.instructions = this.gated
-      ? `claude-dispatch offers no tools here: ${this.gateReason()}.`
-      : SERVER_INSTRUCTIONS;
+    this.opening = { server: deps.server, depth: deps.depth };
+    this.gated = isGated(this.opening);
+    this.instructions = instructionsOf(this.opening);
     this.calls = new ToolCalls(deps, this.settings);
     const capabilities = this.gated
       ? { tools: { listChanged: false } }
@@ -202,15 +180,6 @@ class Handler {
     const classified = toDispatchError(error);
     if (!(error instanceof DispatchError)) this.deps.logger.error(`${during}: ${describeThrown(error)}`);
     return classified;
-  }
-
-  private gateReason(): string {
-    const { current, max } = this.deps.depth;
-    if (current === 0) return `CLAUDE_DISPATCH_MAX_DEPTH is ${max}: the operator turned dispatch off`;
-    return (
-      `this server runs inside an agent that claude-dispatch started (depth ${current}, limit ${max}); nested ` +
-      `dispatch is off to prevent runaway recursion`
-    );
   }
 
   private async dispatch(message: unknown): Promise<JsonRpcResponse | null> {
@@ -357,27 +326,15 @@ class Handler {
   }
 
   private initialize(id: RequestId, params: Record<string, unknown>): JsonRpcResponse {
-    const requested = params.protocolVersion;
-    if (typeof requested !== "string") {
-      return fail(id, INVALID_PARAMS, "initialize requires params.protocolVersion (a string)");
-    }
-    const negotiatedVersion = negotiateVersion(requested);
-    // Elicitation came with 2025-06-18; a form is all we ask for (§18).
-    const capabilities = isRecord(params.capabilities) ? params.capabilities : {};
-    this.asker.canElicit = negotiatedVersion >= "2025-06-18" && isRecord(capabilities.elicitation);
+    const { response, settled } = initializeAnswer(this.opening, id, params);
+    if (!settled) return response;
+    this.asker.canElicit = settled.canElicit;
     // Requests that came before this client did (found at the takeover that precedes the first request) are asked now.
     if (!this.gated)
       for (const job of this.deps.jobs.running())
         for (const request of job.pendingApprovals()) this.askAbout(job, request);
-    this.deps.logger.info(`initialize: client asked for ${quoted(requested)}, using ${negotiatedVersion}`);
-    return respond(id, {
-      protocolVersion: negotiatedVersion,
-      capabilities: this.gated
-        ? { tools: { listChanged: false } }
-        : { tools: { listChanged: false }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
-      serverInfo: { name: this.deps.server.name, version: this.deps.server.version },
-      instructions: this.instructions,
-    });
+    this.deps.logger.info(`initialize: client asked for ${quoted(settled.requested)}, using ${settled.version}`);
+    return response;
   }
 
   /** Runs a request that notifications/cancelled may abort; an aborted one gets no response (§4). */
@@ -423,7 +380,7 @@ class Handler {
     if (badTask) return badTask;
     const answer = (result: CallToolResult<unknown>): JsonRpcResponse =>
       respond(id, modern ? this.forModernEra(result) : result);
-    if (this.gated) return answer(renderFailure(new DispatchError("DEPTH_LIMIT", this.gateReason())));
+    if (this.gated) return answer(renderFailure(new DispatchError("DEPTH_LIMIT", gateReason(this.opening))));
     const args = isRecord(rawArgs) ? rawArgs : {};
     const meta = isRecord(params._meta) ? params._meta : {};
     const token =

@@ -8,6 +8,12 @@ import path from "node:path";
 
 import { StateError, isJobId } from "./records.js";
 
+/** The folders of a state directory that open() makes private and check() checks (§15.1, §15.8). */
+export function stateFolders(root: string): string[] {
+  // Who carries the work (§15.8) is read from servers/ and carrier/: checked as jobs/ is.
+  return [root, ...["jobs", "slots", "servers", "carrier"].map((name) => path.join(root, name))];
+}
+
 /**
  * Creates the state directory's folders, private to this user (0700), or checks that the ones there are ours.
  * Throws StateError saying what is wrong.

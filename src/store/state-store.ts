@@ -35,7 +35,7 @@ import {
 import { claimHolder, claimJob, claimSlot, dropClaimsBefore, type HolderAlive } from "./claims.js";
 import { readInChunks, readTextFile, refuseSpecialFile, watchFolder } from "./files.js";
 import { appendToIndex, compactIndex, readIndex } from "./finished-index.js";
-import { checkFolders, jobFolderProblem, openFolders } from "./ownership.js";
+import { checkFolders, jobFolderProblem, openFolders, stateFolders } from "./ownership.js";
 import { SlotFiles } from "./slots.js";
 import {
   StateError,
@@ -86,8 +86,7 @@ export class StateStore {
   ) {
     this.jobsDir = path.join(root, "jobs");
     this.slotsDir = path.join(root, "slots");
-    // Who carries the work (§15.8) is read from servers/ and carrier/: checked as jobs/ is.
-    this.folders = [root, this.jobsDir, this.slotsDir, path.join(root, "servers"), path.join(root, "carrier")];
+    this.folders = stateFolders(root);
     this.uid = options.uid;
     this.randomName = options.randomName;
   }
