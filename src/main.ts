@@ -24,6 +24,7 @@ import type { HostSet } from "./wiring/hosts.js";
 import type { Loaders } from "./wiring/loaders.js";
 import type { Machine } from "./wiring/machine.js";
 import type { Carrying } from "./wiring/carrying.js";
+import type { HeldEndpoint } from "./wiring/approvals-endpoint.js";
 import type { Policy } from "./agent/policy.js";
 import { frontDoor, type OpeningFacts } from "./server/opening.js";
 
@@ -124,7 +125,7 @@ async function serveApprover(args: string[]): Promise<void> {
   const stateDir = parsed.stateDir ?? here().stateDirectory(process.env);
   const { StateStore } = await import("./store/state-store.js");
   const store = new StateStore(stateDir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
-  const handle = createApprover({
+  const approver = createApprover({
     jobId,
     clock: systemClock,
     logger,
@@ -134,7 +135,7 @@ async function serveApprover(args: string[]): Promise<void> {
   const server = serveStdio({
     input: process.stdin,
     writer: createMessageWriter(process.stdout, logger),
-    handle,
+    handle: (message) => approver.handle(message),
     logger,
   });
   // The agent closes our stdin, or sends SIGINT, when it ends; a request still open stays on file, unanswered.
@@ -351,6 +352,8 @@ type Opened = ReturnType<typeof openServer>;
 async function startJobs(parts: Serving, opened: Opened, restore = true) {
   const { config, roots, policy, gated, logger } = opened;
   const store = gated ? undefined : await openState(config.stateDir);
+  // Settled once the process knows whether others share the directory (holdEndpoint).
+  let endpoint: HeldEndpoint | undefined;
   const hosts = await parts.createHosts({
     machine: machine(),
     config,
@@ -359,11 +362,24 @@ async function startJobs(parts: Serving, opened: Opened, restore = true) {
     logger,
     store,
     uid: process.getuid?.(),
+    approvalEndpoint: (jobId) => endpoint?.addressOf(jobId),
   });
   const runtimes = parts.lazyRuntimes(loaders);
   const jobs = await parts.createJobs({ machine: machine(), config, policy, store, hosts, logger, runtimes });
   if (store && restore) await restoreJobs(store, jobs, logger);
-  return { store, hosts, runtimes, jobs };
+  /** The state directory's approval endpoint (§18), held or stood by for; with no forwarding, none. */
+  const holdEndpoint = async (carrying: Carrying): Promise<HeldEndpoint | undefined> => {
+    if (!store || config.approvals !== "forward") return undefined;
+    endpoint = await parts.holdApprovalEndpoint({
+      store,
+      clock: systemClock,
+      logger,
+      waitMs: config.approvalTimeoutMs,
+      othersPresent: async () => (await carrying.liveOthers()).length > 0,
+    });
+    return endpoint;
+  };
+  return { store, hosts, runtimes, jobs, holdEndpoint };
 }
 
 /** This process's part in carrying the state directory's work (§15.8). */
@@ -394,8 +410,11 @@ async function carryingOf(
 async function serveJobs(opened: Opened, writer: ReturnType<typeof createMessageWriter>) {
   const { config, policy, logger } = opened;
   const [parts, { createRequestHandler }] = await Promise.all([serving(), import("./server/handler.js")]);
-  const { store, hosts, runtimes, jobs } = await startJobs(parts, opened);
+  const { store, hosts, runtimes, jobs, holdEndpoint } = await startJobs(parts, opened, false);
   const carrying = store ? await carryingOf(parts, store, jobs, hosts, process.env, logger) : undefined;
+  // Before the takeover, so that jobs it starts from the queue ask the endpoint, not an approver of their own.
+  const endpoint = carrying ? await holdEndpoint(carrying) : undefined;
+  if (store) await restoreJobs(store, jobs, logger);
   const handle = createRequestHandler({
     jobs,
     checkDirectory: (dir) => hosts.home.checkDirectory(dir),
@@ -425,7 +444,7 @@ async function serveJobs(opened: Opened, writer: ReturnType<typeof createMessage
   });
   // Present before any request but the first initialize is answered: a server leaving now leaves its work to us.
   carrying?.join("server");
-  return { handle, store, jobs, hosts, carrying };
+  return { handle, store, jobs, hosts, carrying, endpoint };
 }
 
 async function serve(): Promise<void> {
@@ -447,8 +466,8 @@ async function serve(): Promise<void> {
     logger.warn(`depth ${config.depth} reaches CLAUDE_DISPATCH_MAX_DEPTH ${config.maxDepth}: no tools are offered`);
   const agents = agentsAtStart(policy.agents, config);
   logger[agents.level](`${SERVER_NAME} ${SERVER_VERSION} ready (${agents.text})`);
-  const { store, jobs, hosts, carrying } = await whole;
-  installShutdown({ config, jobs, hosts, server, writer, logger, carrying, stateDir: store?.root });
+  const { store, jobs, hosts, carrying, endpoint } = await whole;
+  installShutdown({ config, jobs, hosts, server, writer, logger, carrying, endpoint, stateDir: store?.root });
 }
 
 /**
@@ -479,9 +498,10 @@ async function serveCarrier(args: string[]): Promise<void> {
   }
   const opened = openServer(config, roots, env);
   const { logger } = opened;
-  const { store, jobs, hosts } = await startJobs(parts, opened, false);
+  const { store, jobs, hosts, holdEndpoint } = await startJobs(parts, opened, false);
   if (!store) process.exit(0);
   const carrying = await carryingOf(parts, store, jobs, hosts, env, logger);
+  const endpoint = await holdEndpoint(carrying);
   // Present before it takes anything over: killed at any point after this, it is replaced (§15.8).
   const present = carrying.present("carrier");
   let leaving = false;
@@ -494,6 +514,7 @@ async function serveCarrier(args: string[]): Promise<void> {
     slot.release();
     // Whatever still runs is left on disk, to the next server or carrier (§15.3).
     await jobs.leave();
+    await endpoint?.close();
     await hosts.close();
     process.exit(code);
   };
@@ -522,6 +543,7 @@ function installShutdown(parts: {
   writer: ReturnType<typeof createMessageWriter>;
   logger: Logger;
   carrying: Carrying | undefined;
+  endpoint: HeldEndpoint | undefined;
   stateDir: string | undefined;
 }): void {
   const { config, jobs, hosts, server, writer, logger, carrying } = parts;
@@ -551,7 +573,9 @@ function installShutdown(parts: {
       await jobs.shutdown();
       await hosts.home.idle();
     }
-    // Agents elsewhere run on (or were killed above); this server's sessions and shared connections end (§21.4).
+    // Agents asking through this endpoint reconnect to the next holder (§18); then, agents elsewhere run on (or
+    // were killed above), and this server's sessions and shared connections end (§21.4).
+    await parts.endpoint?.close();
     await hosts.close();
     // Runs and waits on the killed jobs now answer; give their responses a moment to be written.
     let cancelSlack = (): void => undefined;

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { readFileSync, watch } from "node:fs";
 
+import type { JobRecord } from "../src/store/records.js";
 import type { StateStore } from "../src/store/state-store.js";
 import { minimalEnvironment, SERVER_MAIN } from "./server-process.js";
 
@@ -86,4 +87,23 @@ export function requestFiled(store: StateStore, id: string, n: string): Promise<
       resolve();
     }
   });
+}
+
+/** A running job of this process, in `store`, whose requests an approver files: what both approvers need of it. */
+export function createRunningJob(store: StateStore, id: string, cwd: string): void {
+  const record: JobRecord = {
+    format: 1,
+    runtime: "claude",
+    host: "local",
+    id,
+    kind: "start",
+    cwd,
+    prompt_preview: "x",
+    options: {},
+    status: "running",
+    submitted_at: Date.now(),
+    owner: { pid: process.pid },
+    generation: 0,
+  };
+  store.create(record, "x");
 }

@@ -11,8 +11,7 @@ import path from "node:path";
 import { after, test } from "node:test";
 
 import { StateStore } from "../src/store/state-store.js";
-import type { JobRecord } from "../src/store/records.js";
-import { Approver, answerOf, frame, requestFiled } from "./approver-process.js";
+import { Approver, answerOf, createRunningJob, frame, requestFiled } from "./approver-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-approver-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -23,21 +22,7 @@ function jobInStore(): { store: StateStore; id: string; dir: string } {
   const store = new StateStore(dir, { uid: process.getuid?.(), randomName: () => crypto.randomUUID() });
   store.open();
   const id = `00000000-0000-4000-8000-${String((jobs += 1)).padStart(12, "0")}`;
-  const record: JobRecord = {
-    format: 1,
-    runtime: "claude",
-    host: "local",
-    id,
-    kind: "start",
-    cwd: scratch,
-    prompt_preview: "x",
-    options: {},
-    status: "running",
-    submitted_at: Date.now(),
-    owner: { pid: process.pid },
-    generation: 0,
-  };
-  store.create(record, "x");
+  createRunningJob(store, id, scratch);
   return { store, id, dir };
 }
 

@@ -8,6 +8,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, afterEach, describe, test } from "node:test";
 
+import { tokenFor } from "../src/approver/endpoint.js";
+
 import { isAlive, readPids, waitFor } from "./processes.js";
 import { ServerProcess } from "./server-process.js";
 import { bounded, lineFrom } from "./support/events.js";
@@ -369,8 +371,9 @@ describe("the built server over stdio", { skip: !isLinux && "end-to-end process 
     });
     await server.initialize();
     const record = scratchFile("argv");
+    const environment = scratchFile("env");
     const run = await server.callTool("claude_run", {
-      prompt: `@record ${record}`,
+      prompt: `@record ${record}\n@env ${environment} CLAUDE_DISPATCH_APPROVER_TOKEN`,
       cwd: root,
       permission_mode: "acceptEdits",
       allowed_tools: ["Bash(git log:*)", "Edit"],
@@ -380,17 +383,22 @@ describe("the built server over stdio", { skip: !isLinux && "end-to-end process 
     });
     assert.equal(run.result.structuredContent.status, "completed", run.result.content[0].text);
     const argv = JSON.parse(readFileSync(record, "utf8")).argv as string[];
-    // The approver comes last (§18): this same program in its approver mode, for this job, in this state directory.
+    // The approver comes last (§18): the state directory's endpoint, this job's path there, its token in the
+    // agent's environment (the CLI expands the variable), never in argv.
     const [mcpConfig, promptTool] = argv.splice(-2);
     assert.equal(promptTool, "--permission-prompt-tool=mcp__dispatch_approver__approve");
     const approver = JSON.parse((mcpConfig ?? "").replace(/^--mcp-config=/, "")).mcpServers.dispatch_approver;
-    assert.deepEqual(approver.args.slice(1), [
-      "approver",
-      `--state-dir=${server.stateDir}`,
-      "--wait-ms=600000",
-      run.result.structuredContent.job_id,
-    ]);
-    assert.equal(approver.timeout, 660_000);
+    const jobId = run.result.structuredContent.job_id;
+    const endpoint = JSON.parse(readFileSync(path.join(server.stateDir, "approvals-endpoint.json"), "utf8"));
+    assert.deepEqual(approver, {
+      type: "http",
+      url: `http://127.0.0.1:${endpoint.port}/jobs/${jobId}`,
+      headers: { Authorization: "Bearer ${CLAUDE_DISPATCH_APPROVER_TOKEN}" },
+      timeout: 660_000,
+    });
+    const token = JSON.parse(readFileSync(environment, "utf8")).CLAUDE_DISPATCH_APPROVER_TOKEN;
+    assert.equal(token, tokenFor(endpoint.secret, jobId));
+    assert.ok(!argv.some((arg) => arg.includes(token)), "the token is not in argv");
     assert.deepEqual(argv, [
       "-p",
       "--output-format",

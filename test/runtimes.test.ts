@@ -209,13 +209,14 @@ function approvalFiles(): ApprovalFiles & { filed: ApprovalRequest[] } {
     answerTo: () => ({ answer: { decision: "allow", by: "tool", at: 0 } }),
     answer: () => undefined,
     watch: () => undefined,
+    request: (id) => filed.find((request) => request.id === id),
   };
 }
 
 test("the approver lists and answers the tool of each runtime that forwards its prompts, by name", async () => {
   const files = approvalFiles();
   const prompts = [...PERMISSION_PROMPTS, FOURTH_PROMPTS];
-  const handle = createApprover({
+  const approver = createApprover({
     jobId: "j",
     files,
     clock: new FakeClock(),
@@ -223,6 +224,7 @@ test("the approver lists and answers the tool of each runtime that forwards its 
     waitMs: 60_000,
     prompts,
   });
+  const handle = (message: unknown) => approver.handle(message);
   const listed = (await handle({ jsonrpc: "2.0", id: 1, method: "tools/list" })) as {
     result: { tools: Array<{ name: string }> };
   };

@@ -19,6 +19,11 @@ export interface ApproverLaunch {
   args: string[];
   /** How long it waits for an answer before it denies the request. */
   waitMs: number;
+  /**
+   * The state directory's approval endpoint (§18), while a process of ours serves it: an agent CLI that can reach
+   * an MCP server over HTTP asks there, with this token, and no approver process runs beside it.
+   */
+  endpoint?: { url: string; token: string };
 }
 
 /** Where an agent's stdout and stderr go, and a long result (§15.4). */

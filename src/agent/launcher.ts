@@ -41,15 +41,17 @@ export interface Agents {
 export function createAgents<Reader extends AgentOutputReader>(options: LauncherOptions<Reader>): Agents {
   const { runtime, host } = options;
   return {
-    launch: (spec) =>
-      follow(options, spec.output, (onStdout) =>
+    launch: (spec) => {
+      const { command, args, env } = runtime.invocation(spec);
+      return follow(options, spec.output, (onStdout) =>
         host.start({
           ...(spec.jobId ? { jobId: spec.jobId } : {}),
           ...(spec.worktree ? { worktree: spec.worktree } : {}),
-          ...runtime.invocation(spec),
+          command,
+          args,
           ...(spec.options?.addDirs ? { addDirs: spec.options.addDirs } : {}),
           cwd: spec.cwd,
-          env: options.env,
+          env: env ? { ...options.env, ...env } : options.env,
           // Never argv: no quoting, no shell, no length limit. From the prompt file
           // when there is one, so it arrives whole (§15.2).
           stdin: spec.promptFile ? { file: spec.promptFile } : spec.prompt,
@@ -58,7 +60,8 @@ export function createAgents<Reader extends AgentOutputReader>(options: Launcher
           ...(spec.output ? { output: spec.output } : {}),
           ...(spec.marker ? { marker: spec.marker } : {}),
         }),
-      ),
+      );
+    },
     attach: (agent) =>
       follow(options, agent.output, (onStdout) =>
         host.attach({ ...agent, onStdout, stderrTailBytes: options.stderrTailBytes }),

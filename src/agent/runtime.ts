@@ -166,7 +166,8 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 export interface Runtime<Reader extends AgentOutputReader = AgentOutputReader> extends RuntimeTraits {
   /** The program and its argv; the prompt always goes to stdin, never argv (§10). */
-  invocation(spec: AgentSpec): { command: string; args: string[] };
+  /** The command, its argv, and what it adds to the agent's environment (a secret, never argv). */
+  invocation(spec: AgentSpec): { command: string; args: string[]; env?: Readonly<Record<string, string>> };
   /** The agent's environment, from the server's own and the variables it adds (§7.2). */
   environment(base: Env, extra: Readonly<Record<string, string>>): Record<string, string | undefined>;
   createReader(options: ReaderOptions): Reader;

@@ -39,6 +39,42 @@ export interface ApprovalFiles {
   answerTo(request: ApprovalRequest): OwnAnswer;
   answer(id: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
   watch(onChange: () => void): (() => void) | undefined;
+  /** Request `id` as filed, if it is there and whole. */
+  request(id: string): ApprovalRequest | undefined;
+}
+
+/**
+ * One job's approver: its MCP handler, and the calls a lost connection left open. A transport that can lose a
+ * call (the endpoint's HTTP streams) is given a token as each request is filed, and resumes or withdraws by it.
+ */
+export interface Approver {
+  /** One message of the agent: one response or null; `filed` hears each call's token once its request is filed. */
+  handle(message: unknown, filed?: (token: string) => void): Promise<JsonRpcResponse | null>;
+  /** The response to the call a token names, once its request is answered; undefined when there is no such call. */
+  resume(token: string): Promise<JsonRpcResponse> | undefined;
+  /** Denies the request a token names, unless it has an answer: nobody waits for it any longer. */
+  withdraw(token: string): void;
+}
+
+/** What a token holds: the request's number and nonce, the approver tool called, and the call's JSON-RPC id. */
+type CallToken = [requestId: string, nonce: string, tool: string, callId: RequestId];
+
+function tokenOf(call: CallToken): string {
+  return Buffer.from(JSON.stringify(call)).toString("base64url");
+}
+
+/** A token as this approver made it; undefined for anything else (a token comes back from the agent's side). */
+function readToken(token: string): CallToken | undefined {
+  if (token.length > 1024 || !/^[\w-]+$/.test(token)) return undefined;
+  try {
+    const call: unknown = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+    if (!Array.isArray(call) || call.length !== 4) return undefined;
+    const [requestId, nonce, tool, callId] = call as unknown[];
+    if (typeof requestId !== "string" || typeof nonce !== "string" || typeof tool !== "string") return undefined;
+    return isRequestId(callId) ? [requestId, nonce, tool, callId] : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface ApproverOptions {
@@ -89,8 +125,8 @@ export function denialText(answer: ApprovalAnswer, waitMs: number): string {
   return "The person supervising this job denied this tool call.";
 }
 
-/** The approver's request handler: one response per request, null for notifications and responses. */
-export function createApprover(options: ApproverOptions): (message: unknown) => Promise<JsonRpcResponse | null> {
+/** The approver of one job: one response per request, null for notifications and responses. */
+export function createApprover(options: ApproverOptions): Approver {
   const { files, clock, logger, waitMs, prompts = PERMISSION_PROMPTS } = options;
   /** Filed requests of tool calls in flight, by JSON-RPC id, so a cancelled call withdraws its request. */
   const filedBy = new Map<string, string>();
@@ -142,7 +178,18 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
       poll();
     });
 
-  const ask = async (id: RequestId, cli: PermissionPrompts, args: unknown): Promise<JsonRpcResponse> => {
+  /** The tool's result for an answer: what the agent reads. */
+  const render = (id: RequestId, cli: PermissionPrompts, input: unknown, answer: ApprovalAnswer): JsonRpcResponse => {
+    const text = cli.answerText(answer.decision, input, answer.decision === "deny" ? denialText(answer, waitMs) : "");
+    return respond(id, { content: [{ type: "text", text }] });
+  };
+
+  const ask = async (
+    id: RequestId,
+    cli: PermissionPrompts,
+    args: unknown,
+    announce?: (token: string) => void,
+  ): Promise<JsonRpcResponse> => {
     const asked = cli.read(args);
     if (!asked)
       return respond(id, {
@@ -173,6 +220,7 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
         nextNumber = Number(filed.id) + 1;
         filedBy.set(String(id), filed.id);
         logger.info(`job ${options.jobId}: request ${filed.id} filed: ${filed.preview}`);
+        announce?.(tokenOf([filed.id, filed.nonce ?? "", cli.tool.name, id]));
         answer = await answerOf(filed);
       } catch (error) {
         answer = deny(`The request could not be filed (${(error as Error).message}), so the tool call was denied.`);
@@ -180,16 +228,31 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
         filedBy.delete(String(id));
       }
     }
-    const text = cli.answerText(
-      answer.decision,
-      asked.input,
-      answer.decision === "deny" ? denialText(answer, waitMs) : "",
-    );
     if (filed) logger.info(`job ${options.jobId}: request ${filed.id}: ${answer.decision} (by ${answer.by})`);
-    return respond(id, { content: [{ type: "text", text }] });
+    return render(id, cli, asked.input, answer);
   };
 
-  return async (message) => {
+  /** The request a token names, with the tool called, while it is the one filed under that number. */
+  const called = (token: string): { call: CallToken; cli: PermissionPrompts; request: ApprovalRequest } | undefined => {
+    const call = readToken(token);
+    const cli = call && prompts.find((candidate) => candidate.tool.name === call[2]);
+    const request = call && cli ? files.request(call[0]) : undefined;
+    return call && cli && request && (request.nonce ?? "") === call[1] ? { call, cli, request } : undefined;
+  };
+
+  const resume = (token: string): Promise<JsonRpcResponse> | undefined => {
+    const found = called(token);
+    if (!found) return undefined;
+    const { call, cli, request } = found;
+    return answerOf(request).then((answer) => render(call[3], cli, request.input, answer));
+  };
+
+  const withdraw = (token: string): void => {
+    const found = called(token);
+    if (found) files.answer(found.request.id, deny("The agent withdrew this request."));
+  };
+
+  const handle = async (message: unknown, announce?: (token: string) => void): Promise<JsonRpcResponse | null> => {
     if (!isRecord(message) || message.jsonrpc !== "2.0") return null;
     const method = message.method;
     const params = isRecord(message.params) ? message.params : {};
@@ -221,7 +284,7 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
         return respond(id, { tools: prompts.map((cli) => cli.tool) });
       case "tools/call": {
         const cli = prompts.find((candidate) => candidate.tool.name === params.name);
-        if (cli) return ask(id, cli, params.arguments);
+        if (cli) return ask(id, cli, params.arguments, announce);
         const tools =
           `${prompts.length === 1 ? "one tool" : "the tools"}, ` +
           `${prompts.map((each) => each.tool.name).join(", ")}`;
@@ -235,6 +298,8 @@ export function createApprover(options: ApproverOptions): (message: unknown) => 
         return fail(id, METHOD_NOT_FOUND, `Method not found: ${method.slice(0, 60)}`);
     }
   };
+
+  return { handle, resume, withdraw };
 }
 
 /** The files of one job's requests in a state directory, trusted only while its folder and record are ours (§15.1). */
@@ -252,5 +317,6 @@ export function approvalFilesOf(store: StateStore, jobId: string): ApprovalFiles
     answerTo: (request) => answerToOwnRequest(store.jobDir(jobId), request),
     answer: (requestId, answer) => store.answerApproval(jobId, requestId, answer),
     watch: (onChange) => store.watchApprovals(jobId, onChange),
+    request: (id) => store.approval(jobId, id)?.request,
   };
 }

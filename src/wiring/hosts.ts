@@ -59,6 +59,8 @@ export interface HostParts {
   uid?: number | undefined;
   /** This machine's process layer when the caller has one loaded already (the command line's). */
   processes?: () => Promise<ProcessControl>;
+  /** Where this machine's agents ask for permission (§18), once the state directory's endpoint is settled. */
+  approvalEndpoint?: (jobId: string) => { url: string; token: string } | undefined;
 }
 
 export async function createHosts(parts: HostParts): Promise<HostSet> {
@@ -70,7 +72,15 @@ export async function createHosts(parts: HostParts): Promise<HostSet> {
 }
 
 /** This machine: agents, liveness and tree kills through the process layer, loaded at the first use. */
-export function localHost({ machine, config, roots, loaders, logger, processes }: HostParts): LocalHost {
+export function localHost({
+  machine,
+  config,
+  roots,
+  loaders,
+  logger,
+  processes,
+  approvalEndpoint,
+}: HostParts): LocalHost {
   let self: Promise<ProcessIdentity> | undefined;
   const host: LocalHost = new LocalHost({
     name: HOME_HOST,
@@ -81,6 +91,7 @@ export function localHost({ machine, config, roots, loaders, logger, processes }
     roots,
     worktrees: localWorktrees(machine, config, loaders),
     approverCommand: { command: machine.execPath, args: [machine.mainPath] },
+    ...(approvalEndpoint ? { approvalEndpoint } : {}),
     programOf: (agent) => programOf(config, agent),
     agents: () => config.agents ?? [],
     env: machine.env,

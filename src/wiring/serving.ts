@@ -6,5 +6,6 @@
 export { createJobs, lazyRuntimes, worktreeHolds } from "./jobs.js";
 export { createHosts, HostSet, loadProcessControl, localHost, ownIdentity } from "./hosts.js";
 export { Carrying } from "./carrying.js";
+export { holdApprovalEndpoint } from "./approvals-endpoint.js";
 export { CarrierSlot, PresenceFiles, settingsOf } from "../store/presence.js";
 export { ownLinuxStartTime } from "../hosts/local/self.js";

@@ -48,7 +48,18 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   ],
   "config.ts": ["core/", "agent/", "store/", "tools/", "hosts/kinds.ts", "runtimes/", "server/stdio.ts"],
   // What main builds, with the process's parts handed in: everything below the MCP surface.
-  "wiring/": ["core/", "agent/", "store/", "jobs/", "runtimes/", "hosts/", "worktrees/", "config.ts", "wiring/"],
+  "wiring/": [
+    "core/",
+    "agent/",
+    "store/",
+    "jobs/",
+    "runtimes/",
+    "hosts/",
+    "worktrees/",
+    "approver/",
+    "config.ts",
+    "wiring/",
+  ],
   "main.ts": [""],
 };
 

@@ -38,6 +38,8 @@ export interface LocalHostOptions {
   worktrees: Worktrees;
   /** This program, as the agents run it in its approver mode (§18). */
   approverCommand: { command: string; args: readonly string[] };
+  /** The state directory's approval endpoint, where agents that can reach it ask instead (§18). */
+  approvalEndpoint?(jobId: string): { url: string; token: string } | undefined;
   /** An agent CLI's program here (§7): the operator's setting, else its own name. */
   programOf(agent: string): string;
   /** The agents offered here, whose programs doctor looks for (§17). */
@@ -129,10 +131,12 @@ export class LocalHost implements Host, AgentHost {
 
   approver(jobId: string, waitMs: number): ApproverLaunch {
     const { command, args } = this.options.approverCommand;
+    const endpoint = this.options.approvalEndpoint?.(jobId);
     return {
       command,
       args: [...args, "approver", `--state-dir=${this.options.stateDir}`, `--wait-ms=${waitMs}`, jobId],
       waitMs,
+      ...(endpoint ? { endpoint } : {}),
     };
   }
 

@@ -6,6 +6,7 @@
 import { DispatchError } from "../../core/errors.js";
 import type { Runtime, SessionStore } from "../../agent/runtime.js";
 import { agentEnvironment, claudeArgs } from "./args.js";
+import { approverEnvironment } from "./permission-prompt.js";
 import { interpretExit } from "./outcome.js";
 import { ClaudeStream } from "./stream.js";
 import { claudeReadiness } from "./readiness.js";
@@ -33,7 +34,10 @@ export { CLAUDE_PERMISSION_MODES, CLAUDE_TRAITS } from "./traits.js";
 export function claudeRuntime(bin: string): Runtime<ClaudeStream> {
   return {
     ...CLAUDE_TRAITS,
-    invocation: (spec) => ({ command: bin, args: claudeArgs(spec) }),
+    invocation: (spec) => {
+      const env = approverEnvironment(spec.approver);
+      return { command: bin, args: claudeArgs(spec), ...(env ? { env } : {}) };
+    },
     environment: agentEnvironment,
     createReader: (options) => new ClaudeStream(options),
     outcome: (exit, reader, disk) => interpretExit(exit, reader, bin, disk),

@@ -16,6 +16,14 @@ import { describeToolUse } from "./text.js";
 export const APPROVER_SERVER = "dispatch_approver";
 export const APPROVER_TOOL = "approve";
 
+/** Holds the endpoint's token in the agent's environment (PROTOCOL.md §18). */
+export const APPROVER_TOKEN_VARIABLE = "CLAUDE_DISPATCH_APPROVER_TOKEN";
+
+/** What the agent's environment gains for its approver: the endpoint's token, when it asks the endpoint. */
+export function approverEnvironment(approver: ApproverLaunch | undefined): Record<string, string> | undefined {
+  return approver?.endpoint ? { [APPROVER_TOKEN_VARIABLE]: approver.endpoint.token } : undefined;
+}
+
 /** Headroom over the approval timeout, so the CLI never abandons a call the approver is about to answer. */
 const TOOL_TIMEOUT_SLACK_MS = 60_000;
 
@@ -25,16 +33,18 @@ const TOOL_TIMEOUT_SLACK_MS = 60_000;
  * 1e8 ms, and the idle one, 30 minutes for stdio) above the approval timeout.
  */
 export function approverArgs(approver: ApproverLaunch): string[] {
-  const config = {
-    mcpServers: {
-      [APPROVER_SERVER]: {
-        type: "stdio",
-        command: approver.command,
-        args: approver.args,
-        timeout: approver.waitMs + TOOL_TIMEOUT_SLACK_MS,
-      },
-    },
-  };
+  const timeout = approver.waitMs + TOOL_TIMEOUT_SLACK_MS;
+  // The endpoint when one serves the state directory: the CLI expands the variable from its environment, so the
+  // token is never in argv (approverEnvironment).
+  const server = approver.endpoint
+    ? {
+        type: "http",
+        url: approver.endpoint.url,
+        headers: { Authorization: `Bearer \${${APPROVER_TOKEN_VARIABLE}}` },
+        timeout,
+      }
+    : { type: "stdio", command: approver.command, args: approver.args, timeout };
+  const config = { mcpServers: { [APPROVER_SERVER]: server } };
   return [
     `--mcp-config=${JSON.stringify(config)}`,
     `--permission-prompt-tool=mcp__${APPROVER_SERVER}__${APPROVER_TOOL}`,

@@ -1,0 +1,120 @@
+/**
+ * The approval endpoint of a state directory (PROTOCOL.md §18, docs/approvals.md), as a server or the carrier
+ * holds it: one port for the directory, recorded with its secret in the directory, served by one live process
+ * of ours at a time. The others stand by and take the port over when its holder goes.
+ */
+import { randomBytes } from "node:crypto";
+
+import { approvalFilesOf, createApprover, type Approver } from "../approver/approver.js";
+import { ApprovalEndpoint, tokenFor } from "../approver/endpoint.js";
+import type { Clock } from "../core/clock.js";
+import type { Logger } from "../core/log.js";
+import type { StateStore } from "../store/state-store.js";
+
+/** A process standing by tries the port this often. */
+const STANDBY_RETRY_MS = 5000;
+/** Approvers kept for the jobs asked for lately: each knows where its job's next request is filed. */
+const APPROVERS_KEPT = 256;
+
+/** Where a job's agent asks (§18): its URL and token, while a process of ours serves the directory. */
+export interface EndpointAddress {
+  url: string;
+  token: string;
+}
+
+export interface HeldEndpoint {
+  addressOf(jobId: string): EndpointAddress | undefined;
+  close(): Promise<void>;
+}
+
+export interface EndpointParts {
+  store: StateStore;
+  clock: Clock;
+  logger: Logger;
+  /** How long a request waits for an answer before it is denied. */
+  waitMs: number;
+  /** Whether another live process of ours shares the directory: the port's holder, when it is in use. */
+  othersPresent(): Promise<boolean>;
+}
+
+/** The directory's secret and port (0: none chosen yet), made by the first process to come. */
+function recordedEndpoint(store: StateStore): { port: number; secret: string } {
+  const recorded = store.readEndpoint();
+  if (recorded) return recorded;
+  const made = { port: 0, secret: randomBytes(32).toString("hex") };
+  if (store.createEndpoint(made)) return made;
+  // Another process made it first; what it made stands. One that is not whole is replaced.
+  const theirs = store.readEndpoint();
+  if (theirs) return theirs;
+  store.writeEndpoint(made);
+  return made;
+}
+
+/** Holds the directory's endpoint, or stands by for it; resolves once either is settled. */
+export async function holdApprovalEndpoint(parts: EndpointParts): Promise<HeldEndpoint> {
+  const { store, clock, logger, waitMs } = parts;
+  const { secret } = recordedEndpoint(store);
+  const approvers = new Map<string, Approver>();
+  const endpoint = new ApprovalEndpoint({
+    secret,
+    clock,
+    logger,
+    approverFor: (jobId) => {
+      const known = approvers.get(jobId);
+      if (known) return known;
+      if (store.read(jobId) === undefined) return undefined;
+      const approver = createApprover({ jobId, files: approvalFilesOf(store, jobId), clock, logger, waitMs });
+      if (approvers.size >= APPROVERS_KEPT) approvers.delete(approvers.keys().next().value as string);
+      approvers.set(jobId, approver);
+      return approver;
+    },
+  });
+  /** The port agents are given: ours, or the holder's while we stand by; undefined when no one of ours serves. */
+  let port: number | undefined;
+  let closed = false;
+  let cancelRetry = (): void => undefined;
+
+  const standBy = (recorded: number): void => {
+    port = recorded;
+    cancelRetry = clock.setTimer(() => void take().catch(report), STANDBY_RETRY_MS);
+  };
+  /** Serves the recorded port if it is free; one held by no process of ours is given up for a new one. */
+  const take = async (): Promise<void> => {
+    if (closed || endpoint.listening !== undefined) return;
+    const recorded = store.readEndpoint()?.port ?? 0;
+    const bound = recorded === 0 ? "in use" : await endpoint.listen(recorded);
+    if (bound !== "in use") {
+      port = bound;
+      logger.info(`approval endpoint on 127.0.0.1:${bound}`);
+      return;
+    }
+    if (recorded !== 0 && (await parts.othersPresent())) return standBy(recorded);
+    const fresh = await endpoint.listen(0);
+    if (fresh === "in use") return;
+    store.writeEndpoint({ port: fresh, secret });
+    // Two processes that chose at once: the one whose port was recorded last serves, the other stands by.
+    const settled = store.readEndpoint()?.port;
+    if (settled !== fresh && settled !== undefined && settled !== 0) {
+      await endpoint.close();
+      return standBy(settled);
+    }
+    port = fresh;
+    logger.info(`approval endpoint on 127.0.0.1:${fresh} (a new port)`);
+  };
+  const report = (error: unknown): void => {
+    port = endpoint.listening;
+    logger.warn(`approval endpoint: ${(error as Error).message}; agents started meanwhile run their own approver`);
+  };
+  await take().catch(report);
+  return {
+    addressOf: (jobId) =>
+      port === undefined
+        ? undefined
+        : { url: `http://127.0.0.1:${port}/jobs/${jobId}`, token: tokenFor(secret, jobId) },
+    close: async () => {
+      closed = true;
+      cancelRetry();
+      await endpoint.close();
+    },
+  };
+}
