@@ -33,12 +33,14 @@
  *              (CLAUDE_DISPATCH_MAX_JOBS=100); once with everything in
  *              os.tmpdir() (the headline), once on tmpfs (/dev/shm) if any
  *   j shared   g, with the wait on a second server of the same state directory
- *   k approvals permission requests (PROTOCOL.md §18): the approver of a
- *              running job, spawned here as the agent spawns it, asked the
- *              call Claude Code makes: its start (spawn -> initialize) and
- *              peak RSS, which forwarding adds to every agent; request sent ->
- *              claude_wait answers input_required (the wait already holding);
- *              claude_respond sent -> the approver answers the agent
+ *   k approvals permission requests (PROTOCOL.md §18): the state directory's
+ *              endpoint asked, at the URL and with the token a running job's
+ *              agent is given, the call Claude Code makes: the memory of every
+ *              process but the agent and the server while it waits (what
+ *              forwarding adds to a job); request sent -> claude_wait answers
+ *              input_required (the wait already holding); claude_respond sent
+ *              -> the endpoint answers; and, for comparison, the approver
+ *              process other hosts still run: its start and peak RSS
  *   l worktrees what a worktree costs a job (PROTOCOL.md §19), in a git
  *              repository the bench makes: claude_start answered, and the
  *              claude_wait of the finished job (which reads what it
@@ -160,8 +162,8 @@ function parseArgs(argv) {
     };
     if (arg === "--rounds" || arg.startsWith("--rounds=")) {
       options.rounds = Number(value());
-      if (!Number.isInteger(options.rounds) || options.rounds < 1) throw new Error("--rounds must be a " +
-        "positive integer");
+      if (!Number.isInteger(options.rounds) || options.rounds < 1)
+        throw new Error("--rounds must be a " + "positive integer");
     } else if (arg === "--only" || arg.startsWith("--only=")) {
       options.only = value()
         .split(",")
@@ -169,7 +171,10 @@ function parseArgs(argv) {
         .filter(Boolean)
         .map((name) => {
           const section = SECTIONS.find((s) => s.key === name || s.name === name);
-          if (!section) throw new Error(`unknown section ${JSON.stringify(name)}; use ${SECTIONS.map((s) => `${s.key}/${s.name}`).join(", ")}`);
+          if (!section)
+            throw new Error(
+              `unknown section ${JSON.stringify(name)}; use ${SECTIONS.map((s) => `${s.key}/${s.name}`).join(", ")}`,
+            );
           return section.key;
         });
     } else if (arg === "--out" || arg.startsWith("--out=")) {
@@ -178,8 +183,9 @@ function parseArgs(argv) {
       options.table = true;
     } else if (arg === "--help" || arg === "-h") {
       const names = SECTIONS.map((s) => s.name).join(",");
-      process.stdout.write(`usage: node bench/bench.mjs [--rounds N] [--only a,b,...|${names}] [--out ` +
-        `FILE] [--table]\n`);
+      process.stdout.write(
+        `usage: node bench/bench.mjs [--rounds N] [--only a,b,...|${names}] [--out ` + `FILE] [--table]\n`,
+      );
       process.exit(0);
     } else {
       throw new Error(`unknown argument ${arg}`);
@@ -201,13 +207,15 @@ function declaredModule(file) {
 function distStamp() {
   let newest = 0;
   for (const name of fs.readdirSync(path.dirname(SERVER_MAIN))) {
-    if (name.endsWith(".js")) newest = Math.max(newest, fs.statSync(path.join(path.dirname(SERVER_MAIN), name)).mtimeMs);
+    if (name.endsWith(".js"))
+      newest = Math.max(newest, fs.statSync(path.join(path.dirname(SERVER_MAIN), name)).mtimeMs);
   }
   return new Date(newest).toISOString();
 }
 
 function machine() {
-  const cpu = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? os.cpus()[0]?.model ?? "unknown";
+  const cpu =
+    /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? os.cpus()[0]?.model ?? "unknown";
   const git = spawnSync("git", ["describe", "--always", "--dirty"], { cwd: ROOT, encoding: "utf8" });
   return {
     nproc: os.availableParallelism?.() ?? os.cpus().length,
@@ -219,7 +227,6 @@ function machine() {
     commit: git.status === 0 ? git.stdout.trim() : "unknown",
   };
 }
-
 
 async function main() {
   let options;
@@ -235,15 +242,26 @@ async function main() {
   const info = machine();
   const distBuilt = distStamp();
   const began = now();
-  log(`node ${info.node}, ${info.nproc} cpus (${info.cpu}), kernel ${info.kernel}, commit ${info.commit}; load ` +
-    `${loadAverage().join(" ")}`);
+  log(
+    `node ${info.node}, ${info.nproc} cpus (${info.cpu}), kernel ${info.kernel}, commit ${info.commit}; load ` +
+      `${loadAverage().join(" ")}`,
+  );
   log(`rounds ${options.rounds}; sections ${options.only.join(",")}; run id ${RUN_ID}`);
-  if (process.env.BENCH_SERVER_MAIN) log(`server: ${SERVER_MAIN} (BENCH_SERVER_MAIN; the commit above is this ` +
-    `tree's, not that build's)`);
+  if (process.env.BENCH_SERVER_MAIN)
+    log(`server: ${SERVER_MAIN} (BENCH_SERVER_MAIN; the commit above is this ` + `tree's, not that build's)`);
 
   const dropped = DROPPED_ENV.filter((key) => process.env[key] !== undefined);
   if (dropped.length > 0) log(`left out of the children's environment: ${dropped.join(", ")}`);
-  const results = { date: new Date().toISOString(), machine: info, server: SERVER_MAIN, distBuilt, rounds: options.rounds, sizes: SIZES, droppedEnv: dropped, sections: {} };
+  const results = {
+    date: new Date().toISOString(),
+    machine: info,
+    server: SERVER_MAIN,
+    distBuilt,
+    rounds: options.rounds,
+    sizes: SIZES,
+    droppedEnv: dropped,
+    sections: {},
+  };
   const rows = [];
   let failed = false;
   for (const section of SECTIONS.filter((s) => options.only.includes(s.key))) {
@@ -259,7 +277,13 @@ async function main() {
     } catch (error) {
       failed = true;
       log(`${section.key} ${section.name} FAILED: ${error?.stack ?? error}`);
-      rows.push({ metric: `${section.key}  ${section.name}`, value: "ERROR", target: "", pass: false, detail: String(error?.message ?? error).split("\n")[0] });
+      rows.push({
+        metric: `${section.key}  ${section.name}`,
+        value: "ERROR",
+        target: "",
+        pass: false,
+        detail: String(error?.message ?? error).split("\n")[0],
+      });
       results.sections[section.name] = { error: String(error?.message ?? error), startedAt, loadBefore };
       for (const child of liveChildren) child.kill("SIGTERM");
       await sleep(500);
@@ -279,19 +303,27 @@ async function main() {
   results.leftoverProcesses = remaining;
   results.killedLeftovers = killedLeftovers;
   results.totalSeconds = round2((now() - began) / 1000);
-  results.table = rows.map(({ metric, value, target, pass, detail }) => ({ metric, value, target, verdict: pass === undefined ? "info" : pass ? "PASS" : "MISS", detail }));
+  results.table = rows.map(({ metric, value, target, pass, detail }) => ({
+    metric,
+    value,
+    target,
+    verdict: pass === undefined ? "info" : pass ? "PASS" : "MISS",
+    detail,
+  }));
   fs.mkdirSync(path.dirname(options.out), { recursive: true });
   fs.writeFileSync(options.out, `${JSON.stringify(results, null, 2)}\n`);
 
-  process.stdout.write(`\nclaude-dispatch benchmark, ${options.rounds} rounds (medians), ${info.nproc} cpus, node ` +
-    `${info.node}, load ${loadAverage().join(" ")}\n\n`);
+  process.stdout.write(
+    `\nclaude-dispatch benchmark, ${options.rounds} rounds (medians), ${info.nproc} cpus, node ` +
+      `${info.node}, load ${loadAverage().join(" ")}\n\n`,
+  );
   printTable(rows);
   process.stdout.write(
     `\nleftover fake-claude/server processes: ` +
       `${remaining.length === 0 ? "none" : remaining.map((p) => p.pid).join(", ")}` +
       `${killedLeftovers.length > 0 ? ` (the bench had to kill ${killedLeftovers.length} along the way)` : " (none had to be killed)"}\n` +
       `total ${results.totalSeconds} s; results written to ` +
-        `${path.relative(process.cwd(), options.out) || options.out}\n`,
+      `${path.relative(process.cwd(), options.out) || options.out}\n`,
   );
   if (options.table) failed = !updateTable(results) || failed;
   if (failed || remaining.length > 0 || killedLeftovers.length > 0) process.exitCode = 1;
