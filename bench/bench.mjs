@@ -61,6 +61,9 @@
  *              last record -> the headless carrier's exit
  *   p containers  claude_run "hi" here, in a running container and in a fresh
  *              sandbox per job, on a private podman (test/podman-serve.ts)
+ *   q flat     1000 sequential claude_run, then 200 concurrent start+wait, of
+ *              the shell agent on one server: VmRSS after 100 runs against
+ *              the end (issue 29: within 10%), every answer checked
  *
  * Every process it starts carries BENCH_RUN_ID=<uuid> in its environment (the
  * server passes its environment on to agents), so leftovers are found by that
@@ -101,6 +104,7 @@ import { benchSsh } from "./sections/ssh.mjs";
 import { benchStartupWithJobs } from "./sections/startup.mjs";
 import { benchCarrier } from "./sections/carrier.mjs";
 import { benchContainers } from "./sections/containers.mjs";
+import { benchMemoryFlat } from "./sections/memory.mjs";
 import { SECTION_LIST } from "./sections/list.mjs";
 import { DOCUMENT, writeTable } from "./table.mjs";
 import {
@@ -144,6 +148,7 @@ const RUNS = {
   approvalscale: benchApprovalScale,
   carrier: benchCarrier,
   containers: benchContainers,
+  flat: benchMemoryFlat,
 };
 const SECTIONS = SECTION_LIST.map((section) => ({ ...section, run: RUNS[section.name] }));
 

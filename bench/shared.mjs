@@ -12,14 +12,18 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** The built server; BENCH_SERVER_MAIN=/path/to/other/dist/main.js measures another build. */
-export const SERVER_MAIN = process.env.BENCH_SERVER_MAIN ? path.resolve(process.env.BENCH_SERVER_MAIN) : path.join(ROOT, "dist", "main.js");
+export const SERVER_MAIN = process.env.BENCH_SERVER_MAIN
+  ? path.resolve(process.env.BENCH_SERVER_MAIN)
+  : path.join(ROOT, "dist", "main.js");
 /**
  * BENCH_REFERENCE_SERVER=/path/to/server.mjs adds, to (i), another MCP server with claude_start and
  * claude_wait that runs `claude` from PATH (the earlier JavaScript server this project replaces; it is not
  * part of the repository). It must resolve its own imports from where it lies, e.g. a copy under this
  * repository's node_modules/. Its ratio to the same rounds' floor is reported beside ours.
  */
-export const REFERENCE_SERVER = process.env.BENCH_REFERENCE_SERVER ? path.resolve(process.env.BENCH_REFERENCE_SERVER) : undefined;
+export const REFERENCE_SERVER = process.env.BENCH_REFERENCE_SERVER
+  ? path.resolve(process.env.BENCH_REFERENCE_SERVER)
+  : undefined;
 export const FAKE_CLAUDE = path.join(ROOT, "test", "fixtures", "fake-claude.mjs");
 /** (i): a POSIX sh agent, so that the agents' own start-up does not hide the server's cost. */
 export const FAKE_CLAUDE_SH = path.join(ROOT, "test", "fixtures", "fake-claude.sh");
@@ -56,6 +60,9 @@ export const SIZES = {
   approvalSamples: 20,
   /** (n): permission requests of one job, filed and answered one by one, at each of two sizes. */
   approvalScale: [100, 400],
+  /** (q): sequential runs, then concurrent start+wait, on one server. */
+  flatRuns: 1000,
+  flatConcurrent: 200,
   /** (l): jobs per round with a worktree and without. */
   worktreeSamples: 10,
   /** (m): claude_run "hi" per round here and over ssh (each), and jobs of a big result per round of each. */
@@ -68,7 +75,6 @@ export const SIZES = {
   /** (p): claude_run "hi" per round here, in a running container and in a fresh sandbox (each). */
   containerSamples: 5,
 };
-
 
 /** Milliseconds on CLOCK_MONOTONIC: the same clock in every process, so agent and bench times compare. */
 export const now = () => Number(process.hrtime.bigint()) / 1e6;
@@ -157,14 +163,26 @@ export const DROPPED_ENV = ["NODE_EXTRA_CA_CERTS"];
 export function baseEnv(extra = {}) {
   const env = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (key.startsWith("CLAUDE_DISPATCH_") || key === "CLAUDECODE" || key === "CLAUDE_CODE_ENTRYPOINT" || DROPPED_ENV.includes(key)) continue;
+    if (
+      key.startsWith("CLAUDE_DISPATCH_") ||
+      key === "CLAUDECODE" ||
+      key === "CLAUDE_CODE_ENTRYPOINT" ||
+      DROPPED_ENV.includes(key)
+    )
+      continue;
     env[key] = value;
   }
   // Each server keeps jobs in a fresh state directory (a full one would slow
   // its start), unless the caller names one (h),
   // and kills its agents when it stops.
   const stateDir = extra.CLAUDE_DISPATCH_STATE_DIR ?? fs.mkdtempSync(path.join(STATE_ROOT, "s-"));
-  return { ...env, BENCH_RUN_ID: RUN_ID, CLAUDE_DISPATCH_STATE_DIR: stateDir, CLAUDE_DISPATCH_ON_EXIT: "kill", ...extra };
+  return {
+    ...env,
+    BENCH_RUN_ID: RUN_ID,
+    CLAUDE_DISPATCH_STATE_DIR: stateDir,
+    CLAUDE_DISPATCH_ON_EXIT: "kill",
+    ...extra,
+  };
 }
 
 /** Every live process carrying our tag (servers, agents, bare agents), except this one. */
@@ -205,8 +223,8 @@ export async function reapLeftovers(spare = () => false) {
     await sleep(50);
     left = tagged();
   }
-  if (left.length > 0) log(`killing ${left.length} leftover processes: ` +
-    `${left.map((p) => `${p.pid} ${p.command}`).join("; ")}`);
+  if (left.length > 0)
+    log(`killing ${left.length} leftover processes: ` + `${left.map((p) => `${p.pid} ${p.command}`).join("; ")}`);
   killedLeftovers.push(...left);
   for (const { pid } of left) {
     try {
@@ -250,7 +268,8 @@ export function printTable(rows) {
   const lines = rows.map((r) => ({ ...r, verdict: r.pass === undefined ? "info" : r.pass ? "PASS" : "MISS" }));
   const width = (key) => Math.max(header[key].length, ...lines.map((l) => String(l[key]).length));
   const w = { metric: width("metric"), value: width("value"), target: width("target"), verdict: width("verdict") };
-  const format = (l) => `${String(l.metric).padEnd(w.metric)}  ${String(l.value).padEnd(w.value)}  ` +
+  const format = (l) =>
+    `${String(l.metric).padEnd(w.metric)}  ${String(l.value).padEnd(w.value)}  ` +
     `${String(l.target).padEnd(w.target)}  ${l.verdict}`;
   const out = [format(header), "-".repeat(w.metric + w.value + w.target + w.verdict + 6)];
   for (const l of lines) {
@@ -282,7 +301,10 @@ export async function startServing(script, what) {
   const stop = async () => {
     child.stdin.end();
     // SIGTERM stops what it serves too; SIGKILL would leave it running.
-    for (const [signal, ms] of [["SIGTERM", 20_000], ["SIGKILL", 5_000]]) {
+    for (const [signal, ms] of [
+      ["SIGTERM", 20_000],
+      ["SIGKILL", 5_000],
+    ]) {
       try {
         return await withTimeout(exited, ms, `test/${script} stopping`);
       } catch {
@@ -298,8 +320,11 @@ export async function startServing(script, what) {
       buffered += text;
       if (buffered.includes("\n")) resolve(buffered.slice(0, buffered.indexOf("\n")));
     });
-    exited.then(({ code, signal }) => reject(new Error(`test/${script} exited (code ${code}, signal ${signal}) ` +
-      `before its line; stderr:\n${stderr}`)));
+    exited.then(({ code, signal }) =>
+      reject(
+        new Error(`test/${script} exited (code ${code}, signal ${signal}) ` + `before its line; stderr:\n${stderr}`),
+      ),
+    );
   });
   try {
     const info = JSON.parse(await withTimeout(line, 120_000, `test/${script} starting ${what}`));

@@ -20,4 +20,5 @@ export const SECTION_LIST = [
   { key: "n", name: "approvalscale" },
   { key: "o", name: "carrier" },
   { key: "p", name: "containers" },
+  { key: "q", name: "flat" },
 ];

@@ -141,6 +141,19 @@ export class JobEntry implements Job {
   get launched(): boolean {
     return this.run !== undefined || this.agent !== undefined;
   }
+  /**
+   * A finished job whose output is on disk lets its agent's run go (reader, process tree, transcript): what memory
+   * held is in the files, and the transcript is rebuilt from them when asked for, as for a job finished before this
+   * process started (§15.5).
+   */
+  letGoOfRun(replay: () => Transcript): void {
+    this.run = undefined;
+    this.replayed = undefined;
+    this.replayTranscript = replay;
+    for (const unsubscribe of this.listeners.values()) unsubscribe?.();
+    this.listeners.clear();
+  }
+
   /** The transcript if it is in memory; never rebuilds one from the output file. */
   heldTranscript(): Transcript | undefined {
     return this.run?.transcript ?? this.replayed;

@@ -481,6 +481,9 @@ export class JobRegistry {
       void this.options.onDone
         ?.run(job)
         .catch((error: unknown) => logger.error(`CLAUDE_DISPATCH_ON_DONE for job ${job.id}: ${String(error)}`));
+    // Nothing kept in memory that is on disk: with its output in files, the run goes (BENCHMARKS.md (q)).
+    if (persistence.store.outputFiles(job.id))
+      job.letGoOfRun(() => persistence.replayTranscript(job.id, job.agentName));
     this.finished.boundTranscripts();
   }
 

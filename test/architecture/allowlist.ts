@@ -49,5 +49,4 @@ export const LONG_LINES: Readonly<Record<string, number>> = {
   "bench/sections/startup.mjs": 5,
   "bench/sections/wait.mjs": 3,
   "bench/sections/worktrees.mjs": 2,
-  "bench/shared.mjs": 4,
 };
