@@ -330,6 +330,15 @@ async function readConfig(
   }
 }
 
+/**
+ * Under a steady load V8 grows the young generation to 32 MiB and keeps it while busy: a long-lived server's RSS
+ * climbed by that much over its first thousand jobs (BENCHMARKS.md (q)). The node command is the host's choice, not
+ * ours, so the growth is stopped here, for the server and the carrier; V8 reads the factor each time it would grow.
+ */
+async function keepYoungGenerationSmall(): Promise<void> {
+  (await import("node:v8")).setFlagsFromString("--semi-space-growth-factor=1");
+}
+
 /** What a server and the carrier open before anything else loads: the policy, the state directory, the log. */
 function openServer(config: Config, roots: string[] | undefined, env: NodeJS.ProcessEnv) {
   const offers = hostOffers(config);
@@ -409,7 +418,11 @@ async function carryingOf(
  */
 async function serveJobs(opened: Opened, writer: ReturnType<typeof createMessageWriter>) {
   const { config, policy, logger } = opened;
-  const [parts, { createRequestHandler }] = await Promise.all([serving(), import("./server/handler.js")]);
+  const [parts, { createRequestHandler }] = await Promise.all([
+    serving(),
+    import("./server/handler.js"),
+    keepYoungGenerationSmall(),
+  ]);
   const { store, hosts, runtimes, jobs, holdEndpoint } = await startJobs(parts, opened, false);
   const carrying = store ? await carryingOf(parts, store, jobs, hosts, process.env, logger) : undefined;
   // Before the takeover, so that jobs it starts from the queue ask the endpoint, not an approver of their own.
@@ -488,7 +501,7 @@ async function serveCarrier(args: string[]): Promise<void> {
   const { config, roots } = await readConfig(env);
   if (config.depth >= config.maxDepth) process.exit(0);
   const early = createLogger(process.stderr, config.logLevel);
-  const parts = await serving();
+  const [parts] = await Promise.all([serving(), keepYoungGenerationSmall()]);
   const here = parts.localHost({ machine: machine(), config, roots, loaders, logger: early });
   const processes = () => here.processes();
   const slot = new parts.CarrierSlot(config.stateDir, await parts.ownIdentity(machine(), processes));

@@ -3,7 +3,7 @@
  * holds it: one port for the directory, recorded with its secret in the directory, served by one live process
  * of ours at a time. The others stand by and take the port over when its holder goes.
  */
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
 
 import { approvalFilesOf, createApprover, type Approver } from "../approver/approver.js";
 import { ApprovalEndpoint, tokenFor } from "../approver/endpoint.js";
@@ -11,6 +11,13 @@ import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import type { StateStore } from "../store/state-store.js";
 
+/**
+ * Where a new port is chosen: below every system's range of ports for outgoing connections (Linux 32768-60999,
+ * macOS and Windows 49152-65535). A port from that range, free while its holder is away, can become the source port
+ * of some connection, or of the agent's own reconnection, which then reaches itself and waits for ever.
+ */
+const PORT_RANGE = { from: 20000, to: 32768 };
+const PORT_TRIES = 20;
 /** A process standing by tries the port this often. */
 const STANDBY_RETRY_MS = 5000;
 /** Approvers kept for the jobs asked for lately: each knows where its job's next request is filed. */
@@ -89,8 +96,10 @@ export async function holdApprovalEndpoint(parts: EndpointParts): Promise<HeldEn
       return;
     }
     if (recorded !== 0 && (await parts.othersPresent())) return standBy(recorded);
-    const fresh = await endpoint.listen(0);
-    if (fresh === "in use") return;
+    let fresh: number | "in use" = "in use";
+    for (let tries = 0; tries < PORT_TRIES && fresh === "in use"; tries += 1)
+      fresh = await endpoint.listen(randomInt(PORT_RANGE.from, PORT_RANGE.to));
+    if (fresh === "in use") throw new Error(`no free port in ${PORT_RANGE.from}-${PORT_RANGE.to - 1}`);
     store.writeEndpoint({ port: fresh, secret });
     // Two processes that chose at once: the one whose port was recorded last serves, the other stands by.
     const settled = store.readEndpoint()?.port;
