@@ -59,7 +59,8 @@ describe(`permission prompts through the real Claude Code CLI (${version ?? "mis
     for (const client of clients.splice(0)) await client.close();
     // Ended as a host ends them, so CLAUDE_DISPATCH_ON_EXIT=kill takes any
     // agent a failed test left waiting for an answer.
-    for (const server of servers.splice(0)) await server.shutdown();
+    // Latest first: a server started on another's state directory must be gone before the owner removes it.
+    for (const server of servers.splice(0).reverse()) await server.shutdown();
   });
 
   after(async () => {
