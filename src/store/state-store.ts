@@ -71,9 +71,6 @@ export interface StateStoreOptions {
   randomName(): string;
 }
 
-/** Where the approval endpoint of the directory listens (§18), and the secret its tokens are made from. */
-const ENDPOINT_FILE = "approvals-endpoint.json";
-
 export class StateStore {
   readonly jobsDir: string;
   /** The agent slots of every server on this directory (§15.7). */
@@ -380,43 +377,6 @@ export class StateStore {
 
   private watchJob(id: string, isNews: (name: string) => boolean, onChange: () => void): (() => void) | undefined {
     return watchFolder(this.jobDir(id), isNews, onChange);
-  }
-
-  /**
-   * The approval endpoint of this directory (§18): its port and the secret its tokens are made from, or
-   * undefined when there is none yet, or the file is not a whole one of ours.
-   */
-  readEndpoint(): { port: number; secret: string } | undefined {
-    const text = readTextFile(path.join(this.root, ENDPOINT_FILE));
-    try {
-      const value: unknown = text === undefined ? undefined : JSON.parse(text);
-      const { port, secret } = (value ?? {}) as { port?: unknown; secret?: unknown };
-      // Port 0: the secret is made, the port not yet chosen.
-      const valid = Number.isInteger(port) && (port as number) >= 0 && (port as number) < 65536;
-      return valid && typeof secret === "string" && /^[0-9a-f]{64}$/.test(secret)
-        ? { port: port as number, secret }
-        : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /** Records the approval endpoint first: false when another process recorded one already. */
-  createEndpoint(endpoint: { port: number; secret: string }): boolean {
-    const file = path.join(this.root, ENDPOINT_FILE);
-    try {
-      writeNewFile(file, `${JSON.stringify(endpoint)}\n`, true);
-      return true;
-    } catch (error) {
-      if ((error as { code?: unknown }).code === "EEXIST") return false;
-      throw asStateError(error, file);
-    }
-  }
-
-  /** Records where the approval endpoint listens, whole or not at all. */
-  writeEndpoint(endpoint: { port: number; secret: string }): void {
-    const file = path.join(this.root, ENDPOINT_FILE);
-    this.writing(file, () => writeAtomically(file, `${JSON.stringify(endpoint)}\n`, true, this.randomName));
   }
 
   /** The job's permission requests, oldest first, with their answers (§18). */

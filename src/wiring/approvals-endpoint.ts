@@ -9,6 +9,7 @@ import { approvalFilesOf, createApprover, type Approver } from "../approver/appr
 import { ApprovalEndpoint, tokenFor } from "../approver/endpoint.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
+import { EndpointFile, type EndpointRecord } from "../store/endpoint-file.js";
 import type { StateStore } from "../store/state-store.js";
 
 /**
@@ -20,7 +21,7 @@ const PORT_RANGE = { from: 20000, to: 32768 };
 const PORT_TRIES = 20;
 /** A process standing by tries the port this often. */
 const STANDBY_RETRY_MS = 5000;
-/** Approvers kept for the jobs asked for lately: each knows where its job's next request is filed. */
+/** Approvers kept, the one made first dropped first: each knows where its job's next request is filed. */
 const APPROVERS_KEPT = 256;
 
 /** Where a job's agent asks (§18): its URL and token, while a process of ours serves the directory. */
@@ -45,22 +46,23 @@ export interface EndpointParts {
 }
 
 /** The directory's secret and port (0: none chosen yet), made by the first process to come. */
-function recordedEndpoint(store: StateStore): { port: number; secret: string } {
-  const recorded = store.readEndpoint();
+function recordedEndpoint(file: EndpointFile): EndpointRecord {
+  const recorded = file.read();
   if (recorded) return recorded;
   const made = { port: 0, secret: randomBytes(32).toString("hex") };
-  if (store.createEndpoint(made)) return made;
+  if (file.create(made)) return made;
   // Another process made it first; what it made stands. One that is not whole is replaced.
-  const theirs = store.readEndpoint();
+  const theirs = file.read();
   if (theirs) return theirs;
-  store.writeEndpoint(made);
+  file.write(made);
   return made;
 }
 
 /** Holds the directory's endpoint, or stands by for it; resolves once either is settled. */
 export async function holdApprovalEndpoint(parts: EndpointParts): Promise<HeldEndpoint> {
   const { store, clock, logger, waitMs } = parts;
-  const { secret } = recordedEndpoint(store);
+  const file = new EndpointFile(store.root, () => randomBytes(8).toString("hex"));
+  const { secret } = recordedEndpoint(file);
   const approvers = new Map<string, Approver>();
   const endpoint = new ApprovalEndpoint({
     secret,
@@ -88,7 +90,7 @@ export async function holdApprovalEndpoint(parts: EndpointParts): Promise<HeldEn
   /** Serves the recorded port if it is free; one held by no process of ours is given up for a new one. */
   const take = async (): Promise<void> => {
     if (closed || endpoint.listening !== undefined) return;
-    const recorded = store.readEndpoint()?.port ?? 0;
+    const recorded = file.read()?.port ?? 0;
     const bound = recorded === 0 ? "in use" : await endpoint.listen(recorded);
     if (bound !== "in use") {
       port = bound;
@@ -100,9 +102,9 @@ export async function holdApprovalEndpoint(parts: EndpointParts): Promise<HeldEn
     for (let tries = 0; tries < PORT_TRIES && fresh === "in use"; tries += 1)
       fresh = await endpoint.listen(randomInt(PORT_RANGE.from, PORT_RANGE.to));
     if (fresh === "in use") throw new Error(`no free port in ${PORT_RANGE.from}-${PORT_RANGE.to - 1}`);
-    store.writeEndpoint({ port: fresh, secret });
+    file.write({ port: fresh, secret });
     // Two processes that chose at once: the one whose port was recorded last serves, the other stands by.
-    const settled = store.readEndpoint()?.port;
+    const settled = file.read()?.port;
     if (settled !== fresh && settled !== undefined && settled !== 0) {
       await endpoint.close();
       return standBy(settled);
