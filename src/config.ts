@@ -3,7 +3,7 @@
  * is set but invalid is a startup error, never a silent fallback; every
  * invalid one is named, and doctor (§17) checks the rest with the valid ones.
  */
-import type { AgentOffer, HostOffer } from "./agent/options.js";
+import { MODEL_NAME, type AgentOffer, type HostOffer } from "./agent/options.js";
 import type { RuntimeTraits } from "./agent/runtime.js";
 import { HOME_AGENT, RUNTIMES, traitsOf } from "./runtimes/index.js";
 import type { ThisMachine } from "./agent/machine.js";
@@ -13,7 +13,6 @@ import { ConfigError, Settings, type ConfigProblem } from "./core/settings.js";
 import { clip } from "./core/text.js";
 import { LOG_LEVELS, type LogLevel } from "./core/log.js";
 import type { Policy } from "./agent/policy.js";
-import { MODEL_NAME } from "./tools/validation.js";
 import { StateError } from "./store/records.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./server/stdio.js";
 

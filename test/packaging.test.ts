@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,6 +18,29 @@ const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-packaging-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe("packaging", () => {
+  test("the build: main.js holds all it loads before its first answer, and no class is in two files", () => {
+    const dist = path.dirname(SERVER_MAIN);
+    const files = readdirSync(dist).filter((name) => name.endsWith(".js"));
+    const texts = new Map(files.map((name) => [name, readFileSync(path.join(dist, name), "utf8")]));
+    const named = (text: string, form: RegExp) => [...text.matchAll(form)].map((match) => match[1] ?? match[2] ?? "");
+    const staticForm = /^(?:import|export)\b[^;]*?from\s*"(\.\/[^"]+)";|^import\s*"(\.\/[^"]+)";/gm;
+    const dynamicForm = /\bimport\(\s*"(\.\/[^"]+)"\s*\)/g;
+    // main.js imports nothing of dist statically: the ES loader reads one file before main runs.
+    assert.deepEqual(named(texts.get("main.js") ?? "", staticForm), []);
+    const classes = new Map<string, string>();
+    for (const [name, text] of texts) {
+      for (const imported of [...named(text, staticForm), ...named(text, dynamicForm)]) {
+        assert.ok(existsSync(path.join(dist, imported)), `${name} imports ${imported}, which the build did not write`);
+      }
+      // A class defined twice would be two classes, and instanceof across them false.
+      for (const defined of named(text, /^(?:var (\w+) = class\b|class (\w+))/gm)) {
+        assert.equal(classes.get(defined), undefined, `class ${defined} is in ${classes.get(defined)} and ${name}`);
+        classes.set(defined, name);
+      }
+    }
+    assert.equal(classes.get("StateError"), "main.js");
+  });
+
   test("an MIT LICENSE, as package.json says, shipped in the package", () => {
     const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
       license: string;

@@ -18,6 +18,13 @@ export interface AgentOptions {
 }
 
 /**
+ * A model a call or the operator names (§5.6): aliases (sonnet), full ids (claude-opus-4-8[1m]) and provider ids
+ * (us.anthropic.…:0, arn:…/…). Never a leading dash. Here, not with the tools' validation, which the server loads
+ * only after its first answer: the configuration checks it before.
+ */
+export const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@[\]-]{0,199}$/;
+
+/**
  * The agents a server offers, and what a call may ask of each (§5.6, §7): from each runtime and the operator's policy.
  */
 export interface AgentOffer {

@@ -3,13 +3,12 @@
  * and its options, checked against what that agent's CLI has a flag for, the host and the worktree. Strict, as
  * every tool's arguments are (tools/validation.ts).
  */
-import { OPTION_ARGUMENTS, type AgentOffer, type AgentOptions } from "../agent/options.js";
+import { MODEL_NAME, OPTION_ARGUMENTS, type AgentOffer, type AgentOptions } from "../agent/options.js";
 import {
   checkKnown,
   integerIn,
   invalid,
   LIMITS,
-  MODEL_NAME,
   optionalSessionId,
   present,
   preview,
