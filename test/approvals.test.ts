@@ -287,6 +287,35 @@ test("a claude_start job of a client that cannot be asked waits for an answer", 
   assert.equal(h.store.approvals(jobId)[0]?.answer, undefined, "only the approver's timeout denies it");
 });
 
+test("a request nobody answered by its expiry is denied by the job's owner 5 s later, if no approver did", async () => {
+  const h = handlerHarness();
+  const jobId = await started(h);
+  ask(h, jobId);
+  await settle();
+  await h.clock.advance(600_000 + 4_999);
+  assert.equal(h.store.approvals(jobId)[0]?.answer, undefined, "the approver denies at expiry; the owner waits 5 s");
+  assert.equal(
+    (await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 })).structuredContent.status,
+    "input_required",
+  );
+  await h.clock.advance(1);
+  await settle();
+  assert.deepEqual(h.store.approvals(jobId)[0]?.answer, { decision: "deny", by: "timeout", at: h.clock.now() });
+  const report = (await tool(h, "claude_wait", { job_id: jobId, hold_ms: 0 })).structuredContent;
+  assert.equal(report.status, "running");
+  assert.equal(report.pending_approvals, undefined);
+
+  // An approver that denied at expiry, as it does, is the answer that stands: the owner writes nothing.
+  ask(h, jobId, "echo two");
+  await settle();
+  await h.clock.advance(600_000);
+  h.store.answerApproval(jobId, "2", { decision: "deny", by: "timeout", at: h.clock.now() });
+  const approverAt = h.clock.now();
+  await h.clock.advance(10_000);
+  await settle();
+  assert.deepEqual(h.store.approvals(jobId)[1]?.answer, { decision: "deny", by: "timeout", at: approverAt });
+});
+
 test(
   "a request that waited before the client connected is asked once it declares elicitation, " + "and only once",
   async () => {

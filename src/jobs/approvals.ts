@@ -21,6 +21,12 @@ import type { JobRegistryOptions } from "./types.js";
 
 /** Without notifications, the folder is read this often while the job runs. */
 const POLL_WITHOUT_NOTIFICATIONS_MS = 500;
+/**
+ * How long after its expiry the job's owner denies a request nobody answered. The approver holding it denies at
+ * expiry; the owner's answer is for one nobody holds (§18), and this much later keeps it from racing an approver
+ * whose clock is a little behind (a remote host's).
+ */
+const EXPIRY_BACKSTOP_MS = 5000;
 
 export type ApprovalListener = (job: JobEntry, request: ApprovalSummary) => void;
 
@@ -63,6 +69,8 @@ interface Followed {
   readonly index: Map<string, number>;
   /** The answers this server wrote itself, and so knows the answerer of. */
   readonly answeredHere: Map<string, AnsweredBy>;
+  /** The timer of the backstop for the open request that expires first, while this server owns the job. */
+  cancelBackstop?: CancelTimer;
 }
 
 export interface ApprovalsTarget {
@@ -98,10 +106,58 @@ export class Approvals {
       stopped = true;
       stopWatching?.();
       cancelPoll?.();
+      this.followed.get(job)?.cancelBackstop?.();
     };
     // A job taken over may have a request waiting already; a new one has none yet.
     if (stopWatching) this.refresh(job);
     else poll();
+    this.backstop(job);
+  }
+
+  /**
+   * The owner denies (`timeout`) each open request EXPIRY_BACKSTOP_MS past its expiry. Its approver denies it at
+   * expiry, but none does when no process of ours held the endpoint then: without this, the request would stay
+   * pending, the job input_required, until the job ended. The first answer stands, so the two never disagree.
+   */
+  private backstop(job: JobEntry, retryInMs?: number): void {
+    const followed = this.followed.get(job);
+    if (!followed) return;
+    followed.cancelBackstop?.();
+    followed.cancelBackstop = undefined;
+    if (job.elsewhere || job.finishedAt !== undefined || job.unanswered.length === 0) return;
+    const { clock } = this.target.options;
+    const due = Math.min(...job.unanswered.map((request) => request.expires_at)) + EXPIRY_BACKSTOP_MS;
+    followed.cancelBackstop = clock.setTimer(
+      () => {
+        followed.cancelBackstop = undefined;
+        this.denyExpired(job, followed);
+      },
+      retryInMs ?? Math.max(0, due - clock.now()),
+    );
+  }
+
+  private denyExpired(job: JobEntry, followed: Followed): void {
+    const { persistence, clock, logger } = this.target.options;
+    const now = clock.now();
+    let failed = false;
+    for (const request of job.unanswered) {
+      if (request.expires_at + EXPIRY_BACKSTOP_MS > now) continue;
+      try {
+        const timeout = { decision: "deny", by: "timeout", at: now } as const;
+        const result = persistence.store.answerApproval(job.id, request.id, timeout);
+        if (result?.won) {
+          followed.answeredHere.set(request.id, "timeout");
+          logger.info(`job ${job.id}: request ${request.id}: deny (by timeout, written by the job's owner)`);
+        }
+        // No answer of its own stands there yet (a planted one its approver removes): tried again later.
+        failed ||= result === undefined;
+      } catch (error) {
+        failed = true;
+        logger.warn(`job ${job.id}: cannot record the timeout of request ${request.id}: ${(error as Error).message}`);
+      }
+    }
+    this.refresh(job);
+    this.backstop(job, failed ? EXPIRY_BACKSTOP_MS : undefined);
   }
 
   private followedOf(job: JobEntry): Followed {
@@ -148,6 +204,7 @@ export class Approvals {
     }
     const open = [...job.unanswered.filter((approval) => !answered.has(approval.id)), ...asked];
     job.unanswered = open.sort((a, b) => Number(a.id) - Number(b.id));
+    this.backstop(job);
     if (!job.elsewhere) this.target.life.save(job);
     job.announce();
     if (job.elsewhere) return;
