@@ -107,6 +107,8 @@ export class Approvals {
       stopWatching?.();
       cancelPoll?.();
       this.followed.get(job)?.cancelBackstop?.();
+      // A finished job's requests are its `approvals`, on record: what found their news is no longer needed.
+      this.followed.delete(job);
     };
     // A job taken over may have a request waiting already; a new one has none yet.
     if (stopWatching) this.refresh(job);

@@ -59,11 +59,13 @@ export class JobEntry implements Job {
   stopApprovals: (() => void) | undefined;
   readonly done: Promise<void>;
   private resolveDone!: () => void;
-  private readonly doneListeners = new Set<() => void>();
+  // The listeners' collections are made when first needed and dropped when empty: a server keeps up to a thousand
+  // finished jobs, most of which nobody listens to again (BENCHMARKS.md (q)).
+  private doneListeners: Set<() => void> | undefined;
   /** Each listener, with its subscription to the agent once there is one. */
-  private readonly listeners = new Map<() => void, (() => void) | undefined>();
+  private listeners: Map<() => void, (() => void) | undefined> | undefined;
   /** Listeners to permission requests only: a wait needs them, not every event of the agent. */
-  private readonly approvalListeners = new Set<() => void>();
+  private approvalListeners: Set<() => void> | undefined;
 
   readonly promptPreview: string;
 
@@ -101,8 +103,9 @@ export class JobEntry implements Job {
     this.stopApprovals?.();
     this.stopApprovals = undefined;
     this.resolveDone();
-    for (const listener of [...this.doneListeners]) listener();
-    this.doneListeners.clear();
+    const listeners = this.doneListeners;
+    this.doneListeners = undefined;
+    for (const listener of listeners ?? []) listener();
   }
 
   whenDone(listener: () => void): () => void {
@@ -110,8 +113,12 @@ export class JobEntry implements Job {
       listener();
       return () => undefined;
     }
-    this.doneListeners.add(listener);
-    return () => this.doneListeners.delete(listener);
+    const listeners = (this.doneListeners ??= new Set());
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.doneListeners === listeners) this.doneListeners = undefined;
+    };
   }
 
   resultHead(maxChars: number): { text: string; chars: number } | undefined {
@@ -150,8 +157,9 @@ export class JobEntry implements Job {
     this.run = undefined;
     this.replayed = undefined;
     this.replayTranscript = replay;
-    for (const unsubscribe of this.listeners.values()) unsubscribe?.();
-    this.listeners.clear();
+    for (const unsubscribe of this.listeners?.values() ?? []) unsubscribe?.();
+    this.listeners?.clear();
+    this.listeners = undefined;
   }
 
   /** The transcript if it is in memory; never rebuilds one from the output file. */
@@ -170,10 +178,12 @@ export class JobEntry implements Job {
     return this.run?.live() ?? { turns: 0, events: 0 };
   }
   onActivity(listener: () => void): () => void {
-    this.listeners.set(listener, this.run?.onActivity(listener));
+    const listeners = (this.listeners ??= new Map());
+    listeners.set(listener, this.run?.onActivity(listener));
     return () => {
-      this.listeners.get(listener)?.();
-      this.listeners.delete(listener);
+      listeners.get(listener)?.();
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.listeners === listeners) this.listeners = undefined;
     };
   }
   /** The requests with their whole inputs, read from their files (§18). */
@@ -190,17 +200,23 @@ export class JobEntry implements Job {
   }
   /** A permission request came or was answered: activity for progress, and news for whoever waits on one. */
   announce(): void {
-    for (const listener of [...this.listeners.keys()]) listener();
-    for (const listener of [...this.approvalListeners]) listener();
+    for (const listener of [...(this.listeners?.keys() ?? [])]) listener();
+    for (const listener of [...(this.approvalListeners ?? [])]) listener();
   }
   onApprovals(listener: () => void): () => void {
-    this.approvalListeners.add(listener);
-    return () => this.approvalListeners.delete(listener);
+    const listeners = (this.approvalListeners ??= new Set());
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.approvalListeners === listeners) this.approvalListeners = undefined;
+    };
   }
   /** The agent started: listeners that came while queued now follow it, and hear of the start. */
   attach(run: AgentRun): void {
     this.run = run;
-    for (const listener of this.listeners.keys()) this.listeners.set(listener, run.onActivity(listener));
-    for (const listener of [...this.listeners.keys()]) listener();
+    const listeners = this.listeners;
+    if (!listeners) return;
+    for (const listener of listeners.keys()) listeners.set(listener, run.onActivity(listener));
+    for (const listener of [...listeners.keys()]) listener();
   }
 }
