@@ -472,6 +472,44 @@ describe("show: the requests", () => {
   });
 });
 
+describe("a request past its expiry, unanswered", () => {
+  test("is not pending: approve refuses it, jobs shows running, show and logs say its time ran out", async () => {
+    const { dir, store } = newState();
+    const job = add(store, running(NOW));
+    // Asked 11 minutes ago, expired one minute ago; nothing wrote the timeout's denial yet.
+    ask(store, job.id, "npm test", NOW, 11 * MINUTE);
+    const approved = await cli(["approve", job.id, "1"], dir);
+    assert.deepEqual(approved, {
+      code: 1,
+      stdout: "",
+      stderr:
+        `claude-dispatch: request 1 of job ${job.id} went unanswered until its time ran out; ` +
+        "it is no longer pending\n",
+    });
+    assert.equal(
+      (await cli(["approve", job.id], dir)).stderr,
+      `claude-dispatch: job ${job.id} has no pending request\n`,
+    );
+    assert.deepEqual(answerFiles(store, job.id), []);
+    const listed = JSON.parse((await cli(["jobs", "--json"], dir)).stdout) as {
+      jobs: { status: string; pending_approvals?: unknown }[];
+    };
+    assert.deepEqual(
+      listed.jobs.map((row) => [row.status, row.pending_approvals]),
+      [["running", undefined]],
+    );
+    const shown = await cli(["show", job.id], dir);
+    assert.match(shown.stdout, /^ {5}asked .*; unanswered: its time ran out at 2025-06-01T11:59:00\.000Z$/m);
+    assert.ok(!shown.stdout.includes("claude-dispatch approve"), "nothing to answer");
+    const logs = await cli(["logs", "--json", job.id], dir);
+    const entries = (JSON.parse(logs.stdout) as { entries: Array<Record<string, unknown>> }).entries;
+    assert.deepEqual(
+      entries.map((entry) => entry.state),
+      ["expired"],
+    );
+  });
+});
+
 describe("logs: the requests", () => {
   test("a pending request: the waiting line after the transcript; the job is input_required", async () => {
     const { dir, store } = newState();

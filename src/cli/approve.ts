@@ -15,8 +15,12 @@ import { clip } from "./format.js";
 /** What `jobs` and `show` call a running job with a request waiting for an answer. */
 export type ShownStatus = JobRecord["status"] | "input_required";
 
-/** Where a request stands: waiting, answered, or left unanswered by a job that finished. */
-export type RequestState = "pending" | "answered" | "unanswered";
+/**
+ * Where a request stands: waiting, answered, left unanswered by a job that finished, or past its expiry with no
+ * answer on file yet: nothing waits for one then (its approver denied it, or was gone), and the job's owner writes
+ * the timeout's denial soon after (§18).
+ */
+export type RequestState = "pending" | "answered" | "unanswered" | "expired";
 
 /** A preview in an error message: enough to tell two requests apart. */
 const ERROR_PREVIEW_CHARS = 60;
@@ -59,19 +63,20 @@ export function requestText(request: { tool_name: string; preview: string }): st
   return forReadingOnOneLine(preview);
 }
 
-export function requestState(record: JobRecord, approval: Approval): RequestState {
+export function requestState(record: JobRecord, approval: Approval, now: number): RequestState {
   if (approval.answer) return "answered";
-  return isFinishedStatus(record.status) ? "unanswered" : "pending";
+  if (isFinishedStatus(record.status)) return "unanswered";
+  return approval.request.expires_at <= now ? "expired" : "pending";
 }
 
 /** The requests waiting for an answer; a finished job has none, whatever its files say. */
-export function pendingRequests(record: JobRecord, approvals: readonly Approval[]): Approval[] {
-  return approvals.filter((approval) => requestState(record, approval) === "pending");
+export function pendingRequests(record: JobRecord, approvals: readonly Approval[], now: number): Approval[] {
+  return approvals.filter((approval) => requestState(record, approval, now) === "pending");
 }
 
 /** input_required for a running job with a request waiting, read from the files (the record may be stale). */
-export function shownStatus(record: JobRecord, approvals: readonly Approval[]): ShownStatus {
-  return record.status === "running" && pendingRequests(record, approvals).length > 0
+export function shownStatus(record: JobRecord, approvals: readonly Approval[], now: number): ShownStatus {
+  return record.status === "running" && pendingRequests(record, approvals, now).length > 0
     ? "input_required"
     : record.status;
 }
@@ -114,7 +119,7 @@ export function answerJob(context: Context, id: string, { decision, requestId, m
   const record = store.read(id);
   if (!record) throw notFound(context, id);
   const approvals = store.approvals(id);
-  const pending = pendingRequests(record, approvals);
+  const pending = pendingRequests(record, approvals, context.now);
   if (isFinishedStatus(record.status)) {
     // A request it never filed is not "no longer pending": it never was.
     if (requestId !== undefined && !approvals.some(({ request }) => request.id === requestId))
@@ -176,6 +181,10 @@ function named(id: string, requestId: string, approvals: readonly Approval[], pe
     );
   }
   if (approval.answer) throw alreadyAnswered(id, requestId, approval.answer);
+  if (!pending.includes(approval)) {
+    const expired = `request ${requestId} of job ${id} went unanswered until its time ran out`;
+    throw new DispatchError("INVALID_ARGUMENT", `${expired}; it is no longer pending`);
+  }
   return approval;
 }
 

@@ -252,7 +252,7 @@ function jobRow(context: Context, record: JobRecord): JobRow {
   const { turns, costUsd, sessionId } = progressOf(context.store, record);
   // Only a running job can wait for an answer: the others' folders are not read for it.
   const approvals = record.status === "running" ? context.store.approvals(record.id) : [];
-  const status = shownStatus(record, approvals);
+  const status = shownStatus(record, approvals, context.now);
   const row: JobRow = {
     id: record.id,
     kind: record.kind,
@@ -270,7 +270,7 @@ function jobRow(context: Context, record: JobRecord): JobRow {
   if (costUsd !== undefined) row.cost_usd = costUsd;
   if (sessionId !== undefined) row.session_id = sessionId;
   if (status === "input_required") {
-    row.pending_approvals = pendingRequests(record, approvals).map(({ request }) => ({
+    row.pending_approvals = pendingRequests(record, approvals, context.now).map(({ request }) => ({
       request_id: request.id,
       tool_name: request.tool_name,
       preview: request.preview,

@@ -82,7 +82,7 @@ export interface ApprovalEntry {
   request_id: string;
   tool_name: string;
   preview: string;
-  state: "pending" | "allow" | "deny" | "unanswered";
+  state: "pending" | "allow" | "deny" | "unanswered" | "expired";
   by?: AnsweredBy;
   message?: string;
 }
@@ -93,10 +93,12 @@ export interface ApprovalEntry {
  * which its approver bounds.
  */
 class ApprovalNews {
-  private readonly told = new Map<string, "pending" | "final">();
+  /** What was said of each request: said again only when that changes, and never after an answer or the job's end. */
+  private readonly told = new Map<string, RequestState>();
 
   constructor(
     private readonly store: StateStore,
+    private readonly now: () => number,
     private readonly say: (entry: ApprovalEntry, text: string) => void,
   ) {}
 
@@ -107,18 +109,18 @@ class ApprovalNews {
     for (const approval of this.store.approvals(record.id)) {
       const { request, answer } = approval;
       const told = this.told.get(request.id);
-      const state = requestState(record, approval);
-      if (told === "final" || (told === "pending" && state === "pending")) continue;
-      this.told.set(request.id, state === "pending" ? "pending" : "final");
+      const state = requestState(record, approval, this.now());
+      if (told === state || told === "answered" || told === "unanswered") continue;
+      this.told.set(request.id, state);
       const entry: ApprovalEntry = {
         kind: "approval",
         request_id: request.id,
         tool_name: request.tool_name,
         preview: request.preview,
-        state: answer ? answer.decision : state === "pending" ? "pending" : "unanswered",
+        state: answer ? answer.decision : (state as Exclude<RequestState, "answered">),
         ...(answer ? { by: answer.by, ...(answer.message === undefined ? {} : { message: answer.message }) } : {}),
       };
-      this.say(entry, printable(approvalText(record.id, approval, state, told === "pending")));
+      this.say(entry, printable(approvalText(record.id, approval, state, told !== undefined)));
     }
   }
 }
@@ -129,7 +131,11 @@ class ApprovalNews {
 function approvalText(jobId: string, { request, answer }: Approval, state: RequestState, saidWaiting: boolean): string {
   const what = clip(requestText(request), ONE_LINE_CHARS);
   if (state === "pending") return `[${waitingForApproval(jobId, request.id, what)}]`;
-  const outcome = answer ? `${answerText(answer)}${messageText(answer)}` : "went unanswered (the job finished first)";
+  const outcome = answer
+    ? `${answerText(answer)}${messageText(answer)}`
+    : state === "expired"
+      ? "went unanswered until its time ran out"
+      : "went unanswered (the job finished first)";
   return saidWaiting ? `[request ${request.id} ${outcome}]` : `[request ${request.id} · ${what}: ${outcome}]`;
 }
 
@@ -152,15 +158,20 @@ function printLogsText(context: Context, record: JobRecord): void {
   };
   const follower = new OutputFollower(store, record.id, (line) => print(entryText(entryOf(line))));
   follower.end();
-  new ApprovalNews(store, (_entry, text) => print(text)).look(record);
+  new ApprovalNews(
+    store,
+    () => context.now,
+    (_entry, text) => print(text),
+  ).look(record);
   const separator = entries > 0 ? "\n" : "";
   if (isFinishedStatus(record.status))
     io.stdout.write(`${separator}${outcomeText(store, record, sessionOf(record, follower))}`);
-  else
+  else {
+    const status = shownStatus(record, store.approvals(record.id), context.now);
     io.stdout.write(
-      `${separator}job ${record.id} is ${shownStatus(record, store.approvals(record.id))}; \`claude-dispatch logs -f ` +
-        `${record.id}\` follows it to its end\n`,
+      `${separator}job ${record.id} is ${status}; \`claude-dispatch logs -f ${record.id}\` follows it to its end\n`,
     );
+  }
 }
 
 /**
@@ -171,7 +182,7 @@ function printLogsDocument(context: Context, record: JobRecord): void {
   const { io, store } = context;
   io.stdout.write(
     `{\n  "id": ${JSON.stringify(record.id)},\n  "status": ` +
-      `${JSON.stringify(shownStatus(record, store.approvals(record.id)))},\n  "entries": [`,
+      `${JSON.stringify(shownStatus(record, store.approvals(record.id), context.now))},\n  "entries": [`,
   );
   let entries = 0;
   const print = (entry: TranscriptEntry | ApprovalEntry): void => {
@@ -180,7 +191,11 @@ function printLogsDocument(context: Context, record: JobRecord): void {
   };
   const follower = new OutputFollower(store, record.id, (line) => print(entryOf(line)));
   follower.end();
-  new ApprovalNews(store, (entry) => print(entry)).look(record);
+  new ApprovalNews(
+    store,
+    () => context.now,
+    (entry) => print(entry),
+  ).look(record);
   const outcome = isFinishedStatus(record.status)
     ? valueForReading(outcomeDocument(store, record, sessionOf(record, follower)))
     : null;
@@ -200,7 +215,7 @@ async function followLogs(context: Context, id: string): Promise<number> {
     const entry = entryOf(line);
     print(entry, entryText(entry));
   });
-  const news = new ApprovalNews(store, print);
+  const news = new ApprovalNews(store, () => io.clock.now(), print);
   let record: JobRecord | undefined;
   try {
     record = await untilFinished(context, id, follower, news);

@@ -86,7 +86,7 @@ async function gather(context: Context, id: string): Promise<Shown> {
   const { turns, costUsd } = progressOf(store, record);
   const filed = store.approvals(id);
   const approvals = filed.length > 0 ? filed : (record.approvals ?? []).map(approvalFromSummary);
-  const status = shownStatus(record, approvals);
+  const status = shownStatus(record, approvals, context.now);
   const sessionId = record.outcome?.result?.sessionId ?? live.sessionId;
   const lastTool = record.status === "running" && live.lastTool ? live.lastTool : undefined;
   return {
@@ -115,7 +115,7 @@ function showDocument(context: Context, shown: Shown): unknown {
     record,
     status: shown.status,
     approvals: shown.approvals.map((approval) => ({
-      state: requestState(record, approval),
+      state: requestState(record, approval, context.now),
       request: approval.request,
       answer: approval.answer ?? null,
     })),
@@ -226,12 +226,14 @@ function approvalsText(context: Context, shown: Shown): string[] {
   const width = Math.max(...shown.approvals.map(({ request }) => request.id.length));
   for (const approval of shown.approvals) {
     const { request, answer } = approval;
-    const state = requestState(record, approval);
+    const state = requestState(record, approval, context.now);
     const asked = `asked ${isoTime(request.asked_at)} (${formatAge(context.now - request.asked_at)} ago)`;
     const margin = " ".repeat(width + 4);
     lines.push(`  ${request.id.padStart(width)}  ${requestText(request)}`);
     if (answer) lines.push(`${margin}${asked}; ${answerText(answer)} at ${isoTime(answer.at)}${messageText(answer)}`);
     else if (state === "unanswered") lines.push(`${margin}${asked}; unanswered: the job finished first`);
+    else if (state === "expired")
+      lines.push(`${margin}${asked}; unanswered: its time ran out at ${isoTime(request.expires_at)}`);
     else {
       lines.push(`${margin}${asked}; pending: denied at ${isoTime(request.expires_at)} unless answered`);
       if (request.input !== undefined)
