@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { Server } from "../client.mjs";
 import {
+  ROOT,
   REFERENCE_SERVER,
   FAKE_CLAUDE_SH,
   AGENT_ARGS,
@@ -53,11 +54,16 @@ const done = await Promise.all(exits);
 process.stdout.write(JSON.stringify({ ms: Math.max(...done.map((d) => d.at)) - startedAt, spawnedMs, codes: done.map((d) => d.code) }));
 `;
 
-/** Runs the floor of (i) in `dir` for these prompts; checks that every agent exited 0 and printed its own result. */
-async function bareShellAgents(dir, prompts) {
-  prompts.forEach((prompt, k) => fs.writeFileSync(path.join(dir, `prompt-${k}.txt`), prompt));
+/** A durable job done as simply as Node allows (bench/fixtures/minimal-jobs.mjs), beside the server in (i). */
+const MINIMAL_JOBS = path.join(ROOT, "bench", "fixtures", "minimal-jobs.mjs");
+
+/**
+ * Runs `node ARGS` in `dir` with the shell agent and its arguments after ARGS (a helper of (i), started before the
+ * clock runs); the JSON it prints. `what` names it in an error.
+ */
+async function agentsScript(args, dir, count, what) {
   const child = track(
-    spawn(process.execPath, ["--input-type=module", "-e", BARE_FLOOR_SCRIPT, FAKE_CLAUDE_SH, dir, String(prompts.length), ...AGENT_ARGS], {
+    spawn(process.execPath, [...args, FAKE_CLAUDE_SH, dir, String(count), ...AGENT_ARGS], {
       cwd: dir,
       env: baseEnv(),
       stdio: ["ignore", "pipe", "pipe"],
@@ -68,8 +74,22 @@ async function bareShellAgents(dir, prompts) {
   child.stdout.setEncoding("utf8").on("data", (text) => (out += text));
   child.stderr.setEncoding("utf8").on("data", (text) => (err += text));
   const [code] = await once(child, "exit");
-  if (code !== 0) throw new Error(`i: the floor script exited ${code}: ${err.slice(-2000)}`);
-  const { ms, spawnedMs, codes } = JSON.parse(out);
+  if (code !== 0) throw new Error(`i: ${what} exited ${code}: ${err.slice(-2000)}`);
+  return JSON.parse(out);
+}
+
+/** Runs the minimal job loop in `dir`: its CPU a job; every job must have completed with its own result. */
+async function minimalJobs(dir, count) {
+  const { cpuPerJobMs, completed } = await agentsScript([MINIMAL_JOBS], dir, count, "the minimal job loop");
+  if (completed !== count) throw new Error(`i: the minimal job loop completed ${completed} of ${count} jobs`);
+  return cpuPerJobMs;
+}
+
+/** Runs the floor of (i) in `dir` for these prompts; checks that every agent exited 0 and printed its own result. */
+async function bareShellAgents(dir, prompts) {
+  prompts.forEach((prompt, k) => fs.writeFileSync(path.join(dir, `prompt-${k}.txt`), prompt));
+  const floorArgs = ["--input-type=module", "-e", BARE_FLOOR_SCRIPT];
+  const { ms, spawnedMs, codes } = await agentsScript(floorArgs, dir, prompts.length, "the floor script");
   const failed = codes.filter((c) => c !== 0).length;
   if (failed > 0) throw new Error(`i: ${failed} bare shell agents failed`);
   const wrong = prompts.filter((prompt, k) => {
@@ -124,6 +144,16 @@ export async function benchJobCost(rounds) {
 function jobCostRows(figures, where, headline) {
   const { serverS, floorS, ratio, cpuPerJobMs, perRound, failures, referenceRatio, referenceCpuPerJobMs } = figures;
   const count = SIZES.jobCostJobs;
+  const minimal = {
+    metric:
+      `i  a durable job as simply as Node allows (bench/fixtures/minimal-jobs.mjs), ${where.split(":")[0]}: ` +
+      `CPU per job, the same ${count} agents at once`,
+    value: `${figures.minimalCpuPerJobMs.toFixed(2)} ms`,
+    target: "(info)",
+    pass: undefined,
+    detail: `the first record flushed, later ones replaced unflushed, as the server's (§15.2); no protocol, slots, ` +
+      `process tree or requests; per round: ${perRound.minimalCpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms`,
+  };
   const bad = failures.length;
   const rounds = perRound.ratio.length;
   const reference =
@@ -165,6 +195,7 @@ function jobCostRows(figures, where, headline) {
       detail: `per round: ${perRound.cpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms (clock tick ` +
         `${(1000 / CLOCK_TICKS).toFixed(0)} ms, so ±${(1000 / CLOCK_TICKS / count).toFixed(2)} ms a job)`,
     },
+    minimal,
     ...reference,
   ];
 }
@@ -172,7 +203,17 @@ function jobCostRows(figures, where, headline) {
 /** (i) in one place: the server's state directory, the jobs' cwd and the floor's files all under root. */
 async function jobCostIn(root, rounds) {
   const count = SIZES.jobCostJobs;
-  const perRound = { serverMs: [], floorMs: [], ratio: [], cpuPerJobMs: [], startPhaseMs: [], floorSpawnPhaseMs: [], referenceRatio: [], referenceCpuPerJobMs: [] };
+  const perRound = {
+    serverMs: [],
+    floorMs: [],
+    ratio: [],
+    cpuPerJobMs: [],
+    startPhaseMs: [],
+    floorSpawnPhaseMs: [],
+    referenceRatio: [],
+    referenceCpuPerJobMs: [],
+    minimalCpuPerJobMs: [],
+  };
   const failures = [];
   const dir = fs.mkdtempSync(path.join(root, "claude-dispatch-bench-jobcost-"));
   try {
@@ -270,6 +311,9 @@ async function jobCostIn(root, rounds) {
       perRound.ratio.push(round2(server.ms / floor.ms));
       perRound.cpuPerJobMs.push(round2(server.cpuPerJobMs));
       perRound.startPhaseMs.push(round2(server.startPhaseMs));
+      const minimalDir = fs.mkdtempSync(path.join(dir, `minimal-${i}-`));
+      perRound.minimalCpuPerJobMs.push(round2(await minimalJobs(minimalDir, count)));
+      await reapLeftovers();
       if (REFERENCE_SERVER) {
         const reference = await throughReference(i);
         perRound.referenceRatio.push(round2(reference.ms / floor.ms));
@@ -284,6 +328,7 @@ async function jobCostIn(root, rounds) {
     floorS: round2(median(perRound.floorMs) / 1000),
     ratio: round2(median(perRound.ratio)),
     cpuPerJobMs: round2(median(perRound.cpuPerJobMs)),
+    minimalCpuPerJobMs: round2(median(perRound.minimalCpuPerJobMs)),
     ...(REFERENCE_SERVER ? { referenceRatio: round2(median(perRound.referenceRatio)), referenceCpuPerJobMs: round2(median(perRound.referenceCpuPerJobMs)) } : {}),
     perRound,
     failures,

@@ -42,7 +42,7 @@ export const LONG_LINES: Readonly<Record<string, number>> = {
   "bench/sections/approvals.mjs": 1,
   "bench/sections/carrier.mjs": 2,
   "bench/sections/cold.mjs": 1,
-  "bench/sections/jobcost.mjs": 10,
+  "bench/sections/jobcost.mjs": 8,
   "bench/sections/jobs.mjs": 6,
   "bench/sections/latency.mjs": 1,
   "bench/sections/ssh.mjs": 11,
