@@ -1,10 +1,10 @@
 /**
- * Builds dist/ in two passes (docs/development.md, "The build").
+ * Builds dist/ in two passes (docs/development.md, "Build and test").
  *
  * Pass 1 is esbuild's code splitting: main.js, the chunks that main.js imports statically, and the chunks
  * that the program loads when a mode or feature needs them (dynamic import()). Node's ES module loader
- * resolves, reads, compiles and links every file of the static graph before main runs a line, and that cost
- * per file was a third of the server's start (BENCHMARKS.md, (a)).
+ * resolves, reads, compiles and links every file of the static graph before main runs a line, at a cost for each
+ * file that the server's start pays (BENCHMARKS.md, (a)).
  *
  * Pass 2 puts main.js and its whole static graph into one file. A chunk is a module: one that both the
  * static graph and a lazy chunk import must stay one instance (a class compared with instanceof, a shared
@@ -48,6 +48,8 @@ try {
     ...COMMON,
     stdin: { contents: entry, resolveDir: scratch, sourcefile: "main-entry.js" },
     outfile: path.join(OUT, "main.js"),
+    // The package's bin: a package manager's shim executes it. Pass 1 kept src/main.ts's line; stdin has none.
+    banner: { js: "#!/usr/bin/env node" },
     // The lazy chunks stay files of their own, loaded when asked for.
     plugins: [keepExternal((file) => !staticGraph.has(file))],
   });

@@ -59,7 +59,7 @@ describe("packaging", () => {
     assert.equal(checked.status, 0, "git check-ignore claude-dispatch-0.1.0.tgz");
   });
 
-  test("run through a link, as npx runs a bin, doctor's host configuration names the real main.js", () => {
+  test("run through a link, executed as npx runs a bin, doctor's host configuration names the real main.js", () => {
     const bin = path.join(scratch, "cache", "node_modules", ".bin");
     mkdirSync(bin, { recursive: true });
     const link = path.join(bin, "claude-dispatch");
@@ -70,7 +70,8 @@ describe("packaging", () => {
     });
     let output: string;
     try {
-      output = execFileSync(process.execPath, [link, "doctor"], { env, encoding: "utf8" });
+      // Executed itself, as a package manager's shim is: its first line must name node.
+      output = execFileSync(link, ["doctor"], { env: { ...env, PATH: nodeFirst(env.PATH) }, encoding: "utf8" });
     } catch (error) {
       // A failed check exits 1; the configuration is printed all the same.
       output = (error as { stdout: string }).stdout;
@@ -79,3 +80,8 @@ describe("packaging", () => {
     assert.ok(!output.includes(link), "the link itself is not what the host is told to run");
   });
 });
+
+/** PATH with the folder of the node running the tests first, where `#!/usr/bin/env node` looks. */
+function nodeFirst(pathVariable: string | undefined): string {
+  return [path.dirname(process.execPath), ...(pathVariable ? [pathVariable] : [])].join(path.delimiter);
+}
