@@ -610,6 +610,34 @@ describe("logs: the requests", () => {
     assert.equal(clock.pendingTimers, 0, "no timer is left behind");
   });
 
+  test("-f: a request whose time runs out is said so once, then its denial; the job's end adds nothing", async () => {
+    const clock = new FakeClock();
+    const { dir, store } = newState();
+    const job = add(store, running(clock.now()));
+    ask(store, job.id, "npm test", clock.now(), 0);
+    ask(store, job.id, "git push", clock.now(), 0);
+    const following = start(["logs", job.id, "-f"], dir, clock);
+    await clock.advance(200);
+    await clock.advance(10 * MINUTE);
+    await clock.advance(1000);
+    // The owner's denial comes for request 1; none for request 2 before the job ends.
+    store.answerApproval(job.id, "1", { decision: "deny", by: "timeout", at: clock.now() });
+    await clock.advance(200);
+    store.write({ ...job, status: "completed", finished_at: clock.now(), outcome: { ok: true } });
+    await clock.advance(200);
+    assert.equal(await following.code, 0, following.stderr());
+    assert.deepEqual(following.stdout().split("\n"), [
+      `[waiting for approval: request 1 · Bash · npm test — claude-dispatch approve ${job.id} 1, or deny]`,
+      `[waiting for approval: request 2 · Bash · git push — claude-dispatch approve ${job.id} 2, or deny]`,
+      "[request 1 went unanswered until its time ran out]",
+      "[request 2 went unanswered until its time ran out]",
+      "[request 1 denied by the timeout]",
+      "",
+      `job ${job.id} completed`,
+      "",
+    ]);
+  });
+
   test("-f --json: approval objects as lines, pending then the answer", async () => {
     const clock = new FakeClock();
     const { dir, store } = newState();

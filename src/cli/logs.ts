@@ -111,6 +111,8 @@ class ApprovalNews {
       const told = this.told.get(request.id);
       const state = requestState(record, approval, this.now());
       if (told === state || told === "answered" || told === "unanswered") continue;
+      // Said to have run out of time already: the job's end without an answer adds nothing.
+      if (told === "expired" && state === "unanswered") continue;
       this.told.set(request.id, state);
       const entry: ApprovalEntry = {
         kind: "approval",
