@@ -23,7 +23,13 @@ export interface ApproverLaunch {
    * The state directory's approval endpoint (§18), while a process of ours serves it: an agent CLI that can reach
    * an MCP server over HTTP asks there, with this token, and no approver process runs beside it.
    */
-  endpoint?: { url: string; token: string };
+  endpoint?: EndpointAddress;
+}
+
+/** Where a job's agent asks for permission at the approval endpoint (§18): its URL and token. */
+export interface EndpointAddress {
+  url: string;
+  token: string;
 }
 
 /** Where an agent's stdout and stderr go, and a long result (§15.4). */

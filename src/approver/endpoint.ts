@@ -30,6 +30,11 @@ export function tokenFor(secret: string, jobId: string): string {
   return createHmac("sha256", secret).update(`approver:${jobId}`).digest("hex");
 }
 
+/** A job's URL at the endpoint on this port: the path `serve` answers. */
+export function jobUrl(port: number, jobId: string): string {
+  return `http://127.0.0.1:${port}/jobs/${jobId}`;
+}
+
 export interface EndpointOptions {
   /** The state directory's secret, which every job's token is made from. */
   secret: string;
@@ -52,11 +57,6 @@ export class ApprovalEndpoint {
   /** The port served, once listening. */
   get listening(): number | undefined {
     return this.port;
-  }
-
-  /** The job's URL at this endpoint. */
-  urlFor(jobId: string): string | undefined {
-    return this.port === undefined ? undefined : `http://127.0.0.1:${this.port}/jobs/${jobId}`;
   }
 
   /** Listens on 127.0.0.1:port (0: any); "in use" when another process holds that port. */

@@ -6,7 +6,8 @@
 import { randomBytes, randomInt } from "node:crypto";
 
 import { approvalFilesOf, createApprover, type Approver } from "../approver/approver.js";
-import { ApprovalEndpoint, tokenFor } from "../approver/endpoint.js";
+import { ApprovalEndpoint, jobUrl, tokenFor } from "../approver/endpoint.js";
+import type { EndpointAddress } from "../agent/host.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import { EndpointFile, type EndpointRecord } from "../store/endpoint-file.js";
@@ -23,12 +24,6 @@ const PORT_TRIES = 20;
 const STANDBY_RETRY_MS = 5000;
 /** Approvers kept, the one made first dropped first: each knows where its job's next request is filed. */
 const APPROVERS_KEPT = 256;
-
-/** Where a job's agent asks (§18): its URL and token, while a process of ours serves the directory. */
-export interface EndpointAddress {
-  url: string;
-  token: string;
-}
 
 export interface HeldEndpoint {
   addressOf(jobId: string): EndpointAddress | undefined;
@@ -119,9 +114,7 @@ export async function holdApprovalEndpoint(parts: EndpointParts): Promise<HeldEn
   await take().catch(report);
   return {
     addressOf: (jobId) =>
-      port === undefined
-        ? undefined
-        : { url: `http://127.0.0.1:${port}/jobs/${jobId}`, token: tokenFor(secret, jobId) },
+      port === undefined ? undefined : { url: jobUrl(port, jobId), token: tokenFor(secret, jobId) },
     close: async () => {
       closed = true;
       cancelRetry();

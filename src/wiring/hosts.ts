@@ -5,7 +5,7 @@
  */
 import path from "node:path";
 
-import type { Host, Hosts } from "../agent/host.js";
+import type { EndpointAddress, Host, Hosts } from "../agent/host.js";
 import { systemClock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import { SERVER_VERSION } from "../core/version.js";
@@ -60,7 +60,7 @@ export interface HostParts {
   /** This machine's process layer when the caller has one loaded already (the command line's). */
   processes?: () => Promise<ProcessControl>;
   /** Where this machine's agents ask for permission (§18), once the state directory's endpoint is settled. */
-  approvalEndpoint?: (jobId: string) => { url: string; token: string } | undefined;
+  approvalEndpoint?: (jobId: string) => EndpointAddress | undefined;
 }
 
 export async function createHosts(parts: HostParts): Promise<HostSet> {

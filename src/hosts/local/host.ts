@@ -10,6 +10,7 @@ import type {
   ApproverLaunch,
   AttachRequest,
   ChildHandle,
+  EndpointAddress,
   Host,
   HostCheck,
   KillReport,
@@ -39,7 +40,7 @@ export interface LocalHostOptions {
   /** This program, as the agents run it in its approver mode (§18). */
   approverCommand: { command: string; args: readonly string[] };
   /** The state directory's approval endpoint, where agents that can reach it ask instead (§18). */
-  approvalEndpoint?(jobId: string): { url: string; token: string } | undefined;
+  approvalEndpoint?(jobId: string): EndpointAddress | undefined;
   /** An agent CLI's program here (§7): the operator's setting, else its own name. */
   programOf(agent: string): string;
   /** The agents offered here, whose programs doctor looks for (§17). */
