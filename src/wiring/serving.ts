@@ -8,4 +8,5 @@ export { createHosts, HostSet, loadProcessControl, localHost, ownIdentity } from
 export { Carrying } from "./carrying.js";
 export { holdApprovalEndpoint } from "./approvals-endpoint.js";
 export { CarrierSlot, PresenceFiles, settingsOf } from "../store/presence.js";
-export { ownLinuxStartTime } from "../hosts/local/self.js";
+export { keepHeapSmall } from "./heap.js";
+export { ownIdentityAtOnce } from "../hosts/local/self.js";

@@ -47,7 +47,7 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     "server/version.ts",
   ],
   "config.ts": ["core/", "agent/", "store/", "tools/", "hosts/kinds.ts", "runtimes/", "server/stdio.ts"],
-  // What main builds, with the process's parts handed in: everything below the MCP surface.
+  // The modes main runs, with the process's parts handed in: the MCP server, the command line and what they build.
   "wiring/": [
     "core/",
     "agent/",
@@ -57,6 +57,8 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
     "hosts/",
     "worktrees/",
     "approver/",
+    "server/",
+    "cli/",
     "config.ts",
     "wiring/",
   ],
