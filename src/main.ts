@@ -70,8 +70,6 @@ const loaders: ModeLoaders = {
   runtimes: () => import("./runtimes/all.js"),
   remoteHosts: () => import("./wiring/remote-hosts.js"),
   serving: () => import("./wiring/serving.js"),
-  handler: () => import("./server/handler.js"),
-  stateStore: () => import("./store/state-store.js"),
   detached: () => import("./hosts/local/detached.js"),
   commandLine: () => import("./cli/index.js"),
 };
@@ -82,7 +80,7 @@ async function main(): Promise<void> {
     case undefined:
       return serve(parts, loaders);
     case "approver":
-      return (await import("./wiring/approver.js")).serveApprover(parts, loaders, rest);
+      return (await import("./wiring/approver.js")).serveApprover(parts, rest);
     case "remote":
       return (await import("./wiring/remote-end.js")).serveRemoteEnd(parts, loaders, rest);
     case "carrier":

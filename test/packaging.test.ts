@@ -18,7 +18,7 @@ const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-packaging-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe("packaging", () => {
-  test("the build: main.js holds all it loads before its first answer, and no class is in two files", () => {
+  test("the build: main.js, then the job layer in one file; no class twice; one byte a character", () => {
     const dist = path.dirname(SERVER_MAIN);
     const files = readdirSync(dist).filter((name) => name.endsWith(".js"));
     const texts = new Map(files.map((name) => [name, readFileSync(path.join(dist, name), "utf8")]));
@@ -39,6 +39,16 @@ describe("packaging", () => {
       }
     }
     assert.equal(classes.get("StateError"), "main.js");
+    // The job layer, loaded as the front door answers, is one file more: it imports only main.js.
+    const jobLayer = files.filter((name) => name.startsWith("serving-"));
+    assert.equal(jobLayer.length, 1, `one job layer file, not ${jobLayer.join(", ")}`);
+    assert.deepEqual([...new Set(named(texts.get(jobLayer[0] ?? "") ?? "", staticForm))], ["./main.js"]);
+    // One character above U+00FF, even in a comment, makes V8 hold the whole file's source at two bytes a
+    // character (BENCHMARKS.md (d)).
+    for (const [name, text] of texts) {
+      const wide = /[^\u0000-\u00ff]/.exec(text);
+      assert.equal(wide, null, `${name} holds ${JSON.stringify(wide?.[0])} at ${wide?.index}`);
+    }
   });
 
   test("an MIT LICENSE, as package.json says, shipped in the package", () => {

@@ -72,7 +72,7 @@ export class MemoryStore {
     return structuredClone(this.requests.get(id) ?? []);
   }
 
-  /** Numbered 1, 2, … in the order filed, so request n is the n-th. */
+  /** Numbered 1, 2, 3 and on, in the order filed, so request n is the n-th. */
   lookUpApproval(id: string, requestId: string): ApprovalLookup {
     const approval = this.requests.get(id)?.[Number(requestId) - 1];
     return approval && structuredClone(approval);

@@ -103,7 +103,7 @@ export function jobReport(job: Job, now: number, maxResultChars = Number.POSITIV
       if (live.costUsd !== undefined) report.cost_usd = live.costUsd;
       report.last_activity = activityLine(live, report.elapsed_s ?? 0);
       if (live.lastText) {
-        const text = live.lastText.replace(/^…/, "");
+        const text = live.lastText.replace(/^\u2026/, "");
         report.recent_text = text.length > RECENT_TEXT_CHARS ? `…${text.slice(-RECENT_TEXT_CHARS)}` : live.lastText;
       }
       Object.assign(report, pendingReport(job.pendingApprovals(), now));

@@ -5,12 +5,11 @@
 import { approvalFilesOf, createApprover, parseApproverArgs } from "../approver/approver.js";
 import { systemClock } from "../core/clock.js";
 import { createLogger } from "../core/log.js";
+import { StateStore } from "../store/state-store.js";
 import { createMessageWriter, serveStdio } from "../server/stdio.js";
-import { stateStoreAt } from "./job-layer.js";
-import type { ModeLoaders } from "./mode-loaders.js";
 import { exitForUsage, type ProcessParts } from "./machine.js";
 
-export async function serveApprover(parts: ProcessParts, loaders: ModeLoaders, args: string[]): Promise<void> {
+export function serveApprover(parts: ProcessParts, args: string[]): void {
   const parsed = parseApproverArgs(args);
   if (!parsed) {
     exitForUsage(
@@ -20,7 +19,8 @@ export async function serveApprover(parts: ProcessParts, loaders: ModeLoaders, a
   }
   const { jobId } = parsed;
   const logger = createLogger(parts.stderr, "warn");
-  const store = await stateStoreAt(parts, loaders, parsed.stateDir ?? parts.here.stateDirectory(parts.env));
+  const stateDir = parsed.stateDir ?? parts.here.stateDirectory(parts.env);
+  const store = new StateStore(stateDir, { uid: parts.uid, randomName: () => crypto.randomUUID() });
   const approver = createApprover({
     jobId,
     clock: systemClock,

@@ -43,16 +43,10 @@ function openStateFolders(parts: ProcessParts, stateDir: string): void {
   }
 }
 
-/** The state directory's store, without opening its folders: the approver's, whose server opened them. */
-export async function stateStoreAt(parts: ProcessParts, loaders: ModeLoaders, stateDir: string): Promise<StateStore> {
-  const { StateStore } = await loaders.stateStore();
-  return new StateStore(stateDir, { uid: parts.uid, randomName: () => crypto.randomUUID() });
-}
-
-/** The state directory's store, its folders opened first; the module loads only here, after the opening. */
-export async function openState(parts: ProcessParts, loaders: ModeLoaders, stateDir: string): Promise<StateStore> {
+/** The state directory's store, its folders opened first; the store's module loads only after the opening. */
+export function openState(parts: ProcessParts, serving: Serving, stateDir: string): StateStore {
   openStateFolders(parts, stateDir);
-  return stateStoreAt(parts, loaders, stateDir);
+  return new serving.StateStore(stateDir, { uid: parts.uid, randomName: () => crypto.randomUUID() });
 }
 
 /** What a server and the carrier open before anything else loads: the state directory and the log. */
@@ -88,7 +82,7 @@ export async function startJobs(
 ) {
   const { config, roots, gated, logger } = opened;
   const policy = policyOf(parts, opened, env);
-  const store = gated ? undefined : await openState(parts, loaders, config.stateDir);
+  const store = gated ? undefined : openState(parts, serving, config.stateDir);
   // Settled once the process knows whether others share the directory (holdEndpoint).
   let endpoint: HeldEndpoint | undefined;
   const hosts = await serving.createHosts({

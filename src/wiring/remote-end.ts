@@ -12,7 +12,7 @@ import { openState } from "./job-layer.js";
 import type { ModeLoaders } from "./mode-loaders.js";
 import { exitForUsage, type ProcessParts } from "./machine.js";
 import { remoteSide } from "./remote.js";
-import { createJobs, HostSet, lazyRuntimes, localHost } from "./serving.js";
+import * as serving from "./serving.js";
 
 export async function serveRemoteEnd(parts: ProcessParts, loaders: ModeLoaders, args: string[]): Promise<void> {
   const stateDir =
@@ -37,11 +37,11 @@ export async function serveRemoteEnd(parts: ProcessParts, loaders: ModeLoaders, 
     parts.stdout.write(`${JSON.stringify({ type: "error", code: "HOST_FAILED", message })}\n`);
     parts.exit(2);
   }
-  const store = await openState(parts, loaders, config.stateDir);
+  const store = openState(parts, serving, config.stateDir);
   const logger = createLogger(parts.stderr, "warn");
   // This machine only, anywhere: the roots are the ones each request names (§21.3).
-  const hosts = new HostSet(localHost({ machine: parts, config, roots: undefined, loaders, logger }));
-  const runtimes = lazyRuntimes(loaders);
+  const hosts = new serving.HostSet(serving.localHost({ machine: parts, config, roots: undefined, loaders, logger }));
+  const runtimes = serving.lazyRuntimes(loaders);
   await runtimes.load();
   const side = remoteSide({
     store,
@@ -51,7 +51,7 @@ export async function serveRemoteEnd(parts: ProcessParts, loaders: ModeLoaders, 
     platform: parts.platform,
     programOf: (agent) => programOf(config, agent),
     jobs: async (start) => {
-      const jobs = await createJobs({
+      const jobs = await serving.createJobs({
         machine: parts,
         config,
         policy: { ...config.policy, roots: undefined, agents: offeredAgents(config, parts.env, parts.here) },

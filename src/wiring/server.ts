@@ -68,14 +68,14 @@ async function serveJobs(
 ) {
   const { config, logger } = opened;
   const env = parts.env;
-  const [serving, { createRequestHandler }] = await Promise.all([loaders.serving(), loaders.handler()]);
+  const serving = await loaders.serving();
   serving.keepHeapSmall();
   const { store, hosts, runtimes, jobs, holdEndpoint, policy } = await startJobs(parts, loaders, serving, opened, env);
   const carrying = store ? await carryingOf(parts, serving, { store, jobs, hosts, env, logger }) : undefined;
   // Before the takeover, so that jobs it starts from the queue ask the endpoint, not an approver of their own.
   const endpoint = carrying ? await holdEndpoint(carrying) : undefined;
   if (store) await restoreJobs(store, jobs, logger);
-  const handle = createRequestHandler({
+  const handle = serving.createRequestHandler({
     jobs,
     checkDirectory: (dir) => hosts.home.checkDirectory(dir),
     notify: (notification) => void writer.write(notification),
