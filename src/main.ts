@@ -71,6 +71,7 @@ const loaders: ModeLoaders = {
   remoteHosts: () => import("./wiring/remote-hosts.js"),
   serving: () => import("./wiring/serving.js"),
   detached: () => import("./hosts/local/detached.js"),
+  approvalEndpoint: () => import("./wiring/approvals-endpoint.js"),
   commandLine: () => import("./cli/index.js"),
 };
 

@@ -5,7 +5,7 @@
  */
 import { createLogger } from "../core/log.js";
 import * as serving from "./serving.js";
-import { carryingOf, openServer, readConfig, restoreJobs, startJobs } from "./job-layer.js";
+import { openServer, readConfig, restoreJobs, startJobs } from "./job-layer.js";
 import type { ModeLoaders } from "./mode-loaders.js";
 import { exitForUsage, type ProcessParts } from "./machine.js";
 
@@ -29,10 +29,8 @@ export async function serveCarrier(parts: ProcessParts, loaders: ModeLoaders, ar
   }
   const opened = openServer(parts, config, roots);
   const { logger } = opened;
-  const { store, jobs, hosts, holdEndpoint } = await startJobs(parts, loaders, serving, opened, env);
-  if (!store) parts.exit(0);
-  const carrying = await carryingOf(parts, serving, { store, jobs, hosts, env, logger });
-  const endpoint = await holdEndpoint(carrying);
+  const { store, jobs, hosts, carrying, endpoint } = await startJobs(parts, loaders, serving, opened, env);
+  if (!store || !carrying) parts.exit(0);
   // Present before it takes anything over: killed at any point after this, it is replaced (§15.8).
   const present = carrying.present("carrier");
   let leaving = false;
@@ -56,7 +54,7 @@ export async function serveCarrier(parts: ProcessParts, loaders: ModeLoaders, ar
     logger.error(`internal error: ${(error as Error)?.stack ?? String(error)}`);
     void leave("internal error", 1);
   });
-  await restoreJobs(store, jobs, logger);
+  await restoreJobs(store, jobs, logger, endpoint);
   logger.info(`carrier ${parts.pid} carries ${store.root}`);
   carrying.join("carrier", present);
   await carrying.carry(slot);

@@ -28,6 +28,8 @@ export interface CarryingParts {
   /** The CLAUDE_DISPATCH_* settings this process runs with, for a carrier started in its place. */
   settings: Record<string, string>;
   isAlive(identity: ProcessIdentity): Promise<boolean | undefined>;
+  /** Before jobs are taken over here: their agents ask this process's approval endpoint from then on (§18). */
+  beforeCarrying?(): Promise<void>;
   clock: Clock;
   logger: Logger;
 }
@@ -96,7 +98,9 @@ export class Carrying {
 
   /** Carries every orphan now: the work of servers that went or died. */
   async sweep(): Promise<number> {
-    return this.parts.jobs.carryOrphans(await this.carried());
+    const carried = await this.carried();
+    if (this.parts.beforeCarrying && this.parts.jobs.findOrphans(carried).length > 0) await this.parts.beforeCarrying();
+    return this.parts.jobs.carryOrphans(carried);
   }
 
   /** Reads the others again; a departure (a presence removed, or one whose process died) is carried at once. */

@@ -11,9 +11,7 @@ import type { JobRegistry } from "../jobs/registry.js";
 import { openFolders, stateFolders } from "../store/ownership.js";
 import { StateError } from "../store/records.js";
 import type { StateStore } from "../store/state-store.js";
-import type { HeldEndpoint } from "./approvals-endpoint.js";
-import type { Carrying } from "./carrying.js";
-import type { HostSet } from "./hosts.js";
+import type { EndpointParts, HeldEndpoint } from "./approvals-endpoint.js";
 import type { ModeLoaders } from "./mode-loaders.js";
 import { exitForUsage, type ProcessParts } from "./machine.js";
 
@@ -83,8 +81,8 @@ export async function startJobs(
   const { config, roots, gated, logger } = opened;
   const policy = policyOf(parts, opened, env);
   const store = gated ? undefined : openState(parts, serving, config.stateDir);
-  // Settled once the process knows whether others share the directory (holdEndpoint).
-  let endpoint: HeldEndpoint | undefined;
+  // Made once the carrying is, whose knowledge of the others it needs.
+  let endpoint: LazyEndpoint | undefined;
   const hosts = await serving.createHosts({
     machine: parts,
     config,
@@ -97,48 +95,86 @@ export async function startJobs(
   });
   const runtimes = serving.lazyRuntimes(loaders);
   const jobs = await serving.createJobs({ machine: parts, config, policy, store, hosts, logger, runtimes });
-  /** The state directory's approval endpoint (§18), held or stood by for; with no forwarding, none. */
-  const holdEndpoint = async (carrying: Carrying): Promise<HeldEndpoint | undefined> => {
-    if (!store || config.approvals !== "forward") return undefined;
-    endpoint = await serving.holdApprovalEndpoint({
+  if (!store) return { store, hosts, runtimes, jobs, policy, carrying: undefined, endpoint };
+  const processes = () => hosts.home.processes();
+  const carrying = new serving.Carrying({
+    presence: new serving.PresenceFiles(store.root, () => crypto.randomUUID()),
+    jobs,
+    self: await serving.ownIdentity(parts, processes),
+    settings: serving.settingsOf(env),
+    isAlive: async (named) => (await processes()).isAlive(named.pid, named.start_time),
+    beforeCarrying: async () => endpoint?.ensure(),
+    clock: systemClock,
+    logger,
+  });
+  if (config.approvals === "forward") {
+    endpoint = lazyEndpoint(loaders, {
       store,
       clock: systemClock,
       logger,
       waitMs: config.approvalTimeoutMs,
       othersPresent: async () => (await carrying.liveOthers()).length > 0,
     });
-    return endpoint;
-  };
-  return { store, hosts, runtimes, jobs, holdEndpoint, policy };
+  }
+  return { store, hosts, runtimes, jobs, policy, carrying, endpoint };
 }
 
-/** This process's part in carrying the state directory's work (§15.8). */
-export async function carryingOf(
-  parts: ProcessParts,
-  serving: Serving,
-  joined: { store: StateStore; jobs: JobRegistry; hosts: HostSet; env: NodeJS.ProcessEnv; logger: Logger },
-): Promise<Carrying> {
-  const { store, jobs, hosts, env, logger } = joined;
-  const processes = () => hosts.home.processes();
-  return new serving.Carrying({
-    presence: new serving.PresenceFiles(store.root, () => crypto.randomUUID()),
-    jobs,
-    self: await serving.ownIdentity(parts, processes),
-    settings: serving.settingsOf(env),
-    isAlive: async (named) => (await processes()).isAlive(named.pid, named.start_time),
-    clock: systemClock,
-    logger,
-  });
+/** The state directory's approval endpoint (§18), held or stood by for from this process's first job on. */
+export interface LazyEndpoint extends HeldEndpoint {
+  /** Holds the endpoint or stands by for it, the first time; resolves once either is settled. */
+  ensure(): Promise<void>;
+}
+
+/**
+ * A server that starts no job opens no port and loads no HTTP server (BENCHMARKS.md (d)): the endpoint is held
+ * once this process is about to have agents that may ask, before the first job call it serves and before it takes
+ * jobs over. Agents started meanwhile by another process ask that one.
+ */
+function lazyEndpoint(loaders: ModeLoaders, endpointParts: EndpointParts): LazyEndpoint {
+  let held: HeldEndpoint | undefined;
+  let holding: Promise<void> | undefined;
+  let closed = false;
+  const ensure = (): Promise<void> =>
+    (holding ??= loaders
+      .approvalEndpoint()
+      .then(async ({ holdApprovalEndpoint }) => {
+        if (!closed) held = await holdApprovalEndpoint(endpointParts);
+      })
+      .catch((error: unknown) =>
+        endpointParts.logger.warn(
+          `approval endpoint: ${(error as Error).message}; agents started meanwhile run their own approver`,
+        ),
+      ));
+  return {
+    ensure,
+    addressOf: (jobId) => {
+      // An agent started on a path that did not ensure it runs its own approver; the next ones ask here.
+      if (!holding) void ensure();
+      return held?.addressOf(jobId);
+    },
+    close: async () => {
+      closed = true;
+      await holding;
+      await held?.close();
+    },
+  };
 }
 
 /**
  * Takes over what servers that are gone left in the state directory (§15.3),
  * before the first request is read: claude_wait on an old job id must find it.
  */
-export async function restoreJobs(store: StateStore, jobs: JobRegistry, logger: Logger): Promise<void> {
+export async function restoreJobs(
+  store: StateStore,
+  jobs: JobRegistry,
+  logger: Logger,
+  endpoint: LazyEndpoint | undefined,
+): Promise<void> {
   // Finished jobs come from the index: their records are read when asked for, not at startup (§15.5).
   const { records, skipped, finished } = store.loadForStartup();
   for (const { id, reason } of skipped) logger.warn(`state: job ${id} skipped: ${reason}`);
   jobs.rememberFinished(finished);
+  // Agents of the jobs taken over, and of queued ones started now, ask this process from now on.
+  if (records.length > 0) await endpoint?.ensure();
   await jobs.restore(records);
 }

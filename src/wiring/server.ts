@@ -11,10 +11,9 @@ import { SERVER_NAME, SERVER_VERSION } from "../core/version.js";
 import type { JobRegistry } from "../jobs/registry.js";
 import { frontDoor, type OpeningFacts } from "../server/opening.js";
 import { createMessageWriter, serveStdio } from "../server/stdio.js";
-import type { HeldEndpoint } from "./approvals-endpoint.js";
 import type { Carrying } from "./carrying.js";
 import type { HostSet } from "./hosts.js";
-import { carryingOf, openServer, readConfig, restoreJobs, startJobs, type Opened } from "./job-layer.js";
+import { openServer, readConfig, restoreJobs, startJobs, type LazyEndpoint, type Opened } from "./job-layer.js";
 import type { ModeLoaders } from "./mode-loaders.js";
 import type { ProcessParts } from "./machine.js";
 
@@ -70,11 +69,9 @@ async function serveJobs(
   const env = parts.env;
   const serving = await loaders.serving();
   serving.keepHeapSmall();
-  const { store, hosts, runtimes, jobs, holdEndpoint, policy } = await startJobs(parts, loaders, serving, opened, env);
-  const carrying = store ? await carryingOf(parts, serving, { store, jobs, hosts, env, logger }) : undefined;
-  // Before the takeover, so that jobs it starts from the queue ask the endpoint, not an approver of their own.
-  const endpoint = carrying ? await holdEndpoint(carrying) : undefined;
-  if (store) await restoreJobs(store, jobs, logger);
+  const started = await startJobs(parts, loaders, serving, opened, env);
+  const { store, hosts, runtimes, jobs, policy, carrying, endpoint } = started;
+  if (store) await restoreJobs(store, jobs, logger, endpoint);
   const handle = serving.createRequestHandler({
     jobs,
     checkDirectory: (dir) => hosts.home.checkDirectory(dir),
@@ -99,7 +96,11 @@ async function serveJobs(
       : {}),
     // The store of sessions of the agent that keeps one, where the agents this server starts keep theirs (§20).
     sessions: async (cwd: string, limit: number) => (await loaders.runtimes()).listSessions(env, homedir(), cwd, limit),
-    ready: runtimes.load,
+    // Before the first job call: an agent it starts asks the endpoint, not an approver process of its own (§18).
+    ready: async () => {
+      await runtimes.load();
+      await endpoint?.ensure();
+    },
   });
   // Present before any request but the first initialize is answered: a server leaving now leaves its work to us.
   carrying?.join("server");
@@ -118,7 +119,7 @@ function installShutdown(
     writer: ReturnType<typeof createMessageWriter>;
     logger: Logger;
     carrying: Carrying | undefined;
-    endpoint: HeldEndpoint | undefined;
+    endpoint: LazyEndpoint | undefined;
     stateDir: string | undefined;
   },
 ): void {

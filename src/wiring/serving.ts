@@ -7,7 +7,6 @@
 export { createJobs, lazyRuntimes, worktreeHolds } from "./jobs.js";
 export { createHosts, HostSet, loadProcessControl, localHost, ownIdentity } from "./hosts.js";
 export { Carrying } from "./carrying.js";
-export { holdApprovalEndpoint } from "./approvals-endpoint.js";
 export { CarrierSlot, PresenceFiles, settingsOf } from "../store/presence.js";
 export { createRequestHandler } from "../server/handler.js";
 export { StateStore } from "../store/state-store.js";
