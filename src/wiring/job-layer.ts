@@ -1,5 +1,5 @@
 /**
- * What the server and the carrier both build, and the far end and the approver in part: the configuration read or
+ * What the server and the carrier both build, and the far end in part: the configuration read or
  * an exit 2 (§11), the state directory opened as ours (§15.1), the job registry on it, and this process's part in
  * carrying the directory's work (§15.8).
  */
@@ -41,10 +41,15 @@ function openStateFolders(parts: ProcessParts, stateDir: string): void {
   }
 }
 
-/** The state directory's store, its folders opened first; the store's module loads only after the opening. */
+/** The store of a state directory whose folders are open; its module loads only after the opening. */
+function storeAt(parts: ProcessParts, serving: Serving, stateDir: string): StateStore {
+  return new serving.StateStore(stateDir, { uid: parts.uid, randomName: () => crypto.randomUUID() });
+}
+
+/** The state directory's store, its folders opened first. */
 export function openState(parts: ProcessParts, serving: Serving, stateDir: string): StateStore {
   openStateFolders(parts, stateDir);
-  return new serving.StateStore(stateDir, { uid: parts.uid, randomName: () => crypto.randomUUID() });
+  return storeAt(parts, serving, stateDir);
 }
 
 /** What a server and the carrier open before anything else loads: the state directory and the log. */
@@ -80,7 +85,8 @@ export async function startJobs(
 ) {
   const { config, roots, gated, logger } = opened;
   const policy = policyOf(parts, opened, env);
-  const store = gated ? undefined : openState(parts, serving, config.stateDir);
+  // openServer opened the folders.
+  const store = gated ? undefined : storeAt(parts, serving, config.stateDir);
   // Made once the carrying is, whose knowledge of the others it needs.
   let endpoint: LazyEndpoint | undefined;
   const hosts = await serving.createHosts({
