@@ -1,7 +1,7 @@
 /**
  * What the registry does to a job at each step of its life (PROTOCOL.md §8, §15.3, §18): the one interface its
- * collaborators (the takeover, the spawn, the observer, the shared queue, the approvals) are given, each typed to
- * the steps it takes, instead of a bag of callbacks of its own.
+ * collaborators (the takeover, the spawn, the kill, the observer, the shared queue, the approvals) are given, each
+ * typed to the steps it takes, instead of a bag of callbacks of its own.
  */
 import type { AgentOutcome, AgentRun } from "../agent/types.js";
 import type { JobRecord } from "../store/records.js";

@@ -20,7 +20,7 @@ import type { JobLife } from "./life.js";
 import { JobEntry } from "./entry.js";
 import { FinishedJobs } from "./finished.js";
 import { finalState, recordOf, storeResult } from "./job-record.js";
-import { killFailed } from "./outcomes.js";
+import { killOwnJob, type KillTarget } from "./kill.js";
 import { spawnAgent, type SpawnTarget } from "./spawn.js";
 import { memorySlots } from "./memory.js";
 import { JobQueue } from "./queue.js";
@@ -55,6 +55,7 @@ export class JobRegistry {
   private readonly takeover: Takeover;
   private readonly records: RecordWrites;
   private readonly spawning: SpawnTarget;
+  private readonly killing: KillTarget;
   private readonly observer: Observer;
   private readonly shared: SharedQueue;
   /** Permission requests of running jobs (§18): answering them, and hearing of new ones. */
@@ -100,6 +101,7 @@ export class JobRegistry {
     this.observer = new Observer(jobs, { options, life, finished, approvals: this.approvals });
     this.shared = new SharedQueue({ options, life, jobs, queue, observer: this.observer, takeover: this.takeover });
     this.spawning = { options, life, recording: this.recording };
+    this.killing = { life, queue };
   }
 
   /**
@@ -275,54 +277,7 @@ export class JobRegistry {
     const job = this.jobs.get(id);
     if (!job) throw new DispatchError("JOB_NOT_FOUND", `no job with id ${quoted(id)}`);
     if (this.observer.has(id)) return this.observer.kill(id, reason);
-    if (job.status === "queued") {
-      this.queue.remove(job);
-      job.killReason = reason;
-      this.finish(job, { ok: false, code: "KILLED", detail: "removed from the queue before it started" });
-      return { killed: true, survivors: [] };
-    }
-    if (job.status !== "running" || !job.run) return { killed: false, survivors: [] };
-    const reasonSetHere = job.killReason === undefined;
-    if (reasonSetHere) {
-      job.killReason = reason;
-      // On disk before any signal: a server that stops mid-kill leaves the kill to the next one (§15.3).
-      this.save(job);
-    }
-    job.killing ??= job.run.kill();
-    const report = await job.killing;
-    if (report.undetermined) {
-      // Nothing was signalled (an adopted agent, and no process table to tell it
-      // by): the job runs on, and a later kill tries again.
-      // A host that kills it once it can be reached keeps the reason, so the job ends as killed, just late (§21.3).
-      job.killing = undefined;
-      if (reasonSetHere && job.status === "running" && !report.pending) {
-        job.killReason = undefined;
-        this.save(job);
-      }
-      const why = report.why ?? "the process table could not be read";
-      if (reason === "timeout" && report.pending && job.status === "running") {
-        // claude_run keeps its bound (§5.1): the job ends now, as with
-        // survivors, and the host still gets the kill (§21.3).
-        this.queue.release(job);
-        const detail =
-          `${why}, so the agent was not signalled; the kill stands, and is sent as soon as the host ` +
-          `can be reached`;
-        this.finish(job, { ok: false, code: "KILL_FAILED", detail });
-      }
-      const then = report.pending
-        ? "it is still running, and is killed as soon as the host can be reached"
-        : "it is still running; try again";
-      throw new DispatchError("KILL_FAILED", `${why}, so job ${id}'s agent was not signalled; ${then}`);
-    }
-    const { survivors } = report;
-    if (survivors.length === 0) {
-      await job.done;
-    } else if (job.status === "running") {
-      // The agent itself may never exit: end the job now, so nothing waits on it forever.
-      this.queue.release(job);
-      this.finish(job, killFailed(survivors));
-    }
-    return { killed: true, survivors };
+    return killOwnJob(this.killing, job, reason);
   }
 
   /** Refuses new jobs, drops the queue, kills every running job, and waits until all have finished. */
