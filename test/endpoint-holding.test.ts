@@ -15,7 +15,10 @@ import { ServerProcess } from "./server-process.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "claude-dispatch-endpoint-holding-"));
 const servers: ServerProcess[] = [];
+/** Files a waiting fake agent ends on: written after each test, so an agent a failing test left goes too. */
+const releases: string[] = [];
 afterEach(async () => {
+  for (const release of releases.splice(0)) writeFileSync(release, "");
   await Promise.all(servers.splice(0).map((server) => server.shutdown()));
 });
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -96,6 +99,7 @@ describe("the approval endpoint is held from a process's first job on (§18)", {
     await idle.request("tools/list");
     const cwd = mkdtempSync(path.join(scratch, "cwd-"));
     const release = path.join(scratch, `release-${servers.length}`);
+    releases.push(release);
     const started = await owner.callTool("claude_start", { prompt: `@wait-file ${release}`, cwd });
     const jobId = started.result.structuredContent.job_id as string;
     const port = recordedPort(owner.stateDir);
