@@ -4,12 +4,15 @@
  * takes over the directory's jobs, carries them as a server would, and exits once idle; a second one exits at once.
  */
 import { createLogger } from "../core/log.js";
-import * as serving from "./serving.js";
-import { openServer, readConfig, restoreJobs, startJobs } from "./job-layer.js";
-import type { ModeLoaders } from "./mode-loaders.js";
+import { CarrierSlot } from "../store/presence.js";
+import { keepHeapSmall } from "./heap.js";
+import { localHost, ownIdentity } from "./hosts.js";
+import { openServer, readConfig } from "./job-layer.js";
+import { restoreJobs, startJobs } from "./job-start.js";
+import type { Loaders } from "./loaders.js";
 import { exitForUsage, type ProcessParts } from "./machine.js";
 
-export async function serveCarrier(parts: ProcessParts, loaders: ModeLoaders, args: string[]): Promise<void> {
+export async function serveCarrier(parts: ProcessParts, loaders: Loaders, args: string[]): Promise<void> {
   const stateDir =
     args.length === 1 && args[0]?.startsWith("--state-dir=") ? args[0].slice("--state-dir=".length) : undefined;
   if (stateDir === undefined) {
@@ -19,17 +22,17 @@ export async function serveCarrier(parts: ProcessParts, loaders: ModeLoaders, ar
   const { config, roots } = await readConfig(parts, env);
   if (config.depth >= config.maxDepth) parts.exit(0);
   const early = createLogger(parts.stderr, config.logLevel);
-  serving.keepHeapSmall();
-  const here = serving.localHost({ machine: parts, config, roots, loaders, logger: early });
+  keepHeapSmall();
+  const here = localHost({ machine: parts, config, roots, loaders, logger: early });
   const processes = () => here.processes();
-  const slot = new serving.CarrierSlot(config.stateDir, await serving.ownIdentity(parts, processes));
+  const slot = new CarrierSlot(config.stateDir, await ownIdentity(parts, processes));
   if (!(await slot.take(async (named) => (await processes()).isAlive(named.pid, named.start_time)))) {
     early.info("another carrier carries this state directory; exiting");
     parts.exit(0);
   }
   const opened = openServer(parts, config, roots);
   const { logger } = opened;
-  const { store, jobs, hosts, carrying, endpoint } = await startJobs(parts, loaders, serving, opened, env);
+  const { store, jobs, hosts, carrying, endpoint } = await startJobs(parts, loaders, opened, env);
   if (!store || !carrying) parts.exit(0);
   // Present before it takes anything over: killed at any point after this, it is replaced (§15.8).
   const present = carrying.present("carrier");

@@ -6,9 +6,10 @@ import { checkConfig, loadConfig } from "../config.js";
 import { systemClock } from "../core/clock.js";
 import { createLogger } from "../core/log.js";
 import { startCarrierProcess } from "../hosts/local/detached.js";
-import type { ModeLoaders } from "./mode-loaders.js";
+import type { Loaders } from "./loaders.js";
 import type { ProcessParts } from "./machine.js";
-import { createHosts, loadProcessControl, ownIdentityAtOnce } from "./serving.js";
+import { ownIdentityAtOnce } from "../hosts/local/self.js";
+import { createHosts, loadProcessControl } from "./hosts.js";
 
 /** The command line reads the kill grace like the server, but an invalid configuration must not stop a kill. */
 function killGraceMs(parts: ProcessParts): number {
@@ -20,7 +21,7 @@ function killGraceMs(parts: ProcessParts): number {
 }
 
 /** Runs one command; its exit code. */
-export async function runCommandLine(parts: ProcessParts, loaders: ModeLoaders, args: string[]): Promise<number> {
+export async function runCommandLine(parts: ProcessParts, loaders: Loaders, args: string[]): Promise<number> {
   // A reader gone (`| head`) ends the command at once and quietly, as SIGPIPE ends other tools: 141 (§17).
   for (const stream of [parts.stdout, parts.stderr]) {
     stream.on("error", (error: NodeJS.ErrnoException) => parts.exit(error.code === "EPIPE" ? 141 : 1));

@@ -1,21 +1,13 @@
 /**
- * What the server and the carrier both build, and the far end in part: the configuration read or
- * an exit 2 (§11), the state directory opened as ours (§15.1), the job registry on it, and this process's part in
- * carrying the directory's work (§15.8).
+ * What a server and the carrier do before anything else loads, and the far end in part: the configuration read or
+ * an exit 2 (§11), the state directory's folders opened as ours (§15.1), the log. A server does it before it
+ * answers `initialize`, so it is kept small; the job layer itself is in job-start.ts (BENCHMARKS.md (a)).
  */
-import type { Policy } from "../agent/policy.js";
-import { hostOffers, loadConfig, offeredAgents, type Config } from "../config.js";
-import { systemClock } from "../core/clock.js";
-import { createLogger, type Logger } from "../core/log.js";
-import type { JobRegistry } from "../jobs/registry.js";
+import { loadConfig, type Config } from "../config.js";
+import { createLogger } from "../core/log.js";
 import { openFolders, stateFolders } from "../store/ownership.js";
 import { StateError } from "../store/records.js";
-import type { StateStore } from "../store/state-store.js";
-import type { EndpointParts, HeldEndpoint } from "./approvals-endpoint.js";
-import type { ModeLoaders } from "./mode-loaders.js";
 import { exitForUsage, type ProcessParts } from "./machine.js";
-
-type Serving = Awaited<ReturnType<ModeLoaders["serving"]>>;
 
 /** The configuration and the resolved roots, or exit 2 with the reason (§11). */
 export async function readConfig(
@@ -32,24 +24,13 @@ export async function readConfig(
 }
 
 /** Makes the state directory's folders, or checks that they are ours (§15.1); if it cannot, says why and exits 2. */
-function openStateFolders(parts: ProcessParts, stateDir: string): void {
+export function openStateFolders(parts: ProcessParts, stateDir: string): void {
   try {
     openFolders(stateDir, stateFolders(stateDir), parts.uid);
   } catch (error) {
     if (!(error instanceof StateError)) throw error;
     exitForUsage(parts, error.message);
   }
-}
-
-/** The store of a state directory whose folders are open; its module loads only after the opening. */
-function storeAt(parts: ProcessParts, serving: Serving, stateDir: string): StateStore {
-  return new serving.StateStore(stateDir, { uid: parts.uid, randomName: () => crypto.randomUUID() });
-}
-
-/** The state directory's store, its folders opened first. */
-export function openState(parts: ProcessParts, serving: Serving, stateDir: string): StateStore {
-  openStateFolders(parts, stateDir);
-  return storeAt(parts, serving, stateDir);
 }
 
 /** What a server and the carrier open before anything else loads: the state directory and the log. */
@@ -62,125 +43,3 @@ export function openServer(parts: ProcessParts, config: Config, roots: string[] 
   return { config, roots, gated, logger };
 }
 export type Opened = ReturnType<typeof openServer>;
-
-/** What agents and hosts are offered: found on PATH after the server has answered what waited (§7.4). */
-function policyOf(parts: ProcessParts, opened: Opened, env: NodeJS.ProcessEnv): Policy {
-  const { config, roots } = opened;
-  const offers = hostOffers(config);
-  return {
-    ...config.policy,
-    roots,
-    agents: offeredAgents(config, env, parts.here),
-    ...(offers.length > 0 ? { hosts: offers } : {}),
-  };
-}
-
-/** What a server and the carrier both run: the job registry on the state directory, and everything it needs. */
-export async function startJobs(
-  parts: ProcessParts,
-  loaders: ModeLoaders,
-  serving: Serving,
-  opened: Opened,
-  env: NodeJS.ProcessEnv,
-) {
-  const { config, roots, gated, logger } = opened;
-  const policy = policyOf(parts, opened, env);
-  // openServer opened the folders.
-  const store = gated ? undefined : storeAt(parts, serving, config.stateDir);
-  // Made once the carrying is, whose knowledge of the others it needs.
-  let endpoint: LazyEndpoint | undefined;
-  const hosts = await serving.createHosts({
-    machine: parts,
-    config,
-    roots,
-    loaders,
-    logger,
-    store,
-    uid: parts.uid,
-    approvalEndpoint: (jobId) => endpoint?.addressOf(jobId),
-  });
-  const runtimes = serving.lazyRuntimes(loaders);
-  const jobs = await serving.createJobs({ machine: parts, config, policy, store, hosts, logger, runtimes });
-  if (!store) return { store, hosts, runtimes, jobs, policy, carrying: undefined, endpoint };
-  const processes = () => hosts.home.processes();
-  const carrying = new serving.Carrying({
-    presence: new serving.PresenceFiles(store.root, () => crypto.randomUUID()),
-    jobs,
-    self: await serving.ownIdentity(parts, processes),
-    settings: serving.settingsOf(env),
-    isAlive: async (named) => (await processes()).isAlive(named.pid, named.start_time),
-    beforeCarrying: async () => endpoint?.ensure(),
-    clock: systemClock,
-    logger,
-  });
-  if (config.approvals === "forward") {
-    endpoint = lazyEndpoint(loaders, {
-      store,
-      clock: systemClock,
-      logger,
-      waitMs: config.approvalTimeoutMs,
-      othersPresent: async () => (await carrying.liveOthers()).length > 0,
-    });
-  }
-  return { store, hosts, runtimes, jobs, policy, carrying, endpoint };
-}
-
-/** The state directory's approval endpoint (§18), held or stood by for from this process's first job on. */
-export interface LazyEndpoint extends HeldEndpoint {
-  /** Holds the endpoint or stands by for it, the first time; resolves once either is settled. */
-  ensure(): Promise<void>;
-}
-
-/**
- * A server that starts no job opens no port and loads no HTTP server (BENCHMARKS.md (d)): the endpoint is held
- * once this process is about to have agents that may ask, before the first job call it serves and before it takes
- * jobs over. Agents started meanwhile by another process ask that one.
- */
-function lazyEndpoint(loaders: ModeLoaders, endpointParts: EndpointParts): LazyEndpoint {
-  let held: HeldEndpoint | undefined;
-  let holding: Promise<void> | undefined;
-  let closed = false;
-  const ensure = (): Promise<void> =>
-    (holding ??= loaders
-      .approvalEndpoint()
-      .then(async ({ holdApprovalEndpoint }) => {
-        if (!closed) held = await holdApprovalEndpoint(endpointParts);
-      })
-      .catch((error: unknown) =>
-        endpointParts.logger.warn(
-          `approval endpoint: ${(error as Error).message}; agents started meanwhile run their own approver`,
-        ),
-      ));
-  return {
-    ensure,
-    addressOf: (jobId) => {
-      // An agent started on a path that did not ensure it runs its own approver; the next ones ask here.
-      if (!holding) void ensure();
-      return held?.addressOf(jobId);
-    },
-    close: async () => {
-      closed = true;
-      await holding;
-      await held?.close();
-    },
-  };
-}
-
-/**
- * Takes over what servers that are gone left in the state directory (§15.3),
- * before the first request is read: claude_wait on an old job id must find it.
- */
-export async function restoreJobs(
-  store: StateStore,
-  jobs: JobRegistry,
-  logger: Logger,
-  endpoint: LazyEndpoint | undefined,
-): Promise<void> {
-  // Finished jobs come from the index: their records are read when asked for, not at startup (§15.5).
-  const { records, skipped, finished } = store.loadForStartup();
-  for (const { id, reason } of skipped) logger.warn(`state: job ${id} skipped: ${reason}`);
-  jobs.rememberFinished(finished);
-  // Agents of the jobs taken over, and of queued ones started now, ask this process from now on.
-  if (records.length > 0) await endpoint?.ensure();
-  await jobs.restore(records);
-}

@@ -12,4 +12,8 @@ export interface Loaders {
   runtimes(): Promise<typeof import("../runtimes/all.js")>;
   /** The hosts of CLAUDE_DISPATCH_HOSTS, only when some are configured. */
   remoteHosts(): Promise<typeof import("./remote-hosts.js")>;
+  /** The state directory's approval endpoint (node:http), from a process's first job on (§18). */
+  approvalEndpoint(): Promise<typeof import("./approvals-endpoint.js")>;
+  /** Starting the carrier, by a server as it leaves or by the command line. */
+  detached(): Promise<typeof import("../hosts/local/detached.js")>;
 }

@@ -5,12 +5,8 @@
 import type { Loaders } from "./loaders.js";
 
 export interface ModeLoaders extends Loaders {
-  /** The job layer, the hosts, the state directory's store, the carrying of its work and the request handler. */
+  /** A server past its opening: the job layer, the request handler and the shutdown. */
   serving(): Promise<typeof import("./serving.js")>;
-  /** The state directory's approval endpoint (node:http), from a process's first job on (§18). */
-  approvalEndpoint(): Promise<typeof import("./approvals-endpoint.js")>;
-  /** Starting the carrier, by a server as it leaves or by the command line. */
-  detached(): Promise<typeof import("../hosts/local/detached.js")>;
   /** The command line: for a server, only the hint it prints on a terminal. */
   commandLine(): Promise<typeof import("../cli/index.js")>;
 }

@@ -8,13 +8,14 @@ import { loadConfig, offeredAgents, programOf, type Config } from "../config.js"
 import { systemClock } from "../core/clock.js";
 import { createLogger } from "../core/log.js";
 import { serveRemote } from "../hosts/remote/far-end.js";
-import { openState } from "./job-layer.js";
-import type { ModeLoaders } from "./mode-loaders.js";
+import { openState } from "./job-start.js";
+import type { Loaders } from "./loaders.js";
 import { exitForUsage, type ProcessParts } from "./machine.js";
 import { remoteSide } from "./remote.js";
-import * as serving from "./serving.js";
+import { HostSet, localHost } from "./hosts.js";
+import { createJobs, lazyRuntimes } from "./jobs.js";
 
-export async function serveRemoteEnd(parts: ProcessParts, loaders: ModeLoaders, args: string[]): Promise<void> {
+export async function serveRemoteEnd(parts: ProcessParts, loaders: Loaders, args: string[]): Promise<void> {
   const stateDir =
     args.length === 1 && args[0]?.startsWith("--state-dir=") ? args[0].slice("--state-dir=".length) : undefined;
   if (args.length > (stateDir === undefined ? 0 : 1)) {
@@ -37,11 +38,11 @@ export async function serveRemoteEnd(parts: ProcessParts, loaders: ModeLoaders, 
     parts.stdout.write(`${JSON.stringify({ type: "error", code: "HOST_FAILED", message })}\n`);
     parts.exit(2);
   }
-  const store = openState(parts, serving, config.stateDir);
+  const store = openState(parts, config.stateDir);
   const logger = createLogger(parts.stderr, "warn");
   // This machine only, anywhere: the roots are the ones each request names (§21.3).
-  const hosts = new serving.HostSet(serving.localHost({ machine: parts, config, roots: undefined, loaders, logger }));
-  const runtimes = serving.lazyRuntimes(loaders);
+  const hosts = new HostSet(localHost({ machine: parts, config, roots: undefined, loaders, logger }));
+  const runtimes = lazyRuntimes(loaders);
   await runtimes.load();
   const side = remoteSide({
     store,
@@ -51,7 +52,7 @@ export async function serveRemoteEnd(parts: ProcessParts, loaders: ModeLoaders, 
     platform: parts.platform,
     programOf: (agent) => programOf(config, agent),
     jobs: async (start) => {
-      const jobs = await serving.createJobs({
+      const jobs = await createJobs({
         machine: parts,
         config,
         policy: { ...config.policy, roots: undefined, agents: offeredAgents(config, parts.env, parts.here) },
