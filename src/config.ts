@@ -3,6 +3,8 @@
  * is set but invalid is a startup error, never a silent fallback; every
  * invalid one is named, and doctor (§17) checks the rest with the valid ones.
  */
+import path from "node:path";
+
 import { MODEL_NAME, type AgentOffer, type HostOffer } from "./agent/options.js";
 import type { RuntimeTraits } from "./agent/runtime.js";
 import { HOME_AGENT, RUNTIMES, traitsOf } from "./runtimes/index.js";
@@ -26,6 +28,9 @@ export interface AgentSettings {
   defaultMode?: string | undefined;
   defaultModel?: string | undefined;
 }
+
+/** The kill grace when none is set, or (for a command that must still kill) when the configuration is invalid. */
+export const DEFAULT_KILL_GRACE_MS = 3000;
 
 export interface Config {
   /** CLAUDE_DISPATCH_AGENTS as listed; unset: the default agent, and the others found at startup (§7). */
@@ -169,7 +174,7 @@ export function checkConfig(env: Env, machine: ThisMachine, runtimes: Runtimes =
     maxDepth: settings.integer("CLAUDE_DISPATCH_MAX_DEPTH", 1, 0, 1000),
     maxLineBytes: settings.integer("CLAUDE_DISPATCH_MAX_LINE_BYTES", DEFAULT_MAX_LINE_BYTES, 1024, 1024 ** 3),
     maxOutputBytes: settings.integer("CLAUDE_DISPATCH_MAX_OUTPUT_BYTES", 64 * 1024 * 1024, 1024, 1024 ** 3),
-    killGraceMs: settings.integer("CLAUDE_DISPATCH_KILL_GRACE_MS", 3000, 0, 60_000),
+    killGraceMs: settings.integer("CLAUDE_DISPATCH_KILL_GRACE_MS", DEFAULT_KILL_GRACE_MS, 0, 60_000),
     jobRetentionMs: settings.integer("CLAUDE_DISPATCH_JOB_RETENTION_MS", 7 * DAY_MS, 0, 365 * DAY_MS),
     logLevel: settings.oneOf("CLAUDE_DISPATCH_LOG_LEVEL", LOG_LEVELS, "info"),
     maxResultChars: settings.integer("CLAUDE_DISPATCH_MAX_RESULT_CHARS", 20_000, 1000, 10_000_000),
@@ -382,4 +387,9 @@ export function agentsAtStart(offers: readonly AgentOffer[], config: Config): { 
 /** The agents left out because their program was not found: none when CLAUDE_DISPATCH_AGENTS lists them (§7.5). */
 export function unofferedAgents(offered: readonly string[], config: Config): string[] {
   return config.agents === undefined ? Object.keys(config.agentSettings).filter((name) => !offered.includes(name)) : [];
+}
+
+/** Where this machine's job worktrees go (§19): CLAUDE_DISPATCH_WORKTREE_DIR, else the state directory's worktrees/. */
+export function worktreeRootOf(config: Pick<Config, "worktreeDir" | "stateDir">): string {
+  return config.worktreeDir ?? path.join(config.stateDir, "worktrees");
 }

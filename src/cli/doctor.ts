@@ -6,7 +6,7 @@
 import { existsSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
 import path from "node:path";
 
-import { checkConfig, describeProblem, type Config, type ConfigProblem } from "../config.js";
+import { checkConfig, describeProblem, worktreeRootOf, type Config, type ConfigProblem } from "../config.js";
 import { whereIs } from "../hosts/kinds.js";
 import type { JobRecord } from "../store/records.js";
 import { StateStore } from "../store/state-store.js";
@@ -231,7 +231,7 @@ function jobsCheck(store: StateStore, here: (host: string) => boolean): Check {
  * unmerged changes after their jobs were pruned (§19).
  */
 function worktreesCheck(config: Config): Check {
-  const root = config.worktreeDir ?? path.join(config.stateDir, "worktrees");
+  const root = worktreeRootOf(config);
   const kept = keptWorktrees(root, "dispatch/", (id) => existsSync(path.join(config.stateDir, "jobs", id)));
   const policy = `${config.worktree} (in ${root})`;
   if (kept.length === 0)

@@ -113,12 +113,7 @@ export class JobEntry implements Job {
       listener();
       return () => undefined;
     }
-    const listeners = (this.doneListeners ??= new Set());
-    listeners.add(listener);
-    return () => {
-      listeners.delete(listener);
-      if (listeners.size === 0 && this.doneListeners === listeners) this.doneListeners = undefined;
-    };
+    return this.listenIn("doneListeners", listener);
   }
 
   resultHead(maxChars: number): { text: string; chars: number } | undefined {
@@ -204,11 +199,15 @@ export class JobEntry implements Job {
     for (const listener of [...(this.approvalListeners ?? [])]) listener();
   }
   onApprovals(listener: () => void): () => void {
-    const listeners = (this.approvalListeners ??= new Set());
+    return this.listenIn("approvalListeners", listener);
+  }
+  /** Adds to a set of listeners made on demand; the function returned removes it, and the set once empty. */
+  private listenIn(set: "doneListeners" | "approvalListeners", listener: () => void): () => void {
+    const listeners = (this[set] ??= new Set());
     listeners.add(listener);
     return () => {
       listeners.delete(listener);
-      if (listeners.size === 0 && this.approvalListeners === listeners) this.approvalListeners = undefined;
+      if (listeners.size === 0 && this[set] === listeners) this[set] = undefined;
     };
   }
   /** The agent started: listeners that came while queued now follow it, and hear of the start. */

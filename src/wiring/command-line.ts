@@ -2,7 +2,7 @@
 import { execFile } from "node:child_process";
 
 import { runCli } from "../cli/index.js";
-import { checkConfig, loadConfig } from "../config.js";
+import { checkConfig, DEFAULT_KILL_GRACE_MS, loadConfig } from "../config.js";
 import { systemClock } from "../core/clock.js";
 import { createLogger } from "../core/log.js";
 import { startCarrierProcess } from "../hosts/local/detached.js";
@@ -16,7 +16,7 @@ function killGraceMs(parts: ProcessParts): number {
   try {
     return loadConfig(parts.env, parts.here).killGraceMs;
   } catch {
-    return 3000;
+    return DEFAULT_KILL_GRACE_MS;
   }
 }
 

@@ -3,13 +3,11 @@
  * and those of CLAUDE_DISPATCH_HOSTS, whose code loads only when some are configured. The one place that names
  * this machine's host and decides which kind of host each entry is; everything else asks a Host.
  */
-import path from "node:path";
-
 import type { EndpointAddress, Host, Hosts } from "../agent/host.js";
 import { systemClock } from "../core/clock.js";
 import type { Logger } from "../core/log.js";
 import { SERVER_VERSION } from "../core/version.js";
-import { programOf, type Config } from "../config.js";
+import { programOf, worktreeRootOf, type Config } from "../config.js";
 import { LocalHost } from "../hosts/local/host.js";
 import type { ProcessControl } from "../hosts/local/index.js";
 import { ownIdentity } from "../hosts/local/self.js";
@@ -139,7 +137,7 @@ function localWorktrees(machine: Machine, config: Config, loaders: Pick<Loaders,
       runner ??= (await loaders.git()).createGitRunner(machine);
       return runner(args, env);
     },
-    root: config.worktreeDir ?? path.join(config.stateDir, "worktrees"),
+    root: worktreeRootOf(config),
     branchPrefix: "dispatch/",
   });
 }

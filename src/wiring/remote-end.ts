@@ -2,9 +2,7 @@
  * `claude-dispatch remote [--state-dir=DIR]`: the far end of an SSH host (§21.3), run by ssh for one request on
  * its channel. Not a command for people. Its jobs are this machine's, in its state directory.
  */
-import path from "node:path";
-
-import { loadConfig, offeredAgents, programOf, type Config } from "../config.js";
+import { loadConfig, offeredAgents, programOf, worktreeRootOf, type Config } from "../config.js";
 import { systemClock } from "../core/clock.js";
 import { createLogger } from "../core/log.js";
 import { serveRemote } from "../hosts/remote/far-end.js";
@@ -47,7 +45,7 @@ export async function serveRemoteEnd(parts: ProcessParts, loaders: Loaders, args
   const side = remoteSide({
     store,
     git: hosts.home.worktrees,
-    worktreeRoot: config.worktreeDir ?? path.join(config.stateDir, "worktrees"),
+    worktreeRoot: worktreeRootOf(config),
     env: parts.env,
     platform: parts.platform,
     programOf: (agent) => programOf(config, agent),
