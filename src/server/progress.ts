@@ -4,7 +4,7 @@
  * the wait itself, which ends when the job does, the hold runs out, or the
  * request is cancelled, with no polling (§5.3).
  */
-import { sleep, type CancelTimer, type Clock } from "../core/clock.js";
+import { type CancelTimer, type Clock } from "../core/clock.js";
 import { isUnfinished, type Job } from "../jobs/registry.js";
 import { activityLine } from "../tools/results.js";
 import type { JsonRpcNotification } from "./jsonrpc.js";
@@ -96,18 +96,22 @@ export async function withProgress<T>(
  * cancelled; no polling (§5.3).
  */
 export async function hold(clock: Clock, job: Job, holdMs: number, signal: AbortSignal): Promise<void> {
-  if (!isUnfinished(job) || holdMs === 0 || job.pendingApprovals().length > 0) return;
-  const stop = new AbortController();
-  const onCancel = (): void => stop.abort();
+  if (!isUnfinished(job) || holdMs === 0 || job.pendingApprovals().length > 0 || signal.aborted) return;
+  // A plain wake-up, not an AbortController: ending one builds a DOMException with a stack, once per wait (§5.3).
+  let wake: () => void = () => undefined;
+  const woken = new Promise<void>((resolve) => (wake = resolve));
+  const onCancel = (): void => wake();
   signal.addEventListener("abort", onCancel, { once: true });
+  const cancelTimer = clock.setTimer(onCancel, holdMs);
   // Listeners dropped when the hold ends: a job polled for days does not collect one per call.
   const stopWatching = job.whenDone(onCancel);
   const stopListening = job.onApprovals(() => {
     if (job.pendingApprovals().length > 0) onCancel();
   });
   try {
-    await sleep(clock, holdMs, stop.signal);
+    await woken;
   } finally {
+    cancelTimer();
     signal.removeEventListener("abort", onCancel);
     stopWatching();
     stopListening();

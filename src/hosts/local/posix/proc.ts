@@ -18,8 +18,9 @@ export function parseProcStat(text: string): ProcessInfo | undefined {
   const close = text.lastIndexOf(")");
   if (open < 0 || close < open) return undefined;
   const pid = Number(text.slice(0, open).trim());
-  const fields = text.slice(close + 2).split(" ");
-  // fields[0] is field 3 of proc(5): state, ppid, pgrp, session, …, starttime is field 22.
+  // fields[0] is field 3 of proc(5): state, ppid, pgrp, session, …, starttime is field 22. The thirty
+  // fields after it are never read: a table of a few hundred processes is read several times a second.
+  const fields = text.slice(close + 2).split(" ", 20);
   const state = fields[0];
   const ppid = Number(fields[1]);
   const pgid = Number(fields[2]);
