@@ -5,7 +5,7 @@
  * runs, and inherited with that job.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -46,6 +46,30 @@ test("at most count are held across servers; one given back is the next taker's"
       .sort(),
     [`${first.index}.1`, `${second.index}.0`].sort(),
   );
+});
+
+test("a slot given back is its holder file renamed, and one a later holder took is given back as nothing", () => {
+  const { a, b, dir } = pair(1);
+  const held = a.take("job-1");
+  assert.ok(held);
+  a.give(held);
+  // No file made, none deleted: the generation stays named, so the next holder is the one after it.
+  assert.deepEqual(readdirSync(dir), [`${held.index}.${held.generation}.free`]);
+  const next = b.take("job-2");
+  assert.deepEqual(next, { index: held.index, generation: held.generation + 1 });
+  assert.deepEqual(readdirSync(dir), [`${held.index}.${held.generation + 1}`]);
+  // Given back again by a server that lost it meanwhile: the later holder keeps it.
+  a.give(held);
+  assert.deepEqual(readdirSync(dir), [`${held.index}.${held.generation + 1}`]);
+  assert.equal(a.take("job-3"), undefined);
+});
+
+test("a slot given back the earlier way, a .free file beside the holder's, is free", () => {
+  const { a, dir } = pair(1);
+  writeFileSync(path.join(dir, "0.4"), JSON.stringify({ ...SERVER_B, job: "job-old" }));
+  writeFileSync(path.join(dir, "0.4.free"), "");
+  assert.deepEqual(a.take("job-1"), { index: 0, generation: 5 });
+  assert.deepEqual(readdirSync(dir), ["0.5"]);
 });
 
 test("reclaim takes the slot of a holder that is gone, unless its job still runs", async () => {

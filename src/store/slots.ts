@@ -3,17 +3,18 @@
  * §15.7): CLAUDE_DISPATCH_MAX_JOBS agents at once across all of them.
  *
  *   <state>/slots/<n>.<g>        slot n's g-th holder: {pid, start_time, job}
- *   <state>/slots/<n>.<g>.free   that holder gave it back
+ *   <state>/slots/<n>.<g>.free   that holder gave it back (its file renamed; a
+ *                                server before 2026-12 made this one beside it)
  *
  * Files are only ever created, never rewritten (an exclusive create, not
  * through a link: O_EXCL refuses any name that exists). Slot n is free when its
- * highest holder file is given back, or (reclaim) when that holder is gone and
+ * highest generation is given back, or (reclaim) when that holder is gone and
  * its job is not running: a job still running keeps its slot for the server
  * that takes it over. A claimant creates the next holder file exclusively,
  * then lists again and gives it back if a higher one appeared meanwhile, so
  * two claimants never both hold a slot; older files go once it is held.
  */
-import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, type FSWatcher } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync, watch, type FSWatcher } from "node:fs";
 import path from "node:path";
 
 import { createWithoutLinks } from "./claims.js";
@@ -90,11 +91,16 @@ export class SlotFiles {
     return undefined;
   }
 
+  /**
+   * The holder file renamed to its `.free` name: the generation stays named, so it is never used again, and no
+   * file is made or deleted (on some file systems each costs far more than a rename; BENCHMARKS.md (i)).
+   */
   give(slot: Slot): void {
+    const held = path.join(this.options.dir, `${slot.index}.${slot.generation}`);
     try {
-      closeSync(openSync(path.join(this.options.dir, `${slot.index}.${slot.generation}.free`), "wx", 0o600));
+      renameSync(held, `${held}.free`);
     } catch {
-      // Gone with the folder: nothing is held any more.
+      // Gone with the folder, or removed by a later holder that reclaimed the slot: nothing is held any more.
     }
   }
 
@@ -152,7 +158,8 @@ export class SlotFiles {
       this.give({ index, generation });
       return undefined;
     }
-    for (const older of slot?.generations ?? []) {
+    // Given back, a generation may be named by its .free file alone.
+    for (const older of new Set([...(slot?.generations ?? []), ...(slot?.freed ?? [])])) {
       if (older >= generation) continue;
       rmSync(path.join(dir, `${index}.${older}`), { force: true });
       rmSync(path.join(dir, `${index}.${older}.free`), { force: true });
