@@ -4,7 +4,7 @@
  * the wait itself, which ends when the job does, the hold runs out, or the
  * request is cancelled, with no polling (§5.3).
  */
-import { type CancelTimer, type Clock } from "../core/clock.js";
+import { sleep, type CancelTimer, type Clock } from "../core/clock.js";
 import { isUnfinished, type Job } from "../jobs/registry.js";
 import { activityLine } from "../tools/results.js";
 import type { JsonRpcNotification } from "./jsonrpc.js";
@@ -91,27 +91,27 @@ export async function withProgress<T>(
   }
 }
 
+/** Why a hold ended early, given to its own AbortController (see hold). */
+const HOLD_OVER = "hold over";
+
 /**
  * Waits until the job finishes, asks for permission (§18), the hold runs out, or the request is
  * cancelled; no polling (§5.3).
  */
 export async function hold(clock: Clock, job: Job, holdMs: number, signal: AbortSignal): Promise<void> {
   if (!isUnfinished(job) || holdMs === 0 || job.pendingApprovals().length > 0 || signal.aborted) return;
-  // A plain wake-up, not an AbortController: ending one builds a DOMException with a stack, once per wait (§5.3).
-  let wake: () => void = () => undefined;
-  const woken = new Promise<void>((resolve) => (wake = resolve));
-  const onCancel = (): void => wake();
+  const stop = new AbortController();
+  // With a reason of its own: an abort without one builds a DOMException with a stack, once per wait.
+  const onCancel = (): void => stop.abort(HOLD_OVER);
   signal.addEventListener("abort", onCancel, { once: true });
-  const cancelTimer = clock.setTimer(onCancel, holdMs);
   // Listeners dropped when the hold ends: a job polled for days does not collect one per call.
   const stopWatching = job.whenDone(onCancel);
   const stopListening = job.onApprovals(() => {
     if (job.pendingApprovals().length > 0) onCancel();
   });
   try {
-    await woken;
+    await sleep(clock, holdMs, stop.signal);
   } finally {
-    cancelTimer();
     signal.removeEventListener("abort", onCancel);
     stopWatching();
     stopListening();
