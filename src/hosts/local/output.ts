@@ -3,6 +3,7 @@
  * itself to files that are followed as they grow (§6, §15.4).
  */
 import type { ChildProcess } from "node:child_process";
+import type { EventEmitter } from "node:events";
 import { closeSync, fstatSync, readSync } from "node:fs";
 
 import type { CancelTimer } from "../../core/clock.js";
@@ -27,15 +28,16 @@ export function collect(
   options: ProcessControlOptions,
   onExit: () => void,
 ): Collected {
-  if (request.output) return collectFromFiles(child, request, request.output, options, onExit);
+  const listeners = new ChildListeners();
+  if (request.output) return collectFromFiles(child, request, request.output, options, onExit, listeners);
   let exitedFlag = false;
-  child.stdout?.on("data", (chunk: Buffer) => request.onStdout(chunk));
-  const stderrTail = keepStderrTail(child, request.stderrTailBytes);
+  listeners.on(child.stdout, "data", (chunk: Buffer) => request.onStdout(chunk));
+  const stderrTail = keepStderrTail(child, request.stderrTailBytes, listeners);
   // Without these, an EPIPE or reset on a pipe is an unhandled 'error' that takes the server down.
   for (const stream of [child.stdin, child.stdout, child.stderr]) {
-    stream?.on("error", (error: Error) => options.logger.debug(`agent pipe: ${error.message}`));
+    listeners.on(stream, "error", (error: Error) => options.logger.debug(`agent pipe: ${error.message}`));
   }
-  const exited = watchPipedExit(child, request, options, stderrTail, () => {
+  const exited = watchPipedExit(child, request, options, stderrTail, listeners, () => {
     exitedFlag = true;
     onExit();
   });
@@ -43,10 +45,46 @@ export function collect(
   return { exited, hasExited: () => exitedFlag };
 }
 
+/** Node's own listener type: each event passes arguments of its own. */
+type Listener = Parameters<EventEmitter["on"]>[1];
+
+/** Captures nothing: the 'error' listener an agent's child and pipes keep once the job is done with them. */
+function ignoreError(): void {}
+
+/**
+ * The listeners put on an agent's child process and pipes, taken off together once it has exited. Node keeps
+ * an exited child and its pipes reachable from their handles until a full collection, and every young
+ * collection until then keeps what their listeners' closures reach: the job's whole run, which was promoted
+ * to the old generation once per job (BENCHMARKS.md (q)).
+ */
+class ChildListeners {
+  private added: Array<{ emitter: EventEmitter; event: string; listener: Listener }> = [];
+
+  on(emitter: EventEmitter | null | undefined, event: string, listener: Listener): void {
+    if (!emitter) return;
+    emitter.on(event, listener);
+    this.added.push({ emitter, event, listener });
+  }
+
+  once(emitter: EventEmitter, event: string, listener: Listener): void {
+    emitter.once(event, listener);
+    this.added.push({ emitter, event, listener });
+  }
+
+  /** Takes them all off; where there was an 'error' listener, one that holds nothing stays (one without throws). */
+  release(): void {
+    const added = this.added;
+    this.added = [];
+    for (const { emitter, event, listener } of added) emitter.off(event, listener);
+    for (const { emitter, event } of added)
+      if (event === "error" && emitter.listenerCount("error") === 0) emitter.on("error", ignoreError);
+  }
+}
+
 /** Keeps the last `bytes` of the agent's stderr; the returned function decodes them. */
-function keepStderrTail(child: ChildProcess, bytes: number): () => string {
+function keepStderrTail(child: ChildProcess, bytes: number, listeners: ChildListeners): () => string {
   let tail = Buffer.alloc(0);
-  child.stderr?.on("data", (chunk: Buffer) => {
+  listeners.on(child.stderr, "data", (chunk: Buffer) => {
     const joined = Buffer.concat([tail, chunk]);
     tail = joined.length > bytes ? joined.subarray(joined.length - bytes) : joined;
   });
@@ -59,6 +97,7 @@ function watchPipedExit(
   request: SpawnRequest,
   options: ProcessControlOptions,
   stderrTail: () => string,
+  listeners: ChildListeners,
   markExited: () => void,
 ): Promise<ChildExit> {
   const drainMs = options.exitDrainMs ?? 250;
@@ -73,11 +112,13 @@ function watchPipedExit(
       // A grandchild may still hold the pipes; stop reading so nothing waits on it.
       child.stdout?.destroy();
       child.stderr?.destroy();
-      resolve({ ...exit, stderrTail: stderrTail() });
+      const tail = stderrTail();
+      listeners.release();
+      resolve({ ...exit, stderrTail: tail });
     };
 
     // `on`, not `once`: a second 'error' with no listener would be thrown.
-    child.on("error", (error: NodeJS.ErrnoException) => {
+    listeners.on(child, "error", (error: NodeJS.ErrnoException) => {
       if (exitInfo) return;
       // 'error' without a pid means the process never started (ENOENT, EACCES, bad cwd).
       if (child.pid === undefined) {
@@ -87,12 +128,12 @@ function watchPipedExit(
         options.logger.warn(`agent ${child.pid}: ${error.message}`);
       }
     });
-    child.once("exit", (code, signal) => {
+    listeners.once(child, "exit", (code: number | null, signal: NodeJS.Signals | null) => {
       exitInfo = { code, signal };
       markExited();
       cancelDrain = options.clock.setTimer(() => finish({ exitCode: code, signal }), drainMs);
     });
-    child.once("close", () => {
+    listeners.once(child, "close", () => {
       if (exitInfo) finish({ exitCode: exitInfo.code, signal: exitInfo.signal });
     });
   });
@@ -109,28 +150,32 @@ function collectFromFiles(
   output: OutputFiles,
   options: ProcessControlOptions,
   onExit: () => void,
+  listeners: ChildListeners,
 ): Collected {
   let exitedFlag = false;
   const follower = new FileFollower(output.stdoutPath, request.onStdout, options);
-  child.stdin?.on("error", (error: Error) => options.logger.debug(`agent pipe: ${error.message}`));
+  listeners.on(child.stdin, "error", (error: Error) => options.logger.debug(`agent pipe: ${error.message}`));
   const exited = new Promise<ChildExit>((resolve) => {
     let finishing = false;
     const finish = (exit: Omit<ChildExit, "stderrTail">): void => {
       if (finishing) return;
       finishing = true;
       exitedFlag = true;
+      listeners.release();
       onExit();
       void follower
         .finish()
         .then(() => readTail(output.stderrPath, request.stderrTailBytes))
         .then((stderrTail) => resolve({ ...exit, ...follower.failure(), stderrTail }));
     };
-    child.on("error", (error: NodeJS.ErrnoException) => {
+    listeners.on(child, "error", (error: NodeJS.ErrnoException) => {
       if (child.pid === undefined)
         finish({ spawnError: describeSpawnError(error, request.cwd), exitCode: null, signal: null });
       else if (!exitedFlag) options.logger.warn(`agent ${child.pid}: ${error.message}`);
     });
-    child.once("exit", (code, signal) => finish({ exitCode: code, signal }));
+    listeners.once(child, "exit", (code: number | null, signal: NodeJS.Signals | null) =>
+      finish({ exitCode: code, signal }),
+    );
   });
   follower.start();
   if (typeof request.stdin === "string") child.stdin?.end(request.stdin);
