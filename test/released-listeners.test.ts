@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import childProcess from "node:child_process";
 import fs, { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
@@ -15,6 +16,7 @@ import { after, describe, mock, test } from "node:test";
 
 import { systemClock } from "../src/core/clock.js";
 import { createProcessControl, type PosixPlatform } from "../src/hosts/local/index.js";
+import { openSession } from "../src/hosts/remote/session.js";
 import { watchFolder } from "../src/store/files.js";
 import { RecordingLogger } from "./helpers.js";
 import { LINUX_PLATFORM } from "./processes.js";
@@ -72,6 +74,21 @@ function spawning(): { start(piped: boolean): Promise<ChildProcess>; logger: Rec
   };
 }
 
+/** What `module[name]` makes from now on, recorded; mock.restoreAll() and syncBuiltinESMExports() undo it. */
+function recordMade<T>(module: object, name: string): T[] {
+  const made: T[] = [];
+  const real = (module as Record<string, (...args: unknown[]) => T>)[name];
+  assert.ok(real);
+  mock.method(module as Record<string, (...args: unknown[]) => T>, name, (...args: unknown[]) => {
+    const object = real(...args);
+    made.push(object);
+    return object;
+  });
+  // The source imports the function by name: its binding follows the module object only once synced.
+  syncBuiltinESMExports();
+  return made;
+}
+
 describe("listeners left on an exited agent", { skip: !isLinux && "POSIX process tests run on Linux" }, () => {
   for (const piped of [false, true]) {
     const how = piped ? "pipes" : "output files";
@@ -103,14 +120,7 @@ describe("listeners left on an exited agent", { skip: !isLinux && "POSIX process
 
 describe("a stopped folder watcher", () => {
   test("keeps one 'error' listener, the same for every watcher, and nothing of its caller", () => {
-    const watchers: fs.FSWatcher[] = [];
-    const realWatch = fs.watch;
-    mock.method(fs, "watch", (...args: Parameters<typeof fs.watch>) => {
-      const watcher = realWatch(...args);
-      watchers.push(watcher);
-      return watcher;
-    });
-    syncBuiltinESMExports();
+    const watchers = recordMade<fs.FSWatcher>(fs, "watch");
     try {
       const folder = path.join(scratch, "watched");
       mkdirSync(folder);
@@ -134,3 +144,44 @@ describe("a stopped folder watcher", () => {
     }
   });
 });
+
+describe(
+  "a remote session's transport once it has exited",
+  { skip: !isLinux && "POSIX process tests run on Linux" },
+  () => {
+    test("keeps one 'error' listener, the same for every session, and no 'data' listener", async () => {
+      const children = recordMade<ChildProcess>(childProcess, "spawn");
+      try {
+        for (const n of [1, 2]) {
+          const held = new Array(1000).fill(n);
+          const session = openSession(
+            {
+              label: "test",
+              program: "/bin/sh",
+              argv: ["-c", "read request; echo said >&2"],
+              env: { PATH: "/usr/bin:/bin" },
+              logger: new RecordingLogger(),
+              clock: systemClock,
+              firstFrameMs: 30_000,
+            },
+            { kind: "version" } as unknown as Parameters<typeof openSession>[1],
+            () => void held.length,
+          );
+          const end = await session.ended;
+          assert.equal(end.exitCode, 0);
+          assert.equal(end.stderr, "said");
+        }
+        assert.equal(children.length, 2);
+        for (const child of children) {
+          assert.deepEqual(child.eventNames(), ["error"]);
+          assert.equal(child.stdout?.listenerCount("data"), 0);
+          assert.equal(child.stderr?.listenerCount("data"), 0);
+        }
+        assert.equal(children[0]?.listeners("error")[0], children[1]?.listeners("error")[0]);
+      } finally {
+        mock.restoreAll();
+        syncBuiltinESMExports();
+      }
+    });
+  },
+);

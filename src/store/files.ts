@@ -9,6 +9,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, watch } from "node:fs";
 import type { FSWatcher, Stats } from "node:fs";
 
+import { ignoreError } from "./listeners.js";
 import { StateError } from "./records.js";
 
 /** O_NOFOLLOW where the system has it (POSIX); Windows has no such flag, and the state folder's ACL is its guard. */
@@ -170,8 +171,7 @@ export function watchFolder(
   }
   const stop = (): void => {
     watcher.close();
-    // Node keeps a closed watcher reachable from its handle until a full collection, and young collections
-    // keep what its listeners reach until then: the caller's job, once per job (BENCHMARKS.md (q)).
+    // A closed watcher outlives its use: nothing of the caller's may stay on it (listeners.ts).
     watcher.removeAllListeners();
     watcher.on("error", ignoreError);
   };
@@ -179,6 +179,3 @@ export function watchFolder(
   watcher.on("error", stop);
   return stop;
 }
-
-/** Captures nothing: the 'error' listener a closed watcher keeps. */
-function ignoreError(): void {}

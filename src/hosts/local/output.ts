@@ -3,11 +3,11 @@
  * itself to files that are followed as they grow (§6, §15.4).
  */
 import type { ChildProcess } from "node:child_process";
-import type { EventEmitter } from "node:events";
 import { closeSync, fstatSync, readSync } from "node:fs";
 
 import type { CancelTimer } from "../../core/clock.js";
 import { openForAppending, openForReading } from "../../store/files.js";
+import { ListenerSet } from "../../store/listeners.js";
 import { StateError } from "../../store/records.js";
 import { describeSpawnError } from "./failed-start.js";
 import type { ChildExit, OutputFiles, ProcessControlOptions, SpawnRequest } from "./types.js";
@@ -28,7 +28,8 @@ export function collect(
   options: ProcessControlOptions,
   onExit: () => void,
 ): Collected {
-  const listeners = new ChildListeners();
+  // Taken off once the agent has exited: the child and its pipes outlive their use (store/listeners.ts).
+  const listeners = new ListenerSet();
   if (request.output) return collectFromFiles(child, request, request.output, options, onExit, listeners);
   let exitedFlag = false;
   listeners.on(child.stdout, "data", (chunk: Buffer) => request.onStdout(chunk));
@@ -45,44 +46,8 @@ export function collect(
   return { exited, hasExited: () => exitedFlag };
 }
 
-/** Node's own listener type: each event passes arguments of its own. */
-type Listener = Parameters<EventEmitter["on"]>[1];
-
-/** Captures nothing: the 'error' listener an agent's child and pipes keep once the job is done with them. */
-function ignoreError(): void {}
-
-/**
- * The listeners put on an agent's child process and pipes, taken off together once it has exited. Node keeps
- * an exited child and its pipes reachable from their handles until a full collection, and every young
- * collection until then keeps what their listeners' closures reach: the job's whole run, which was promoted
- * to the old generation once per job (BENCHMARKS.md (q)).
- */
-class ChildListeners {
-  private added: Array<{ emitter: EventEmitter; event: string; listener: Listener }> = [];
-
-  on(emitter: EventEmitter | null | undefined, event: string, listener: Listener): void {
-    if (!emitter) return;
-    emitter.on(event, listener);
-    this.added.push({ emitter, event, listener });
-  }
-
-  once(emitter: EventEmitter, event: string, listener: Listener): void {
-    emitter.once(event, listener);
-    this.added.push({ emitter, event, listener });
-  }
-
-  /** Takes them all off; where there was an 'error' listener, one that holds nothing stays (one without throws). */
-  release(): void {
-    const added = this.added;
-    this.added = [];
-    for (const { emitter, event, listener } of added) emitter.off(event, listener);
-    for (const { emitter, event } of added)
-      if (event === "error" && emitter.listenerCount("error") === 0) emitter.on("error", ignoreError);
-  }
-}
-
 /** Keeps the last `bytes` of the agent's stderr; the returned function decodes them. */
-function keepStderrTail(child: ChildProcess, bytes: number, listeners: ChildListeners): () => string {
+function keepStderrTail(child: ChildProcess, bytes: number, listeners: ListenerSet): () => string {
   let tail = Buffer.alloc(0);
   listeners.on(child.stderr, "data", (chunk: Buffer) => {
     const joined = Buffer.concat([tail, chunk]);
@@ -97,7 +62,7 @@ function watchPipedExit(
   request: SpawnRequest,
   options: ProcessControlOptions,
   stderrTail: () => string,
-  listeners: ChildListeners,
+  listeners: ListenerSet,
   markExited: () => void,
 ): Promise<ChildExit> {
   const drainMs = options.exitDrainMs ?? 250;
@@ -150,7 +115,7 @@ function collectFromFiles(
   output: OutputFiles,
   options: ProcessControlOptions,
   onExit: () => void,
-  listeners: ChildListeners,
+  listeners: ListenerSet,
 ): Collected {
   let exitedFlag = false;
   const follower = new FileFollower(output.stdoutPath, request.onStdout, options);

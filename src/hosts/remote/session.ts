@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { CancelTimer, Clock } from "../../core/clock.js";
 import { LineReader } from "../../core/lines.js";
 import type { Logger } from "../../core/log.js";
+import { ignoreError, ListenerSet } from "../../store/listeners.js";
 import { MAX_FRAME_BYTES, parseFrame, type RemoteFrame, type RemoteRequest } from "./protocol.js";
 import type { Transport } from "./transport.js";
 
@@ -91,9 +92,7 @@ export function openSession(
         if (stopped) return;
         const frame = parseFrame(line);
         if (!frame) {
-          options.logger.warn(
-            `${options.label}: skipped a line that is not a frame: ${line.slice(0, 200)}`,
-          );
+          options.logger.warn(`${options.label}: skipped a line that is not a frame: ${line.slice(0, 200)}`);
           return;
         }
         firstFrame();
@@ -102,14 +101,19 @@ export function openSession(
       },
       () => options.logger.warn(`${options.label}: skipped a frame longer than the limit`),
     );
-    ssh.stdout?.on("data", (chunk: Buffer) => lines.push(chunk));
-    ssh.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS)));
+    const listeners = new ListenerSet();
+    listeners.on(ssh.stdout, "data", (chunk: Buffer) => lines.push(chunk));
+    listeners.on(ssh.stderr, "data", (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
+    });
     // A broken pipe to ssh shows as its exit; nothing to add here.
-    ssh.stdin?.on("error", () => undefined);
-    ssh.on("error", (error) => (spawnError = error.message));
-    ssh.on("close", (exitCode, signal) => {
+    listeners.on(ssh.stdin, "error", ignoreError);
+    listeners.on(ssh, "error", (error: Error) => (spawnError = error.message));
+    listeners.on(ssh, "close", (exitCode: number | null, signal: NodeJS.Signals | null) => {
       for (const cancel of timers.splice(0)) cancel();
       lines.finish();
+      // The exited transport outlives its use: nothing of this session may stay on it (store/listeners.ts).
+      listeners.release();
       const why = {
         ...(spawnError !== undefined ? { spawnError } : {}),
         ...(silentMs !== undefined ? { silentMs } : {}),
