@@ -64,6 +64,25 @@ test("a slot given back is its holder file renamed, and one a later holder took 
   assert.equal(a.take("job-3"), undefined);
 });
 
+test("a claim planned before its generation was held and given back holds nothing", () => {
+  const { a, b, dir } = pair(1);
+  const held = a.take("job-1");
+  assert.ok(held);
+  a.give(held);
+  // b listed before a's claim, so it tries the same generation; its exclusive create succeeds, as a's holder file
+  // was renamed away. Reached directly: within one process a take lists and claims with nothing in between.
+  const late = (b as unknown as { claim(index: number, generation: number, job: string): unknown }).claim(
+    held.index,
+    held.generation,
+    "job-2",
+  );
+  assert.equal(late, undefined);
+  assert.deepEqual(readdirSync(dir), [`${held.index}.${held.generation}.free`]);
+  // So the slot is still free for exactly one taker.
+  assert.ok(a.take("job-3"));
+  assert.equal(b.take("job-4"), undefined);
+});
+
 test("a slot given back the earlier way, a .free file beside the holder's, is free", () => {
   const { a, dir } = pair(1);
   writeFileSync(path.join(dir, "0.4"), JSON.stringify({ ...SERVER_B, job: "job-old" }));

@@ -92,8 +92,8 @@ export class SlotFiles {
   }
 
   /**
-   * The holder file renamed to its `.free` name: the generation stays named, so it is never used again, and no
-   * file is made or deleted (on some file systems each costs far more than a rename; BENCHMARKS.md (i)).
+   * The holder file renamed to its `.free` name: the generation stays named, so a claim of it is refused (claim),
+   * and no file is made or deleted (on some file systems each costs far more than a rename; BENCHMARKS.md (i)).
    */
   give(slot: Slot): void {
     const held = path.join(this.options.dir, `${slot.index}.${slot.generation}`);
@@ -154,7 +154,9 @@ export class SlotFiles {
       return undefined;
     }
     const slot = this.list().get(index);
-    if ((slot?.top ?? generation) > generation) {
+    // A higher holder came meanwhile; or this generation was held and given back already, its holder file
+    // renamed away, and this claim planned from a listing older than that: either way the slot is not ours.
+    if ((slot?.top ?? generation) > generation || slot?.freed.has(generation)) {
       this.give({ index, generation });
       return undefined;
     }
