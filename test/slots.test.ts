@@ -115,6 +115,16 @@ test("reclaim takes the slot of a holder that is gone, unless its job still runs
   );
 });
 
+test("reclaim claims past a generation given back above a dead holder's", async () => {
+  const { b, dir } = pair(1);
+  // A holder that died before clearing the generation below its own, then gave its own back.
+  writeFileSync(path.join(dir, "0.3"), JSON.stringify({ ...SERVER_A, job: "job-old" }));
+  writeFileSync(path.join(dir, "0.4.free"), JSON.stringify({ ...SERVER_A, job: "job-later" }));
+  assert.equal(b.take("job-1"), undefined, "the dead holder's file still reads as held");
+  assert.deepEqual(await b.reclaim("job-1", alive([SERVER_B.pid])), { index: 0, generation: 5 });
+  assert.deepEqual(readdirSync(dir), ["0.5"]);
+});
+
 test("a job taken over inherits the slot its dead server held for it", () => {
   const { a, b } = pair(1, new Set(["job-1"]));
   const held = a.take("job-1");

@@ -49,8 +49,7 @@ export class SlotFiles {
       const listing = files.get(index);
       const top = listing?.top;
       if (top !== undefined && !listing?.freed.has(top)) continue;
-      // Past every generation named, releases included: a new holder file never looks given back.
-      const slot = this.claim(index, Math.max(top ?? -1, ...(listing?.freed ?? [])) + 1, jobId);
+      const slot = this.claim(index, nextGeneration(listing), jobId);
       if (slot) return slot;
     }
     return undefined;
@@ -62,13 +61,14 @@ export class SlotFiles {
     if (taken) return taken;
     const files = this.list();
     for (let index = 0; index < this.options.count; index += 1) {
-      const top = files.get(index)?.top;
+      const listing = files.get(index);
+      const top = listing?.top;
       if (top === undefined) continue;
       const held = this.holderOf(index, top);
       // Unreadable holders and ones that may live keep their slot; a FIFO or the like holds nothing (§15.1).
       if (held === undefined) continue;
       if (held && ((await isAlive(held.identity)) !== false || this.options.jobRunning(held.job))) continue;
-      const slot = this.claim(index, top + 1, jobId);
+      const slot = this.claim(index, nextGeneration(listing), jobId);
       if (slot) return slot;
     }
     return undefined;
@@ -78,15 +78,16 @@ export class SlotFiles {
   inherit(jobId: string): Slot | undefined {
     const files = this.list();
     for (let index = 0; index < this.options.count; index += 1) {
-      const top = files.get(index)?.top;
-      if (top === undefined || files.get(index)?.freed.has(top)) continue;
+      const listing = files.get(index);
+      const top = listing?.top;
+      if (top === undefined || listing?.freed.has(top)) continue;
       const held = this.holderOf(index, top);
       if (held?.job !== jobId) continue;
       const { holder } = this.options;
       // Already this server's: one slot, not two.
       if (held.identity.pid === holder.pid && held.identity.start_time === holder.start_time)
         return { index, generation: top };
-      return this.claim(index, top + 1, jobId);
+      return this.claim(index, nextGeneration(listing), jobId);
     }
     return undefined;
   }
@@ -205,6 +206,14 @@ export class SlotFiles {
     }
     return slots;
   }
+}
+
+/**
+ * Past every generation named, releases included: a new holder file never looks given back, and a claim is
+ * never of a generation already given back (which claim refuses).
+ */
+function nextGeneration(listing: SlotListing | undefined): number {
+  return Math.max(listing?.top ?? -1, ...(listing?.freed ?? [])) + 1;
 }
 
 interface SlotListing {
