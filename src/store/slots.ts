@@ -10,9 +10,10 @@
  * through a link: O_EXCL refuses any name that exists). Slot n is free when its
  * highest generation is given back, or (reclaim) when that holder is gone and
  * its job is not running: a job still running keeps its slot for the server
- * that takes it over. A claimant creates the next holder file exclusively,
- * then lists again and gives it back if a higher one appeared meanwhile, so
- * two claimants never both hold a slot; older files go once it is held.
+ * that takes it over. A claimant creates the generation past every one named
+ * exclusively, then lists again and gives it back if a higher one appeared
+ * meanwhile or its own was given back already (a name a rename freed), so two
+ * claimants never both hold a slot; older files go once it is held.
  */
 import { mkdirSync, readdirSync, renameSync, rmSync, watch, type FSWatcher } from "node:fs";
 import path from "node:path";
