@@ -263,6 +263,21 @@ export function runToExit(args, { env = baseEnv(), cwd = ROOT, stdin } = {}) {
   });
 }
 
+/** Runs `node ARGS` in `cwd` to its exit and parses what it printed; `what` names it in an error. */
+export async function runForJson(args, { cwd, env, what }) {
+  const child = track(spawn(process.execPath, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] }));
+  let out = "";
+  let err = "";
+  child.stdout.setEncoding("utf8").on("data", (text) => (out += text));
+  child.stderr.setEncoding("utf8").on("data", (text) => (err += text));
+  const code = await new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", resolve);
+  });
+  if (code !== 0) throw new Error(`${what} exited ${code}: ${err.slice(-2000)}`);
+  return JSON.parse(out);
+}
+
 export function printTable(rows) {
   const header = { metric: "metric", value: "value", target: "target", verdict: "verdict" };
   const lines = rows.map((r) => ({ ...r, verdict: r.pass === undefined ? "info" : r.pass ? "PASS" : "MISS" }));

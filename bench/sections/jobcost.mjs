@@ -1,6 +1,4 @@
 /** (i) the server's own cost per job, next to a bare floor of the same shell agents. */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -19,7 +17,7 @@ import {
   procCpuMs,
   baseEnv,
   reapLeftovers,
-  track,
+  runForJson,
 } from "../shared.mjs";
 
 /**
@@ -61,21 +59,12 @@ const MINIMAL_JOBS = path.join(ROOT, "bench", "fixtures", "minimal-jobs.mjs");
  * Runs `node ARGS` in `dir` with the shell agent and its arguments after ARGS (a helper of (i), started before the
  * clock runs); the JSON it prints. `what` names it in an error.
  */
-async function agentsScript(args, dir, count, what) {
-  const child = track(
-    spawn(process.execPath, [...args, FAKE_CLAUDE_SH, dir, String(count), ...AGENT_ARGS], {
-      cwd: dir,
-      env: baseEnv(),
-      stdio: ["ignore", "pipe", "pipe"],
-    }),
-  );
-  let out = "";
-  let err = "";
-  child.stdout.setEncoding("utf8").on("data", (text) => (out += text));
-  child.stderr.setEncoding("utf8").on("data", (text) => (err += text));
-  const [code] = await once(child, "exit");
-  if (code !== 0) throw new Error(`i: ${what} exited ${code}: ${err.slice(-2000)}`);
-  return JSON.parse(out);
+function agentsScript(args, dir, count, what) {
+  return runForJson([...args, FAKE_CLAUDE_SH, dir, String(count), ...AGENT_ARGS], {
+    cwd: dir,
+    env: baseEnv(),
+    what: `i: ${what}`,
+  });
 }
 
 /** Runs the minimal job loop in `dir`: its CPU a job; every job must have completed with its own result. */

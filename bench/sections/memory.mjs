@@ -2,7 +2,17 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Server } from "../client.mjs";
-import { FAKE_CLAUDE_SH, SIZES, STATE_ROOT, procStatusKb, round2 } from "../shared.mjs";
+import {
+  AGENT_ARGS,
+  FAKE_CLAUDE_SH,
+  ROOT,
+  SIZES,
+  STATE_ROOT,
+  baseEnv,
+  procStatusKb,
+  round2,
+  runForJson,
+} from "../shared.mjs";
 
 /** Issue 29: RSS after all the jobs within 10% of RSS after the first 100 runs. */
 const GROWTH_TARGET = 0.1;
@@ -13,11 +23,40 @@ function checked(report, prompt, what) {
     throw new Error(`q: ${what} answered ${JSON.stringify(report).slice(0, 300)}`);
 }
 
+/** The same job as simply as Node allows, without the server (bench/fixtures/minimal-jobs.mjs). */
+const MINIMAL_JOBS = path.join(ROOT, "bench", "fixtures", "minimal-jobs.mjs");
+
+/** (q)'s workload on the minimal job loop in a folder of its own: its VmRSS samples, taken as the server's are. */
+async function minimalFlat() {
+  const dir = fs.mkdtempSync(path.join(STATE_ROOT, "q-minimal-"));
+  try {
+    const args = [MINIMAL_JOBS, "--flat", FAKE_CLAUDE_SH, dir, String(SIZES.flatRuns), String(SIZES.flatConcurrent)];
+    const { samplesKb, completed } = await runForJson([...args, ...AGENT_ARGS], {
+      cwd: dir,
+      env: baseEnv({ FAKE_CLAUDE_SLEEP: "0" }),
+      what: "q: the minimal job loop",
+    });
+    const jobs = SIZES.flatRuns + SIZES.flatConcurrent;
+    if (completed !== jobs) throw new Error(`q: the minimal job loop completed ${completed} of ${jobs} jobs`);
+    return samplesKb;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const mib = (kb) => (kb / 1024).toFixed(1);
+
+/** Growth from the first sample to the last, as a fraction of the first. */
+function growthOf(samplesKb) {
+  const first = samplesKb[0];
+  return (samplesKb[samplesKb.length - 1] - first) / first;
+}
+
 /**
  * (q) One server runs SIZES.flatRuns claude_run of the shell agent one after another, then SIZES.flatConcurrent
  * claude_start at once, each followed by its claude_wait; every answer must be its own prompt echoed. VmRSS is read
  * after the first 100 runs, after each further 100, and at the end. One pass whatever --rounds says: it is long,
- * and a trend, not a median, is what it shows.
+ * and a trend, not a median, is what it shows. The minimal job loop then takes the same workload, for information.
  */
 export async function benchMemoryFlat() {
   const stateDir = fs.mkdtempSync(path.join(STATE_ROOT, "q-"));
@@ -51,10 +90,12 @@ export async function benchMemoryFlat() {
   }
   const first = samples[0].kb;
   const last = samples[samples.length - 1].kb;
-  const growth = (last - first) / first;
+  const growth = growthOf(samples.map((sample) => sample.kb));
   const peak = Math.max(...samples.map((sample) => sample.kb));
-  const mib = (kb) => (kb / 1024).toFixed(1);
   const jobs = `${SIZES.flatRuns} sequential runs and ${SIZES.flatConcurrent} concurrent jobs`;
+  // The floor under the target: what Node alone does on the same workload.
+  const minimalKb = await minimalFlat();
+  const minimalGrowth = growthOf(minimalKb);
   return {
     rows: [
       {
@@ -63,10 +104,28 @@ export async function benchMemoryFlat() {
         target: `<= ${GROWTH_TARGET * 100}%`,
         pass: growth <= GROWTH_TARGET,
         detail:
-          `every answer its own prompt; peak of the samples ${(peak / 1024).toFixed(1)} MiB; samples (MiB): ` +
-          samples.map((sample) => (sample.kb / 1024).toFixed(1)).join(", "),
+          `every answer its own prompt; peak of the samples ${mib(peak)} MiB; samples (MiB): ` +
+          samples.map((sample) => mib(sample.kb)).join(", "),
+      },
+      {
+        metric:
+          "q  the same jobs on the minimal job loop of (i) (bench/fixtures/minimal-jobs.mjs --flat), against after 100",
+        value:
+          `${mib(minimalKb[minimalKb.length - 1])} MiB against ${mib(minimalKb[0])} MiB: ` +
+          `${(minimalGrowth * 100).toFixed(1)}%`,
+        target: "(info)",
+        pass: undefined,
+        detail:
+          `the job of (i)'s minimal loop, its agents given the loop's environment; no protocol, slots, process tree ` +
+          `or requests; samples (MiB): ${minimalKb.map(mib).join(", ")}`,
       },
     ],
-    data: { samples, growth: round2(growth), firstKb: first, lastKb: last },
+    data: {
+      samples,
+      growth: round2(growth),
+      firstKb: first,
+      lastKb: last,
+      minimal: { samplesKb: minimalKb, growth: round2(minimalGrowth) },
+    },
   };
 }
