@@ -92,7 +92,7 @@ export async function holdWorktree(context: Context, id: string): Promise<Worktr
   let control: ReturnType<typeof loadProcessControl> | undefined;
   const isAlive = async (holder: ProcessIdentity) =>
     (await (control ??= loadProcessControl(io))).isAlive(holder.pid, holder.start_time);
-  const held = await lockWorktree(store.jobDir(id), id, io.identity(), isAlive, io.randomName);
+  const held = await lockWorktree(store.jobDir(id), id, io.identity(), isAlive, io.randomName, io.clock);
   return { state: store.read(id)?.worktree?.state, release: held.release };
 }
 

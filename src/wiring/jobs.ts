@@ -80,7 +80,8 @@ export function worktreeHolds(
   return async (jobId) => {
     identity ??= ownIdentity(machine, processes);
     const isAlive = async (named: ProcessIdentity) => (await processes()).isAlive(named.pid, named.start_time);
-    const held = await lockWorktree(store.jobDir(jobId), jobId, await identity, isAlive, () => crypto.randomUUID());
+    const randomName = () => crypto.randomUUID();
+    const held = await lockWorktree(store.jobDir(jobId), jobId, await identity, isAlive, randomName, systemClock);
     return { state: store.read(jobId)?.worktree?.state, release: held.release };
   };
 }
