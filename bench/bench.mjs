@@ -105,6 +105,7 @@ import { benchStartupWithJobs } from "./sections/startup.mjs";
 import { benchCarrier } from "./sections/carrier.mjs";
 import { benchContainers } from "./sections/containers.mjs";
 import { benchMemoryFlat } from "./sections/memory.mjs";
+import { benchBusyMachine } from "./sections/busy.mjs";
 import { SECTION_LIST } from "./sections/list.mjs";
 import { DOCUMENT, writeTable } from "./table.mjs";
 import {
@@ -149,6 +150,7 @@ const RUNS = {
   carrier: benchCarrier,
   containers: benchContainers,
   flat: benchMemoryFlat,
+  busy: benchBusyMachine,
 };
 const SECTIONS = SECTION_LIST.map((section) => ({ ...section, run: RUNS[section.name] }));
 

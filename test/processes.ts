@@ -4,17 +4,19 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
 import {
-  listLinuxProcesses,
+  LinuxProcessLister,
   readLinuxEnvironment,
   readLinuxProcess,
   type PosixPlatform,
 } from "../src/hosts/local/index.js";
 
-/** The real process layer's platform on Linux, as src/main.ts builds it. */
+const lister = new LinuxProcessLister("/proc", process.pid);
+
+/** The real process layer's platform on Linux, as src/main.ts builds it: the table read as it changes. */
 export const LINUX_PLATFORM: PosixPlatform = {
   kind: "posix",
   spawn,
-  listProcesses: () => listLinuxProcesses(),
+  listProcesses: (request) => lister.list(request),
   signal: (pid, signal) => void process.kill(pid, signal),
   selfPid: process.pid,
   readEnvironment: (pid) => readLinuxEnvironment(pid),

@@ -21,4 +21,5 @@ export const SECTION_LIST = [
   { key: "o", name: "carrier" },
   { key: "p", name: "containers" },
   { key: "q", name: "flat" },
+  { key: "r", name: "busy" },
 ];

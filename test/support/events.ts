@@ -72,8 +72,8 @@ export function observedPlatform(base: PosixPlatform): ObservedPlatform {
   const listeners = new Set<(table: ReadonlyMap<number, ProcessInfo>) => void>();
   const platform: PosixPlatform = {
     ...base,
-    listProcesses: async () => {
-      const list = await base.listProcesses();
+    listProcesses: async (request) => {
+      const list = await base.listProcesses(request);
       const table = new Map(list.map((info) => [info.pid, info]));
       for (const listener of [...listeners]) listener(table);
       return list;

@@ -6,7 +6,13 @@ export { createProcessControl } from "./control.js";
 export { findProgram, type ProgramHost } from "./find-program.js";
 export { createLocalPlatform, type LocalFacts } from "./platform.js";
 export { TREE_MARKER_VARIABLE } from "./posix/marker.js";
-export { listLinuxProcesses, parseProcStat, readLinuxEnvironment, readLinuxProcess } from "./posix/proc.js";
+export {
+  LinuxProcessLister,
+  listLinuxProcesses,
+  parseProcStat,
+  readLinuxEnvironment,
+  readLinuxProcess,
+} from "./posix/proc.js";
 export { parsePsOutput, PS_ARGS } from "./posix/ps.js";
 export { hasProcessTable, ownLinuxStartTime } from "./self.js";
 export { parseNpmShimTarget, resolveWindowsInvocation, type Invocation } from "./windows/resolve.js";
@@ -22,6 +28,7 @@ export type {
   ProcessControl,
   ProcessControlOptions,
   ProcessInfo,
+  ProcessListRequest,
   Signal,
   SpawnFunction,
   SpawnRequest,

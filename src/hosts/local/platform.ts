@@ -7,7 +7,7 @@ import { execFile, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 
 import { isRegularFile } from "./find-program.js";
-import { listLinuxProcesses, readLinuxEnvironment, readLinuxProcess } from "./posix/proc.js";
+import { LinuxProcessLister, readLinuxEnvironment, readLinuxProcess } from "./posix/proc.js";
 import { parsePsOutput, PS_ARGS } from "./posix/ps.js";
 import type { Platform, Signal } from "./types.js";
 import { isWindowsPlatform } from "./self.js";
@@ -47,12 +47,13 @@ export async function createLocalPlatform(facts: LocalFacts): Promise<Platform> 
     };
   }
   const linux = facts.platform === "linux";
+  const lister = linux ? new LinuxProcessLister("/proc", facts.pid) : undefined;
   return {
     kind: "posix",
     spawn,
     // By absolute path, like every program we run ourselves: PATH is the caller's to change.
-    listProcesses: linux
-      ? () => listLinuxProcesses()
+    listProcesses: lister
+      ? (request) => lister.list(request)
       : async () => parsePsOutput((await runFile("/bin/ps", PS_ARGS)).stdout),
     signal: (pid, signal) => facts.kill(pid, signal),
     selfPid: facts.pid,

@@ -39,13 +39,25 @@ export interface ProcessInfo {
   zombie: boolean;
 }
 
+/** What one read of the process table must show as it is now (PosixPlatform.listProcesses). */
+export interface ProcessListRequest {
+  /** Pids read now, whatever an earlier read found. */
+  readonly fresh?: ReadonlySet<number>;
+  /** Every process read now. */
+  readonly full?: boolean;
+}
+
 export type SpawnFunction = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
 export type Signal = "SIGTERM" | "SIGKILL";
 
 export interface PosixPlatform {
   kind: "posix";
   spawn: SpawnFunction;
-  listProcesses(): Promise<ProcessInfo[]>;
+  /**
+   * The process table. A process not asked for fresh may show as an earlier read found it (Linux: LinuxProcessLister):
+   * the same process, its state, parent, group or session perhaps out of date.
+   */
+  listProcesses(request?: ProcessListRequest): Promise<ProcessInfo[]>;
   /** process.kill: a negative pid addresses a process group. May throw (ESRCH, EPERM). */
   signal(pid: number, signal: Signal): void;
   /** The server's own pid: its group and session are never signalled. */

@@ -72,7 +72,8 @@ export class TreeTracker {
 
   async findMarked(entry: string): Promise<{ pid: number; startTime: string } | null | undefined> {
     const read = this.platform.readEnvironment;
-    const table = await this.freshSnapshot();
+    // Any process may carry it: every one read now.
+    const table = await this.freshSnapshot({ full: true });
     if (!read || !table) return undefined;
     const marked = [...table.byPid.values()].filter(
       (info) => !info.zombie && !table.protectedIds.has(info.pid) && hasVariable(read(info.pid) ?? "", entry),
@@ -83,7 +84,7 @@ export class TreeTracker {
   }
 
   async startTimeOfPid(pid: number): Promise<string | undefined> {
-    return (await this.freshSnapshot())?.byPid.get(pid)?.startTime;
+    return (await this.freshSnapshot({ fresh: [pid] }))?.byPid.get(pid)?.startTime;
   }
 
   /**
@@ -98,7 +99,8 @@ export class TreeTracker {
     marker?: string,
     fresh = false,
   ): Promise<boolean | undefined> {
-    const table = await (fresh ? this.freshSnapshot() : this.recentSnapshot(SHARED_SNAPSHOT_MS));
+    // Not fresh: the attached agent a tree follows, which every read takes afresh (snapshot).
+    const table = await (fresh ? this.freshSnapshot({ fresh: [pid] }) : this.recentSnapshot(SHARED_SNAPSHOT_MS));
     // No process table this time: neither alive nor gone.
     if (!table) return undefined;
     const info = table.byPid.get(pid);
@@ -121,7 +123,8 @@ export class TreeTracker {
    * agent to adopt. Undefined when the process table cannot be read.
    */
   async isOwnTree(pid: number, startTime: string | undefined): Promise<boolean | undefined> {
-    const table = await this.freshSnapshot();
+    // The server's ancestors and group as they are now, not as first seen.
+    const table = await this.freshSnapshot({ full: true });
     if (!table) return pid === this.platform.selfPid ? true : undefined;
     const info = table.byPid.get(pid);
     if (info === undefined || (startTime !== undefined && info.startTime !== startTime)) return false;
@@ -314,16 +317,25 @@ export class TreeTracker {
     return this.shared.table;
   }
 
-  private freshSnapshot(): Promise<ProcessTable | undefined> {
-    this.shared = { at: this.options.clock.now(), table: this.snapshot() };
+  private freshSnapshot(also: { fresh?: readonly number[]; full?: boolean } = {}): Promise<ProcessTable | undefined> {
+    this.shared = { at: this.options.clock.now(), table: this.snapshot(also) };
     return this.shared.table;
   }
 
-  /** Reads the process table once and grows every tracked tree from it. */
-  private async snapshot(): Promise<ProcessTable | undefined> {
+  /**
+   * Reads the process table once and grows every tracked tree from it. What the walk decides on is read now: the
+   * server, each agent and each member (a member's parent, group or state may have changed); so is every process
+   * started since the last read, and any pid in `also`. Others may be as first read (PosixPlatform.listProcesses).
+   */
+  private async snapshot(also: { fresh?: readonly number[]; full?: boolean } = {}): Promise<ProcessTable | undefined> {
+    const fresh = new Set<number>([this.platform.selfPid, ...(also.fresh ?? [])]);
+    for (const tree of this.trees) {
+      fresh.add(tree.rootPid);
+      for (const pid of tree.members.keys()) fresh.add(pid);
+    }
     let list: ProcessInfo[];
     try {
-      list = await this.platform.listProcesses();
+      list = await this.platform.listProcesses({ fresh, ...(also.full ? { full: true } : {}) });
     } catch (error) {
       this.options.logger.warn(`cannot read the process table: ${(error as Error).message}`);
       return undefined;

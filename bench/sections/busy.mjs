@@ -1,0 +1,176 @@
+/**
+ * (r) What the process table costs on a machine with many processes, as a laptop has (issue 29): this VM runs
+ * about 65, a laptop with a browser several hundred, and the server reads the table once a second while any agent
+ * runs, and after each agent exits.
+ */
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { Server } from "../client.mjs";
+import { FAKE_CLAUDE_SH, SIZES, STATE_ROOT, baseEnv, median, now, reapLeftovers, round2, track }
+  from "../shared.mjs";
+
+/**
+ * A process's CPU time in ms, to the nanosecond: the sum over its threads of /proc/<pid>/task/<tid>/schedstat's
+ * first field (the clock-tick figures of /proc/<pid>/stat are too coarse for a few ms a second).
+ */
+function cpuMs(pid) {
+  let ns = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "latin1").split(" ")[0]);
+    } catch {
+      // A thread gone meanwhile: its time left with it, as it would from /proc/<pid>/stat.
+    }
+  }
+  return ns / 1e6;
+}
+
+/** Processes on the machine, as /proc lists them. */
+function processCount() {
+  return fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).length;
+}
+
+/** `count` idle processes (sleep), tagged as the bench's; resolves once all have started. Stop them with stopIdle. */
+async function startIdle(count) {
+  const children = [];
+  for (let k = 0; k < count; k += 1) {
+    const child = spawn("/bin/sleep", ["3600"], { stdio: "ignore", env: baseEnv() });
+    track(child);
+    children.push(child);
+  }
+  await Promise.all(children.map((child) => new Promise((resolve, reject) => {
+    child.once("spawn", resolve);
+    child.once("error", reject);
+  })));
+  return children;
+}
+
+async function stopIdle(children) {
+  await Promise.all(children.map((child) => new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", resolve);
+    child.kill("SIGKILL");
+  })));
+}
+
+/** A server of its own for fn(server, cwd), its agents sleeping `sleep` seconds. */
+async function withServer(dir, label, sleep, fn) {
+  const cwd = fs.mkdtempSync(path.join(dir, `${label}-cwd-`));
+  const stateDir = fs.mkdtempSync(path.join(dir, `${label}-state-`));
+  const s = new Server({
+    CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE_SH,
+    CLAUDE_DISPATCH_STATE_DIR: stateDir,
+    FAKE_CLAUDE_SLEEP: String(sleep),
+  });
+  try {
+    await s.initialize();
+    return await fn(s, cwd);
+  } finally {
+    await s.close();
+  }
+}
+
+function checked(answer, prompt) {
+  if (answer.structured?.result !== `ECHO: ${prompt}`)
+    throw new Error(`r: "${prompt}" answered ${JSON.stringify(answer.structured ?? answer.result).slice(0, 300)}`);
+}
+
+/**
+ * A job whose agent sleeps SIZES.busyAgentSeconds: the server's CPU a second from 0.5 s after its start to the
+ * wait's answer. Then, on another server, SIZES.busyRuns claude_run of an agent that exits at once: its CPU a run.
+ */
+async function measure(dir, label) {
+  const runningMsPerSecond = await withServer(dir, `${label}-running`, SIZES.busyAgentSeconds, async (s, cwd) => {
+    const prompt = `busy ${label}`;
+    const started = await s.callTool("claude_start", { prompt, cwd });
+    const jobId = started.structured?.job_id;
+    if (typeof jobId !== "string") throw new Error(`r: claude_start gave no job_id`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const cpuBefore = cpuMs(s.pid);
+    const t0 = now();
+    const waited = await s.callTool("claude_wait", { job_id: jobId, hold_ms: 60_000 }, 90_000);
+    const perSecond = (cpuMs(s.pid) - cpuBefore) / ((now() - t0) / 1000);
+    checked(waited, prompt);
+    return perSecond;
+  });
+  const msPerRun = await withServer(dir, `${label}-runs`, 0, async (s, cwd) => {
+    const cpuBefore = cpuMs(s.pid);
+    for (let k = 0; k < SIZES.busyRuns; k += 1) {
+      const prompt = `busy ${label} ${k}`;
+      checked(await s.callTool("claude_run", { prompt, cwd }), prompt);
+    }
+    return (cpuMs(s.pid) - cpuBefore) / SIZES.busyRuns;
+  });
+  return { runningMsPerSecond, msPerRun };
+}
+
+/**
+ * (r) Each round measures a server with SIZES.busyIdleProcesses idle processes added to the machine and one
+ * without, in alternating order. Information: there is no target.
+ */
+export async function benchBusyMachine(rounds) {
+  const dir = fs.mkdtempSync(path.join(STATE_ROOT, "r-busy-"));
+  const perRound = { quiet: [], busy: [], quietProcesses: [], busyProcesses: [] };
+  try {
+    const busyRound = async (k) => {
+      const idle = await startIdle(SIZES.busyIdleProcesses);
+      try {
+        perRound.busyProcesses.push(processCount());
+        perRound.busy.push(await measure(dir, `busy-${k}`));
+      } finally {
+        await stopIdle(idle);
+      }
+    };
+    const quietRound = async (k) => {
+      perRound.quietProcesses.push(processCount());
+      perRound.quiet.push(await measure(dir, `quiet-${k}`));
+    };
+    for (let k = 0; k < rounds; k += 1) {
+      if (k % 2 === 0) {
+        await busyRound(k);
+        await quietRound(k);
+      } else {
+        await quietRound(k);
+        await busyRound(k);
+      }
+      await reapLeftovers();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const of = (which, key) => median(perRound[which].map((m) => m[key]));
+  const list = (which, key, digits) => perRound[which].map((m) => m[key].toFixed(digits)).join(", ");
+  const both = (key, digits) => `${of("busy", key).toFixed(digits)} against ${of("quiet", key).toFixed(digits)}`;
+  const perRoundText = (key, digits) =>
+    `per round, busy: ${list("busy", key, digits)}; quiet: ${list("quiet", key, digits)}`;
+  const machines = `${median(perRound.busyProcesses)} processes against ${median(perRound.quietProcesses)}`;
+  return {
+    rows: [
+      {
+        metric: `r  server CPU a second while one agent runs (${SIZES.busyAgentSeconds} s), ${machines} (schedstat)`,
+        value: `${both("runningMsPerSecond", 1)} ms/s`,
+        target: "(info)",
+        pass: undefined,
+        detail: `${perRoundText("runningMsPerSecond", 1)} ms/s`,
+      },
+      {
+        metric: `r  server CPU a claude_run of an agent that exits at once (${SIZES.busyRuns} in a row), ${machines}`,
+        value: `${both("msPerRun", 2)} ms`,
+        target: "(info)",
+        pass: undefined,
+        detail: `${perRoundText("msPerRun", 2)} ms`,
+      },
+    ],
+    data: {
+      idleProcessesAdded: SIZES.busyIdleProcesses,
+      ...Object.fromEntries(
+        ["runningMsPerSecond", "msPerRun"].map((key) => [
+          key,
+          { busy: round2(of("busy", key)), quiet: round2(of("quiet", key)) },
+        ]),
+      ),
+      perRound,
+    },
+  };
+}
