@@ -60,10 +60,11 @@ export const SIZES = {
   approvalSamples: 20,
   /** (n): permission requests of one job, filed and answered one by one, at each of two sizes. */
   approvalScale: [100, 400],
-  /** (r): idle processes added to the machine; how long the one agent runs; claude_run in a row. */
+  /** (r): idle processes added to the machine; how long the one agent runs; claude_run in a row, after warm ones. */
   busyIdleProcesses: 500,
   busyAgentSeconds: 5,
-  busyRuns: 50,
+  busyRuns: 100,
+  busyWarmRuns: 20,
   /** (q): sequential runs, then concurrent start+wait, on one server. */
   flatRuns: 1000,
   flatConcurrent: 200,
