@@ -156,7 +156,8 @@ export async function benchBusyMachine(rounds) {
         detail: `${perRoundText("runningMsPerSecond", 1)} ms/s`,
       },
       {
-        metric: `r  server CPU a claude_run of an agent that exits at once (${SIZES.busyRuns} in a row, warm), ${machines}`,
+        metric:
+          `r  server CPU a claude_run of an agent that exits at once (${SIZES.busyRuns} in a row, warm), ` + machines,
         value: `${both("msPerRun", 2)} ms`,
         target: "(info)",
         pass: undefined,
