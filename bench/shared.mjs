@@ -62,7 +62,8 @@ export const SIZES = {
   approvalScale: [100, 400],
   /** (r): idle processes added to the machine; how long the one agent runs; claude_run in a row, after warm ones. */
   busyIdleProcesses: 500,
-  busyAgentSeconds: 5,
+  busyAgentSeconds: 8,
+  busySettleMs: 2000,
   busyRuns: 100,
   busyWarmRuns: 20,
   /** (q): sequential runs, then concurrent start+wait, on one server. */

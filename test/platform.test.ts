@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
@@ -534,6 +534,37 @@ async function withOutputFiles(
   }
 }
 
+/** Agent 777 of an earlier server, attached on a fake Windows and followed (followMs 10) while agent.running. */
+function followedOnWindows(
+  output: { stdoutPath: string; stderrPath: string },
+  onStdout: (chunk: Buffer) => void,
+  taskkill: Array<readonly string[]> = [],
+) {
+  const agent = { running: true };
+  const platform: WindowsPlatform = {
+    ...fakeWindows({}, [], taskkill, 0),
+    isRunning: (pid) => pid === 777 && agent.running,
+  };
+  const clock = new FakeClock();
+  const control = createProcessControl({
+    ...INJECTED,
+    platform,
+    clock,
+    logger: new RecordingLogger(),
+    killGraceMs: 0,
+    followMs: 10,
+  });
+  const handle = control.attach({
+    pid: 777,
+    startTime: undefined,
+    marker: undefined,
+    output,
+    onStdout,
+    stderrTailBytes: 100,
+  });
+  return { agent, clock, control, handle };
+}
+
 test(
   "Windows: an agent of an earlier server is followed from its output file until its pid is gone, and killed " +
     "with taskkill",
@@ -543,29 +574,8 @@ test(
       async (output) => {
         writeFileSync(output.stderrPath, "a warning\n");
         const taskkill: Array<readonly string[]> = [];
-        let running = true;
-        const platform: WindowsPlatform = {
-          ...fakeWindows({}, [], taskkill, 0),
-          isRunning: (pid) => pid === 777 && running,
-        };
-        const clock = new FakeClock();
-        const control = createProcessControl({
-          ...INJECTED,
-          platform,
-          clock,
-          logger: new RecordingLogger(),
-          killGraceMs: 0,
-          followMs: 10,
-        });
         const chunks: Buffer[] = [];
-        const handle = control.attach({
-          pid: 777,
-          startTime: undefined,
-          marker: undefined,
-          output,
-          onStdout: (chunk) => chunks.push(chunk),
-          stderrTailBytes: 100,
-        });
+        const { agent, clock, control, handle } = followedOnWindows(output, (chunk) => chunks.push(chunk), taskkill);
         let exited = false;
         void handle.exited.then(() => (exited = true));
         await clock.advance(5000);
@@ -573,7 +583,7 @@ test(
         const report = await handle.killTree();
         assert.deepEqual(taskkill, [["C:\\Windows\\System32\\taskkill.exe", "/pid", "777", "/T", "/F"]]);
         assert.deepEqual(report.survivors, []);
-        running = false;
+        agent.running = false;
         await clock.advance(2000);
         const exit = await handle.exited;
         assert.deepEqual([exit.unobserved, exit.exitCode, exit.stderrTail], [true, null, "a warning\n"]);
@@ -583,6 +593,29 @@ test(
     );
   },
 );
+
+test("a quiet output file is read less often, up to ten times followMs apart, fast again once it grows", async () => {
+  await withOutputFiles("", async (output) => {
+    const arrivals: number[] = [];
+    const { agent, clock, control, handle } = followedOnWindows(output, () => arrivals.push(clock.now()));
+    /** Appends a line, then moves the clock 1 ms at a time until it is read: how long that took. */
+    const readAfter = async (line: string): Promise<number> => {
+      const [writtenAt, count] = [clock.now(), arrivals.length];
+      appendFileSync(output.stdoutPath, `${line}\n`);
+      for (let ms = 0; arrivals.length === count && ms < 5000; ms += 1) await clock.advance(1);
+      return (arrivals[count] ?? Number.NaN) - writtenAt;
+    };
+    await clock.advance(3000);
+    const afterQuiet = await readAfter('{"type":"system"}');
+    assert.ok(afterQuiet > 10 && afterQuiet <= 100, `read ${afterQuiet} ms after 3 s of quiet: slower, within 100 ms`);
+    const afterGrowth = await readAfter('{"type":"assistant"}');
+    assert.ok(afterGrowth <= 10, `read ${afterGrowth} ms after the file grew: at the fast pace again`);
+    agent.running = false;
+    await clock.advance(2000);
+    await handle.exited;
+    await control.idle();
+  });
+});
 
 test(
   "attaching without a recorded start time: a pid that does not carry the agent's marker is neither followed " +

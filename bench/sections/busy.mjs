@@ -77,8 +77,8 @@ function checked(answer, prompt) {
 }
 
 /**
- * A job whose agent sleeps SIZES.busyAgentSeconds: the server's CPU a second from 0.5 s after its start to the
- * wait's answer. Then, on another server, SIZES.busyRuns claude_run of an agent that exits at once, after
+ * A job whose agent sleeps SIZES.busyAgentSeconds: the server's CPU a second from SIZES.busySettleMs after its start
+ * to the wait's answer. Then, on another server, SIZES.busyRuns claude_run of an agent that exits at once, after
  * SIZES.busyWarmRuns unmeasured: its CPU a run.
  */
 async function measure(dir, label) {
@@ -87,7 +87,8 @@ async function measure(dir, label) {
     const started = await s.callTool("claude_start", { prompt, cwd });
     const jobId = started.structured?.job_id;
     if (typeof jobId !== "string") throw new Error(`r: claude_start gave no job_id`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Measured once the job's start is over: what a long job costs each second it runs.
+    await new Promise((resolve) => setTimeout(resolve, SIZES.busySettleMs));
     const cpuBefore = cpuMs(s.pid);
     const t0 = now();
     const waited = await s.callTool("claude_wait", { job_id: jobId, hold_ms: 60_000 }, 90_000);

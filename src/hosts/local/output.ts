@@ -155,20 +155,40 @@ const FOLLOW_CHUNK_BYTES = 64 * 1024;
 const FOLLOW_SLICE_BYTES = 1024 * 1024;
 
 /**
+ * With nothing new in any file, each tick waits twice as long as the one before, up to this many times followMs: an
+ * agent quiet for a while (a model thinking, a long test run) wakes the server about once a second, not ten times.
+ * Each wake-up costs about 0.2 ms of CPU on the project's VM, even for a bare Node timer (BENCHMARKS.md, (r)).
+ */
+const QUIET_SLOWDOWN = 10;
+
+/**
  * One timer for every file followed under the same options (one process control): each tick reads every
  * file once, so a hundred running agents cost one timer, not a hundred. Reads are synchronous: a read of a
  * file that has not grown returns at once, and an unchanged file costs one read call, not a trip through
- * the thread pool.
+ * the thread pool. Ticks come every followMs while files grow, slower while none does (QUIET_SLOWDOWN).
  */
 class FollowPool {
   private readonly followers = new Set<FileFollower>();
   private cancelTimer: CancelTimer | undefined;
   private continuing = false;
+  private waitMs: number;
 
-  constructor(private readonly options: ProcessControlOptions) {}
+  constructor(private readonly options: ProcessControlOptions) {
+    this.waitMs = this.fastMs;
+  }
+
+  private get fastMs(): number {
+    return this.options.followMs ?? 100;
+  }
 
   add(follower: FileFollower): void {
     this.followers.add(follower);
+    // A new agent prints its first lines at once: back to the fast pace.
+    if (this.waitMs !== this.fastMs) {
+      this.waitMs = this.fastMs;
+      this.cancelTimer?.();
+      this.cancelTimer = undefined;
+    }
     this.schedule();
   }
 
@@ -185,12 +205,18 @@ class FollowPool {
     this.cancelTimer = this.options.clock.setTimer(() => {
       this.cancelTimer = undefined;
       this.tick();
-    }, this.options.followMs ?? 100);
+    }, this.waitMs);
   }
 
   private tick(): void {
     let more = false;
-    for (const follower of [...this.followers]) if (follower.poll()) more = true;
+    let grew = false;
+    for (const follower of [...this.followers]) {
+      const read = follower.poll();
+      if (read === "more") more = true;
+      if (read !== "none") grew = true;
+    }
+    this.waitMs = grew ? this.fastMs : Math.min(this.waitMs * 2, this.fastMs * QUIET_SLOWDOWN);
     if (!more) return this.schedule();
     // A file with more than a slice to read goes on after this turn, not a whole interval later.
     this.continuing = true;
@@ -263,9 +289,12 @@ export class FileFollower {
     }
   }
 
-  /** One tick of the pool: reads up to a slice; true when there may be more to read at once. */
-  poll(): boolean {
-    return !this.stopped && this.readSlice();
+  /** One tick of the pool: reads up to a slice; "more" when there may be more to read at once. */
+  poll(): "none" | "some" | "more" {
+    if (this.stopped) return "none";
+    const offset = this.offset;
+    if (this.readSlice()) return "more";
+    return this.offset > offset ? "some" : "none";
   }
 
   /** How the agent's end reads when its output could not be followed: STATE_ERROR naming the file (§15.1). */
