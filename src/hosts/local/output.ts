@@ -157,7 +157,8 @@ const FOLLOW_SLICE_BYTES = 1024 * 1024;
 /**
  * With nothing new in any file, each tick waits twice as long as the one before, up to this many times followMs: an
  * agent quiet for a while (a model thinking, a long test run) wakes the server about once a second, not ten times.
- * Each wake-up costs about 0.2 ms of CPU on the project's VM, even for a bare Node timer (BENCHMARKS.md, (r)).
+ * Each wake-up costs about 0.2 ms of CPU on the project's VM, even for a bare Node timer (BENCHMARKS.md, issue 29,
+ * eleventh step).
  */
 const QUIET_SLOWDOWN = 10;
 
