@@ -132,7 +132,7 @@ test("so many forks that the counter may have gone all the way round: every proc
   proc.process(20_000, 1, "12");
   const lister = new LinuxProcessLister(proc.root, SELF);
   await lister.list();
-  // Back where it stood, but after more than a quarter of pid_max forks: 20000 may be a new process.
+  // Back where it stood, but after a quarter of pid_max forks: 20000 may be a new process.
   proc.forks += proc.pidMax / 4;
   proc.writeCounters();
   proc.process(20_000, 9, "13");

@@ -42,40 +42,28 @@ export function parseProcStat(text: string): ProcessInfo | undefined {
  * Linux: one process as /proc/<pid>/stat shows it now, or undefined when it is gone or unreadable. One open, one read.
  */
 export function readLinuxProcess(pid: number, procRoot = "/proc"): ProcessInfo | undefined {
-  return parseProcStat(readSmallFile(`${procRoot}/${pid}/stat`) ?? "");
+  return parseProcStat(readProcFile(`${procRoot}/${pid}/stat`) ?? "");
 }
 
 /** A stat line is well under 1 KiB, /proc/stat a few; one buffer serves every read (they are synchronous). */
 const readBuffer = Buffer.allocUnsafe(16 * 1024);
 
-/** A small file's text, read with one open and one read into the shared buffer; undefined when it cannot be. */
-function readSmallFile(file: string): string | undefined {
-  let fd: number | undefined;
-  try {
-    fd = openSync(file, "r");
-    return readBuffer.toString("latin1", 0, readSync(fd, readBuffer, 0, readBuffer.length, 0));
-  } catch {
-    // Gone between readdir and read, or not there.
-    return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
 /**
- * A file read to its end in chunks of the shared buffer (/proc/stat: its interrupt counts run long on a large
- * machine, and the fork count comes after them); undefined when it cannot be read.
+ * A /proc file's text, undefined when it cannot be read. One read (a stat line, a counter), or with `toEnd` as many
+ * as it takes (/proc/stat: its interrupt counts run long on a large machine, and the fork count comes after them).
  */
-function readWholeFile(file: string): string | undefined {
+function readProcFile(file: string, toEnd = false): string | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(file, "r");
     let text = "";
     for (let length; (length = readSync(fd, readBuffer, 0, readBuffer.length, null)) > 0;) {
       text += readBuffer.toString("latin1", 0, length);
+      if (!toEnd) break;
     }
     return text;
   } catch {
+    // Gone between readdir and read, or not there.
     return undefined;
   } finally {
     if (fd !== undefined) closeSync(fd);
@@ -178,15 +166,15 @@ export class LinuxProcessLister {
   }
 
   private readCounters(): PidCounters | undefined {
-    const lastPid = Number(readSmallFile(`${this.procRoot}/sys/kernel/ns_last_pid`)?.trim());
-    const forks = Number(/^processes (\d+)$/m.exec(readWholeFile(`${this.procRoot}/stat`) ?? "")?.[1]);
+    const lastPid = Number(readProcFile(`${this.procRoot}/sys/kernel/ns_last_pid`)?.trim());
+    const forks = Number(/^processes (\d+)$/m.exec(readProcFile(`${this.procRoot}/stat`, true) ?? "")?.[1]);
     return Number.isSafeInteger(lastPid) && Number.isSafeInteger(forks) ? { lastPid, forks } : undefined;
   }
 
   /** Threads alive now (/proc/loadavg, "running/total"), and the highest pid plus one. */
   private readLimits(): { tasks: number; pidMax: number } | undefined {
-    const tasks = Number(/ \d+\/(\d+) /.exec(readSmallFile(`${this.procRoot}/loadavg`) ?? "")?.[1]);
-    const pidMax = Number(readSmallFile(`${this.procRoot}/sys/kernel/pid_max`)?.trim());
+    const tasks = Number(/ \d+\/(\d+) /.exec(readProcFile(`${this.procRoot}/loadavg`) ?? "")?.[1]);
+    const pidMax = Number(readProcFile(`${this.procRoot}/sys/kernel/pid_max`)?.trim());
     return Number.isSafeInteger(tasks) && Number.isSafeInteger(pidMax) && pidMax > 0 ? { tasks, pidMax } : undefined;
   }
 }

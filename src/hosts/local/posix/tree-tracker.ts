@@ -23,6 +23,9 @@ const environmentsRead = new WeakMap<ProcessTable, Map<number, string | undefine
 /** The members of every tree when a table was first swept with (see adoptMarked). */
 const trackedFor = new WeakMap<ProcessTable, Set<number>>();
 
+/** What a read of the table must read now besides what the trees decide on: these pids, or every process. */
+type AlsoRead = { fresh?: readonly number[]; full?: boolean };
+
 /** One shared timer walks the process table for all trees at once, so cost does not grow per job. */
 export class TreeTracker {
   private readonly trees = new Set<TrackedTree>();
@@ -317,7 +320,7 @@ export class TreeTracker {
     return this.shared.table;
   }
 
-  private freshSnapshot(also: { fresh?: readonly number[]; full?: boolean } = {}): Promise<ProcessTable | undefined> {
+  private freshSnapshot(also: AlsoRead = {}): Promise<ProcessTable | undefined> {
     this.shared = { at: this.options.clock.now(), table: this.snapshot(also) };
     return this.shared.table;
   }
@@ -327,7 +330,7 @@ export class TreeTracker {
    * server, each agent and each member (a member's parent, group or state may have changed); so is every process
    * started since the last read, and any pid in `also`. Others may be as first read (PosixPlatform.listProcesses).
    */
-  private async snapshot(also: { fresh?: readonly number[]; full?: boolean } = {}): Promise<ProcessTable | undefined> {
+  private async snapshot(also: AlsoRead = {}): Promise<ProcessTable | undefined> {
     const fresh = new Set<number>([this.platform.selfPid, ...(also.fresh ?? [])]);
     for (const tree of this.trees) {
       fresh.add(tree.rootPid);
