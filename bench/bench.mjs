@@ -64,6 +64,9 @@
  *   q flat     1000 sequential claude_run, then 200 concurrent start+wait, of
  *              the shell agent on one server: VmRSS after 100 runs against
  *              the end (issue 29: within 10%), every answer checked
+ *   r busy     CPU a second while one agent runs (the server, and the far end
+ *              of an SSH host), and a warm claude_run's CPU, with 500 idle
+ *              processes on the machine and without
  *
  * Every process it starts carries BENCH_RUN_ID=<uuid> in its environment (the
  * server passes its environment on to agents), so leftovers are found by that

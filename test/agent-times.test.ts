@@ -191,6 +191,7 @@ describe("an agent on another machine that ended while nothing followed it (§21
       readOutput: () => Buffer.alloc(0),
       stderrTail: async () => "",
       lookUpApproval: () => undefined,
+      watchApprovals: () => undefined,
       answer: () => undefined,
       worktree: unused,
       leave: async () => undefined,

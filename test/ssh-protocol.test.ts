@@ -175,11 +175,24 @@ describe("what each end reads", () => {
   });
 });
 
-/** A job layer with one job whose stdout is `output` and which ends when told. */
+/**
+ * A job layer with one job whose stdout is `output` and which ends when told. With `watched`, its permission files are
+ * watched: `stir` calls the watch, `reads` counts the looks at the output, `watching` says whether a watch is on.
+ */
 function fakeSide(
   output: Buffer,
   known = true,
-): RemoteSide & { end(): void; left: number; started: StartRequest[]; written: number; filed: Approval[] } {
+  watched = false,
+): RemoteSide & {
+  end(): void;
+  left: number;
+  started: StartRequest[];
+  written: number;
+  filed: Approval[];
+  reads: number;
+  stir(): void;
+  watching: boolean;
+} {
   let finish: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (finish = resolve));
   const view: RemoteJobView = { id: JOB, done, outcome: () => ({ ok: true, exit: { code: 0, signal: null } }) };
@@ -192,13 +205,26 @@ function fakeSide(
     kill: async () => ({ killed: true, survivors: [] }),
     check: async () => ({ type: "check" as const, version: "1", state_dir: "/s", programs: {} }),
     // What the agent has written so far grows with `written`.
-    readOutput: (_id: string, offset: number, length: number) =>
-      output.subarray(offset, Math.min(side.written, offset + length)),
+    readOutput: (_id: string, offset: number, length: number) => {
+      side.reads += 1;
+      return output.subarray(offset, Math.min(side.written, offset + length));
+    },
+    reads: 0,
     written: 0,
     stderrTail: async () => "the tail",
     lookUpApproval: (_id: string, requestId: string) =>
       side.filed.find((approval) => approval.request.id === requestId),
     filed: [] as Approval[],
+    onChange: undefined as (() => void) | undefined,
+    watchApprovals: (_id: string, onChange: () => void) => {
+      if (!watched) return undefined;
+      side.onChange = onChange;
+      return () => void (side.onChange = undefined);
+    },
+    stir: () => side.onChange?.(),
+    get watching() {
+      return side.onChange !== undefined;
+    },
     answer: () => undefined,
     worktree: async () => null,
     leave: async () => void (side.left += 1),
@@ -353,6 +379,57 @@ describe("the remote mode's loop", () => {
       { type: "answered", won: true, answer: { decision: "deny", by: "tool", at: 5, message: "no" } },
     ]);
   });
+
+  test(
+    "a quiet job is looked at less and less often, at the fast pace again once output comes; a permission " +
+      "request wakes the loop at once; where nothing watches the requests the pace stays fast",
+    async () => {
+      const clock = new FakeClock();
+      const output = Buffer.from("first\nsecond\n");
+      const side = fakeSide(output, true, true);
+      const c = channel(clock);
+      const served = serveRemote(c.io, side);
+      c.input.write(`${JSON.stringify({ op: "follow", job_id: JOB, offset: 0 })}\n`);
+      await settle();
+      assert.ok(side.watching);
+      const before = side.reads;
+      await clock.advance(10_000);
+      // Waits of 200, 400 and 800 ms, then 1 s: 11 looks in 10 s, where the fast pace makes 100.
+      const quiet = side.reads - before;
+      assert.ok(quiet >= 9 && quiet <= 13, `${quiet} looks in 10 s of quiet`);
+
+      side.written = "first\n".length;
+      await clock.advance(1000);
+      assert.equal(c.frames.filter((frame) => frame.type === "output").length, 1, "seen within the slow wait");
+      side.written = output.length;
+      await clock.advance(100);
+      assert.equal(c.frames.filter((frame) => frame.type === "output").length, 2, "seen at the fast pace");
+
+      await clock.advance(5000);
+      const request = { id: "1", tool_name: "Bash", input: {}, preview: "Bash", asked_at: 1, expires_at: 2 };
+      side.filed = [{ request }];
+      side.stir();
+      await settle();
+      assert.deepEqual(c.frames.at(-1), { type: "approvals", approvals: [{ request }] }, "sent with no wait");
+
+      side.end();
+      await clock.advance(100);
+      assert.equal(await served, 0);
+      assert.equal(side.watching, false, "the watch is stopped with the loop");
+
+      const unwatched = fakeSide(Buffer.alloc(0));
+      const d = channel(clock);
+      const followed = serveRemote(d.io, unwatched);
+      d.input.write(`${JSON.stringify({ op: "follow", job_id: JOB, offset: 0 })}\n`);
+      await settle();
+      const from = unwatched.reads;
+      await clock.advance(1000);
+      assert.equal(unwatched.reads - from, 10, "every 100 ms");
+      unwatched.end();
+      await clock.advance(100);
+      assert.equal(await followed, 0);
+    },
+  );
 
   test("refusals are error frames with a listed code: a bad request, an unknown job", async () => {
     const clock = new FakeClock();

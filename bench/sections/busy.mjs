@@ -1,14 +1,27 @@
 /**
- * (r) What the process table costs on a machine with many processes, as a laptop has (issue 29): this VM runs
- * about 65, a laptop with a browser several hundred, and the server reads the table once a second while any agent
- * runs, and after each agent exits.
+ * (r) What a running job costs each second, and what the process table costs on a machine with many processes, as a
+ * laptop has (issue 29): this VM runs about 65, a laptop with a browser several hundred, and the server reads the
+ * table once a second while any agent runs, and after each agent exits. The far end of an SSH host (§21.3) follows
+ * its job on that machine for as long as it runs, so it is measured too.
  */
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { Server } from "../client.mjs";
-import { FAKE_CLAUDE_SH, SIZES, STATE_ROOT, baseEnv, median, now, reapLeftovers, round2, track }
-  from "../shared.mjs";
+import {
+  AGENT_ARGS,
+  FAKE_CLAUDE_SH,
+  SERVER_MAIN,
+  SIZES,
+  STATE_ROOT,
+  baseEnv,
+  median,
+  now,
+  reapLeftovers,
+  round2,
+  track,
+} from "../shared.mjs";
 
 /**
  * A process's CPU time in ms, to the nanosecond: the sum over its threads of /proc/<pid>/task/<tid>/schedstat's
@@ -96,6 +109,7 @@ async function measure(dir, label) {
     checked(waited, prompt);
     return perSecond;
   });
+  const farEndMsPerSecond = await farEnd(dir, label);
   const msPerRun = await withServer(dir, `${label}-runs`, 0, async (s, cwd) => {
     const run = async (prompt) => checked(await s.callTool("claude_run", { prompt, cwd }), prompt);
     // Unmeasured: the first runs load and compile what every later one uses.
@@ -104,7 +118,68 @@ async function measure(dir, label) {
     for (let k = 0; k < SIZES.busyRuns; k += 1) await run(`busy ${label} ${k}`);
     return (cpuMs(s.pid) - cpuBefore) / SIZES.busyRuns;
   });
-  return { runningMsPerSecond, msPerRun };
+  return { runningMsPerSecond, farEndMsPerSecond, msPerRun };
+}
+
+/**
+ * `claude-dispatch remote` as ssh would run it, without ssh: a start of one agent sleeping SIZES.busyAgentSeconds,
+ * its channel kept open; its CPU a second from SIZES.busySettleMs after the start to its end frame.
+ */
+async function farEnd(dir, label) {
+  const cwd = fs.mkdtempSync(path.join(dir, `${label}-far-cwd-`));
+  const stateDir = fs.mkdtempSync(path.join(dir, `${label}-far-state-`));
+  const env = baseEnv({
+    CLAUDE_DISPATCH_CLAUDE_BIN: FAKE_CLAUDE_SH,
+    FAKE_CLAUDE_SLEEP: String(SIZES.busyAgentSeconds),
+  });
+  const far = spawn(process.execPath, [SERVER_MAIN, "remote", `--state-dir=${stateDir}`], {
+    env,
+    stdio: ["pipe", "pipe", "ignore"],
+  });
+  track(far);
+  const exited = new Promise((resolve) => far.once("exit", resolve));
+  let frames = "";
+  far.stdout.setEncoding("utf8");
+  const ended = new Promise((resolve, reject) => {
+    far.stdout.on("data", (text) => {
+      frames += text;
+      if (/"type":"end"/.test(frames)) resolve();
+    });
+    far.once("exit", () => reject(new Error(`r: the far end exited before its end frame: ${frames.slice(0, 300)}`)));
+  });
+  ended.catch(() => undefined);
+  const prompt = `busy ${label} far`;
+  const request = {
+    op: "start",
+    job_id: randomUUID(),
+    agent: "claude",
+    cwd,
+    roots: [cwd],
+    args: AGENT_ARGS,
+    env: {},
+    prompt,
+    offset: 0,
+  };
+  far.stdin.write(`${JSON.stringify(request)}\n`);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, SIZES.busySettleMs));
+    const cpuBefore = cpuMs(far.pid);
+    const t0 = now();
+    await ended;
+    const perSecond = (cpuMs(far.pid) - cpuBefore) / ((now() - t0) / 1000);
+    const output = frames
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+      .filter((frame) => frame.type === "output");
+    const printed = Buffer.concat(output.map((frame) => Buffer.from(frame.data, "base64"))).toString("utf8");
+    if (!printed.includes(`"result":"ECHO: ${prompt}"`))
+      throw new Error(`r: the far end's job printed ${printed.slice(0, 300)}`);
+    return perSecond;
+  } finally {
+    far.stdin.end();
+    await exited;
+  }
 }
 
 /**
@@ -157,6 +232,13 @@ export async function benchBusyMachine(rounds) {
         detail: `${perRoundText("runningMsPerSecond", 1)} ms/s`,
       },
       {
+        metric: `r  the far end of an SSH host (claude-dispatch remote) following its agent, CPU a second, ${machines}`,
+        value: `${both("farEndMsPerSecond", 1)} ms/s`,
+        target: "(info)",
+        pass: undefined,
+        detail: `${perRoundText("farEndMsPerSecond", 1)} ms/s; run without ssh, its channel a pipe`,
+      },
+      {
         metric:
           `r  server CPU a claude_run of an agent that exits at once (${SIZES.busyRuns} in a row, warm), ` + machines,
         value: `${both("msPerRun", 2)} ms`,
@@ -168,7 +250,7 @@ export async function benchBusyMachine(rounds) {
     data: {
       idleProcessesAdded: SIZES.busyIdleProcesses,
       ...Object.fromEntries(
-        ["runningMsPerSecond", "msPerRun"].map((key) => [
+        ["runningMsPerSecond", "farEndMsPerSecond", "msPerRun"].map((key) => [
           key,
           { busy: round2(of("busy", key)), quiet: round2(of("quiet", key)) },
         ]),

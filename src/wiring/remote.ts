@@ -152,6 +152,7 @@ export function remoteSide(parts: RemoteParts): RemoteSide {
       }
     },
     lookUpApproval: (id, requestId, known) => store.lookUpApproval(id, requestId, known),
+    watchApprovals: (id, onChange) => store.watchApprovals(id, onChange),
     answer: (id, requestId, answer) => store.answerApproval(id, requestId, answer),
     leave: async () => registry?.leave(),
   };

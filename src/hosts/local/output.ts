@@ -6,6 +6,7 @@ import type { ChildProcess } from "node:child_process";
 import { closeSync, fstatSync, readSync } from "node:fs";
 
 import type { CancelTimer } from "../../core/clock.js";
+import { PollPace } from "../../core/pace.js";
 import { openForAppending, openForReading } from "../../store/files.js";
 import { ListenerSet } from "../../store/listeners.js";
 import { StateError } from "../../store/records.js";
@@ -155,38 +156,25 @@ const FOLLOW_CHUNK_BYTES = 64 * 1024;
 const FOLLOW_SLICE_BYTES = 1024 * 1024;
 
 /**
- * With nothing new in any file, each tick waits twice as long as the one before, up to this many times followMs: an
- * agent quiet for a while (a model thinking, a long test run) wakes the server about once a second, not ten times.
- * Each wake-up costs about 0.2 ms of CPU on the project's VM, even for a bare Node timer (BENCHMARKS.md, issue 29,
- * eleventh step).
- */
-const QUIET_SLOWDOWN = 10;
-
-/**
  * One timer for every file followed under the same options (one process control): each tick reads every
  * file once, so a hundred running agents cost one timer, not a hundred. Reads are synchronous: a read of a
  * file that has not grown returns at once, and an unchanged file costs one read call, not a trip through
- * the thread pool. Ticks come every followMs while files grow, slower while none does (QUIET_SLOWDOWN).
+ * the thread pool. Ticks come every followMs while files grow, slower while none does (PollPace).
  */
 class FollowPool {
   private readonly followers = new Set<FileFollower>();
   private cancelTimer: CancelTimer | undefined;
   private continuing = false;
-  private waitMs: number;
+  private readonly pace: PollPace;
 
   constructor(private readonly options: ProcessControlOptions) {
-    this.waitMs = this.fastMs;
-  }
-
-  private get fastMs(): number {
-    return this.options.followMs ?? 100;
+    this.pace = new PollPace(options.followMs ?? 100);
   }
 
   add(follower: FileFollower): void {
     this.followers.add(follower);
     // A new agent prints its first lines at once: back to the fast pace.
-    if (this.waitMs !== this.fastMs) {
-      this.waitMs = this.fastMs;
+    if (this.pace.found()) {
       this.cancelTimer?.();
       this.cancelTimer = undefined;
     }
@@ -206,7 +194,7 @@ class FollowPool {
     this.cancelTimer = this.options.clock.setTimer(() => {
       this.cancelTimer = undefined;
       this.tick();
-    }, this.waitMs);
+    }, this.pace.ms);
   }
 
   private tick(): void {
@@ -217,7 +205,8 @@ class FollowPool {
       if (read === "more") more = true;
       if (read !== "none") grew = true;
     }
-    this.waitMs = grew ? this.fastMs : Math.min(this.waitMs * 2, this.fastMs * QUIET_SLOWDOWN);
+    if (grew) this.pace.found();
+    else this.pace.foundNothing();
     if (!more) return this.schedule();
     // A file with more than a slice to read goes on after this turn, not a whole interval later.
     this.continuing = true;

@@ -6,6 +6,7 @@
  */
 import { DispatchError, describeThrown, toDispatchError, type ErrorCode } from "../../core/errors.js";
 import type { Clock } from "../../core/clock.js";
+import { PollPace } from "../../core/pace.js";
 import { ApprovalFollower } from "../../store/approval-follower.js";
 import type { ApprovalAnswer, ApprovalLookup, ApprovalRequest } from "../../store/approvals.js";
 import {
@@ -39,6 +40,8 @@ export interface RemoteSide {
   stderrTail(id: string): Promise<string>;
   /** One of the job's permission requests here, with its answer; with `known`, only its answer is read (§18). */
   lookUpApproval(id: string, requestId: string, known?: ApprovalRequest): ApprovalLookup;
+  /** Calls onChange when the job's permission files change, where the system notifies; the result stops it. */
+  watchApprovals(id: string, onChange: () => void): (() => void) | undefined;
   /** Answers one unless it has an answer: the one that stands; undefined for no such request. */
   answer(id: string, requestId: string, answer: ApprovalAnswer): { answer: ApprovalAnswer; won: boolean } | undefined;
   /** A worktree operation (§19) with git there; throws an error with a `code` to refuse it. */
@@ -52,7 +55,7 @@ export interface RemoteChannel {
   /** Writes one frame line; resolves once it is taken (backpressure). Rejects when the channel is gone. */
   write(line: string): Promise<void>;
   clock: Clock;
-  /** How often a running job's stdout is read for more. */
+  /** How often a running job's stdout is read for more while it grows (slower while it does not: PollPace). */
   followMs?: number;
   /** Where an unexpected failure's details go (this end's stderr); the other end is told a fixed sentence (§9). */
   logger?: { error(message: string): void };
@@ -127,33 +130,58 @@ async function stream(
   let left = false;
   void job.done.then(() => (finished = true));
   void gone.then(() => (left = true));
-  const followMs = channel.followMs ?? 100;
   // The job's permission requests go along as they come and are answered, so the caller can be asked (§18): those of
   // the job so far at the start, then each new one and each answer once, read without going through them all again.
   const approvals = new ApprovalFollower((requestId, known) => side.lookUpApproval(job.id, requestId, known));
-  const sendApprovals = async (): Promise<void> => {
+  const sendApprovals = async (): Promise<boolean> => {
     const news = approvals.news();
     if (news.length > 0) await send({ type: "approvals", approvals: news });
+    return news.length > 0;
   };
-  for (;;) {
-    // Read once more after the end is known: what the agent wrote last is in the file by then.
-    const last = finished;
-    const chunk = side.readOutput(job.id, offset, OUTPUT_CHUNK_BYTES);
-    if (chunk.length > 0) {
-      await send({ type: "output", data: chunk.toString("base64") });
-      offset += chunk.length;
-      continue;
+  // A quiet job is read less and less often; a permission request still goes at once, since a watch on the job's
+  // folder cuts the wait short. Without that watch the pace stays fast, or a request could wait a second.
+  const pace = new PollPace(channel.followMs ?? 100);
+  let stirred = false;
+  let wake = (): void => undefined;
+  const stopWatching = side.watchApprovals(job.id, () => {
+    stirred = true;
+    wake();
+  });
+  let grew = false;
+  try {
+    for (;;) {
+      // What changes from here on is seen by this look, or wakes the wait after it.
+      stirred = false;
+      // Read once more after the end is known: what the agent wrote last is in the file by then.
+      const last = finished;
+      const chunk = side.readOutput(job.id, offset, OUTPUT_CHUNK_BYTES);
+      if (chunk.length > 0) {
+        await send({ type: "output", data: chunk.toString("base64") });
+        offset += chunk.length;
+        grew = true;
+        continue;
+      }
+      if (left) return 0;
+      const told = await sendApprovals();
+      if (last) break;
+      if (grew || told || !stopWatching) pace.found();
+      else pace.foundNothing();
+      grew = false;
+      if (stirred) continue;
+      let cancel = (): void => undefined;
+      await Promise.race([
+        job.done,
+        gone,
+        new Promise<void>((resolve) => {
+          wake = resolve;
+          cancel = channel.clock.setTimer(resolve, pace.ms);
+        }),
+      ]);
+      wake = () => undefined;
+      cancel();
     }
-    if (left) return 0;
-    await sendApprovals();
-    if (last) break;
-    let cancel = (): void => undefined;
-    await Promise.race([
-      job.done,
-      gone,
-      new Promise<void>((resolve) => (cancel = channel.clock.setTimer(resolve, followMs))),
-    ]);
-    cancel();
+  } finally {
+    stopWatching?.();
   }
   const { exit, ...outcome } = job.outcome();
   const finishedAt = job.finishedAt?.();
