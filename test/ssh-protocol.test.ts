@@ -417,6 +417,26 @@ describe("the remote mode's loop", () => {
       assert.equal(await served, 0);
       assert.equal(side.watching, false, "the watch is stopped with the loop");
 
+      // A request filed while the loop looks (after its look for requests, before its wait) is not left for the timer.
+      const racing = fakeSide(Buffer.alloc(0), true, true);
+      const e = channel(clock);
+      const raced = serveRemote(e.io, racing);
+      e.input.write(`${JSON.stringify({ op: "follow", job_id: JOB, offset: 0 })}\n`);
+      await clock.advance(5000);
+      const look = racing.lookUpApproval;
+      racing.lookUpApproval = (id, requestId, known) => {
+        const found = look(id, requestId, known);
+        racing.lookUpApproval = look;
+        racing.filed = [{ request }];
+        racing.stir();
+        return found;
+      };
+      await clock.advance(1000);
+      assert.deepEqual(e.frames.at(-1), { type: "approvals", approvals: [{ request }] }, "sent with no further wait");
+      racing.end();
+      await clock.advance(100);
+      assert.equal(await raced, 0);
+
       const unwatched = fakeSide(Buffer.alloc(0));
       const d = channel(clock);
       const followed = serveRemote(d.io, unwatched);
