@@ -67,11 +67,14 @@ function agentsScript(args, dir, count, what) {
   });
 }
 
-/** Runs the minimal job loop in `dir`: its CPU a job; every job must have completed with its own result. */
+/**
+ * Runs the minimal job loop in `dir`: its CPU a job, and its time from the first job to the last; every job must
+ * have completed with its own result.
+ */
 async function minimalJobs(dir, count) {
-  const { cpuPerJobMs, completed } = await agentsScript([MINIMAL_JOBS], dir, count, "the minimal job loop");
+  const { cpuPerJobMs, ms, completed } = await agentsScript([MINIMAL_JOBS], dir, count, "the minimal job loop");
   if (completed !== count) throw new Error(`i: the minimal job loop completed ${completed} of ${count} jobs`);
-  return cpuPerJobMs;
+  return { cpuPerJobMs, ms };
 }
 
 /** Runs the floor of (i) in `dir` for these prompts; checks that every agent exited 0 and printed its own result. */
@@ -136,12 +139,13 @@ function jobCostRows(figures, where, headline) {
   const minimal = {
     metric:
       `i  a durable job as simply as Node allows (bench/fixtures/minimal-jobs.mjs), ${where.split(":")[0]}: ` +
-      `CPU per job, the same ${count} agents at once`,
-    value: `${figures.minimalCpuPerJobMs.toFixed(2)} ms`,
+      `CPU per job, time to the same floor, the same ${count} agents at once`,
+    value: `${figures.minimalCpuPerJobMs.toFixed(2)} ms, ${figures.minimalRatio.toFixed(2)}x floor`,
     target: "(info)",
     pass: undefined,
     detail: `the first record flushed, later ones replaced unflushed, as the server's (§15.2); no protocol, slots, ` +
-      `process tree or requests; per round: ${perRound.minimalCpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms`,
+      `process tree or requests; per round: ${perRound.minimalCpuPerJobMs.map((x) => x.toFixed(1)).join(", ")} ms, ` +
+      `${perRound.minimalRatio.map((x) => x.toFixed(2)).join(", ")}x`,
   };
   const bad = failures.length;
   const rounds = perRound.ratio.length;
@@ -202,6 +206,7 @@ async function jobCostIn(root, rounds) {
     referenceRatio: [],
     referenceCpuPerJobMs: [],
     minimalCpuPerJobMs: [],
+    minimalRatio: [],
   };
   const failures = [];
   const dir = fs.mkdtempSync(path.join(root, "claude-dispatch-bench-jobcost-"));
@@ -301,7 +306,9 @@ async function jobCostIn(root, rounds) {
       perRound.cpuPerJobMs.push(round2(server.cpuPerJobMs));
       perRound.startPhaseMs.push(round2(server.startPhaseMs));
       const minimalDir = fs.mkdtempSync(path.join(dir, `minimal-${i}-`));
-      perRound.minimalCpuPerJobMs.push(round2(await minimalJobs(minimalDir, count)));
+      const minimal = await minimalJobs(minimalDir, count);
+      perRound.minimalCpuPerJobMs.push(round2(minimal.cpuPerJobMs));
+      perRound.minimalRatio.push(round2(minimal.ms / floor.ms));
       await reapLeftovers();
       if (REFERENCE_SERVER) {
         const reference = await throughReference(i);
@@ -318,6 +325,7 @@ async function jobCostIn(root, rounds) {
     ratio: round2(median(perRound.ratio)),
     cpuPerJobMs: round2(median(perRound.cpuPerJobMs)),
     minimalCpuPerJobMs: round2(median(perRound.minimalCpuPerJobMs)),
+    minimalRatio: round2(median(perRound.minimalRatio)),
     ...(REFERENCE_SERVER ? { referenceRatio: round2(median(perRound.referenceRatio)), referenceCpuPerJobMs: round2(median(perRound.referenceCpuPerJobMs)) } : {}),
     perRound,
     failures,
